@@ -1,0 +1,123 @@
+"""The one analytic FLOP model of TransformerLM, per op and per layer.
+
+Counting rules (a multiply-add is 2 FLOPs):
+- A matmul of (M, K) by (K, N) costs 2·M·K·N forward. Its backward computes the input gradient
+  and the weight gradient, two matmuls of the same size: 2x the forward. Every block input needs
+  a gradient (the embedding is trained), so this holds for every matmul, the first block's too.
+- Attention scores QK^T and the weighted sum PV are counted over the full T×T square even when
+  causal (that is what naive attention and FlopCounterMode count); `causal_fraction` lowers it for
+  kernels that skip masked tiles.
+- Vector work (norms, rotary, softmax, SwiGLU's gate, residual adds, loss) is counted at a few
+  FLOPs per element, noted on each op; its backward is taken as 2x the forward. These are
+  estimates (the exact count depends on the kernel), small next to the matmuls, and reported
+  separately so MFU can use matmul FLOPs alone.
+- AdamW costs about 13 FLOPs per parameter per step.
+
+Bench (MFU), profile (FLOPs per region) and pmc (predicted vs measured counters) all read this.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lmperf import regions
+from lmperf.errors import UsageError
+from lmperf.model.config import ModelConfig, parameter_count
+
+MODES = ("forward", "forward-backward", "train-step")
+ADAMW_FLOPS_PER_PARAM = 13
+
+
+@dataclass(frozen=True)
+class Op:
+    """One op of the forward pass: FLOPs for one instance (one layer) and how many instances."""
+
+    name: str
+    region: str
+    is_matmul: bool
+    forward_flops: float
+    count: int = 1
+    # Matmul shape (M, K, N) per instance, batch folded into M; None for vector ops.
+    shape: tuple[int, int, int] | None = None
+
+    @property
+    def total_forward(self) -> float:
+        return self.forward_flops * self.count
+
+
+def _matmul(name: str, region: str, m: int, k: int, n: int, count: int, batch: int = 1) -> Op:
+    return Op(name, region, True, 2.0 * batch * m * k * n, count, (batch * m, k, n))
+
+
+def _vector(name: str, region: str, elements: int, flops_per_element: int, count: int) -> Op:
+    return Op(name, region, False, float(elements * flops_per_element), count)
+
+
+def forward_ops(
+    config: ModelConfig, batch: int, seq_len: int, causal_fraction: float = 1.0
+) -> list[Op]:
+    """Every op of one forward pass (embedding lookup is a gather: 0 FLOPs)."""
+    if batch <= 0 or seq_len <= 0:
+        raise UsageError(f"batch and context length must be positive, got {batch}, {seq_len}")
+    B, T, d, f = batch, seq_len, config.d_model, config.d_ff
+    H, hd, L, V = config.n_heads, config.head_dim, config.n_layers, config.vocab_size
+    tokens = B * T
+    square = int(round(B * H * T * T * causal_fraction))
+    return [
+        _vector("attn_norm", regions.ATTN_NORM, tokens * d, 4, L),  # square, mean, rsqrt·x, ·g
+        _matmul("qkv_proj", regions.QKV_PROJ, tokens, d, 3 * d, L),
+        _vector("rope", regions.ROPE, 2 * tokens * d, 3, L),  # q and k: 2 mul + 1 add each
+        Op("attn_scores", regions.ATTN_SCORES, True, 2.0 * square * hd, L, (B * H * T, hd, T)),
+        _vector("attn_softmax", regions.ATTN_SOFTMAX, square, 5, L),  # scale, max, exp, sum, div
+        Op("attn_weighted_sum", regions.ATTN_WEIGHTED_SUM, True, 2.0 * square * hd, L, (B * H * T, T, hd)),
+        _matmul("out_proj", regions.OUT_PROJ, tokens, d, d, L),
+        _vector("attn_residual", regions.OUT_PROJ, tokens * d, 1, L),
+        _vector("ffn_norm", regions.FFN_NORM, tokens * d, 4, L),
+        _matmul("ffn_w1_w3", regions.FFN, tokens, d, 2 * f, L),
+        _vector("ffn_gate", regions.FFN, tokens * f, 5, L),  # silu (≈4) and the product
+        _matmul("ffn_w2", regions.FFN, tokens, f, d, L),
+        _vector("ffn_residual", regions.FFN, tokens * d, 1, L),
+        _vector("final_norm", regions.FINAL_NORM, tokens * d, 4, 1),
+        _matmul("lm_head", regions.LM_HEAD, tokens, d, V, 1),
+        _vector("loss", regions.LOSS, tokens * V, 5, 1),  # max, sub, exp, sum, log
+    ]
+
+
+@dataclass(frozen=True)
+class StepFlops:
+    """FLOPs of one step of a mode, split into matmul and vector work and by region."""
+
+    matmul: float
+    vector: float
+    by_region: dict[str, float]
+
+    @property
+    def total(self) -> float:
+        return self.matmul + self.vector
+
+
+def step_flops(
+    config: ModelConfig, batch: int, seq_len: int, mode: str, causal_fraction: float = 1.0
+) -> StepFlops:
+    if mode not in MODES:
+        raise UsageError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
+    multiplier = 1.0 if mode == "forward" else 3.0  # forward + 2x forward for the backward
+    matmul = vector = 0.0
+    by_region: dict[str, float] = {}
+    for op in forward_ops(config, batch, seq_len, causal_fraction):
+        flops = op.total_forward * multiplier
+        by_region[op.region] = by_region.get(op.region, 0.0) + flops
+        if op.is_matmul:
+            matmul += flops
+        else:
+            vector += flops
+    if mode == "train-step":
+        optimizer = float(ADAMW_FLOPS_PER_PARAM * parameter_count(config)["total"])
+        by_region[regions.OPTIMIZER] = optimizer
+        vector += optimizer
+    return StepFlops(matmul, vector, by_region)
+
+
+def model_flops_per_token(config: ModelConfig, seq_len: int) -> float:
+    """Training matmul FLOPs per token (the 6N + attention rule of thumb, computed exactly)."""
+    return step_flops(config, 1, seq_len, "train-step").matmul / seq_len

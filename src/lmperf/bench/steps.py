@@ -1,0 +1,96 @@
+"""One configured training-style step of TransformerLM: forward, forward-backward, or train step."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import asdict, dataclass
+
+import torch
+
+from lmperf import regions
+from lmperf.analysis.flops import MODES
+from lmperf.errors import UsageError
+from lmperf.model import ModelConfig, TransformerLM, check_context, preset
+from lmperf.model.transformer import lm_loss
+
+PRECISIONS = ("fp32", "bf16")
+COMPILE_MODES = ("eager", "compile")
+
+
+@dataclass(frozen=True)
+class StepConfig:
+    preset: str
+    seq_len: int
+    mode: str
+    precision: str = "fp32"
+    compile: str = "eager"
+    attention: str = "naive"
+    batch: int = 4
+
+    def validate(self) -> "StepConfig":
+        check_context(self.model_config(), self.seq_len)
+        if self.batch <= 0:
+            raise UsageError(f"batch must be positive, got {self.batch}")
+        for name, value, allowed in (
+            ("mode", self.mode, MODES),
+            ("precision", self.precision, PRECISIONS),
+            ("compile", self.compile, COMPILE_MODES),
+        ):
+            if value not in allowed:
+                raise UsageError(f"unknown {name} {value!r}; choose from {', '.join(allowed)}")
+        return self
+
+    def model_config(self) -> ModelConfig:
+        return preset(self.preset, attention=self.attention)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def autocast(precision: str, device: torch.device) -> contextlib.AbstractContextManager:
+    if precision == "bf16":
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+class ModelStep:
+    """A model, optimizer and random batch on `device`; calling `run(mode)` executes one step.
+
+    One ModelStep serves all three modes of a configuration so that a compiled model is compiled
+    once: the forward mode runs the training forward (autograd on), the same graph the others use.
+    """
+
+    def __init__(self, config: StepConfig, device: torch.device, seed: int = 0):
+        self.config = config.validate()
+        self.device = device
+        generator = torch.Generator().manual_seed(seed)
+        model_config = config.model_config()
+        with torch.device(device):
+            self.model = TransformerLM(model_config)
+        self.compiled = torch.compile(self.model) if config.compile == "compile" else self.model
+        self.optimizer = torch.optim.AdamW(
+            self.model.parameters(), lr=1e-4, fused=device.type == "cuda"
+        )
+        shape = (config.batch, config.seq_len + 1)
+        data = torch.randint(0, model_config.vocab_size, shape, generator=generator).to(device)
+        self.inputs, self.targets = data[:, :-1], data[:, 1:]  # next-token prediction
+
+    def loss(self) -> torch.Tensor:
+        with autocast(self.config.precision, self.device):
+            with regions.region(regions.FORWARD):
+                return lm_loss(self.compiled(self.inputs), self.targets)
+
+    def run(self, mode: str) -> None:
+        if mode == "forward":
+            self.loss()
+            return
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = self.loss()
+        with regions.region(regions.BACKWARD):
+            loss.backward()
+        if mode == "train-step":
+            with regions.region(regions.OPTIMIZER):
+                self.optimizer.step()
+
+    def release_grads(self) -> None:
+        self.optimizer.zero_grad(set_to_none=True)

@@ -1,0 +1,178 @@
+"""A grid of step configurations run one after another into a run directory.
+
+Configurations that share everything but the mode share one ModelStep (so a compiled model is
+compiled once). A configuration that runs out of memory becomes a row with status "oom", its
+memory is released and the sweep goes on; every finished row is on disk before the next starts.
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Iterable, Iterator
+
+import torch
+
+from lmperf.analysis.flops import MODES, step_flops
+from lmperf.analysis.peaks import peak_tflops
+from lmperf.bench.steps import ModelStep, StepConfig
+from lmperf.bench.timing import time_steps
+from lmperf.model import parameter_count
+from lmperf.report.environment import environment
+from lmperf.report.rundir import RunDir, completed_keys
+
+KEY_FIELDS = ("preset", "seq_len", "mode", "precision", "compile", "attention", "batch")
+
+
+@dataclass
+class BenchRow:
+    preset: str
+    seq_len: int
+    mode: str
+    precision: str
+    compile: str
+    attention: str
+    batch: int
+    status: str  # ok | oom | error
+    warmup: int
+    steps: int
+    params: int
+    matmul_flops: float
+    error: str = ""
+    cold_ms: float | None = None
+    mean_ms: float | None = None
+    std_ms: float | None = None
+    median_ms: float | None = None
+    min_ms: float | None = None
+    max_ms: float | None = None
+    warmup_ms: list[float] = field(default_factory=list)
+    tokens_per_s: float | None = None
+    tflops: float | None = None
+    mfu: float | None = None
+    peak_memory_gb: float | None = None
+    env: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class SweepSettings:
+    warmup: int = 5
+    steps: int = 10
+    device: str = "cpu"
+    peak_tflops: float | None = None
+
+
+def grid(
+    presets: Iterable[str],
+    seq_lens: Iterable[int],
+    modes: Iterable[str],
+    precisions: Iterable[str],
+    compiles: Iterable[str],
+    attentions: Iterable[str],
+    batch: int,
+) -> list[StepConfig]:
+    """All configurations, validated up front so bad input fails before anything runs."""
+    configs = [
+        StepConfig(p, t, m, pr, c, a, batch)
+        for p, t, pr, c, a, m in itertools.product(
+            presets, seq_lens, precisions, compiles, attentions, modes
+        )
+    ]
+    for config in configs:
+        config.validate()
+    return configs
+
+
+def _group_key(config: StepConfig) -> tuple:
+    return tuple(v for k, v in config.to_dict().items() if k != "mode")
+
+
+def _base_row(config: StepConfig, settings: SweepSettings, status: str) -> BenchRow:
+    model_config = config.model_config()
+    flops = step_flops(model_config, config.batch, config.seq_len, config.mode)
+    return BenchRow(
+        **config.to_dict(),
+        status=status,
+        warmup=settings.warmup,
+        steps=settings.steps,
+        params=parameter_count(model_config)["total"],
+        matmul_flops=flops.matmul,
+        env=environment(settings.device),
+    )
+
+
+def _measure(step: ModelStep, config: StepConfig, settings: SweepSettings) -> BenchRow:
+    device = step.device
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    times = time_steps(lambda: step.run(config.mode), settings.warmup, settings.steps, device)
+    step.release_grads()
+    row = _base_row(config, settings, "ok")
+    stats = times.stats
+    row.cold_ms, row.warmup_ms = times.cold_ms, times.warmup_ms
+    row.mean_ms, row.std_ms, row.median_ms = stats.mean, stats.std, stats.median
+    row.min_ms, row.max_ms = stats.min, stats.max
+    row.tokens_per_s = config.batch * config.seq_len / (stats.mean / 1e3)
+    row.tflops = row.matmul_flops / (stats.mean / 1e3) / 1e12
+    peak = peak_tflops(row.env["device"], config.precision, settings.peak_tflops)
+    row.mfu = row.tflops / peak if peak else None
+    if device.type == "cuda":
+        row.peak_memory_gb = torch.cuda.max_memory_allocated(device) / 1e9
+    return row
+
+
+def _release(device: torch.device) -> None:
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+def run_configs(
+    configs: list[StepConfig],
+    settings: SweepSettings,
+    make_step: Callable[[StepConfig, torch.device], ModelStep] = ModelStep,
+) -> Iterator[BenchRow]:
+    """Yield one row per configuration, in order; out-of-memory and failures become rows."""
+    device = torch.device(settings.device)
+    for _, group in itertools.groupby(configs, key=_group_key):
+        step = None
+        for config in group:
+            try:
+                if step is None:
+                    step = make_step(config, device)
+                row = _measure(step, config, settings)
+            except torch.OutOfMemoryError as error:
+                row = _base_row(config, settings, "oom")
+                row.error = str(error).splitlines()[0][:200]
+                step = None  # drop every reference before emptying the cache
+                _release(device)
+            except RuntimeError as error:  # e.g. a compiler failure: record it, go on
+                row = _base_row(config, settings, "error")
+                row.error = f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"
+                step = None
+                _release(device)
+            yield row
+        step = None
+        _release(device)
+
+
+def run_sweep(
+    configs: list[StepConfig],
+    settings: SweepSettings,
+    run_dir: RunDir,
+    make_step: Callable[[StepConfig, torch.device], ModelStep] = ModelStep,
+    on_row: Callable[[BenchRow], None] = lambda row: None,
+) -> list[dict]:
+    """Run the configurations not already in `run_dir`, appending each row as it finishes."""
+    done = completed_keys(run_dir.rows() if run_dir.results.exists() else [], KEY_FIELDS)
+    todo = [c for c in configs if tuple(c.to_dict()[k] for k in KEY_FIELDS) not in done]
+    for row in run_configs(todo, settings, make_step):
+        run_dir.append(row.to_dict())
+        on_row(row)
+    return run_dir.rows()
+
+
+__all__ = ["BenchRow", "KEY_FIELDS", "MODES", "SweepSettings", "grid", "run_configs", "run_sweep"]

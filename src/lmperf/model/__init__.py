@@ -1,0 +1,25 @@
+"""The Transformer LM, its configuration and presets."""
+
+from lmperf.model.config import (
+    ATTENTION_IMPLS,
+    DEFAULT_BATCH,
+    PRESETS,
+    REFERENCE_PRESETS,
+    ModelConfig,
+    check_context,
+    parameter_count,
+    preset,
+)
+from lmperf.model.transformer import TransformerLM
+
+__all__ = [
+    "ATTENTION_IMPLS",
+    "DEFAULT_BATCH",
+    "PRESETS",
+    "REFERENCE_PRESETS",
+    "ModelConfig",
+    "TransformerLM",
+    "check_context",
+    "parameter_count",
+    "preset",
+]

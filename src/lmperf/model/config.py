@@ -1,0 +1,96 @@
+"""Model configuration and the reference presets."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+
+from lmperf.errors import UsageError
+
+ATTENTION_IMPLS = ("naive", "sdpa", "torch", "triton")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """A decoder-only Transformer LM: pre-norm RMSNorm blocks, rotary, SwiGLU, untied LM head."""
+
+    d_model: int
+    d_ff: int
+    n_layers: int
+    n_heads: int
+    vocab_size: int = 10_000
+    max_seq_len: int = 8192
+    rope_theta: float = 10_000.0
+    norm_eps: float = 1e-5
+    attention: str = "naive"
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_heads
+
+    def validate(self) -> "ModelConfig":
+        for name in ("d_model", "d_ff", "n_layers", "n_heads", "vocab_size", "max_seq_len"):
+            if getattr(self, name) <= 0:
+                raise UsageError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.d_model % self.n_heads:
+            raise UsageError(
+                f"d_model {self.d_model} is not divisible by n_heads {self.n_heads}"
+            )
+        if self.head_dim % 2:
+            raise UsageError(
+                f"head dimension {self.head_dim} is odd; rotary embeddings need an even one"
+            )
+        if self.attention not in ATTENTION_IMPLS:
+            raise UsageError(
+                f"unknown attention implementation {self.attention!r}; "
+                f"choose from {', '.join(ATTENTION_IMPLS)}"
+            )
+        return self
+
+    def with_(self, **changes) -> "ModelConfig":
+        return replace(self, **changes).validate()
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# Reference sizes (GPT-2 small ... 2.7B widths); vocabulary 10k as in the notes lmperf started from.
+PRESETS: dict[str, dict] = {
+    "tiny": dict(d_model=64, d_ff=256, n_layers=2, n_heads=4, vocab_size=512, max_seq_len=1024),
+    "small": dict(d_model=768, d_ff=3072, n_layers=12, n_heads=12),
+    "medium": dict(d_model=1024, d_ff=4096, n_layers=24, n_heads=16),
+    "large": dict(d_model=1280, d_ff=5120, n_layers=36, n_heads=20),
+    "xl": dict(d_model=1600, d_ff=6400, n_layers=48, n_heads=25),
+    "2.7B": dict(d_model=2560, d_ff=10240, n_layers=32, n_heads=32),
+}
+REFERENCE_PRESETS = ("small", "medium", "large", "xl", "2.7B")
+DEFAULT_BATCH = 4
+
+
+def preset(name: str, **overrides) -> ModelConfig:
+    """The named preset, with any field overridden; unknown names are a UsageError."""
+    if name not in PRESETS:
+        raise UsageError(f"unknown preset {name!r}; choose from {', '.join(PRESETS)}")
+    return ModelConfig(**{**PRESETS[name], **overrides}).validate()
+
+
+def check_context(config: ModelConfig, seq_len: int) -> None:
+    if seq_len <= 0:
+        raise UsageError(f"context length must be positive, got {seq_len}")
+    if seq_len > config.max_seq_len:
+        raise UsageError(
+            f"context length {seq_len} exceeds the model's maximum {config.max_seq_len}"
+        )
+
+
+def parameter_count(config: ModelConfig) -> dict[str, int]:
+    """Closed-form parameter counts: embedding, blocks, final norm, LM head (untied)."""
+    d, f = config.d_model, config.d_ff
+    per_block = 4 * d * d + 3 * d * f + 2 * d  # q,k,v,o + w1,w2,w3 + two RMSNorm gains
+    counts = {
+        "embedding": config.vocab_size * d,
+        "blocks": config.n_layers * per_block,
+        "final_norm": d,
+        "lm_head": d * config.vocab_size,
+    }
+    counts["total"] = sum(counts.values())
+    return counts

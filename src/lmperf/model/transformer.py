@@ -1,0 +1,130 @@
+"""TransformerLM: token embedding, pre-norm blocks (RMSNorm, rotary causal attention, SwiGLU),
+final norm, LM head and cross-entropy loss. Every part of a block runs inside a named region."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from lmperf import regions
+from lmperf.attention import attention
+from lmperf.model.config import ModelConfig
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # Normalise in fp32: under autocast x may be bf16, whose mean of squares loses precision.
+        x32 = x.float()
+        normed = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return (normed * self.weight).to(x.dtype)
+
+
+class RotaryEmbedding(nn.Module):
+    """Rotates pairs of channels (even, odd) of q and k by position-dependent angles."""
+
+    def __init__(self, head_dim: int, max_seq_len: int, theta: float):
+        super().__init__()
+        inv_freq = theta ** (-torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)
+        angles = torch.outer(torch.arange(max_seq_len, dtype=torch.float32), inv_freq)
+        # Buffers, not parameters: they move with .to(device) but are not trained or counted.
+        self.register_buffer("cos", angles.cos(), persistent=False)  # (T_max, hd/2)
+        self.register_buffer("sin", angles.sin(), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # x: (B, H, T, hd)
+        seq_len = x.shape[-2]
+        cos, sin = self.cos[:seq_len].to(x.dtype), self.sin[:seq_len].to(x.dtype)
+        even, odd = x[..., 0::2], x[..., 1::2]
+        rotated = torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1)
+        return rotated.flatten(-2)
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.n_heads = config.n_heads
+        self.impl = config.attention
+        self.qkv_proj = nn.Linear(config.d_model, 3 * config.d_model, bias=False)
+        self.out_proj = nn.Linear(config.d_model, config.d_model, bias=False)
+        self.rope = RotaryEmbedding(config.head_dim, config.max_seq_len, config.rope_theta)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, C = x.shape
+        with regions.region(regions.QKV_PROJ):
+            qkv = self.qkv_proj(x)  # (B, T, 3C)
+            q, k, v = qkv.view(B, T, 3, self.n_heads, C // self.n_heads).permute(2, 0, 3, 1, 4)
+        with regions.region(regions.ROPE):
+            q, k = self.rope(q), self.rope(k)  # (B, H, T, hd)
+        y = attention(q, k, v, is_causal=True, impl=self.impl)  # (B, H, T, hd)
+        with regions.region(regions.OUT_PROJ):
+            return self.out_proj(y.transpose(1, 2).reshape(B, T, C))
+
+
+class SwiGLU(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.w1 = nn.Linear(config.d_model, config.d_ff, bias=False)
+        self.w3 = nn.Linear(config.d_model, config.d_ff, bias=False)
+        self.w2 = nn.Linear(config.d_ff, config.d_model, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.w2(F.silu(self.w1(x)) * self.w3(x))
+
+
+class Block(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.attn_norm = RMSNorm(config.d_model, config.norm_eps)
+        self.attn = CausalSelfAttention(config)
+        self.ffn_norm = RMSNorm(config.d_model, config.norm_eps)
+        self.ffn = SwiGLU(config)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, C)
+        with regions.region(regions.ATTN_NORM):
+            h = self.attn_norm(x)
+        x = x + self.attn(h)
+        with regions.region(regions.FFN_NORM):
+            h = self.ffn_norm(x)
+        with regions.region(regions.FFN):
+            return x + self.ffn(h)
+
+
+class TransformerLM(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = config.validate()
+        self.embedding = nn.Embedding(config.vocab_size, config.d_model)
+        self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layers))
+        self.final_norm = RMSNorm(config.d_model, config.norm_eps)
+        self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        self.apply(self._init_weights)
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            fan_in = module.weight.shape[-1]
+            nn.init.trunc_normal_(module.weight, std=1 / math.sqrt(fan_in), a=-3 / math.sqrt(fan_in), b=3 / math.sqrt(fan_in))
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Logits (B, T, V) for token ids (B, T)."""
+        with regions.region(regions.EMBEDDING):
+            x = self.embedding(tokens)  # (B, T, C)
+        for block in self.blocks:
+            x = block(x)
+        with regions.region(regions.FINAL_NORM):
+            x = self.final_norm(x)
+        with regions.region(regions.LM_HEAD):
+            return self.lm_head(x)  # (B, T, V)
+
+
+def lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean next-token cross-entropy, computed in fp32 whatever the logits' dtype."""
+    with regions.region(regions.LOSS):
+        return F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten())

@@ -1,0 +1,1 @@
+"""Result rows on disk (rundir), their environment, and the tables and plots rendered from them."""
