@@ -1,0 +1,70 @@
+"""Bench tables (Markdown, CSV, rich) and the time-per-step plot, rendered from results.jsonl."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from lmperf.report import tables
+from lmperf.report.rundir import read_rows
+
+COLUMNS: list[tables.Column] = [
+    ("preset", "preset", ""),
+    ("ctx", "seq_len", "d"),
+    ("mode", "mode", ""),
+    ("prec", "precision", ""),
+    ("compile", "compile", ""),
+    ("attn", "attention", ""),
+    ("status", "status", ""),
+    ("cold ms", "cold_ms", ".1f"),
+    ("mean ms", "mean_ms", ".2f"),
+    ("std ms", "std_ms", ".2f"),
+    ("median ms", "median_ms", ".2f"),
+    ("min ms", "min_ms", ".2f"),
+    ("max ms", "max_ms", ".2f"),
+    ("tok/s", "tokens_per_s", ",.0f"),
+    ("TFLOP/s", "tflops", ".1f"),
+    ("MFU", "mfu", ".1%"),
+    ("peak GB", "peak_memory_gb", ".2f"),
+]
+
+
+def plot_time_per_step(rows: Sequence[dict], path: Path) -> None:
+    """Mean time per step against parameters, one line per (mode, precision, compile)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ok = [r for r in rows if r["status"] == "ok"]
+    contexts = sorted({r["seq_len"] for r in ok})
+    fig, axes = plt.subplots(1, max(len(contexts), 1), figsize=(5 * max(len(contexts), 1), 4), squeeze=False)
+    for ax, ctx in zip(axes[0], contexts):
+        lines: dict[tuple, list[tuple[int, float]]] = {}
+        for r in ok:
+            if r["seq_len"] == ctx:
+                key = (r["mode"], r["precision"], r["compile"], r["attention"])
+                lines.setdefault(key, []).append((r["params"], r["mean_ms"]))
+        for key, points in sorted(lines.items()):
+            points.sort()
+            ax.plot([p / 1e6 for p, _ in points], [t for _, t in points], marker="o", label=" ".join(key))
+        ax.set(xscale="log", yscale="log", xlabel="parameters (M)", ylabel="ms per step", title=f"context {ctx}")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write_reports(run_path: Path) -> list[Path]:
+    """results.md, results.csv and time_per_step.png beside results.jsonl; returns their paths."""
+    rows = read_rows(run_path / "results.jsonl")
+    md, csv_file, png = run_path / "results.md", run_path / "results.csv", run_path / "time_per_step.png"
+    header = ""
+    if rows:
+        env = rows[-1]["env"]
+        header = "Measured on {device} (driver {driver}), torch {torch}, triton {triton}, commit {commit}, {date}.\n\n".format(**env)
+    md.write_text(header + tables.markdown(rows, COLUMNS), encoding="utf-8")
+    csv_file.write_text(tables.csv_text(rows, COLUMNS), encoding="utf-8")
+    plot_time_per_step(rows, png)
+    return [md, csv_file, png]

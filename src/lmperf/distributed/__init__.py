@@ -1,0 +1,1 @@
+"""lmperf.distributed (see ../shared/DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""lmperf.pmc (see ../shared/DESIGN.md)."""

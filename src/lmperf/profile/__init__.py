@@ -1,0 +1,1 @@
+"""lmperf.profile (see ../shared/DESIGN.md)."""

@@ -1,0 +1,53 @@
+"""Tables rendered from result rows: Markdown, CSV and rich, all from one column spec.
+
+A column is (header, key, format); `key` is a row field, and `format` a format spec such as
+".2f" (missing values print as "-").
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any, Sequence
+
+from rich.table import Table
+
+Column = tuple[str, str, str]
+
+
+def cell(row: dict[str, Any], key: str, fmt: str) -> str:
+    value = row.get(key)
+    if value is None or value == "":
+        return "-"
+    if fmt and isinstance(value, (int, float)):
+        return format(value, fmt)
+    return str(value)
+
+
+def markdown(rows: Sequence[dict], columns: Sequence[Column]) -> str:
+    lines = [
+        "| " + " | ".join(header for header, _, _ in columns) + " |",
+        "|" + "|".join("---" for _ in columns) + "|",
+    ]
+    for row in rows:
+        lines.append("| " + " | ".join(cell(row, key, fmt) for _, key, fmt in columns) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def csv_text(rows: Sequence[dict], columns: Sequence[Column]) -> str:
+    """CSV with raw values (full precision), headers as in the other tables."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow([header for header, _, _ in columns])
+    for row in rows:
+        writer.writerow(["" if row.get(key) is None else row.get(key) for _, key, _ in columns])
+    return buffer.getvalue()
+
+
+def rich_table(rows: Sequence[dict], columns: Sequence[Column], title: str = "") -> Table:
+    table = Table(title=title or None)
+    for header, _, fmt in columns:
+        table.add_column(header, justify="right" if fmt else "left")
+    for row in rows:
+        table.add_row(*(cell(row, key, fmt) for _, key, fmt in columns))
+    return table
