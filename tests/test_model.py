@@ -1,0 +1,83 @@
+import pytest
+import torch
+
+from lmperf.errors import UsageError
+from lmperf.model import PRESETS, TransformerLM, parameter_count, preset
+from lmperf.model.transformer import lm_loss
+
+
+def test_logits_shape_for_odd_lengths():
+    config = preset("tiny")
+    model = TransformerLM(config)
+    tokens = torch.randint(0, config.vocab_size, (3, 37))
+    assert model(tokens).shape == (3, 37, config.vocab_size)
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_parameter_count_matches_closed_form(name):
+    config = preset(name)
+    with torch.device("meta"):  # no memory: the 2.7B preset has 3.4e9 parameters
+        model = TransformerLM(config)
+    d, f, L, V = config.d_model, config.d_ff, config.n_layers, config.vocab_size
+    closed_form = 2 * V * d + L * (4 * d * d + 3 * d * f + 2 * d) + d
+    assert sum(p.numel() for p in model.parameters()) == closed_form
+    assert parameter_count(config)["total"] == closed_form
+
+
+def test_loss_falls_when_overfitting_one_batch():
+    torch.manual_seed(0)
+    config = preset("tiny")
+    model = TransformerLM(config)
+    data = torch.randint(0, config.vocab_size, (2, 33))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    losses = []
+    for _ in range(60):
+        optimizer.zero_grad()
+        loss = lm_loss(model(data[:, :-1]), data[:, 1:])
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.2 * losses[0]
+
+
+def test_naive_and_sdpa_models_agree():
+    torch.manual_seed(0)
+    tokens = torch.randint(0, 512, (2, 29))
+    outputs = {}
+    for impl in ("naive", "sdpa"):
+        torch.manual_seed(1)
+        model = TransformerLM(preset("tiny", attention=impl))
+        loss = lm_loss(model(tokens), tokens)
+        loss.backward()
+        outputs[impl] = (loss.detach(), model.blocks[0].attn.qkv_proj.weight.grad)
+    torch.testing.assert_close(outputs["naive"][0], outputs["sdpa"][0], rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(outputs["naive"][1], outputs["sdpa"][1], rtol=1e-4, atol=1e-6)
+
+
+def test_causality_future_tokens_do_not_change_past_logits():
+    torch.manual_seed(0)
+    model = TransformerLM(preset("tiny"))
+    tokens = torch.randint(0, 512, (1, 20))
+    changed = tokens.clone()
+    changed[0, 10:] = (changed[0, 10:] + 1) % 512
+    torch.testing.assert_close(model(tokens)[:, :10], model(changed)[:, :10])
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (dict(d_model=100, n_heads=3), "not divisible"),
+        (dict(d_model=60, n_heads=20), "odd"),
+        (dict(n_layers=0), "positive"),
+        (dict(d_ff=-4), "positive"),
+        (dict(attention="magic"), "unknown attention"),
+    ],
+)
+def test_impossible_configs_are_usage_errors(overrides, message):
+    with pytest.raises(UsageError, match=message):
+        preset("tiny", **overrides)
+
+
+def test_unknown_preset_is_a_usage_error():
+    with pytest.raises(UsageError, match="unknown preset"):
+        preset("gigantic")
