@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import os
 import platform
 import subprocess
 from pathlib import Path
@@ -12,6 +13,9 @@ import torch
 
 
 def _git_commit() -> str:
+    # A copy of the tree without .git (e.g. on a lent GPU machine) gets the commit from outside.
+    if os.environ.get("LMPERF_COMMIT"):
+        return os.environ["LMPERF_COMMIT"]
     repo = Path(__file__).resolve().parents[3]
     try:
         out = subprocess.run(
