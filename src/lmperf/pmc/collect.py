@@ -1,0 +1,89 @@
+"""`lmperf pmc collect`: profile one step of a target (or any command) and keep the capture.
+
+Writes three files next to each other: the raw CSV exactly as ncu printed it (`NAME.csv` or
+`NAME.csv.gz`), a tidy per-kernel table (`NAME.kernels.csv`) and, for lmperf and Hugging Face
+targets, the true configuration that ran (`NAME.truth.json`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from lmperf.pmc import ncu
+from lmperf.pmc.kernels import kernel_class, short_name
+from lmperf.pmc.parse import Capture, read_capture
+from lmperf.pmc.targets import RANGE, Target
+from lmperf.report import tables
+
+
+@dataclass(frozen=True)
+class Collected:
+    raw_csv: Path
+    kernels_csv: Path
+    truth_json: Path | None
+    kernels: int
+    dropped_metrics: list[str]
+
+
+def sibling(raw_csv: Path, suffix: str) -> Path:
+    """NAME.csv(.gz) -> NAME<suffix>."""
+    name = Path(raw_csv).name
+    for ending in (".csv.gz", ".csv", ".gz"):
+        if name.endswith(ending):
+            name = name[: -len(ending)]
+            break
+    return Path(raw_csv).with_name(name + suffix)
+
+
+def kernel_rows(capture: Capture) -> list[dict]:
+    """One tidy row per kernel: class, short name, launch shape and every counter."""
+    rows = []
+    for k in capture.kernels:
+        row = {"index": k.index, "class": kernel_class(k.name), "kernel": short_name(k.name),
+               "grid": "x".join(map(str, k.grid)), "block": "x".join(map(str, k.block))}
+        row.update(k.metrics)
+        rows.append(row)
+    return rows
+
+
+def write_kernel_table(capture: Capture, path: Path) -> Path:
+    columns = [(name, name, "") for name in ("index", "class", "kernel", "grid", "block")]
+    columns += [(name, name, "") for name in capture.metric_names]
+    path.write_text(tables.csv_text(kernel_rows(capture), columns), encoding="utf-8")
+    return path
+
+
+def collect_command(
+    program: list[str], range_name: str, raw_csv: Path, ncu_path: str | None = None,
+    timeout_s: float | None = None, truth_json: Path | None = None,
+) -> Collected:
+    """Profile `program`'s kernels inside NVTX range `range_name`; write the capture files."""
+    executable = ncu.find_ncu(ncu_path)
+    metrics, dropped = ncu.supported(ncu.METRICS, ncu.known_metrics(executable))
+    spec = ncu.NcuRun(list(program), range_name, metrics, executable)
+    raw_csv = ncu.run(spec, Path(raw_csv), timeout_s)
+    capture = read_capture(raw_csv)
+    kernels_csv = write_kernel_table(capture, sibling(raw_csv, ".kernels.csv"))
+    return Collected(raw_csv, kernels_csv, truth_json, len(capture.kernels), dropped)
+
+
+def collect_target(
+    target: Target, raw_csv: Path, ncu_path: str | None = None, timeout_s: float | None = None
+) -> Collected:
+    """Profile one step of an lmperf preset or a Hugging Face config (random weights)."""
+    target.validate()
+    truth_json = sibling(Path(raw_csv), ".truth.json")
+    truth_json.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        spec_path = Path(scratch) / "target.json"
+        spec_path.write_text(target.to_json(), encoding="utf-8")
+        program = [sys.executable, "-m", "lmperf.pmc.runner", str(spec_path), str(truth_json)]
+        return collect_command(program, RANGE, raw_csv, ncu_path, timeout_s, truth_json)
+
+
+def read_truth(path: Path) -> dict:
+    return json.loads(Path(path).read_text(encoding="utf-8"))

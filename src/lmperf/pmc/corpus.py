@@ -1,0 +1,146 @@
+"""The capture corpus: small lmperf and Hugging Face models, each profiled for one step.
+
+Every fourth entry is held out: it is kept away from development and only scored at the end
+(`benchmarks/pmc-accuracy.md`). The list mixes families (GPT-2, Llama, Mistral, Qwen2, GPT-NeoX,
+OPT, lmperf), widths 256-1024, depths 2-6, vocabularies, batch and sequence lengths, dtypes,
+forward and training steps, eager and SDPA attention.
+
+`python -m lmperf.pmc.corpus OUTDIR [--budget-s S] [--jobs N]` collects them on a GPU; a capture
+that fails is logged with its reason and the next one starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from lmperf.errors import UsageError
+from lmperf.pmc.targets import Target
+
+HELD_OUT_EVERY = 4
+
+
+def gpt2(layers: int, d: int, heads: int, vocab: int) -> dict:
+    return dict(model_type="gpt2", n_layer=layers, n_embd=d, n_head=heads, vocab_size=vocab)
+
+
+def llama(layers: int, d: int, heads: int, kv: int, ff: int, vocab: int, family: str = "llama") -> dict:
+    return dict(model_type=family, num_hidden_layers=layers, hidden_size=d,
+                num_attention_heads=heads, num_key_value_heads=kv, intermediate_size=ff,
+                vocab_size=vocab, max_position_embeddings=2048)
+
+
+def neox(layers: int, d: int, heads: int, ff: int, vocab: int) -> dict:
+    return dict(model_type="gpt_neox", num_hidden_layers=layers, hidden_size=d,
+                num_attention_heads=heads, intermediate_size=ff, vocab_size=vocab)
+
+
+def opt(layers: int, d: int, heads: int, ff: int, vocab: int) -> dict:
+    return dict(model_type="opt", num_hidden_layers=layers, hidden_size=d,
+                num_attention_heads=heads, ffn_dim=ff, vocab_size=vocab,
+                word_embed_proj_dim=d, max_position_embeddings=2048)
+
+
+def _small(**overrides) -> dict:
+    return dict(preset="small", overrides=overrides)
+
+
+# (name, model, batch, seq_len, mode, dtype, attention); model is an hf config or _small(...).
+_ENTRIES = [
+    ("gpt2_l4_d512", gpt2(4, 512, 8, 50257), 2, 256, "forward", "bf16", "sdpa"),
+    ("llama_l4_d512_gqa", llama(4, 512, 8, 2, 1408, 32000), 2, 256, "train-step", "bf16", "sdpa"),
+    ("lmperf_small_l2", _small(n_layers=2), 2, 256, "train-step", "bf16", "eager"),
+    ("neox_l3_d768", neox(3, 768, 12, 3072, 50304), 1, 512, "forward", "fp16", "sdpa"),
+    ("opt_l4_d512", opt(4, 512, 8, 2048, 50272), 4, 128, "train-step", "fp16", "eager"),
+    ("qwen2_l3_d640_gqa", llama(3, 640, 10, 2, 1792, 32000, "qwen2"), 2, 256, "forward", "bf16", "eager"),
+    ("mistral_l2_d1024_gqa", llama(2, 1024, 16, 4, 2816, 32000, "mistral"), 1, 512, "train-step", "bf16", "sdpa"),
+    ("gpt2_l6_d384", gpt2(6, 384, 6, 8000), 4, 256, "train-step", "fp32", "eager"),
+    ("llama_l2_d256", llama(2, 256, 4, 4, 688, 16000), 2, 128, "forward", "fp32", "sdpa"),
+    ("gpt2_l3_d768", gpt2(3, 768, 12, 50257), 1, 384, "train-step", "fp16", "sdpa"),
+    ("neox_l2_d512", neox(2, 512, 8, 2048, 32000), 2, 256, "train-step", "bf16", "eager"),
+    ("llama_l4_d640_gqa", llama(4, 640, 10, 5, 1728, 32000), 2, 192, "train-step", "fp16", "sdpa"),
+    ("opt_l2_d768", opt(2, 768, 12, 3072, 50272), 2, 256, "forward", "fp32", "sdpa"),
+    ("lmperf_d512_l3", _small(n_layers=3, d_model=512, n_heads=8, d_ff=1376), 4, 128, "forward", "fp32", "sdpa"),
+    ("qwen2_l2_d896_gqa", llama(2, 896, 14, 2, 4864, 151936, "qwen2"), 1, 256, "train-step", "bf16", "sdpa"),
+    ("opt_l3_d512", opt(3, 512, 8, 2048, 50272), 1, 384, "forward", "bf16", "eager"),
+    ("gpt2_l2_d1024", gpt2(2, 1024, 16, 50257), 1, 256, "forward", "fp32", "eager"),
+    ("mistral_l3_d512_gqa", llama(3, 512, 8, 2, 1536, 32000, "mistral"), 4, 128, "forward", "fp16", "sdpa"),
+    ("llama_l6_d384_gqa", llama(6, 384, 6, 2, 1024, 8000), 2, 256, "forward", "bf16", "eager"),
+    ("gpt2_l4_d640", gpt2(4, 640, 10, 32000), 2, 128, "forward", "bf16", "sdpa"),
+    ("neox_l4_d256", neox(4, 256, 4, 1024, 16000), 4, 256, "forward", "fp32", "eager"),
+    ("lmperf_small_l2_fwd", _small(n_layers=2), 2, 256, "forward", "bf16", "sdpa"),
+    ("llama_l2_d768_gqa", llama(2, 768, 12, 4, 2048, 32000), 1, 512, "train-step", "fp32", "sdpa"),
+    ("mistral_l2_d768_gqa", llama(2, 768, 12, 4, 2048, 32000, "mistral"), 2, 256, "forward", "fp32", "eager"),
+    ("opt_l2_d1024", opt(2, 1024, 16, 4096, 50272), 1, 256, "train-step", "bf16", "sdpa"),
+    ("gpt2_l2_d256", gpt2(2, 256, 4, 8000), 8, 128, "train-step", "bf16", "eager"),
+    ("qwen2_l4_d512_gqa", llama(4, 512, 8, 4, 1376, 32000, "qwen2"), 2, 256, "train-step", "fp32", "eager"),
+    ("lmperf_d640_l3", _small(n_layers=3, d_model=640, n_heads=10, d_ff=1728), 2, 256, "train-step", "fp32", "sdpa"),
+    ("neox_l2_d1024", neox(2, 1024, 16, 4096, 50304), 1, 256, "train-step", "fp16", "sdpa"),
+    ("llama_l3_d512_hd128", llama(3, 512, 4, 4, 1408, 32000), 2, 256, "forward", "fp16", "eager"),
+    ("gpt2_l4_d768", gpt2(4, 768, 12, 50257), 2, 512, "forward", "fp16", "eager"),
+    ("qwen2_l3_d768_gqa", llama(3, 768, 12, 2, 2048, 32000, "qwen2"), 1, 384, "train-step", "bf16", "sdpa"),
+    ("llama_l2_d640_hd80", llama(2, 640, 8, 8, 1728, 32000), 2, 256, "train-step", "bf16", "sdpa"),
+    ("opt_l6_d256", opt(6, 256, 4, 1024, 8000), 4, 128, "train-step", "fp32", "eager"),
+    ("gpt2_l3_d512", gpt2(3, 512, 8, 50257), 4, 128, "train-step", "bf16", "sdpa"),
+    ("llama_l3_d384_gqa", llama(3, 384, 6, 3, 1024, 16000), 4, 128, "forward", "fp16", "eager"),
+    ("neox_l3_d640", neox(3, 640, 10, 2560, 32000), 2, 128, "forward", "bf16", "sdpa"),
+    ("mistral_l4_d256_mqa", llama(4, 256, 4, 1, 768, 32000, "mistral"), 2, 256, "train-step", "fp16", "eager"),
+    ("gpt2_l2_d768_t1024", gpt2(2, 768, 12, 50257), 1, 1024, "forward", "bf16", "sdpa"),
+    ("opt_l2_d640", opt(2, 640, 10, 2560, 50272), 2, 256, "train-step", "fp16", "sdpa"),
+]
+
+
+def _target(model: dict, batch: int, seq_len: int, mode: str, dtype: str, attention: str) -> Target:
+    common = dict(batch=batch, seq_len=seq_len, mode=mode, dtype=dtype, attention=attention)
+    if "preset" in model:
+        return Target(preset=model["preset"], overrides=model["overrides"], **common)
+    return Target(hf_config=model, **common)
+
+
+def corpus() -> list[tuple[str, Target, bool]]:
+    """(name, target, held_out) for every entry, in collection order."""
+    return [
+        (name, _target(*rest), (i + 1) % HELD_OUT_EVERY == 0)
+        for i, (name, *rest) in enumerate(_ENTRIES)
+    ]
+
+
+def _collect_one(name: str, target: Target, out_dir: Path, log: Path, deadline: float) -> None:
+    from lmperf.pmc.collect import collect_target
+
+    start = time.monotonic()
+    if start > deadline:
+        status = "skipped: time budget spent"
+    else:
+        try:
+            result = collect_target(target, out_dir / f"{name}.csv.gz", timeout_s=180)
+            status = f"ok: {result.kernels} kernels, dropped metrics {result.dropped_metrics}"
+        except UsageError as error:
+            status = f"failed: {error}"
+        except Exception as error:  # noqa: BLE001 - the corpus must go on; the log keeps why
+            status = f"failed: {type(error).__name__}: {error}"
+    line = json.dumps({"name": name, "seconds": round(time.monotonic() - start, 1), "status": status})
+    with open(log, "a", encoding="utf-8") as f:
+        f.write(line + "\n")
+    print(line, flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("out_dir", type=Path)
+    parser.add_argument("--budget-s", type=float, default=300.0)
+    parser.add_argument("--jobs", type=int, default=3)
+    args = parser.parse_args()
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + args.budget_s
+    log = args.out_dir / "collect_log.jsonl"
+    with ThreadPoolExecutor(args.jobs) as pool:
+        for name, target, _ in corpus():
+            pool.submit(_collect_one, name, target, args.out_dir, log, deadline)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""Running Nsight Compute (`ncu`) on one NVTX range of a program and keeping its raw CSV.
+
+The command is always the same shape: fixed clocks off (`--clock-control none`, so counters see
+the clocks the program really runs at), only the kernels inside one push/pop NVTX range, and the
+raw page in base units, so the parser never has to guess a unit.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from lmperf.errors import UsageError
+
+# The counters the inference reads; launch statistics (grid, block, registers) come with the raw
+# page. Tensor-pipe counters count the work of whole tiles, FFMA the fp32 GEMMs without tensor cores.
+METRICS = (
+    "gpu__time_duration.sum",
+    "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
+    "sm__ops_path_tensor_src_fp16.sum",
+    "sm__ops_path_tensor_src_tf32_dst_fp32.sum",
+    "sm__ops_path_tensor_src_fp8.sum",
+    "sm__sass_thread_inst_executed_op_ffma_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_fadd_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_fmul_pred_on.sum",
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "launch__grid_size",
+    "launch__block_size",
+    "launch__cluster_dim_x",
+    "launch__cluster_dim_y",
+    "launch__cluster_dim_z",
+)
+
+# What ncu prints when it cannot do its job, and the one line the user gets for each.
+_FAILURES = (
+    ("ERR_NVGPUCTRPERM", "ncu has no permission to read GPU performance counters "
+     "(run as root or allow non-admin profiling: NVreg_RestrictProfilingToAdminUsers=0)"),
+    ("No kernels were profiled", "ncu profiled no kernel: nothing ran inside NVTX range {range!r}"),
+    ("Failed to find metric", "ncu does not know a requested metric on this GPU: {detail}"),
+    ("Failed to initialize the profiler", "ncu could not start its profiler: {detail}"),
+)
+
+
+@dataclass(frozen=True)
+class NcuRun:
+    """One profiling run: the program to launch and the NVTX range to keep."""
+
+    program: list[str]
+    range_name: str
+    metrics: tuple[str, ...] = METRICS
+    ncu: str = "ncu"
+
+    def command(self) -> list[str]:
+        if not self.program:
+            raise UsageError("no program to profile")
+        if not self.range_name or "/" in self.range_name:
+            raise UsageError(f"NVTX range name must be non-empty and contain no '/': {self.range_name!r}")
+        return [
+            self.ncu,
+            "--clock-control", "none",
+            "--nvtx", "--nvtx-include", f"{self.range_name}/",
+            "--metrics", ",".join(self.metrics),
+            "--csv", "--page", "raw", "--print-units", "base",
+            *self.program,
+        ]
+
+
+def find_ncu(ncu: str | None = None) -> str:
+    """The ncu executable: the given path, else `ncu` on the PATH; missing is a UsageError."""
+    path = shutil.which(ncu or "ncu")
+    if path is None:
+        where = f"at {ncu!r}" if ncu else "on the PATH"
+        raise UsageError(f"Nsight Compute (ncu) not found {where}; install it or pass --ncu PATH")
+    return path
+
+
+@functools.lru_cache(maxsize=None)
+def known_metrics(ncu: str) -> set[str] | None:
+    """Base metric names this GPU offers (`ncu --query-metrics`), or None if ncu cannot say."""
+    try:
+        out = subprocess.run(
+            [ncu, "--query-metrics"], capture_output=True, text=True, timeout=120
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    names = {line.split()[0] for line in out.splitlines() if line[:1].isalpha() and "__" in line}
+    return names or None
+
+
+def supported(metrics: tuple[str, ...], known: set[str] | None) -> tuple[tuple[str, ...], list[str]]:
+    """Split `metrics` into those the GPU offers and those it does not (a rollup like `.sum`
+    is offered when its base name is)."""
+    if known is None:
+        return metrics, []
+    kept, dropped = [], []
+    for metric in metrics:
+        # Launch statistics are not hardware counters; the query does not list them.
+        offered = metric.startswith("launch__") or metric.split(".")[0] in known
+        (kept if offered else dropped).append(metric)
+    if len(dropped) > len(metrics) // 2:  # a query this far off is misread, not the truth
+        return metrics, []
+    return tuple(kept), dropped
+
+
+def failure_message(output: str, range_name: str) -> str | None:
+    """The one-line reason a run produced no usable capture, or None when it did."""
+    for marker, message in _FAILURES:
+        if marker in output:
+            line = next(line for line in output.splitlines() if marker in line)
+            return message.format(range=range_name, detail=line.strip()[:200])
+    return None
+
+
+def run(spec: NcuRun, raw_csv: Path, timeout_s: float | None = None) -> Path:
+    """Profile `spec.program` and write ncu's raw CSV (gzipped if the name ends in .gz)."""
+    try:
+        done = subprocess.run(
+            spec.command(), capture_output=True, text=True, timeout=timeout_s,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    except subprocess.TimeoutExpired:
+        raise UsageError(f"ncu did not finish within {timeout_s:.0f} s") from None
+    output = done.stdout + done.stderr
+    problem = failure_message(output, spec.range_name)
+    if problem is None and '"ID"' not in done.stdout:
+        tail = " | ".join(output.strip().splitlines()[-3:]) or "no output"
+        problem = f"ncu wrote no CSV (exit {done.returncode}): {tail[-400:]}"
+    if problem:
+        raise UsageError(problem)
+    raw_csv = Path(raw_csv)
+    raw_csv.parent.mkdir(parents=True, exist_ok=True)
+    opener = gzip.open if raw_csv.suffix == ".gz" else open
+    with opener(raw_csv, "wt", encoding="utf-8") as f:
+        f.write(done.stdout)
+    return raw_csv

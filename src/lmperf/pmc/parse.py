@@ -1,0 +1,126 @@
+"""Reading ncu's raw CSV (`--csv --page raw`) as ncu prints it, from any program.
+
+What the file may hold besides the table: `==PROF==` / `==WARNING==` lines, the profiled program's
+own output, a units row under the header (`--print-units base`), thousands separators inside
+quoted numbers ("1,234,567"), `n/a` for a metric a kernel has no value for, and columns missing
+entirely when a metric was not collected. Every kernel becomes a `KernelRecord`.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lmperf.errors import UsageError
+
+_HEADER_START = '"ID",'
+_DIMS = re.compile(r"\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)")
+# Columns that describe the launch, not counters.
+_DESCRIPTIVE = {"ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context",
+                "Stream", "Block Size", "Grid Size", "Device", "CC"}
+
+
+@dataclass(frozen=True)
+class KernelRecord:
+    """One profiled kernel launch: its name, launch shape and counters (None = no value)."""
+
+    index: int
+    name: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    metrics: dict[str, float | None] = field(default_factory=dict)
+
+    def metric(self, name: str) -> float:
+        """The counter's value, 0 when missing (a kernel with no tensor work has no count)."""
+        return self.metrics.get(name) or 0.0
+
+    @property
+    def blocks(self) -> int:
+        return math.prod(self.grid)
+
+    @property
+    def threads_per_block(self) -> int:
+        return math.prod(self.block)
+
+
+@dataclass(frozen=True)
+class Capture:
+    kernels: list[KernelRecord]
+    metric_names: tuple[str, ...]  # the counter columns the file has
+    units: dict[str, str]
+    source: str = ""
+
+    def has(self, metric: str) -> bool:
+        return metric in self.metric_names
+
+
+def number(text: str) -> float | None:
+    """'1,234,567' -> 1234567.0; '', 'n/a' and other non-numbers -> None."""
+    cleaned = text.strip().replace(",", "")
+    if not cleaned:
+        return None
+    try:
+        return float(cleaned)
+    except ValueError:
+        return None
+
+
+def dims(text: str) -> tuple[int, int, int]:
+    """'(128, 1, 1)' -> (128, 1, 1); a bare number is (n, 1, 1); unreadable -> (0, 0, 0)."""
+    match = _DIMS.search(text)
+    if match:
+        return tuple(int(g) for g in match.groups())  # type: ignore[return-value]
+    value = number(text)
+    return (int(value), 1, 1) if value is not None else (0, 0, 0)
+
+
+def read_text(path: Path) -> str:
+    """The file's text; .gz files are decompressed. Unreadable is a UsageError."""
+    path = Path(path)
+    try:
+        if path.suffix == ".gz":
+            with gzip.open(path, "rt", encoding="utf-8", errors="replace") as f:
+                return f.read()
+        return path.read_text(encoding="utf-8", errors="replace")
+    except (OSError, EOFError) as error:
+        reason = getattr(error, "strerror", None) or str(error)
+        raise UsageError(f"cannot read {path}: {reason}") from None
+
+
+def parse_text(text: str, source: str = "") -> Capture:
+    """Parse the raw page; no table, or a table without kernels, is a UsageError."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith(_HEADER_START)), None)
+    if start is None:
+        raise UsageError(f"{source or 'input'}: no ncu raw CSV table (a line starting "
+                         f"{_HEADER_START}) found; was it written with --csv --page raw?")
+    table = [line for line in lines[start:] if line.startswith('"')]  # drop ==PROF== and output
+    rows = list(csv.reader(io.StringIO("\n".join(table))))
+    header, body = rows[0], [row for row in rows[1:] if len(row) == len(rows[0])]
+    units: dict[str, str] = {}
+    if body and body[0][0] == "":  # the units row
+        units = dict(zip(header, body.pop(0)))
+    counters = tuple(name for name in header if name not in _DESCRIPTIVE)
+    kernels = [_record(i, dict(zip(header, row)), counters) for i, row in enumerate(body)]
+    if not kernels:
+        raise UsageError(f"{source or 'input'}: the ncu table has no kernel rows")
+    return Capture(kernels, counters, units, source)
+
+
+def _record(index: int, row: dict[str, str], counters: tuple[str, ...]) -> KernelRecord:
+    grid, block = dims(row.get("Grid Size", "")), dims(row.get("Block Size", ""))
+    if grid == (0, 0, 0) and "launch__grid_size" in row:
+        grid = dims(row["launch__grid_size"])
+    if block == (0, 0, 0) and "launch__block_size" in row:
+        block = dims(row["launch__block_size"])
+    return KernelRecord(index, row.get("Kernel Name", ""), grid, block,
+                        {name: number(row[name]) for name in counters})
+
+
+def read_capture(path: Path) -> Capture:
+    return parse_text(read_text(path), source=str(path))

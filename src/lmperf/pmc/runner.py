@@ -1,0 +1,138 @@
+"""The process ncu launches: `python -m lmperf.pmc.runner SPEC.json [TRUTH.json]`.
+
+Builds the model a `Target` names, runs one warm-up step, then one step inside the NVTX range
+`targets.RANGE`, and writes the true configuration (counted from the instantiated modules, so
+it is what ran, not what a config file claims) to TRUTH.json.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from lmperf.bench.steps import ModelStep, StepConfig
+from lmperf.model import preset
+from lmperf.pmc.targets import RANGE, Target, _torch_dtype
+
+
+@dataclass(frozen=True)
+class _PresetStepConfig(StepConfig):
+    """A StepConfig whose preset takes field overrides (small corpus sizes of a preset)."""
+
+    overrides: tuple = ()
+
+    def model_config(self):
+        return preset(self.preset, attention=self.attention, **dict(self.overrides))
+
+
+def _preset_step(target: Target, device: torch.device) -> tuple[Callable[[], None], dict]:
+    config = _PresetStepConfig(
+        target.preset, target.seq_len, target.mode, target.dtype, "eager",
+        "naive" if target.attention == "eager" else "sdpa", target.batch,
+        tuple(sorted(target.overrides.items())),
+    )
+    step = ModelStep(config, device)
+    model_config = config.model_config()
+    truth = dict(
+        family="lmperf", n_layers=model_config.n_layers, d_model=model_config.d_model,
+        n_heads=model_config.n_heads, n_kv_heads=model_config.n_heads,
+        head_dim=model_config.head_dim, d_ff=model_config.d_ff, mlp="gated",
+        vocab_size=model_config.vocab_size, tied_embeddings=False, position_table=False,
+    )
+    truth.update(_param_counts(step.model, step.model.blocks))
+    return (lambda: step.run(target.mode)), truth
+
+
+def _hf_model(target: Target):
+    from transformers import AutoConfig, AutoModelForCausalLM  # the optional `hf` extra
+
+    fields = dict(target.hf_config)
+    config = AutoConfig.for_model(fields.pop("model_type"), **fields)
+    impl = "eager" if target.attention == "eager" else "sdpa"
+    return config, AutoModelForCausalLM.from_config(config, attn_implementation=impl)
+
+
+def _hf_truth(config, model) -> dict:
+    d, heads = config.hidden_size, config.num_attention_heads
+    d_ff = (getattr(config, "intermediate_size", None) or getattr(config, "ffn_dim", None)
+            or getattr(config, "n_inner", None) or 4 * d)
+    layers = max((m for m in model.modules() if isinstance(m, torch.nn.ModuleList)),
+                 key=lambda m: sum(p.numel() for p in m.parameters()))
+    truth = dict(
+        family=config.model_type, n_layers=config.num_hidden_layers, d_model=d, n_heads=heads,
+        n_kv_heads=getattr(config, "num_key_value_heads", None) or heads,
+        head_dim=getattr(config, "head_dim", None) or d // heads, d_ff=d_ff,
+        mlp="gated" if any("gate_proj" in name for name, _ in layers[0].named_modules()) else "gelu",
+        vocab_size=config.vocab_size,
+        tied_embeddings=bool(getattr(config, "tie_word_embeddings", False)),
+        position_table=config.model_type in ("gpt2", "opt"),
+    )
+    truth.update(_param_counts(model, layers))
+    return truth
+
+
+def _hf_step(target: Target, device: torch.device) -> tuple[Callable[[], None], dict]:
+    config, model = _hf_model(target)
+    truth = _hf_truth(config, model)
+    dtype = _torch_dtype(target.dtype)
+    tokens = torch.randint(0, config.vocab_size, (target.batch, target.seq_len), device=device)
+    if target.mode == "forward":
+        model = model.to(device=device, dtype=dtype).eval()
+
+        def step() -> None:
+            with torch.no_grad():
+                model(input_ids=tokens)
+
+        return step, truth
+    model = model.to(device).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    mixed = target.dtype != "fp32"  # mixed-precision training: fp32 weights, autocast matmuls
+
+    def train_step() -> None:
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=dtype, enabled=mixed):
+            loss = model(input_ids=tokens, labels=tokens).loss
+        loss.backward()
+        optimizer.step()
+
+    return train_step, truth
+
+
+def _param_counts(model: torch.nn.Module, blocks: torch.nn.Module) -> dict:
+    return dict(
+        params_blocks=sum(p.numel() for p in blocks.parameters()),
+        params_total=sum(p.numel() for p in model.parameters()),  # tied weights counted once
+    )
+
+
+def run_target(target: Target) -> dict:
+    """Warm up, then run one step inside the NVTX range; returns the true configuration."""
+    device = torch.device("cuda")
+    torch.manual_seed(0)
+    build = _preset_step if target.preset is not None else _hf_step
+    step, truth = build(target.validate(), device)
+    step()  # warm-up, outside the range
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_push(RANGE)
+    step()
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_pop()
+    truth.update(batch=target.batch, seq_len=target.seq_len, mode=target.mode.replace("-", "_"),
+                 dtype=target.dtype, attention=target.attention)
+    return truth
+
+
+def main(argv: list[str]) -> None:
+    target = Target(**json.loads(Path(argv[0]).read_text()))
+    truth = run_target(target)
+    if len(argv) > 1:
+        Path(argv[1]).write_text(json.dumps(truth, indent=1, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,71 @@
+"""The programs `lmperf pmc collect` profiles: one step of a model inside one NVTX range.
+
+`python -m lmperf.pmc.targets SPEC.json` builds the model the spec names (an lmperf preset with
+overrides, or a Hugging Face config with random weights), runs one warm-up step outside the range
+(cuBLAS heuristics, lazy allocations and optimizer state would otherwise pollute the capture),
+then exactly one step inside it. It also writes the true configuration (TRUTH.json) so a capture
+can be scored against what really ran.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from lmperf.errors import UsageError
+
+MODES = ("forward", "train-step")
+DTYPES = ("fp32", "fp16", "bf16")
+ATTENTIONS = ("eager", "sdpa")
+RANGE = "lmperf_pmc_step"
+
+
+@dataclass(frozen=True)
+class Target:
+    """What to run: `preset` (lmperf) or `hf_config` (a config.json dict), and how."""
+
+    batch: int = 2
+    seq_len: int = 256
+    mode: str = "forward"
+    dtype: str = "bf16"
+    attention: str = "sdpa"
+    preset: str | None = None
+    overrides: dict = field(default_factory=dict)
+    hf_config: dict | None = None
+
+    def validate(self) -> "Target":
+        if (self.preset is None) == (self.hf_config is None):
+            raise UsageError("name exactly one target: an lmperf preset or a Hugging Face config")
+        for name, value, allowed in (
+            ("mode", self.mode, MODES), ("dtype", self.dtype, DTYPES),
+            ("attention", self.attention, ATTENTIONS),
+        ):
+            if value not in allowed:
+                raise UsageError(f"unknown {name} {value!r}; choose from {', '.join(allowed)}")
+        if self.batch <= 0 or self.seq_len <= 0:
+            raise UsageError(f"batch and seq_len must be positive, got {self.batch}, {self.seq_len}")
+        if self.hf_config is not None and "model_type" not in self.hf_config:
+            raise UsageError("the Hugging Face config has no 'model_type'")
+        if self.preset is not None and self.dtype == "fp16":
+            raise UsageError("lmperf presets run fp32 or bf16 (autocast), not fp16")
+        return self
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+
+def read_hf_config(path: Path) -> dict:
+    """A Hugging Face config.json as a dict; unreadable or not JSON is a UsageError."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as error:
+        raise UsageError(f"cannot read {path}: {error.strerror}") from None
+    except json.JSONDecodeError as error:
+        raise UsageError(f"{path} is not JSON: {error.msg} at line {error.lineno}") from None
+
+
+def _torch_dtype(name: str):
+    import torch
+
+    return {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[name]
