@@ -121,3 +121,15 @@ def step_flops(
 def model_flops_per_token(config: ModelConfig, seq_len: int) -> float:
     """Training matmul FLOPs per token (the 6N + attention rule of thumb, computed exactly)."""
     return step_flops(config, 1, seq_len, "train-step").matmul / seq_len
+
+
+FUSED_ATTENTION_PARTS = (regions.ATTN_SCORES, regions.ATTN_SOFTMAX, regions.ATTN_WEIGHTED_SUM)
+
+
+def region_flops(config: ModelConfig, batch: int, seq_len: int, mode: str) -> dict[str, float]:
+    """FLOPs per profiled region: `step_flops(...).by_region`, except that an attention
+    implementation other than naive runs scores, softmax and weighted sum as one kernel inside
+    the `attn_fused` region, so their FLOPs are reported there (still the full T×T square)."""
+    by_region = dict(step_flops(config, batch, seq_len, mode).by_region)
+    if config.attention != "naive":
+        by_region[regions.ATTN_FUSED] = sum(by_region.pop(part) for part in FUSED_ATTENTION_PARTS)

@@ -1,7 +1,118 @@
-"""CLI commands of lmperf.profile, registered on the main app by lmperf.cli."""
+"""CLI commands of lmperf.profile (profile, memory, precision), registered by lmperf.cli."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
 
 import typer
+from rich.console import Console
+
+from lmperf.cli_support import clean_errors, resolve_device, split_list
+
+console = Console(width=None if sys.stdout.isatty() else 200)
+
+
+def profile(
+    preset: Optional[str] = typer.Option(None, "--preset", "-p", help="Model preset (default: tiny on a CPU, small on a GPU)."),
+    context: Optional[int] = typer.Option(None, "--context", "-t", help="Context length (default: 128 on a CPU, 512 on a GPU)."),
+    modes: str = typer.Option("forward,train-step", help="Comma-separated: forward, forward-backward, train-step."),
+    precision: str = typer.Option("fp32", help="fp32 or bf16 (bf16 autocast)."),
+    compile: str = typer.Option("eager", "--compile", help="eager or compile (torch.compile)."),
+    attention: str = typer.Option("naive", help="naive, sdpa, torch or triton."),
+    batch: int = typer.Option(4, help="Batch size."),
+    warmup: int = typer.Option(3, help="Warm-up steps per mode, not profiled."),
+    steps: int = typer.Option(3, help="Profiled steps per mode."),
+    device: str = typer.Option("auto", help="auto, cpu or cuda."),
+    top: int = typer.Option(10, help="Kernels shown per mode on the terminal."),
+    nsys: bool = typer.Option(False, "--nsys", help="Print (and run, where nsys is on the PATH) the nsys command for the same steps."),
+    under_nsys: bool = typer.Option(False, "--under-nsys", hidden=True, help="Run the steps for an nsys capture."),
+    runs_root: Path = typer.Option(Path("runs"), "--runs", help="Where run directories are created."),
+) -> None:
+    """Where the step's time goes: kernels, model regions, FLOPs vs time, matmul share."""
+    from lmperf.bench.steps import StepConfig
+    from lmperf.profile import nsys as nsys_capture
+    from lmperf.profile import report
+    from lmperf.profile import tables as profile_tables
+    from lmperf.profile.run import ProfileSettings, run_profile
+    from lmperf.report import tables
+    from lmperf.report.rundir import RunDir
+
+    device = resolve_device(device)
+    on_gpu = device.startswith("cuda")
+    mode_list = split_list(modes, "modes")
+    config = StepConfig(preset or ("small" if on_gpu else "tiny"), context or (512 if on_gpu else 128),
+                        mode_list[0], precision, compile, attention, batch).validate()
+    settings = ProfileSettings(warmup, steps, device).validate()
+    if under_nsys:
+        nsys_capture.run_for_nsys(config, mode_list, settings)
+        return
+    run_dir = RunDir.create("profile", runs_root)
+    if nsys:
+        program = [sys.executable, "-m", "lmperf.cli", *[a for a in sys.argv[1:] if a != "--nsys"], "--under-nsys"]
+        command = nsys_capture.nsys_command(program, run_dir.path / "profile", len(mode_list))
+        console.print("nsys command: " + " ".join(command), soft_wrap=True)
+        status = nsys_capture.run_nsys(command)
+        console.print("nsys is not on the PATH; run the command above where it is" if status is None else f"nsys exited with status {status}")
+    console.print(f"[bold]lmperf profile[/]: {config.preset} ctx {config.seq_len} {precision} on {device}, rows -> {run_dir.results}")
+    rows = run_profile(config, mode_list, settings, run_dir)
+    written = report.write_reports(run_dir.path)
+    for row in rows:
+        if row["status"] != "ok":
+            console.print(f"{row['mode']}: {row['status']} ({row.get('error', '')})")
+            continue
+        console.print(f"[bold]{row['mode']}[/]: {row['step_ms']:.2f} ms/step ({row['time_unit']}), matmul share {row['matmul_share']:.1%}")
+        console.print(tables.rich_table(row["kernels"][:top], profile_tables.KERNEL_COLUMNS[:-1], title=f"top kernels, {row['mode']}"))
+        console.print(tables.rich_table(row["regions"], profile_tables.REGION_COLUMNS, title=f"regions, {row['mode']}"))
+    console.print("wrote " + ", ".join(str(p) for p in [run_dir.results, *written, *sorted(run_dir.path.glob("trace-*"))]))
+
+
+def memory(
+    preset: str = typer.Option("small", "--preset", "-p", help="Model preset."),
+    contexts: str = typer.Option("128,256,512", "--contexts", "-t", help="Comma-separated context lengths."),
+    precisions: str = typer.Option("fp32,bf16", help="Comma-separated: fp32, bf16."),
+    batch: int = typer.Option(4, help="Batch size."),
+    attention: str = typer.Option("naive", help="naive, sdpa, torch or triton."),
+    compile: str = typer.Option("eager", "--compile", help="eager or compile."),
+    snapshot_context: Optional[int] = typer.Option(None, help="Context of the snapshots (default: the longest; first precision)."),
+    runs_root: Path = typer.Option(Path("runs"), "--runs", help="Where run directories are created."),
+) -> None:
+    """Where the memory goes (CUDA): peaks vs the analytic model, snapshots, largest allocations."""
+    from lmperf.profile.memory import MemorySettings, require_cuda, run_memory
+    from lmperf.profile.memory_report import PEAK_COLUMNS, write_memory_report
+    from lmperf.report import tables
+    from lmperf.report.rundir import RunDir
+
+    require_cuda()
+    settings = MemorySettings(preset, tuple(split_list(contexts, "contexts", int)), tuple(split_list(precisions, "precisions")),
+                              batch, attention, compile, snapshot_context)
+    settings.configs()  # validate before creating the run directory
+    run_dir = RunDir.create("memory", runs_root)
+    console.print(f"[bold]lmperf memory[/]: {preset}, rows -> {run_dir.results}")
+    rows = run_memory(settings, run_dir)
+    written = write_memory_report(run_dir.path)
+    console.print(tables.rich_table([r for r in rows if r["kind"] == "peak"], PEAK_COLUMNS, title="peak memory"))
+    console.print("wrote " + ", ".join(str(p) for p in [run_dir.results, *written]))
+
+
+def precision(
+    preset: str = typer.Option("tiny", "--preset", "-p", help="Model preset."),
+    autocast: str = typer.Option("bf16", help="Autocast dtype: bf16 or fp16."),
+    device: str = typer.Option("auto", help="auto, cpu or cuda (fp16 autocast wants CUDA)."),
+) -> None:
+    """Each module's parameter, output and gradient dtypes under autocast, and the loss dtype."""
+    from lmperf.profile.precision import ACCUMULATION_COLUMNS, DTYPE_COLUMNS, accumulation_demo, dtype_table
+    from lmperf.report import tables
+
+    rows, loss_dtype = dtype_table(preset, autocast, resolve_device(device))
+    console.print(tables.rich_table(rows, DTYPE_COLUMNS, title=f"{preset} under {autocast} autocast"))
+    console.print(f"loss dtype: {loss_dtype}")
+    demo = [vars(result) for result in accumulation_demo()]
+    console.print(tables.rich_table(demo, ACCUMULATION_COLUMNS, title="0.01 added 1000 times (exact: 10)"))
 
 
 def register(app: typer.Typer) -> None:
-    """Add this area's commands to `app` (none yet)."""
+    """Add `profile`, `memory` and `precision` to `app`."""
+    for command in (profile, memory, precision):
+        app.command()(clean_errors(command))

@@ -1,0 +1,116 @@
+"""The analytic memory model of one TransformerLM step on a GPU: what is alive at the peak.
+
+Counting rules (bytes; N = batch·context tokens, S = batch·heads·context² attention entries,
+`a` = bytes of a matmul output: 4 in fp32, 2 under bf16 autocast):
+- Parameters, and their gradients, are fp32 (autocast never changes a parameter's dtype).
+- AdamW keeps two fp32 moments per parameter (exp_avg, exp_avg_sq).
+- Under bf16 autocast every matmul weight is cast to a bf16 copy, cached for the step and saved
+  for the backward: 2 bytes per matmul parameter (the embedding is a gather, not a matmul).
+- Saved activations per layer follow the model code (lmperf.model.transformer) and what autograd
+  keeps for each op's backward:
+  - residual stream: the block input and the mid-block sum, fp32 (RMSNorm normalises in fp32
+    and fp32 + bf16 promotes to fp32): 2·N·d·4;
+  - the two RMSNorms: normalised x and x·gain, fp32: 4·N·d·4; under bf16 the QKV projection
+    casts its input once and w1, w3 cast theirs separately: +3·N·d·2;
+  - QKV output (kept by the views rope and the weighted sum save): 3·N·d·a; rotated q, k: 2·N·d·a;
+    the head-merged attention output saved by out_proj: N·d·a;
+  - attention probabilities: fp32 in fp32 (S·4); under bf16 softmax runs in fp32 (autocast's
+    fp32 list) and the weighted sum saves a bf16 copy too (S·6); the causal mask, context² bytes;
+  - SwiGLU: w1 and w3 outputs, silu output and the gated product: 4·N·d_ff·a.
+- Head: the last residual, final-norm output and its gain product (fp32, 3·N·d·4, plus a bf16
+  copy under autocast), and the log-probabilities the loss saves (N·V·4).
+- Logits working set (alive only around the loss): the logits (a), their fp32 copy (bf16 only)
+  and the log-probabilities (4) per logit.
+
+Peaks: a forward pass (autograd on, as in training) holds weights, casts, saved activations and
+the logits working set. A training step holds weights and optimizer state throughout; the saved
+activations are freed layer by layer while the gradients appear, so the step holds the larger
+of the two, not their sum. What the model leaves out (allocator rounding and fragmentation, the
+cuBLAS workspace, transient buffers inside one layer's forward or backward) is the measured
+excess that `lmperf memory` reports beside it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from lmperf.analysis.flops import MODES
+from lmperf.errors import UsageError
+from lmperf.model.config import ModelConfig, parameter_count
+
+FP32, BF16 = 4, 2
+MEMORY_PRECISIONS = ("fp32", "bf16")
+
+
+@dataclass(frozen=True)
+class MemoryModel:
+    """Bytes of each part of a step's memory, and the peaks of a forward pass and a train step."""
+
+    parameters: int
+    gradients: int
+    optimizer_state: int
+    autocast_weight_copies: int
+    activations_per_layer: int
+    activations: int
+    head_activations: int
+    logits_working_set: int
+    residual_stream_tensor: int
+
+    def peak(self, mode: str) -> int:
+        if mode not in MODES:
+            raise UsageError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
+        forward_live = (
+            self.autocast_weight_copies + self.activations + self.head_activations
+            + self.logits_working_set
+        )
+        if mode == "forward":
+            return self.parameters + forward_live
+        optimizer = self.optimizer_state if mode == "train-step" else 0
+        return self.parameters + optimizer + max(forward_live, self.gradients)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def matmul_parameters(config: ModelConfig) -> int:
+    """Parameters that are matmul weights (everything but the embedding and the norm gains)."""
+    d, f = config.d_model, config.d_ff
+    return config.n_layers * (4 * d * d + 3 * d * f) + d * config.vocab_size
+
+
+def activations_per_layer(config: ModelConfig, batch: int, seq_len: int, precision: str) -> int:
+    """Bytes one block saves for its backward (see the module docstring for each term)."""
+    tokens, d, f = batch * seq_len, config.d_model, config.d_ff
+    square = batch * config.n_heads * seq_len * seq_len
+    bf16 = precision == "bf16"
+    a = BF16 if bf16 else FP32
+    fp32_vectors = (2 + 4) * tokens * d * FP32  # residuals + norm outputs
+    casts = 3 * tokens * d * BF16 if bf16 else 0
+    attention_vectors = (3 + 2 + 1) * tokens * d * a  # qkv, rotated q and k, merged heads
+    probabilities = square * (FP32 + BF16 if bf16 else FP32)
+    mask = seq_len * seq_len
+    ffn = 4 * tokens * f * a
+    return fp32_vectors + casts + attention_vectors + probabilities + mask + ffn
+
+
+def memory_model(config: ModelConfig, batch: int, seq_len: int, precision: str) -> MemoryModel:
+    """The analytic memory of `config` at `batch` × `seq_len` in `precision` (fp32 or bf16)."""
+    if precision not in MEMORY_PRECISIONS:
+        raise UsageError(f"unknown precision {precision!r}; choose from {', '.join(MEMORY_PRECISIONS)}")
+    if batch <= 0 or seq_len <= 0:
+        raise UsageError(f"batch and context length must be positive, got {batch}, {seq_len}")
+    params = parameter_count(config)["total"]
+    bf16 = precision == "bf16"
+    tokens, d, V = batch * seq_len, config.d_model, config.vocab_size
+    per_layer = activations_per_layer(config, batch, seq_len, precision)
+    return MemoryModel(
+        parameters=params * FP32,
+        gradients=params * FP32,
+        optimizer_state=2 * params * FP32,
+        autocast_weight_copies=matmul_parameters(config) * BF16 if bf16 else 0,
+        activations_per_layer=per_layer,
+        activations=config.n_layers * per_layer,
+        head_activations=3 * tokens * d * FP32 + (tokens * d * BF16 if bf16 else 0) + tokens * V * FP32,
+        logits_working_set=tokens * V * ((BF16 + FP32 if bf16 else FP32) + FP32),
+        residual_stream_tensor=tokens * d * FP32,
+    )

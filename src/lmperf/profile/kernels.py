@@ -1,0 +1,108 @@
+"""Kernel names made readable, and each kernel put in a category.
+
+CUDA kernel names from torch.profiler are full C++ signatures, often several hundred characters
+of nested templates. `short_name` keeps what a reader needs: the kernel's own name, the functor
+or op it runs (mul, mean, silu, FusedAdam) and the element type. On a CPU the profiled "kernels"
+are ATen ops (aten::mm), shortened by dropping the namespace.
+
+`category` classifies by name first (matmul, attention, softmax, ...); a generic elementwise or
+reduction kernel is then placed by where it ran: inside a norm region it is normalisation, inside
+the softmax region softmax, inside the optimizer step optimizer.
+"""
+
+from __future__ import annotations
+
+import re
+
+from lmperf import regions
+
+CATEGORIES = (
+    "matmul", "attention", "softmax", "elementwise", "reduction", "normalisation",
+    "optimizer", "copy/memset", "other",
+)
+NORM_REGIONS = (regions.ATTN_NORM, regions.FFN_NORM, regions.FINAL_NORM)
+
+# Checked in order: attention before matmul (flash kernels carry cutlass templates), softmax
+# before reduction, copies before elementwise (a cast is an elementwise copy kernel).
+_CATEGORY_RULES: list[tuple[str, re.Pattern]] = [
+    (category, re.compile(pattern, re.IGNORECASE))
+    for category, pattern in [
+        ("copy/memset", r"^(memcpy|memset)|catarraybatchedcopy|copy_kernel|^aten::(copy_|_to_copy|clone|cat|stack|contiguous)$"),
+        ("attention", r"flash|fmha|sdpa|_attn_|attention|^aten::_?scaled_dot_product"),
+        ("optimizer", r"adam|multi_tensor_apply|^aten::_foreach|^aten::_fused"),
+        ("matmul", r"gemm|gemv|nvjet|xmma|cutlass|cublas|splitkreduce|^aten::(mm|bmm|addmm|matmul|linear|baddbmm)$"),
+        ("softmax", r"softmax"),
+        ("normalisation", r"layer_?norm|rms_?norm|group_?norm|batch_?norm"),
+        ("reduction", r"reduce|nll_loss|triton_(red|per)_|^aten::(sum|mean|max|min|amax|logsumexp|nll_loss\w*)$"),
+        ("elementwise", r"elementwise|triton_poi_|index|embedding|fill|^aten::"),
+    ]
+]
+
+
+def _region_refinement(category: str, region: str, phase: str) -> str:
+    if category not in ("elementwise", "reduction", "other"):
+        return category
+    if phase == regions.OPTIMIZER:
+        return "optimizer"
+    if region in NORM_REGIONS:
+        return "normalisation"
+    if region == regions.ATTN_SOFTMAX:
+        return "softmax"
+    return category
+
+
+def category(name: str, region: str = "", phase: str = "") -> str:
+    """One of CATEGORIES for a kernel (or ATen op) `name` that ran in `region` during `phase`."""
+    by_name = next((cat for cat, pattern in _CATEGORY_RULES if pattern.search(name)), "other")
+    return _region_refinement(by_name, region, phase)
+
+
+_DTYPES = [("c10::BFloat16", "bf16"), ("bfloat16", "bf16"), ("c10::Half", "fp16"), ("half", "fp16"), ("double", "fp64"), ("float", "fp32")]
+# What a templated kernel runs, most telling first: a named *_kernel_cuda lambda (silu_kernel),
+# a functor (MulFunctor, CUDAFunctor_add), a reduction (MeanOps, sum_functor).
+_DETAIL_PATTERNS = [
+    re.compile(r"(?:^|::)(\w+?)_kernel(?:_cuda|_impl)?\(at::TensorIterator"),
+    re.compile(r"(?:^|[:<\s])(?:CUDAFunctor(?:OnSelf|OnOther)?_(\w+))"),
+    re.compile(r"(\w+?)(?:Math)?Functor\b"),
+    re.compile(r"(\w+?)Ops<"),
+    re.compile(r"(\w+?)_functor\b"),
+    re.compile(r"(cutlass_\w+)"),
+    re.compile(r"Epilogue|(LogSoftMax)"),
+]
+_GENERIC_DETAILS = {"Binary", "Unary", "BinaryOpScalar", "gpu_kernel_impl", "", None}
+MAX_SHORT = 72
+
+
+def _split_signature(name: str) -> tuple[str, str]:
+    """('kernel base name', 'its template arguments') of a C++ kernel signature."""
+    name = name.removeprefix("void ").strip()
+    head = name.split("(", 1)[0] if "<" not in name.split("(", 1)[0] else name
+    template_start = head.find("<")
+    base = head if template_start < 0 else head[:template_start]
+    return base.split("::")[-1].strip(), name[template_start + 1:] if template_start >= 0 else ""
+
+
+def _detail(template: str) -> str:
+    for pattern in _DETAIL_PATTERNS:
+        for match in pattern.finditer(template):
+            found = next((group for group in match.groups() if group), None)
+            if found not in _GENERIC_DETAILS:
+                return found.removeprefix("_").lower() if not found.startswith("cutlass") else found
+    return ""
+
+
+def _dtype(template: str) -> str:
+    positions = [(template.find(token), short) for token, short in _DTYPES if token in template]
+    return min(positions)[1] if positions else ""
+
+
+def short_name(name: str) -> str:
+    """A readable name: `vectorized_elementwise_kernel[add, fp32]`, `mm`, `nvjet_tst_...`."""
+    if name.startswith("aten::"):
+        return name.removeprefix("aten::")
+    if name.startswith(("Memcpy", "Memset")):
+        return name
+    base, template = _split_signature(name)
+    tags = [tag for tag in (_detail(template), _dtype(template)) if tag]
+    short = f"{base}[{', '.join(tags)}]" if tags else base
+    return short if len(short) <= MAX_SHORT else short[: MAX_SHORT - 1] + "…"

@@ -1,0 +1,211 @@
+"""`lmperf memory` as a library call: measured peaks beside the analytic memory model, and
+memory snapshots of a forward pass and a training step (CUDA only).
+
+For every context × precision one ModelStep is built and measured in this order:
+- parameters: allocated right after building (the batch and rotary tables are a few MB);
+- forward: peak of one forward pass (autograd on, as in training), and what it leaves saved for
+  the backward (allocated while the loss is alive, minus before);
+- train step: the first step creates AdamW's state (measured as the allocation it leaves);
+  the peak is taken on the second, the steady state.
+An out-of-memory configuration becomes rows with status "oom". Every row is appended at once.
+"""
+
+from __future__ import annotations
+
+import gc
+import pickle
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from lmperf import regions
+from lmperf.analysis.memory import memory_model
+from lmperf.bench.steps import ModelStep, StepConfig
+from lmperf.errors import UsageError
+from lmperf.profile import snapshot as snap
+from lmperf.profile.plots import plot_memory_timeline
+from lmperf.report.environment import environment
+from lmperf.report.rundir import RunDir
+
+GB = 1e9
+
+
+def require_cuda() -> None:
+    if not torch.cuda.is_available():
+        raise UsageError("lmperf memory needs a CUDA GPU, and torch sees none on this machine")
+
+
+@dataclass(frozen=True)
+class MemorySettings:
+    preset: str = "small"
+    contexts: tuple[int, ...] = (128, 256, 512)
+    precisions: tuple[str, ...] = ("fp32", "bf16")
+    batch: int = 4
+    attention: str = "naive"
+    compile: str = "eager"
+    snapshot_context: int | None = None  # default: the longest context, first precision
+
+    def configs(self) -> list[StepConfig]:
+        return [
+            StepConfig(self.preset, ctx, "forward", precision, self.compile, self.attention, self.batch).validate()
+            for ctx in self.contexts for precision in self.precisions
+        ]
+
+
+def _allocated() -> int:
+    torch.cuda.synchronize()
+    return torch.cuda.memory_allocated()
+
+
+def _peak_of(run: Callable[[], object]) -> int:
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    run()
+    torch.cuda.synchronize()
+    return torch.cuda.max_memory_allocated()
+
+
+def _saved_by_forward(step: ModelStep) -> int:
+    before = _allocated()
+    loss = step.loss()
+    saved = _allocated() - before
+    del loss
+    return saved
+
+
+def measure(step: ModelStep) -> dict[str, int]:
+    """Measured bytes of one configuration (see the module docstring for the order); a train step
+    that runs out of memory leaves its keys out, the forward figures stay."""
+    measured = {"parameters": _allocated()}
+    measured["saved_by_forward"] = _saved_by_forward(step)
+    measured["peak_forward"] = _peak_of(lambda: step.run("forward"))
+    try:
+        before = _allocated()
+        step.run("train-step")
+        step.release_grads()
+        measured["optimizer_state"] = _allocated() - before
+        measured["peak_train-step"] = _peak_of(lambda: step.run("train-step"))
+    except torch.OutOfMemoryError:
+        pass
+    step.release_grads()
+    return measured
+
+
+def peak_rows(config: StepConfig, measured: dict[str, int], error: str = "") -> list[dict]:
+    """One row per mode (forward, train-step): measured peak beside the analytic one; a mode
+    with no measured peak ran out of memory."""
+    model = memory_model(config.model_config(), config.batch, config.seq_len, config.precision)
+    rows = []
+    for mode in ("forward", "train-step"):
+        peak = measured.get(f"peak_{mode}")
+        row = {**config.to_dict(), "mode": mode, "kind": "peak", "status": "ok" if peak else "oom",
+               "error": "" if peak else error or "CUDA out of memory", "analytic": model.to_dict(),
+               "analytic_peak_gb": model.peak(mode) / GB, "measured": {k: v / GB for k, v in measured.items()},
+               "env": environment("cuda")}
+        if peak:
+            row.update(measured_peak_gb=peak / GB, difference_gb=peak / GB - model.peak(mode) / GB)
+        rows.append(row)
+    return rows
+
+
+def _trace_length() -> int:
+    return len(torch.cuda.memory._snapshot()["device_traces"][0])
+
+
+def _train_step_with_marks(step: ModelStep) -> dict[str, int]:
+    """One train step phase by phase, noting the trace index where each phase starts."""
+    step.optimizer.zero_grad(set_to_none=True)
+    marks = {regions.FORWARD: _trace_length()}
+    loss = step.loss()
+    marks[regions.BACKWARD] = _trace_length()
+    loss.backward()
+    marks[regions.OPTIMIZER] = _trace_length()
+    step.optimizer.step()
+    torch.cuda.synchronize()
+    return marks
+
+
+def _record(run: Callable[[], dict[str, int] | None], path: Path) -> tuple[list[dict], dict[str, int], int]:
+    """Run under the allocator's history, dump the .pickle; (events, phase starts, bytes at start)
+    with the events and phase starts counted from the run's first event."""
+    start = _allocated()
+    first = 0
+    torch.cuda.memory._record_memory_history(max_entries=2_000_000, stacks="python")
+    try:
+        first = _trace_length()  # a history switched on again may still hold older events
+        marks = run() or {regions.FORWARD: first}
+        snapshot = torch.cuda.memory._snapshot()
+    finally:
+        torch.cuda.memory._record_memory_history(enabled=None)
+    path.write_bytes(pickle.dumps(snapshot))
+    return snap.trace_events(snapshot)[first:], {k: v - first for k, v in marks.items()}, start
+
+
+def residual_stream_tensor(step: ModelStep) -> dict:
+    """Size and dtype of one block's output (the residual stream) in a real forward pass."""
+    seen = {}
+    hook = step.model.blocks[0].register_forward_hook(
+        lambda module, inputs, output: seen.update(shape=list(output.shape), dtype=str(output.dtype),
+                                                   mb=output.numel() * output.element_size() / 1e6))
+    try:
+        step.run("forward")
+    finally:
+        hook.remove()
+    return seen
+
+
+def snapshot_row(step: ModelStep, run_dir: RunDir, top: int = 12) -> dict:
+    """Snapshots of a forward pass and a train step, the largest allocations and the timeline."""
+    config = step.config
+    _record(lambda: step.run("forward"), run_dir.path / "snapshot-forward.pickle")
+    events, marks, start = _record(lambda: _train_step_with_marks(step), run_dir.path / "snapshot-train-step.pickle")
+    step.release_grads()
+    series = snap.allocated_over_time(events, start)
+    title = f"{config.preset} ctx {config.seq_len} batch {config.batch} {config.precision}: one training step"
+    plot_memory_timeline([b / GB for b in series], marks, title, run_dir.path / "memory_timeline.png")
+    return {
+        **config.to_dict(), "kind": "snapshot", "status": "ok", "env": environment("cuda"),
+        "snapshots": ["snapshot-forward.pickle", "snapshot-train-step.pickle"],
+        "timeline": "memory_timeline.png", "phase_starts": marks,
+        "largest": [asdict(a) for a in snap.largest_allocations(events, marks, top)],
+        "residual_stream": residual_stream_tensor(step),
+    }
+
+
+def _release() -> None:
+    gc.collect()
+    torch.cuda.empty_cache()
+
+
+def _measure_config(config: StepConfig, settings: MemorySettings, run_dir: RunDir) -> list[dict]:
+    try:
+        step = ModelStep(config, torch.device("cuda"))
+        measured = measure(step)
+    except torch.OutOfMemoryError as error:
+        step = None
+        _release()
+        return peak_rows(config, {}, str(error).splitlines()[0][:200])
+    rows = peak_rows(config, measured)
+    wanted = settings.snapshot_context or max(settings.contexts)
+    if config.seq_len == wanted and config.precision == settings.precisions[0]:
+        try:
+            rows.append(snapshot_row(step, run_dir))
+        except torch.OutOfMemoryError as error:
+            rows.append({**config.to_dict(), "kind": "snapshot", "status": "oom", "error": str(error)[:200]})
+    step = None
+    _release()
+    return rows
+
+
+def run_memory(
+    settings: MemorySettings, run_dir: RunDir, on_row: Callable[[dict], None] = lambda row: None
+) -> list[dict]:
+    """Measure every context × precision of `settings` into `run_dir`, rows appended at once."""
+    require_cuda()
+    for config in settings.configs():
+        for row in _measure_config(config, settings, run_dir):
+            run_dir.append(row)
+            on_row(row)
+    return run_dir.rows()

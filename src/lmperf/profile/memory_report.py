@@ -1,0 +1,76 @@
+"""memory.md of a `lmperf memory` run, rendered from its results.jsonl alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lmperf.report import tables
+from lmperf.report.rundir import read_rows
+
+GB = 1e9
+PEAK_COLUMNS: list[tables.Column] = [
+    ("preset", "preset", ""), ("ctx", "seq_len", "d"), ("batch", "batch", "d"), ("prec", "precision", ""),
+    ("mode", "mode", ""), ("status", "status", ""), ("measured peak GB", "measured_peak_gb", ".2f"),
+    ("analytic peak GB", "analytic_peak_gb", ".2f"), ("measured − analytic GB", "difference_gb", "+.2f"),
+]
+COMPONENT_COLUMNS: list[tables.Column] = [
+    ("ctx", "seq_len", "d"), ("prec", "precision", ""), ("part", "part", ""),
+    ("measured GB", "measured", ".3f"), ("analytic GB", "analytic", ".3f"),
+]
+ALLOCATION_COLUMNS: list[tables.Column] = [
+    ("MB", "size_mb", ",.1f"), ("count", "count", "d"), ("phase", "phase", ""), ("Python line", "line", ""),
+]
+EXPLANATION = """The analytic peak (lmperf.analysis.memory) counts parameters, gradients, AdamW state, the
+bf16 weight copies autocast keeps, the activations each layer saves for its backward, and the
+logits around the loss. The measured peak is higher by what the model leaves out: the transient
+buffers inside one layer (the scores, scaled and masked copies of the attention matrix before
+softmax; the gradient buffers of the layer being back-propagated), the cuBLAS workspace and the
+allocator's rounding of every block. The parts table shows where the two differ (measured
+parameters include the batch and the rotary tables, a few MB).
+"""
+
+
+def component_rows(row: dict) -> list[dict]:
+    """Measured parts beside their analytic counterparts, for one configuration's forward row."""
+    analytic, measured = row["analytic"], row.get("measured", {})
+    saved = analytic["autocast_weight_copies"] + analytic["activations"] + analytic["head_activations"]
+    parts = [
+        ("parameters", "parameters", analytic["parameters"]),
+        ("AdamW state", "optimizer_state", analytic["optimizer_state"]),
+        ("saved by forward (casts + activations + head)", "saved_by_forward", saved),
+    ]
+    return [
+        {"seq_len": row["seq_len"], "precision": row["precision"], "part": name,
+         "measured": measured.get(key), "analytic": value / GB}
+        for name, key, value in parts
+    ]
+
+
+def _snapshot_section(row: dict) -> str:
+    if row["status"] != "ok":
+        return f"Snapshot: status **{row['status']}** ({row.get('error', '')}).\n"
+    residual = row["residual_stream"]
+    return (
+        f"\nSnapshots (open in https://pytorch.org/memory_viz): {', '.join(row['snapshots'])}; "
+        f"timeline `{row['timeline']}` ({row['preset']}, ctx {row['seq_len']}, {row['precision']}).\n\n"
+        f"One residual-stream activation (a block's output) is {residual['mb']:.2f} MB: shape "
+        f"{residual['shape']}, {residual['dtype']}.\n\nLargest allocations of one training step:\n\n"
+        + tables.markdown(row["largest"], ALLOCATION_COLUMNS)
+    )
+
+
+def write_memory_report(run_path: Path) -> list[Path]:
+    rows = read_rows(run_path / "results.jsonl")
+    peaks = [row for row in rows if row["kind"] == "peak"]
+    forward_rows = [row for row in peaks if row["mode"] == "forward" and row.get("measured")]
+    env = next((row["env"] for row in rows if "env" in row), None)
+    header = "Measured on {device} (driver {driver}), torch {torch}, triton {triton}, commit {commit}, {date}.\n\n".format(**env) if env else ""
+    text = (
+        header + "Peak memory (torch.cuda.max_memory_allocated):\n\n" + tables.markdown(peaks, PEAK_COLUMNS)
+        + "\n" + EXPLANATION + "\nParts, measured and analytic:\n\n"
+        + tables.markdown([part for row in forward_rows for part in component_rows(row)], COMPONENT_COLUMNS)
+        + "".join(_snapshot_section(row) for row in rows if row["kind"] == "snapshot")
+    )
+    md = run_path / "memory.md"
+    md.write_text(text, encoding="utf-8")
+    return [md] + sorted(run_path.glob("*.png")) + sorted(run_path.glob("*.pickle"))

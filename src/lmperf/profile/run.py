@@ -1,0 +1,101 @@
+"""`lmperf profile` as a library call: profile the modes of one configuration into a run directory.
+
+Each mode is warmed up, then `steps` steps run under torch.profiler; one row per mode (kernel,
+region and category tables, matmul share, trace file, environment) is appended to
+results.jsonl at once, and the Markdown report and the PNG are rendered from that file. A mode
+that runs out of memory becomes a row with status "oom".
+"""
+
+from __future__ import annotations
+
+import gc
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable, Sequence
+
+import torch
+
+from lmperf.analysis.flops import region_flops
+from lmperf.bench.steps import ModelStep, StepConfig
+from lmperf.errors import UsageError
+from lmperf.profile import tables
+from lmperf.profile.trace import kernel_calls, profile_steps
+from lmperf.report.environment import environment
+from lmperf.report.rundir import RunDir
+
+
+@dataclass(frozen=True)
+class ProfileSettings:
+    warmup: int = 3
+    steps: int = 3
+    device: str = "cpu"
+
+    def validate(self) -> "ProfileSettings":
+        if self.warmup < 0 or self.steps <= 0:
+            raise UsageError(f"need --warmup >= 0 and --steps > 0, got {self.warmup} and {self.steps}")
+        return self
+
+
+def _base_row(config: StepConfig, settings: ProfileSettings, status: str) -> dict:
+    return {
+        **config.to_dict(), "status": status, "warmup": settings.warmup, "steps": settings.steps,
+        "env": environment(settings.device),
+    }
+
+
+def profile_mode(step: ModelStep, mode: str, settings: ProfileSettings, run_dir: RunDir) -> dict:
+    """Profile `mode` on an existing ModelStep; the row, with the trace written beside it."""
+    config = replace(step.config, mode=mode)
+    for _ in range(settings.warmup):
+        step.run(mode)
+    profiler = profile_steps(lambda: step.run(mode), settings.steps, step.device)
+    step.release_grads()
+    trace = f"trace-{mode}.json.gz"
+    profiler.export_chrome_trace(str(run_dir.path / trace))
+    calls = kernel_calls(profiler.events(), step.device.type == "cuda")
+    model_config = config.model_config()
+    flops = region_flops(model_config, config.batch, config.seq_len, mode)
+    row = _base_row(config, settings, "ok")
+    row.update(
+        trace=trace,
+        time_unit="GPU kernel time" if step.device.type == "cuda" else "CPU op self time",
+        step_ms=sum(call.duration_us for call in calls) / settings.steps / 1e3,
+        matmul_share=tables.matmul_share(calls),
+        kernels=tables.kernel_rows(calls, settings.steps),
+        regions=tables.region_rows(calls, settings.steps, flops),
+        categories=tables.category_rows(calls, settings.steps),
+    )
+    return row
+
+
+def _release() -> None:
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def run_profile(
+    config: StepConfig,
+    modes: Sequence[str],
+    settings: ProfileSettings,
+    run_dir: RunDir,
+    on_row: Callable[[dict], None] = lambda row: None,
+) -> list[dict]:
+    """Profile each of `modes` of `config` (its own mode is ignored); rows go to `run_dir`."""
+    settings.validate()
+    configs = [replace(config, mode=mode).validate() for mode in modes]
+    step = None
+    for mode_config in configs:
+        try:
+            step = step or ModelStep(mode_config, torch.device(settings.device))
+            row = profile_mode(step, mode_config.mode, settings, run_dir)
+        except torch.OutOfMemoryError as error:
+            row = _base_row(mode_config, settings, "oom")
+            row["error"] = str(error).splitlines()[0][:200]
+            step = None  # drop every reference before emptying the cache
+            _release()
+        run_dir.append(row)
+        on_row(row)
+    step = None
+    _release()
+    return run_dir.rows()
