@@ -1,0 +1,165 @@
+"""Bench's sweep over a data-parallel world: per-step time, tokens/s per GPU and in total, MFU,
+memory per rank, and (with `profile_steps`) communication share and overlap.
+
+Each rank runs lmperf.bench's own sweep (`run_configs`, the same timing, rows and OOM handling)
+with a DistModelStep; rank 0 appends the rows. A job is a plain JSON spec, so a launcher can hand
+it to torchrun's workers (worker.py) and a run can be resumed or its missing rows filled in.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+import torch
+import torch.distributed as dist
+
+from lmperf.bench.steps import StepConfig
+from lmperf.bench.sweep import KEY_FIELDS, BenchRow, SweepSettings, _base_row, run_configs
+from lmperf.distributed import overlap
+from lmperf.distributed.launch import World
+from lmperf.distributed.strategies import DistModelStep, Strategy
+from lmperf.report.rundir import RunDir, completed_keys
+
+DIST_KEY_FIELDS = KEY_FIELDS + ("strategy", "nproc", "bucket_mb", "reshard")
+
+
+@dataclass
+class DistBenchRow(BenchRow):
+    """A bench row (rank 0's timing; tokens_per_s is per GPU) with the world's figures."""
+
+    strategy: str = "none"
+    nproc: int = 1
+    bucket_mb: float | None = None
+    reshard: bool | None = None
+    tokens_per_s_total: float | None = None
+    mean_ms_ranks: list[float] = field(default_factory=list)
+    peak_memory_gb_ranks: list[float] = field(default_factory=list)
+    persistent_memory_gb: float | None = None  # max over ranks, between steps (grads released)
+    profiled_steps: int = 0
+    comm_ms: float | None = None  # per step, mean over ranks
+    hidden_ms: float | None = None
+    exposed_ms: float | None = None
+    comm_share: float | None = None
+    exposed_share: float | None = None
+    timeline: str = ""
+
+
+@dataclass(frozen=True)
+class DistBenchJob:
+    configs: list[StepConfig]
+    strategies: list[Strategy]
+    settings: SweepSettings
+    profile_steps: int = 0
+    timeout_s: float = 600.0
+
+    def to_dict(self) -> dict:
+        return {"kind": "bench", **asdict(self)}
+
+    @classmethod
+    def from_dict(cls, spec: dict) -> "DistBenchJob":
+        return cls(
+            [StepConfig(**c) for c in spec["configs"]], [Strategy(**s) for s in spec["strategies"]],
+            SweepSettings(**spec["settings"]), spec["profile_steps"], spec["timeout_s"],
+        )
+
+    def expected(self) -> list[tuple[StepConfig, Strategy]]:
+        return [(c, s) for s in self.strategies for c in self.configs]
+
+
+def row_key(config: StepConfig, strategy: Strategy, nproc: int) -> tuple:
+    values = {**config.to_dict(), **strategy.key(), "nproc": nproc}
+    return tuple(values[k] for k in DIST_KEY_FIELDS)
+
+
+class _StepMaker:
+    """run_configs' make_step that keeps a weak reference to its step, to profile it after the row
+    (weak, so the sweep's own release of a failed step still frees its memory)."""
+
+    def __init__(self, strategy: Strategy, world: World):
+        self.strategy, self.world = strategy, world
+        self._last: Callable[[], DistModelStep | None] = lambda: None
+
+    def __call__(self, config: StepConfig, device: torch.device) -> DistModelStep:
+        step = DistModelStep(config, self.world.device, self.strategy, self.world)
+        self._last = weakref.ref(step)
+        return step
+
+    def live_step(self) -> DistModelStep | None:
+        return self._last()
+
+
+def _gather(value, world: World) -> list:
+    values = [None] * world.size
+    dist.all_gather_object(values, value)
+    return values
+
+
+def _world_figures(row: DistBenchRow, world: World) -> None:
+    """Per-rank times and memory onto rank 0's row (a collective: every rank calls it)."""
+    persistent = torch.cuda.memory_allocated(world.device) / 1e9 if world.device.type == "cuda" else None
+    ranks = _gather((row.mean_ms, row.peak_memory_gb, persistent), world)
+    row.mean_ms_ranks = [r[0] for r in ranks]
+    if persistent is not None:
+        row.peak_memory_gb_ranks = [r[1] for r in ranks]
+        row.peak_memory_gb = max(row.peak_memory_gb_ranks)
+        row.persistent_memory_gb = max(r[2] for r in ranks)
+    row.tokens_per_s_total = row.tokens_per_s * world.size
+
+
+def _profile(row: DistBenchRow, step: DistModelStep, steps: int, world: World, run_dir: RunDir | None) -> None:
+    """Communication share and overlap from `steps` profiled steps, mean over ranks."""
+    trace = overlap.profile_trace(lambda: step.run(row.mode), steps)
+    step.release_grads()
+    kernels, windows = overlap.kernels_and_steps(trace)
+    summaries = _gather(overlap.summarize(kernels, windows).to_dict(), world)
+    row.profiled_steps = steps
+    for name in ("comm_ms", "hidden_ms", "exposed_ms", "comm_share", "exposed_share"):
+        setattr(row, name, sum(s[name] for s in summaries) / world.size)
+    if run_dir is not None and kernels:
+        label = "-".join(str(v) for v in (row.preset, row.seq_len, row.precision, row.strategy, row.bucket_mb or row.reshard))
+        path = run_dir.path / f"timeline-{label}.png"
+        overlap.plot_timeline(kernels, windows[-1], path, f"rank 0, one step: {label}")
+        row.timeline = path.name
+
+
+def _todo(job: DistBenchJob, world: World, run_dir: RunDir | None) -> list[tuple[StepConfig, Strategy]]:
+    """What the run directory lacks, decided by rank 0 (other nodes may not see the directory)."""
+    todo = [None]
+    if world.is_main:
+        done = completed_keys(run_dir.rows() if run_dir and run_dir.results.exists() else [], DIST_KEY_FIELDS)
+        todo = [[(c, s) for c, s in job.expected() if row_key(c, s, world.size) not in done]]
+    dist.broadcast_object_list(todo, src=0)
+    return todo[0]
+
+
+def run_dist_sweep(job: DistBenchJob, world: World, run_dir: RunDir | None, on_row=lambda row: None) -> None:
+    """Every rank calls this; rank 0 appends one row per (configuration, strategy) to `run_dir`."""
+    todo = _todo(job, world, run_dir)
+    for strategy in job.strategies:
+        configs = [c for c, s in todo if s == strategy]
+        maker = _StepMaker(strategy.validate(world.size), world)
+        for bench_row in run_configs(configs, job.settings, maker):
+            row = DistBenchRow(**bench_row.to_dict(), **strategy.key(), nproc=world.size)
+            step = maker.live_step()
+            if row.status == "ok":  # the guard makes the status the same on every rank
+                _world_figures(row, world)
+                if job.profile_steps and step is not None:
+                    _profile(row, step, job.profile_steps, world, run_dir)
+            del step
+            if world.is_main and run_dir is not None:
+                run_dir.append(row.to_dict())
+                on_row(row)
+
+
+def fill_missing(job: DistBenchJob, nproc: int, run_dir: RunDir, why: str) -> int:
+    """After a launch that ended early: one `error` row for every configuration with no row."""
+    done = completed_keys(run_dir.rows(), DIST_KEY_FIELDS)
+    missing = [(c, s) for c, s in job.expected() if row_key(c, s, nproc) not in done]
+    for config, strategy in missing:
+        base = _base_row(config, job.settings, "error")
+        row = DistBenchRow(**base.to_dict(), **strategy.key(), nproc=nproc)
+        row.error = why
+        run_dir.append(row.to_dict())
+    return len(missing)

@@ -1,0 +1,103 @@
+"""One process per GPU through torchrun, or joining a launch that already exists.
+
+A command run outside a launch starts its workers under `torchrun --nproc-per-node N` on
+127.0.0.1 and a free port; run inside torchrun (or any multi-node launcher that sets the env://
+variables) it joins that launch's world as it is.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import socket
+import subprocess
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+import torch
+import torch.distributed as dist
+
+from lmperf.errors import UsageError
+
+_LAUNCH_VARIABLES = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+def launched() -> bool:
+    """True inside torchrun or another launcher that set the env:// rendezvous variables."""
+    return all(name in os.environ for name in _LAUNCH_VARIABLES)
+
+
+def check_nproc(nproc: int, device: str) -> None:
+    """One process per GPU: more processes than GPUs would share a GPU and measure nothing real."""
+    if nproc < 1:
+        raise UsageError(f"--nproc must be at least 1, got {nproc}")
+    if device.startswith("cuda") and nproc > torch.cuda.device_count():
+        raise UsageError(
+            f"--nproc {nproc} asks for more processes than the {torch.cuda.device_count()} GPU(s) "
+            "on this machine (one process per GPU)"
+        )
+
+
+def check_backend(device: str) -> None:
+    if not dist.is_available():
+        raise UsageError("this torch build has no torch.distributed")
+    if device.startswith("cuda") and not dist.is_nccl_available():
+        raise UsageError("NCCL is not available in this torch build; use --device cpu (gloo)")
+    if device == "cpu" and not dist.is_gloo_available():
+        raise UsageError("Gloo is not available in this torch build; CPU runs need it")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def torchrun_command(nproc: int, module: str, args: Sequence[str]) -> list[str]:
+    """`python -m torch.distributed.run ... -m <module> <args>`: one node, a free local port."""
+    return [
+        sys.executable, "-m", "torch.distributed.run", "--nnodes=1", f"--nproc-per-node={nproc}",
+        "--max-restarts=0", "--master-addr=127.0.0.1", f"--master-port={free_port()}",
+        "-m", module, *args,
+    ]
+
+
+def run_torchrun(nproc: int, module: str, args: Sequence[str]) -> int:
+    """Run `python -m module args` in `nproc` processes under torchrun; torchrun's exit status."""
+    return subprocess.run(torchrun_command(nproc, module, args), check=False).returncode
+
+
+@dataclass(frozen=True)
+class World:
+    rank: int
+    size: int
+    local_rank: int
+    device: torch.device
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+
+@contextmanager
+def joined_world(device: str, timeout_s: float) -> Iterator[World]:
+    """Join the launch's process group (NCCL on GPUs, Gloo on CPUs); leave it on exit.
+
+    The timeout bounds every collective: a rank that died or hangs makes the others fail after
+    `timeout_s` instead of waiting forever (NCCL's watchdog then ends the process).
+    """
+    rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    local_rank = int(os.environ.get("LOCAL_RANK", rank))
+    if device.startswith("cuda"):
+        here = torch.device("cuda", local_rank)
+        torch.cuda.set_device(here)
+        dist.init_process_group("nccl", timeout=dt.timedelta(seconds=timeout_s), device_id=here)
+    else:
+        here = torch.device("cpu")
+        dist.init_process_group("gloo", timeout=dt.timedelta(seconds=timeout_s))
+    try:
+        yield World(rank, size, local_rank, here)
+    finally:
+        dist.destroy_process_group()

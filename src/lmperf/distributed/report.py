@@ -1,0 +1,148 @@
+"""Tables and plots of distributed runs, rendered from results.jsonl, and the committed benchmark
+page (`benchmarks/distributed-<machine>.md`) rendered from a comm run and bench runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from lmperf.bench.sweep import KEY_FIELDS
+from lmperf.distributed.sharding import state_memory
+from lmperf.distributed.strategies import Strategy
+from lmperf.model import preset
+from lmperf.report import tables
+from lmperf.report.rundir import read_rows
+
+COMM_COLUMNS: list[tables.Column] = [
+    ("collective", "op", ""), ("size MiB", "size_mib", ",.0f"), ("dtype", "dtype", ""),
+    ("procs", "nproc", "d"), ("backend", "backend", ""), ("status", "status", ""),
+    ("time us", "mean_us", ",.1f"), ("algbw GB/s", "algbw_gbps", ".1f"), ("busbw GB/s", "busbw_gbps", ".1f"),
+]
+_CONFIG: list[tables.Column] = [
+    ("preset", "preset", ""), ("ctx", "seq_len", "d"), ("mode", "mode", ""), ("prec", "precision", ""),
+    ("strategy", "strategy", ""), ("GPUs", "nproc", "d"), ("bucket MB", "bucket_mb", "g"), ("reshard", "reshard", ""),
+]
+BENCH_COLUMNS: list[tables.Column] = _CONFIG + [
+    ("status", "status", ""), ("mean ms", "mean_ms", ".1f"), ("std ms", "std_ms", ".1f"),
+    ("tok/s per GPU", "tokens_per_s", ",.0f"), ("tok/s total", "tokens_per_s_total", ",.0f"),
+    ("MFU", "mfu", ".1%"), ("scaling eff.", "scaling_efficiency", ".1%"), ("peak GB (max rank)", "peak_memory_gb", ".1f"),
+    ("error", "error", ""),
+]
+OVERLAP_COLUMNS: list[tables.Column] = _CONFIG + [
+    ("step ms", "mean_ms", ".1f"), ("NCCL ms", "comm_ms", ".1f"), ("NCCL share", "comm_share", ".1%"),
+    ("hidden ms", "hidden_ms", ".1f"), ("exposed ms", "exposed_ms", ".1f"), ("exposed share", "exposed_share", ".1%"),
+]
+MEMORY_COLUMNS: list[tables.Column] = _CONFIG + [
+    ("between steps GB", "persistent_memory_gb", ".1f"), ("model: params+grads+Adam kept GB", "model_persistent_gb", ".1f"),
+    ("peak GB", "peak_memory_gb", ".1f"), ("model: state at peak GB", "model_during_step_gb", ".1f"),
+]
+
+
+def with_scaling(rows: Sequence[dict]) -> list[dict]:
+    """Rows with `scaling_efficiency`: total tokens/s over N x one GPU's, same per-GPU batch."""
+    baselines: dict[tuple, dict] = {}
+    for row in rows:  # one-GPU rows; a plain one ('none') wins over a one-process DDP or FSDP
+        key = tuple(row[k] for k in KEY_FIELDS)
+        if row["status"] == "ok" and row.get("nproc") == 1 and (key not in baselines or row["strategy"] == "none"):
+            baselines[key] = row
+    out = []
+    for row in rows:
+        base = baselines.get(tuple(row[k] for k in KEY_FIELDS))
+        efficiency = None
+        if row["status"] == "ok" and base and row.get("nproc", 1) > 1:
+            efficiency = row["tokens_per_s_total"] / (row["nproc"] * base["tokens_per_s"])
+        out.append({**row, "scaling_efficiency": efficiency})
+    return out
+
+
+def with_memory_model(rows: Sequence[dict]) -> list[dict]:
+    """Rows with the analytic per-rank state (sharding.py) beside the measured memory, in GB."""
+    out = []
+    for row in rows:
+        strategy = Strategy(row["strategy"], row.get("bucket_mb"), row.get("reshard"))
+        model = state_memory(preset(row["preset"]), strategy, row.get("nproc", 1))
+        out.append({**row, "model_persistent_gb": model.persistent / 1e9, "model_during_step_gb": model.during_step / 1e9})
+    return out
+
+
+def env_line(rows: Sequence[dict]) -> str:
+    if not rows:
+        return ""
+    return "Measured on {device} (driver {driver}), torch {torch}, triton {triton}, commit {commit}, {date}.\n\n".format(**rows[-1]["env"])
+
+
+def comm_rows(rows: Sequence[dict]) -> list[dict]:
+    return [{**r, "size_mib": r["size_bytes"] / 2**20} for r in rows]
+
+
+def plot_busbw(rows: Sequence[dict], path: Path) -> None:
+    """Bus bandwidth against message size, one line per collective."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for op in dict.fromkeys(r["op"] for r in rows):
+        points = sorted((r["size_bytes"], r["busbw_gbps"]) for r in rows if r["op"] == op and r["status"] == "ok")
+        ax.plot([s / 2**20 for s, _ in points], [b for _, b in points], marker="o", label=op)
+    nproc = rows[0]["nproc"] if rows else 0
+    ax.set(xscale="log", xlabel="message size (MiB)", ylabel="bus bandwidth (GB/s)", title=f"{nproc} processes")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write_comm_reports(run_path: Path) -> list[Path]:
+    rows = comm_rows(read_rows(run_path / "results.jsonl"))
+    md, csv_file, png = run_path / "results.md", run_path / "results.csv", run_path / "busbw.png"
+    md.write_text(env_line(rows) + tables.markdown(rows, COMM_COLUMNS), encoding="utf-8")
+    csv_file.write_text(tables.csv_text(rows, COMM_COLUMNS), encoding="utf-8")
+    plot_busbw(rows, png)
+    return [md, csv_file, png]
+
+
+def bench_markdown(rows: Sequence[dict]) -> str:
+    rows = with_memory_model(with_scaling(rows))
+    profiled = [r for r in rows if r.get("profiled_steps")]
+    ok = [r for r in rows if r["status"] == "ok"]
+    text = "## Steps\n\n" + tables.markdown(rows, BENCH_COLUMNS)
+    if profiled:
+        text += "\n## Communication share and overlap (per step, mean over ranks)\n\n" + tables.markdown(profiled, OVERLAP_COLUMNS)
+    return text + "\n## Memory per rank: measured and analytic\n\n" + tables.markdown(ok, MEMORY_COLUMNS)
+
+
+def write_bench_reports(run_path: Path) -> list[Path]:
+    rows = read_rows(run_path / "results.jsonl")
+    md, csv_file = run_path / "results.md", run_path / "results.csv"
+    md.write_text(env_line(rows) + bench_markdown(rows), encoding="utf-8")
+    csv_file.write_text(tables.csv_text(with_memory_model(with_scaling(rows)), BENCH_COLUMNS + MEMORY_COLUMNS[len(_CONFIG):]), encoding="utf-8")
+    return [md, csv_file]
+
+
+def _kind(run_path: Path) -> str:
+    import json
+
+    return json.loads((Path(run_path) / "job.json").read_text(encoding="utf-8"))["kind"]
+
+
+def benchmark_page(comm: Sequence[dict], bench: Sequence[dict], title: str) -> str:
+    """The committed page: environment, collectives, steps, overlap and memory, from rows alone."""
+    text = f"# {title}\n\n" + env_line([*comm, *bench])
+    text += "Rendered by `lmperf dist-report` from the run directories' results.jsonl. Scaling efficiency = "
+    text += "total tokens/s on N GPUs / (N x tokens/s of one plain process with the same per-GPU batch).\n\n"
+    if comm:
+        text += "## Collectives (nccl-tests bus bandwidth)\n\n" + tables.markdown(comm_rows(comm), COMM_COLUMNS) + "\n"
+    if bench:
+        text += bench_markdown(bench)
+    return text
+
+
+def write_benchmark_page(run_paths: Sequence[Path], out: Path, title: str) -> Path:
+    comm, bench = [], []
+    for path in run_paths:
+        (comm if _kind(path) == "comm" else bench).extend(read_rows(Path(path) / "results.jsonl"))
+    Path(out).write_text(benchmark_page(comm, bench, title), encoding="utf-8")
+    return Path(out)

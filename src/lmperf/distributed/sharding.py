@@ -1,0 +1,67 @@
+"""Analytic memory per rank of each strategy: parameters, gradients and AdamW state, sharded or not.
+
+Bench keeps fp32 parameters (bf16 runs use autocast), fp32 gradients and AdamW's two fp32 moments:
+4 + 4 + 8 bytes per parameter. Per rank, with P parameters on N ranks:
+
+- none / DDP: everything replicated, 16 P. DDP's gradient buckets hold the gradients
+  (gradient_as_bucket_view) or a second copy of them (4 P more), and stay allocated between steps.
+- FSDP2: parameters, gradients and optimizer state sharded, 16 P / N, plus the blocks gathered
+  whole for compute: with reshard-after-forward about two blocks at a time (the one computing and
+  the one prefetched), without it every block gathered in the forward stays whole until its
+  backward (the whole model, 4 P).
+
+`persistent` is what stays allocated between steps once gradients are released (set to None),
+the figure bench measures as `persistent_memory_gb`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from lmperf.distributed.strategies import Strategy
+from lmperf.model import ModelConfig, parameter_count
+
+PARAM_BYTES, GRAD_BYTES, ADAMW_BYTES = 4, 4, 8
+GATHERED_BLOCKS = 2  # computing + prefetched, FSDP2's default prefetch
+
+
+@dataclass(frozen=True)
+class StateMemory:
+    """Bytes per rank."""
+
+    params: float
+    grads: float
+    optimizer: float
+    buckets: float  # DDP gradient buckets that outlive the gradients
+    gathered: float  # FSDP2 parameters all-gathered whole for compute (transient)
+
+    @property
+    def persistent(self) -> float:
+        return self.params + self.optimizer + self.buckets
+
+    @property
+    def during_step(self) -> float:
+        """Persistent state plus the gradients and gathered parameters alive at the peak."""
+        return self.persistent + self.grads + self.gathered
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "persistent": self.persistent, "during_step": self.during_step}
+
+
+def state_memory(config: ModelConfig, strategy: Strategy, world_size: int) -> StateMemory:
+    counts = parameter_count(config)
+    total = counts["total"]
+    if strategy.name == "fsdp":
+        n = world_size
+        block = (counts["blocks"] / config.n_layers) * PARAM_BYTES
+        # The root unit (embedding, final norm, LM head) stays gathered between forward and backward.
+        root = (counts["embedding"] + counts["lm_head"] + counts["final_norm"]) * PARAM_BYTES
+        blocks_whole = counts["blocks"] * PARAM_BYTES if strategy.key()["reshard"] is False else GATHERED_BLOCKS * block
+        return StateMemory(total * PARAM_BYTES / n, total * GRAD_BYTES / n, total * ADAMW_BYTES / n,
+                           0.0, (root + blocks_whole) * (n - 1) / n)
+    if strategy.name == "ddp":
+        # With bucket views the gradients live in the buckets (which outlive them); without, the
+        # gradients are a second copy that set_to_none frees.
+        grads = 0.0 if strategy.gradient_as_bucket_view else total * GRAD_BYTES
+        return StateMemory(total * PARAM_BYTES, grads, total * ADAMW_BYTES, total * GRAD_BYTES, 0.0)
+    return StateMemory(total * PARAM_BYTES, total * GRAD_BYTES, total * ADAMW_BYTES, 0.0, 0.0)

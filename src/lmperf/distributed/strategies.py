@@ -1,0 +1,101 @@
+"""Data-parallel strategies, each PyTorch's own engine: DDP and FSDP2 (`fully_shard`).
+
+`DistModelStep` is bench's ModelStep with the model wrapped for a strategy: every rank builds the
+same initial weights (one seed), draws its own batch (seed = rank, so rank 0 draws the batch a
+single-GPU ModelStep draws), and every phase ends with the guard's status check.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+
+from lmperf.bench.steps import ModelStep, StepConfig
+from lmperf.distributed.guard import on_all_ranks
+from lmperf.distributed.launch import World
+from lmperf.errors import UsageError
+
+STRATEGIES = ("none", "ddp", "fsdp")
+DEFAULT_BUCKET_MB = 25.0  # DDP's own default
+WEIGHT_SEED = 0
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """`bucket_mb` and `gradient_as_bucket_view` apply to DDP, `reshard` to FSDP2."""
+
+    name: str
+    bucket_mb: float | None = None
+    reshard: bool | None = None
+    gradient_as_bucket_view: bool = True
+
+    def validate(self, world_size: int) -> "Strategy":
+        if self.name not in STRATEGIES:
+            raise UsageError(f"unknown strategy {self.name!r}; choose from {', '.join(STRATEGIES)}")
+        if self.name == "none" and world_size != 1:
+            raise UsageError("strategy 'none' (one plain process) needs --nproc 1")
+        if self.bucket_mb is not None and self.bucket_mb <= 0:
+            raise UsageError(f"--bucket-mb must be positive, got {self.bucket_mb}")
+        check_available(self.name)
+        return self
+
+    def key(self) -> dict:
+        """The row fields that tell strategies apart (None where an option does not apply)."""
+        return {
+            "strategy": self.name,
+            "bucket_mb": (self.bucket_mb or DEFAULT_BUCKET_MB) if self.name == "ddp" else None,
+            "reshard": (True if self.reshard is None else self.reshard) if self.name == "fsdp" else None,
+        }
+
+    def wrap(self, model: nn.Module, world: World) -> nn.Module:
+        """The module to call: DDP's wrapper, or `model` itself sharded in place by FSDP2."""
+        key = self.key()
+        if self.name == "ddp":
+            from torch.nn.parallel import DistributedDataParallel
+
+            device_ids = [world.device.index] if world.device.type == "cuda" else None
+            return DistributedDataParallel(
+                model, device_ids=device_ids, bucket_cap_mb=key["bucket_mb"],
+                gradient_as_bucket_view=self.gradient_as_bucket_view,
+            )
+        if self.name == "fsdp":
+            from torch.distributed.fsdp import fully_shard
+
+            # One FSDP unit per block: its all-gather and reduce-scatter overlap the next block.
+            for block in model.blocks:
+                fully_shard(block, reshard_after_forward=key["reshard"])
+            fully_shard(model, reshard_after_forward=key["reshard"])
+        return model
+
+
+def check_available(name: str) -> None:
+    if name == "fsdp":
+        try:
+            from torch.distributed.fsdp import fully_shard  # noqa: F401
+        except ImportError:
+            raise UsageError(
+                f"strategy 'fsdp' needs torch.distributed.fsdp.fully_shard (FSDP2), "
+                f"not in torch {torch.__version__}"
+            ) from None
+
+
+class DistModelStep(ModelStep):
+    def __init__(self, config: StepConfig, device: torch.device, strategy: Strategy, world: World):
+        self.world = world
+        torch.manual_seed(WEIGHT_SEED)  # FSDP2 keeps each rank's own shard: the weights must agree
+        on_all_ranks(lambda: ModelStep.__init__(self, config, device, seed=world.rank), world)
+        on_all_ranks(lambda: self._wrap(strategy), world)
+
+    def _wrap(self, strategy: Strategy) -> None:
+        # The optimizer is rebuilt over the wrapped parameters (FSDP2 replaces them by DTensors);
+        # AdamW allocates its state lazily, so the first one cost nothing.
+        self.model = strategy.wrap(self.model, self.world)
+        self.compiled = torch.compile(self.model) if self.config.compile == "compile" else self.model
+        self.optimizer = torch.optim.AdamW(
+            self.model.parameters(), lr=1e-4, fused=self.device.type == "cuda"
+        )
+
+    def run(self, mode: str) -> None:
+        on_all_ranks(lambda: ModelStep.run(self, mode), self.world)

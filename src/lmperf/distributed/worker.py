@@ -1,0 +1,57 @@
+"""Running a job (bench or comm) in a data-parallel world, launched here or by the user.
+
+Outside a launch, `run_job` writes the job to `<run dir>/job.json` and starts torchrun, whose
+workers run `python -m lmperf.distributed.worker <run dir>`; inside a launch it joins it directly.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from lmperf.distributed.bench import DistBenchJob, run_dist_sweep
+from lmperf.distributed.comm import CommJob, run_comm
+from lmperf.distributed.launch import joined_world, launched, run_torchrun
+from lmperf.report.rundir import RunDir
+
+JOB_FILE = "job.json"
+Job = DistBenchJob | CommJob
+
+
+def _device(job: Job) -> str:
+    return job.settings.device if isinstance(job, DistBenchJob) else job.device
+
+
+def run_in_world(job: Job, run_dir: RunDir | None, on_row=lambda row: None) -> None:
+    """Join the launch's world and run `job`; only rank 0 writes (it is given `run_dir`)."""
+    with joined_world(_device(job), job.timeout_s) as world:
+        main_dir = run_dir if world.is_main else None
+        if isinstance(job, DistBenchJob):
+            run_dist_sweep(job, world, main_dir, on_row)
+        else:
+            run_comm(job, world, main_dir, on_row)
+
+
+def run_job(job: Job, nproc: int, run_dir: RunDir | None, on_row=lambda row: None) -> int:
+    """Run `job` on `nproc` processes (or in the launch this process is part of); exit status."""
+    if launched():
+        run_in_world(job, run_dir, on_row)
+        return 0
+    (run_dir.path / JOB_FILE).write_text(json.dumps(job.to_dict(), indent=1), encoding="utf-8")
+    run_dir.results.touch()  # workers resume into it
+    return run_torchrun(nproc, "lmperf.distributed.worker", [str(run_dir.path)])
+
+
+def load_job(run_path: Path) -> Job:
+    spec = json.loads((Path(run_path) / JOB_FILE).read_text(encoding="utf-8"))
+    return DistBenchJob.from_dict(spec) if spec["kind"] == "bench" else CommJob.from_dict(spec)
+
+
+def main(argv: list[str]) -> None:
+    run_dir = RunDir.resume(Path(argv[0]))
+    run_in_world(load_job(run_dir.path), run_dir)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
