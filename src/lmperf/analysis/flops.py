@@ -123,6 +123,18 @@ def model_flops_per_token(config: ModelConfig, seq_len: int) -> float:
     return step_flops(config, 1, seq_len, "train-step").matmul / seq_len
 
 
+def attention_kernel_flops(
+    batch_heads: int, seq_q: int, seq_k: int, head_dim: int, is_causal: bool
+) -> dict[str, float]:
+    """FLOPs of one attention call as FlashAttention's benchmarks count them.
+
+    Forward: QK^T and PV, 2 matmuls of 2·Nq·Nk·d each, halved when causal (skipped tiles);
+    backward: 5 matmuls of that size (dV, dP, dQ, dK and the recomputed S), 2.5x the forward.
+    """
+    forward = 4.0 * batch_heads * seq_q * seq_k * head_dim * (0.5 if is_causal else 1.0)
+    return {"forward": forward, "backward": 2.5 * forward, "forward_backward": 3.5 * forward}
+
+
 FUSED_ATTENTION_PARTS = (regions.ATTN_SCORES, regions.ATTN_SOFTMAX, regions.ATTN_WEIGHTED_SUM)
 
 
@@ -133,3 +145,4 @@ def region_flops(config: ModelConfig, batch: int, seq_len: int, mode: str) -> di
     by_region = dict(step_flops(config, batch, seq_len, mode).by_region)
     if config.attention != "naive":
         by_region[regions.ATTN_FUSED] = sum(by_region.pop(part) for part in FUSED_ATTENTION_PARTS)
+    return by_region

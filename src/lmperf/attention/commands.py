@@ -1,7 +1,67 @@
 """CLI commands of lmperf.attention, registered on the main app by lmperf.cli."""
 
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
 import typer
+from rich.console import Console
+
+from lmperf.cli_support import clean_errors, resolve_device, split_list
+from lmperf.errors import UsageError
+
+ALL_SEQS = ",".join(str(2**n) for n in range(7, 17))  # 128 ... 65536
+
+
+def _causal_flags(text: str) -> list[bool]:
+    names = {"causal": [True], "non-causal": [False], "both": [False, True]}
+    if text not in names:
+        raise UsageError(f"--causal must be causal, non-causal or both, got {text!r}")
+    return names[text]
+
+
+def attention_command(
+    impls: str = typer.Option(",".join(("naive", "naive-compiled", "sdpa-flash", "sdpa-cudnn", "sdpa-efficient", "torch-compiled", "triton")), help="Implementations to time."),
+    seqs: str = typer.Option(ALL_SEQS, help="Sequence lengths."),
+    head_dims: str = typer.Option("16,32,64,128", help="Head dimensions."),
+    dtypes: str = typer.Option("fp32,bf16", help="fp32, fp16, bf16."),
+    causal: str = typer.Option("both", help="causal, non-causal or both."),
+    batch: int = typer.Option(0, help="Batch size (0: 16384 tokens / seq)."),
+    heads: int = typer.Option(0, help="Heads (0: 2048 / head_dim)."),
+    rep_ms: int = typer.Option(100, help="Milliseconds do_bench repeats each measurement for."),
+    torch_max_seq: int = typer.Option(4096, help="Longest seq for torch-compiled (its loops unroll)."),
+    device: str = typer.Option("auto", help="cuda (auto picks it when present)."),
+    runs_root: Path = typer.Option(Path("runs"), "--runs", help="Where run directories are created."),
+) -> None:
+    """Time attention implementations: forward, backward, forward+backward, TFLOP/s, memory."""
+    from lmperf.attention import report
+    from lmperf.attention.benchmark import cases, run_attention_sweep
+    from lmperf.report import tables
+    from lmperf.report.rundir import RunDir
+
+    console = Console(width=None if sys.stdout.isatty() else 200)
+    device = resolve_device(device)
+    case_list = cases(
+        split_list(impls, "impls"), split_list(seqs, "seqs", int), split_list(head_dims, "head-dims", int),
+        split_list(dtypes, "dtypes"), _causal_flags(causal), batch, heads,
+    )
+    if not device.startswith("cuda"):
+        raise UsageError("lmperf attention times GPU kernels and needs CUDA")
+    run_dir = RunDir.create("attention", runs_root)
+    console.print(f"[bold]lmperf attention[/]: {len(case_list)} cases on {device}, rows -> {run_dir.results}")
+    try:
+        rows = run_attention_sweep(
+            case_list, run_dir, device, rep_ms, torch_max_seq,
+            on_row=lambda row: console.print(f"{row.impl} seq={row.seq} d={row.head_dim} {row.dtype} causal={row.causal}: {row.status} {row.fwd_bwd_ms or ''}"),
+        )
+    finally:
+        if run_dir.results.exists():
+            written = report.write_reports(run_dir.path)
+    console.print(tables.rich_table([vars(r) for r in rows], report.COLUMNS, title="lmperf attention"))
+    console.print("wrote " + ", ".join(str(p) for p in [run_dir.results, *written]))
 
 
 def register(app: typer.Typer) -> None:
-    """Add this area's commands to `app` (none yet)."""
+    """Add `lmperf attention` to `app`."""
+    app.command("attention")(clean_errors(attention_command))

@@ -1,0 +1,193 @@
+"""The attention benchmark: every implementation a user could pick, timed on the same inputs.
+
+Each case (implementation, seq, head_dim, dtype, causal, batch, heads) is timed with
+triton.testing.do_bench (median) for the forward, the backward alone and forward+backward, and
+becomes one row appended at once to runs/<timestamp>-attention/results.jsonl. An implementation
+that runs out of memory is a row with status "oom"; one that PyTorch cannot run for these inputs
+(an SDPA backend without fp32, say) is a row with status "unavailable".
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Iterable, Sequence
+
+import torch
+import torch.nn.functional as F
+
+from lmperf.analysis.flops import attention_kernel_flops
+from lmperf.attention.naive import naive_attention
+from lmperf.errors import UsageError
+from lmperf.report.environment import environment
+from lmperf.report.rundir import RunDir
+
+IMPLS = (
+    "naive", "naive-compiled", "sdpa-flash", "sdpa-cudnn", "sdpa-efficient", "torch-compiled", "triton",
+)
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+TOKENS_PER_BATCH = 16384  # FlashAttention's benchmark shapes: batch = 16k / seq
+MODEL_WIDTH = 2048  # ... and heads = 2048 / head_dim
+AttentionFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, bool], torch.Tensor]
+
+
+@dataclass
+class AttentionCase:
+    impl: str
+    seq: int
+    head_dim: int
+    dtype: str
+    causal: bool
+    batch: int
+    heads: int
+
+
+@dataclass
+class AttentionRow(AttentionCase):
+    status: str = "ok"  # ok | oom | unavailable | skipped
+    error: str = ""
+    fwd_ms: float | None = None
+    bwd_ms: float | None = None
+    fwd_bwd_ms: float | None = None
+    fwd_tflops: float | None = None
+    bwd_tflops: float | None = None
+    fwd_bwd_tflops: float | None = None
+    peak_memory_gb: float | None = None
+    env: dict = field(default_factory=dict)
+
+
+def _sdpa(backend_name: str) -> AttentionFn:
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    backend = getattr(SDPBackend, backend_name)
+
+    def run(q, k, v, is_causal):
+        with sdpa_kernel(backend):  # the backward op follows the forward's choice
+            return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+
+    return run
+
+
+def attention_function(impl: str) -> AttentionFn:
+    """The callable a case times; compiled ones are compiled afresh (dynamo is reset)."""
+    if impl not in IMPLS:
+        raise UsageError(f"unknown attention benchmark implementation {impl!r}; choose from {', '.join(IMPLS)}")
+    if impl.endswith("-compiled"):
+        torch._dynamo.reset()  # one compilation per shape without hitting the recompile limit
+    if impl == "naive":
+        return naive_attention
+    if impl == "naive-compiled":
+        return torch.compile(naive_attention, dynamic=False)
+    if impl.startswith("sdpa-"):
+        names = {"flash": "FLASH_ATTENTION", "cudnn": "CUDNN_ATTENTION", "efficient": "EFFICIENT_ATTENTION"}
+        return _sdpa(names[impl.removeprefix("sdpa-")])
+    if impl == "torch-compiled":
+        from lmperf.attention.flash_torch import FlashAttention2Torch
+
+        return torch.compile(FlashAttention2Torch.apply, dynamic=False)
+    from lmperf.attention.flash_triton import FlashAttention2Triton
+
+    return FlashAttention2Triton.apply
+
+
+def cases(
+    impls: Sequence[str], seqs: Sequence[int], head_dims: Sequence[int], dtypes: Sequence[str],
+    causals: Sequence[bool], batch: int = 0, heads: int = 0,
+) -> list[AttentionCase]:
+    """The grid, validated up front; batch/heads 0 mean 16k tokens per batch and width 2048."""
+    for impl in impls:
+        if impl not in IMPLS:
+            raise UsageError(f"unknown implementation {impl!r}; choose from {', '.join(IMPLS)}")
+    for dtype in dtypes:
+        if dtype not in DTYPES:
+            raise UsageError(f"unknown dtype {dtype!r}; choose from {', '.join(DTYPES)}")
+    if min(seqs) <= 0 or min(head_dims) <= 0 or batch < 0 or heads < 0:
+        raise UsageError("sequence lengths and head dims must be positive, batch and heads >= 0")
+    return [
+        AttentionCase(
+            impl, seq, d, dtype, causal,
+            batch or max(1, TOKENS_PER_BATCH // seq), heads or max(1, MODEL_WIDTH // d),
+        )
+        for dtype, d, causal, seq, impl in itertools.product(dtypes, head_dims, causals, seqs, impls)
+    ]
+
+
+def _inputs(case: AttentionCase, device: str) -> tuple[torch.Tensor, ...]:
+    shape = (case.batch, case.heads, case.seq, case.head_dim)
+    dtype = DTYPES[case.dtype]
+    return tuple(
+        torch.randn(shape, device=device, dtype=dtype, requires_grad=True) for _ in range(3)
+    )
+
+
+def _time(case: AttentionCase, fn: AttentionFn, device: str, rep_ms: int) -> dict[str, float]:
+    from triton.testing import do_bench
+
+    q, k, v = _inputs(case, device)
+    bench = lambda f: do_bench(f, warmup=rep_ms // 4, rep=rep_ms, grad_to_none=[q, k, v], return_mode="median")  # noqa: E731
+    fwd = bench(lambda: fn(q, k, v, case.causal))
+    out = fn(q, k, v, case.causal)
+    grad = torch.randn_like(out)
+    bwd = bench(lambda: out.backward(grad, retain_graph=True))
+    fwd_bwd = bench(lambda: fn(q, k, v, case.causal).backward(grad))
+    return {"fwd_ms": fwd, "bwd_ms": bwd, "fwd_bwd_ms": fwd_bwd}
+
+
+def measure(case: AttentionCase, device: str = "cuda", rep_ms: int = 100, torch_max_seq: int = 4096) -> AttentionRow:
+    """One case -> one row; out-of-memory and unsupported inputs become rows too."""
+    row = AttentionRow(**asdict(case), status="ok", env=environment(device))
+    if case.impl == "torch-compiled" and case.seq > torch_max_seq:
+        row.status, row.error = "skipped", f"seq > {torch_max_seq}: the compiled tile loops grow too long"
+        return row
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats(device)
+    try:
+        times = _time(case, attention_function(case.impl), device, rep_ms)
+    except torch.cuda.OutOfMemoryError:
+        row.status = "oom"
+    except RuntimeError as error:  # an SDPA backend that refuses these inputs
+        if "out of memory" in str(error).lower():
+            row.status = "oom"
+        else:
+            row.status, row.error = "unavailable", str(error).splitlines()[0][:200]
+    else:
+        flops = attention_kernel_flops(case.batch * case.heads, case.seq, case.seq, case.head_dim, case.causal)
+        for phase, key in (("fwd", "forward"), ("bwd", "backward"), ("fwd_bwd", "forward_backward")):
+            ms = times[f"{phase}_ms"]
+            setattr(row, f"{phase}_ms", ms)
+            setattr(row, f"{phase}_tflops", flops[key] / (ms * 1e-3) / 1e12)
+        row.peak_memory_gb = torch.cuda.max_memory_allocated(device) / 1e9
+    gc.collect()
+    torch.cuda.empty_cache()
+    return row
+
+
+def run_attention_sweep(
+    case_list: Iterable[AttentionCase], run_dir: RunDir, device: str = "cuda", rep_ms: int = 100,
+    torch_max_seq: int = 4096, on_row: Callable[[AttentionRow], None] | None = None,
+) -> list[AttentionRow]:
+    """Measure every case, appending each row to `run_dir` the moment it is finished."""
+    if not str(device).startswith("cuda"):
+        raise UsageError("lmperf attention times GPU kernels; it needs --device cuda")
+    rows = []
+    for case in case_list:
+        row = measure(case, device, rep_ms, torch_max_seq)
+        run_dir.append(asdict(row))
+        rows.append(row)
+        if on_row:
+            on_row(row)
+    return rows
+
+
+
+def time_compiled_triton(shape=(16, 16384, 64), is_causal: bool = True, dtype: str = "bf16") -> float:
+    """Median ms of torch.compile(FlashAttention2Triton.apply) forward, then .sum().backward()."""
+    from triton.testing import do_bench
+
+    from lmperf.attention.flash_triton import FlashAttention2Triton
+
+    q, k, v = (torch.randn(shape, device="cuda", dtype=DTYPES[dtype], requires_grad=True) for _ in range(3))
+    compiled = torch.compile(FlashAttention2Triton.apply)
+    step = lambda: compiled(q, k, v, is_causal).sum().backward()  # noqa: E731
+    return do_bench(step, warmup=100, rep=500, grad_to_none=[q, k, v], return_mode="median")

@@ -1,0 +1,54 @@
+"""The input contract both FlashAttention-2 Functions share: shapes, dtypes, and a 4-d view.
+
+Inputs are (..., seq, head_dim) with any leading dimensions; q, k and v share the leading
+dimensions and the head dimension, k and v share their length, and q's length may differ.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from lmperf.errors import UsageError
+
+DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+HEAD_DIMS = (16, 32, 64, 128, 256)
+
+
+def check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+    """Raise UsageError unless q, k, v fit the contract above."""
+    if not (q.dtype == k.dtype == v.dtype) or q.dtype not in DTYPES:
+        raise UsageError(
+            f"q, k, v must share one dtype among float32, float16, bfloat16; "
+            f"got {q.dtype}, {k.dtype}, {v.dtype}"
+        )
+    if min(q.dim(), k.dim(), v.dim()) < 2:
+        raise UsageError("q, k, v need shape (..., seq, head_dim)")
+    if not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]) or k.shape != v.shape:
+        raise UsageError(
+            f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}: leading dimensions "
+            "must match and k, v must have one shape"
+        )
+    if q.shape[-1] != k.shape[-1] or q.shape[-1] not in HEAD_DIMS:
+        raise UsageError(
+            f"head_dim must be one of {HEAD_DIMS} and equal in q and k; "
+            f"got {q.shape[-1]} and {k.shape[-1]}"
+        )
+    if q.shape[-2] == 0 or k.shape[-2] == 0:
+        raise UsageError("sequence lengths must be positive")
+    if not (q.device == k.device == v.device):
+        raise UsageError(f"q, k, v are on different devices: {q.device}, {k.device}, {v.device}")
+
+
+def as_4d(x: torch.Tensor) -> torch.Tensor:
+    """(..., seq, d) -> (B, H, seq, d) with unit stride along d; a view where one exists.
+
+    Two leading dimensions are kept apart so the model's (B, H, T, hd) slices of a packed qkv
+    projection pass without a copy; more than two are merged (a copy only if they can't be).
+    """
+    if x.dim() == 2:
+        x = x[None, None]
+    elif x.dim() == 3:
+        x = x[None]
+    elif x.dim() > 4:
+        x = x.reshape(-1, *x.shape[-3:])
+    return x if x.stride(-1) == 1 else x.contiguous()

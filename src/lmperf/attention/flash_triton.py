@@ -1,0 +1,427 @@
+"""FlashAttention-2 in Triton: forward and backward kernels behind a torch.autograd.Function.
+
+Forward: one program per (query tile, batch*head) streams the key tiles with the online softmax
+in base 2 (log2(e) folded into the scale) and stores O and the log-sum-exp (natural log).
+Backward, FA2's split that needs no atomics (so the result is deterministic):
+  1. D = rowsum(dO * O), one program per query tile;
+  2. dK, dV: one program per key tile streams the query tiles;
+  3. dQ: one program per query tile streams the key tiles.
+Causal (query i sees keys j <= i): fully masked tiles are never visited, and each loop runs in two
+phases, the tiles that need no mask and then the few diagonal or ragged-edge tiles that do.
+Tile sizes are autotuned per (lengths, head_dim, causal, dtype) on the GPU; under
+TRITON_INTERPRET=1 (CPU tests) small fixed tiles are used instead.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+from lmperf.attention.contract import as_4d, check_inputs
+from lmperf.errors import UsageError
+
+LOG2E = 1.4426950408889634
+LN2 = 0.6931471805599453
+# Read once: triton.jit decides at import time whether kernels are interpreted.
+INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+MAX_GRID_Y = 65535  # CUDA's limit on the grid's second dimension (batch * heads here)
+
+
+# ----------------------------------------------------------------------------- forward kernels
+
+
+@triton.jit
+def _key_ranges(start_m, seq_k, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
+    """Key range [0, hi) a query tile sees, and where its tiles start to need a mask."""
+    if CAUSAL:
+        hi = tl.minimum(seq_k, start_m + BLOCK_M)
+        full_end = tl.minimum((start_m + 1) // BLOCK_N, seq_k // BLOCK_N) * BLOCK_N
+    else:
+        hi = seq_k
+        full_end = seq_k // BLOCK_N * BLOCK_N
+    return full_end, hi
+
+
+@triton.jit
+def _load_rows(ptrs, offs, limit, MASKED: tl.constexpr):
+    """Rows offs of a tile; past `limit` they read as zeros (bounds checked only when MASKED)."""
+    if MASKED:
+        return tl.load(ptrs, mask=offs[:, None] < limit, other=0.0)
+    return tl.load(ptrs)
+
+
+@triton.jit
+def _visible(offs_m, offs_n, seq_k, CAUSAL: tl.constexpr):
+    """(BM, BN) mask of the scores that count: real keys, and key <= query when causal."""
+    keep = offs_n[None, :] < seq_k
+    if CAUSAL:
+        keep = keep & (offs_n[None, :] <= offs_m[:, None])
+    return keep
+
+
+@triton.jit
+def _fwd_tiles(
+    acc, m_i, l_i, q, K, V, stride_kn, stride_vn, offs_m, lo, hi, seq_k, qk_scale,
+    HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr, MASKED: tl.constexpr,
+    CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
+):
+    offs_d = tl.arange(0, HEAD_DIM)
+    for start_n in range(lo, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        k = _load_rows(K + offs_n[:, None] * stride_kn + offs_d[None, :], offs_n, seq_k, MASKED)
+        qk = tl.dot(q, tl.trans(k), input_precision=PRECISION) * qk_scale  # (BM, BN), log2 units
+        if MASKED:
+            qk = tl.where(_visible(offs_m, offs_n, seq_k, CAUSAL), qk, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(qk, 1))
+        p = tl.math.exp2(qk - m_new[:, None])
+        alpha = tl.math.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = _load_rows(V + offs_n[:, None] * stride_vn + offs_d[None, :], offs_n, seq_k, MASKED)
+        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None], input_precision=PRECISION)
+        m_i = m_new
+    return acc, m_i, l_i
+
+
+@triton.jit
+def _fwd_kernel(
+    Q, K, V, O, LSE, qk_scale,
+    stride_qb, stride_qh, stride_qn, stride_kb, stride_kh, stride_kn,
+    stride_vb, stride_vh, stride_vn,
+    H, seq_q, seq_k,
+    HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    tile = tl.program_id(0)
+    if CAUSAL:  # the last query tiles see the most keys: start them first
+        tile = tl.num_programs(0) - 1 - tile
+    start_m = tile * BLOCK_M
+    bh = tl.program_id(1)
+    b, h = (bh // H).to(tl.int64), (bh % H).to(tl.int64)
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    q_ptrs = Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qn + offs_d[None, :]
+    q = tl.load(q_ptrs, mask=offs_m[:, None] < seq_q, other=0.0)
+    K += b * stride_kb + h * stride_kh
+    V += b * stride_vb + h * stride_vh
+
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    full_end, hi = _key_ranges(start_m, seq_k, BLOCK_M, BLOCK_N, CAUSAL)
+    acc, m_i, l_i = _fwd_tiles(
+        acc, m_i, l_i, q, K, V, stride_kn, stride_vn, offs_m, 0, full_end, seq_k, qk_scale,
+        HEAD_DIM, BLOCK_N, False, CAUSAL, PRECISION,
+    )
+    acc, m_i, l_i = _fwd_tiles(
+        acc, m_i, l_i, q, K, V, stride_kn, stride_vn, offs_m, full_end, hi, seq_k, qk_scale,
+        HEAD_DIM, BLOCK_N, True, CAUSAL, PRECISION,
+    )
+    row_ok = offs_m < seq_q
+    o_ptrs = O + bh.to(tl.int64) * seq_q * HEAD_DIM + offs_m[:, None] * HEAD_DIM + offs_d[None, :]
+    tl.store(o_ptrs, (acc / l_i[:, None]).to(O.dtype.element_ty), mask=row_ok[:, None])
+    tl.store(LSE + bh.to(tl.int64) * seq_q + offs_m, (m_i + tl.math.log2(l_i)) * LN2, mask=row_ok)
+
+
+# ---------------------------------------------------------------------------- backward kernels
+
+
+@triton.jit
+def _bwd_preprocess_kernel(
+    O, DO, DELTA, stride_dob, stride_doh, stride_don, H, seq_q,
+    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
+):
+    """D = rowsum(dO * O) in fp32, the softmax term the dK/dV and dQ kernels both need."""
+    bh = tl.program_id(1)
+    b, h = (bh // H).to(tl.int64), (bh % H).to(tl.int64)
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    row_ok = offs_m < seq_q
+    o = tl.load(
+        O + bh.to(tl.int64) * seq_q * HEAD_DIM + offs_m[:, None] * HEAD_DIM + offs_d[None, :],
+        mask=row_ok[:, None], other=0.0,
+    )
+    do = tl.load(
+        DO + b * stride_dob + h * stride_doh + offs_m[:, None] * stride_don + offs_d[None, :],
+        mask=row_ok[:, None], other=0.0,
+    )
+    delta = tl.sum(o.to(tl.float32) * do.to(tl.float32), 1)
+    tl.store(DELTA + bh.to(tl.int64) * seq_q + offs_m, delta, mask=row_ok)
+
+
+@triton.jit
+def _dkdv_tiles(
+    dk, dv, k, v, Q, DO, LSE, DELTA, stride_qn, stride_don, offs_n, lo, hi, seq_q, qk_scale,
+    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, MASKED: tl.constexpr, PRECISION: tl.constexpr,
+):
+    # Query rows past seq_q load as zeros with LSE = +inf, so their P is exactly 0.
+    offs_d = tl.arange(0, HEAD_DIM)
+    for start_m in range(lo, hi, BLOCK_M):
+        offs_m = start_m + tl.arange(0, BLOCK_M)
+        row_ok = offs_m < seq_q
+        q = tl.load(Q + offs_m[:, None] * stride_qn + offs_d[None, :], mask=row_ok[:, None], other=0.0)
+        lse = tl.load(LSE + offs_m, mask=row_ok, other=float("inf")) * LOG2E
+        qk_t = tl.dot(k, tl.trans(q), input_precision=PRECISION) * qk_scale  # (BN, BM)
+        p_t = tl.math.exp2(qk_t - lse[None, :])
+        if MASKED:
+            p_t = tl.where(offs_m[None, :] >= offs_n[:, None], p_t, 0.0)
+        do = tl.load(DO + offs_m[:, None] * stride_don + offs_d[None, :], mask=row_ok[:, None], other=0.0)
+        dv = tl.dot(p_t.to(do.dtype), do, dv, input_precision=PRECISION)
+        delta = tl.load(DELTA + offs_m, mask=row_ok, other=0.0)
+        dp_t = tl.dot(v, tl.trans(do), input_precision=PRECISION)  # (BN, BM)
+        ds_t = p_t * (dp_t - delta[None, :])
+        dk = tl.dot(ds_t.to(q.dtype), q, dk, input_precision=PRECISION)
+    return dk, dv
+
+
+@triton.jit
+def _bwd_dkdv_kernel(
+    Q, K, V, DO, LSE, DELTA, DK, DV, qk_scale, sm_scale,
+    stride_qb, stride_qh, stride_qn, stride_kb, stride_kh, stride_kn,
+    stride_vb, stride_vh, stride_vn, stride_dob, stride_doh, stride_don,
+    H, seq_q, seq_k,
+    HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    start_n = tl.program_id(0) * BLOCK_N
+    bh = tl.program_id(1)
+    b, h = (bh // H).to(tl.int64), (bh % H).to(tl.int64)
+    offs_n = start_n + tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    key_ok = offs_n[:, None] < seq_k
+    k = tl.load(K + b * stride_kb + h * stride_kh + offs_n[:, None] * stride_kn + offs_d[None, :], mask=key_ok, other=0.0)
+    v = tl.load(V + b * stride_vb + h * stride_vh + offs_n[:, None] * stride_vn + offs_d[None, :], mask=key_ok, other=0.0)
+    Q += b * stride_qb + h * stride_qh
+    DO += b * stride_dob + h * stride_doh
+    LSE += bh.to(tl.int64) * seq_q
+    DELTA += bh.to(tl.int64) * seq_q
+
+    dk = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
+    dv = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
+    if CAUSAL:  # rows < start_n see none of these keys; rows >= full_start see all of them
+        lo = start_n // BLOCK_M * BLOCK_M
+        full_start = tl.cdiv(start_n + BLOCK_N - 1, BLOCK_M) * BLOCK_M
+        dk, dv = _dkdv_tiles(
+            dk, dv, k, v, Q, DO, LSE, DELTA, stride_qn, stride_don, offs_n, lo,
+            tl.minimum(full_start, seq_q), seq_q, qk_scale, HEAD_DIM, BLOCK_M, True, PRECISION,
+        )
+    else:
+        full_start = 0
+    dk, dv = _dkdv_tiles(
+        dk, dv, k, v, Q, DO, LSE, DELTA, stride_qn, stride_don, offs_n, full_start, seq_q,
+        seq_q, qk_scale, HEAD_DIM, BLOCK_M, False, PRECISION,
+    )
+    out = bh.to(tl.int64) * seq_k * HEAD_DIM + offs_n[:, None] * HEAD_DIM + offs_d[None, :]
+    tl.store(DK + out, (dk * sm_scale).to(DK.dtype.element_ty), mask=key_ok)
+    tl.store(DV + out, dv.to(DV.dtype.element_ty), mask=key_ok)
+
+
+@triton.jit
+def _dq_tiles(
+    dq, q, do, lse, delta, K, V, stride_kn, stride_vn, offs_m, lo, hi, seq_k, qk_scale,
+    HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr, MASKED: tl.constexpr,
+    CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
+):
+    offs_d = tl.arange(0, HEAD_DIM)
+    for start_n in range(lo, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        k = _load_rows(K + offs_n[:, None] * stride_kn + offs_d[None, :], offs_n, seq_k, MASKED)
+        v = _load_rows(V + offs_n[:, None] * stride_vn + offs_d[None, :], offs_n, seq_k, MASKED)
+        qk = tl.dot(q, tl.trans(k), input_precision=PRECISION) * qk_scale  # (BM, BN)
+        p = tl.math.exp2(qk - lse[:, None])
+        if MASKED:
+            p = tl.where(_visible(offs_m, offs_n, seq_k, CAUSAL), p, 0.0)
+        dp = tl.dot(do, tl.trans(v), input_precision=PRECISION)
+        ds = p * (dp - delta[:, None])
+        dq = tl.dot(ds.to(k.dtype), k, dq, input_precision=PRECISION)
+    return dq
+
+
+@triton.jit
+def _bwd_dq_kernel(
+    Q, K, V, DO, LSE, DELTA, DQ, qk_scale, sm_scale,
+    stride_qb, stride_qh, stride_qn, stride_kb, stride_kh, stride_kn,
+    stride_vb, stride_vh, stride_vn, stride_dob, stride_doh, stride_don,
+    H, seq_q, seq_k,
+    HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    tile = tl.program_id(0)
+    if CAUSAL:
+        tile = tl.num_programs(0) - 1 - tile
+    start_m = tile * BLOCK_M
+    bh = tl.program_id(1)
+    b, h = (bh // H).to(tl.int64), (bh % H).to(tl.int64)
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    row_ok = offs_m < seq_q
+    q = tl.load(Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qn + offs_d[None, :], mask=row_ok[:, None], other=0.0)
+    do = tl.load(DO + b * stride_dob + h * stride_doh + offs_m[:, None] * stride_don + offs_d[None, :], mask=row_ok[:, None], other=0.0)
+    lse = tl.load(LSE + bh.to(tl.int64) * seq_q + offs_m, mask=row_ok, other=float("inf")) * LOG2E
+    delta = tl.load(DELTA + bh.to(tl.int64) * seq_q + offs_m, mask=row_ok, other=0.0)
+    K += b * stride_kb + h * stride_kh
+    V += b * stride_vb + h * stride_vh
+
+    dq = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    full_end, hi = _key_ranges(start_m, seq_k, BLOCK_M, BLOCK_N, CAUSAL)
+    dq = _dq_tiles(
+        dq, q, do, lse, delta, K, V, stride_kn, stride_vn, offs_m, 0, full_end, seq_k, qk_scale,
+        HEAD_DIM, BLOCK_N, False, CAUSAL, PRECISION,
+    )
+    dq = _dq_tiles(
+        dq, q, do, lse, delta, K, V, stride_kn, stride_vn, offs_m, full_end, hi, seq_k, qk_scale,
+        HEAD_DIM, BLOCK_N, True, CAUSAL, PRECISION,
+    )
+    out = bh.to(tl.int64) * seq_q * HEAD_DIM + offs_m[:, None] * HEAD_DIM + offs_d[None, :]
+    tl.store(DQ + out, (dq * sm_scale).to(DQ.dtype.element_ty), mask=row_ok[:, None])
+
+
+# ------------------------------------------------------------------------------ tile selection
+
+
+def _configs(tiles: list[tuple[int, int, int, int]]) -> list[triton.Config]:
+    return [
+        triton.Config({"BLOCK_M": m, "BLOCK_N": n}, num_warps=w, num_stages=s)
+        for m, n, w, s in tiles
+    ]
+
+
+TUNE_KEY = ["seq_q", "seq_k", "HEAD_DIM", "CAUSAL", "PRECISION"]
+# (BLOCK_M, BLOCK_N, num_warps, num_stages); configs that overflow shared memory are skipped.
+FWD_TILES = [(128, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 3), (128, 128, 8, 2), (128, 64, 4, 4), (64, 64, 4, 3)]
+DKDV_TILES = [(32, 128, 4, 5), (64, 128, 8, 3), (32, 128, 8, 3), (64, 64, 4, 3), (32, 64, 4, 4)]
+DQ_TILES = [(128, 32, 4, 5), (128, 64, 8, 3), (128, 32, 8, 3), (64, 64, 4, 3), (64, 32, 4, 4)]
+# Under the interpreter: small tiles with BLOCK_M != BLOCK_N so misaligned diagonals are tested.
+INTERPRETED_TILES = {
+    "fwd": {"BLOCK_M": 32, "BLOCK_N": 16},
+    "dkdv": {"BLOCK_M": 16, "BLOCK_N": 32},
+    "dq": {"BLOCK_M": 16, "BLOCK_N": 32},
+}
+# LMPERF_ATTENTION_AUTOTUNE=0 uses FIXED_TILES everywhere (quick first calls, e.g. in tests).
+AUTOTUNE = os.environ.get("LMPERF_ATTENTION_AUTOTUNE", "1") != "0"
+_TUNED = {
+    "fwd": triton.autotune(_configs(FWD_TILES), key=TUNE_KEY)(_fwd_kernel),
+    "dkdv": triton.autotune(_configs(DKDV_TILES), key=TUNE_KEY)(_bwd_dkdv_kernel),
+    "dq": triton.autotune(_configs(DQ_TILES), key=TUNE_KEY)(_bwd_dq_kernel),
+}
+_PLAIN = {"fwd": _fwd_kernel, "dkdv": _bwd_dkdv_kernel, "dq": _bwd_dq_kernel}
+
+
+def _fixed_tiles(name: str, head_dim: int, itemsize: int) -> dict:
+    """Tiles that fit shared memory for every head_dim and dtype (fp32 or d=256: small ones)."""
+    if itemsize == 4 or head_dim > 128:
+        m, n, warps, stages = (64, 32, 4, 2) if name == "fwd" else (32, 32, 4, 2)
+    else:
+        m, n, warps, stages = (128, 64, 4, 3) if name == "fwd" else (64, 64, 4, 3)
+    return {"BLOCK_M": m, "BLOCK_N": n, "num_warps": warps, "num_stages": stages}
+
+
+def _launch(name: str, grid, q: torch.Tensor, *args, **constexprs) -> None:
+    """Launch kernel `name`: autotuned for fp16/bf16 with head_dim <= 128, else fixed tiles."""
+    head_dim, itemsize = q.shape[-1], q.element_size()
+    if INTERPRETED:
+        _PLAIN[name][grid](q, *args, **constexprs, **INTERPRETED_TILES[name])
+    elif AUTOTUNE and itemsize == 2 and head_dim <= 128:
+        _TUNED[name][grid](q, *args, **constexprs)
+    else:
+        _PLAIN[name][grid](q, *args, **constexprs, **_fixed_tiles(name, head_dim, itemsize))
+
+
+def _precision(dtype: torch.dtype) -> str:
+    # fp32 inputs get true fp32 products; Triton's default would use TF32 (about 3e-4 error).
+    return "ieee" if dtype == torch.float32 else "tf32"
+
+
+def _check_device(q: torch.Tensor) -> None:
+    if q.device.type != "cuda" and not INTERPRETED:
+        raise UsageError(
+            "FlashAttention2Triton needs CUDA tensors (or TRITON_INTERPRET=1 set before import)"
+        )
+
+
+# ------------------------------------------------------------------------------- host wrappers
+
+
+def _strides(x: torch.Tensor) -> tuple[int, int, int]:
+    return x.stride(0), x.stride(1), x.stride(2)
+
+
+def triton_forward(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """O (B, H, seq_q, d) and LSE (B, H, seq_q) in fp32 from 4-d inputs with unit-stride d."""
+    B, H, seq_q, head_dim = q.shape
+    seq_k = k.shape[2]
+    if B * H > MAX_GRID_Y:
+        raise UsageError(f"batch * heads = {B * H} exceeds {MAX_GRID_Y}")
+    o = torch.empty((B, H, seq_q, head_dim), dtype=q.dtype, device=q.device)
+    lse = torch.empty((B, H, seq_q), dtype=torch.float32, device=q.device)
+    grid = lambda meta: (triton.cdiv(seq_q, meta["BLOCK_M"]), B * H)  # noqa: E731
+    _launch(
+        "fwd", grid, q, k, v, o, lse, LOG2E / math.sqrt(head_dim),
+        *_strides(q), *_strides(k), *_strides(v), H, seq_q, seq_k,
+        HEAD_DIM=head_dim, CAUSAL=is_causal, PRECISION=_precision(q.dtype),
+    )
+    return o, lse
+
+
+def triton_backward(q, k, v, o, lse, do, is_causal: bool):
+    """dQ, dK, dV (4-d, contiguous) from the forward's inputs, O, LSE and the output gradient."""
+    B, H, seq_q, head_dim = q.shape
+    seq_k = k.shape[2]
+    delta = torch.empty_like(lse)
+    preprocess_grid = (triton.cdiv(seq_q, 64), B * H)
+    _bwd_preprocess_kernel[preprocess_grid](
+        o, do, delta, *_strides(do), H, seq_q, HEAD_DIM=head_dim, BLOCK_M=64
+    )
+    dq = torch.empty((B, H, seq_q, head_dim), dtype=q.dtype, device=q.device)
+    dk = torch.empty((B, H, seq_k, head_dim), dtype=k.dtype, device=k.device)
+    dv = torch.empty_like(dk)
+    scale = 1.0 / math.sqrt(head_dim)
+    common = (
+        *_strides(q), *_strides(k), *_strides(v), *_strides(do), H, seq_q, seq_k,
+    )
+    constexprs = dict(HEAD_DIM=head_dim, CAUSAL=is_causal, PRECISION=_precision(q.dtype))
+    _launch(
+        "dkdv", lambda meta: (triton.cdiv(seq_k, meta["BLOCK_N"]), B * H),
+        q, k, v, do, lse, delta, dk, dv, scale * LOG2E, scale, *common, **constexprs,
+    )
+    _launch(
+        "dq", lambda meta: (triton.cdiv(seq_q, meta["BLOCK_M"]), B * H),
+        q, k, v, do, lse, delta, dq, scale * LOG2E, scale, *common, **constexprs,
+    )
+    return dq, dk, dv
+
+
+def flash_attention_triton_with_lse(q, k, v, is_causal: bool = False):
+    """Forward only: output (..., seq_q, d) and log-sum-exp (..., seq_q), fp32."""
+    check_inputs(q, k, v)
+    _check_device(q)
+    o, lse = triton_forward(as_4d(q), as_4d(k), as_4d(v), is_causal)
+    return o.view(q.shape), lse.view(q.shape[:-1])
+
+
+class FlashAttention2Triton(torch.autograd.Function):
+    """`FlashAttention2Triton.apply(q, k, v, is_causal)` -> softmax(q k^T / sqrt(d)) v."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, is_causal=False):
+        check_inputs(q, k, v)
+        _check_device(q)
+        q4, k4, v4 = as_4d(q), as_4d(k), as_4d(v)
+        o, lse = triton_forward(q4, k4, v4, is_causal)
+        ctx.save_for_backward(q4, k4, v4, o, lse)
+        ctx.is_causal = is_causal
+        ctx.shapes = (q.shape, k.shape)
+        return o.view(q.shape)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        q4, k4, v4, o, lse = ctx.saved_tensors
+        do = as_4d(grad_out)
+        dq, dk, dv = triton_backward(q4, k4, v4, o, lse, do, ctx.is_causal)
+        q_shape, k_shape = ctx.shapes
+        return dq.view(q_shape), dk.view(k_shape), dv.view(k_shape), None

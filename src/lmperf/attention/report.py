@@ -1,0 +1,69 @@
+"""Attention benchmark tables (Markdown, CSV) and the TFLOP/s-against-length plot, from results.jsonl."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from lmperf.report import tables
+from lmperf.report.rundir import read_rows
+
+COLUMNS: list[tables.Column] = [
+    ("impl", "impl", ""),
+    ("dtype", "dtype", ""),
+    ("d", "head_dim", "d"),
+    ("causal", "causal", ""),
+    ("seq", "seq", "d"),
+    ("batch", "batch", "d"),
+    ("heads", "heads", "d"),
+    ("status", "status", ""),
+    ("fwd ms", "fwd_ms", ".3f"),
+    ("bwd ms", "bwd_ms", ".3f"),
+    ("fwd+bwd ms", "fwd_bwd_ms", ".3f"),
+    ("fwd TFLOP/s", "fwd_tflops", ".0f"),
+    ("bwd TFLOP/s", "bwd_tflops", ".0f"),
+    ("fwd+bwd TFLOP/s", "fwd_bwd_tflops", ".0f"),
+    ("peak GB", "peak_memory_gb", ".2f"),
+]
+
+
+def plot_tflops(rows: Sequence[dict], path: Path) -> None:
+    """Forward+backward TFLOP/s against sequence length, one panel per (dtype, head_dim, causal)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ok = [r for r in rows if r["status"] == "ok"]
+    panels = sorted({(r["dtype"], r["head_dim"], r["causal"]) for r in ok})
+    columns = min(4, max(len(panels), 1))
+    lines = -(-max(len(panels), 1) // columns)
+    fig, axes = plt.subplots(lines, columns, figsize=(4.5 * columns, 3.5 * lines), squeeze=False)
+    for ax, (dtype, head_dim, causal) in zip(axes.flat, panels):
+        for impl in sorted({r["impl"] for r in ok}):
+            points = sorted(
+                (r["seq"], r["fwd_bwd_tflops"]) for r in ok
+                if (r["dtype"], r["head_dim"], r["causal"], r["impl"]) == (dtype, head_dim, causal, impl)
+            )
+            if points:
+                ax.plot(*zip(*points), marker="o", label=impl)
+        title = f"{dtype} d={head_dim} {'causal' if causal else 'non-causal'}"
+        ax.set(xscale="log", xlabel="sequence length", ylabel="fwd+bwd TFLOP/s", title=title)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_reports(run_path: Path) -> list[Path]:
+    """results.md, results.csv and tflops.png beside results.jsonl; returns their paths."""
+    rows = read_rows(run_path / "results.jsonl")
+    md, csv_file, png = run_path / "results.md", run_path / "results.csv", run_path / "tflops.png"
+    header = ""
+    if rows:
+        header = "Measured on {device} (driver {driver}), torch {torch}, triton {triton}, commit {commit}, {date}.\n\n".format(**rows[-1]["env"])
+    md.write_text(header + tables.markdown(rows, COLUMNS), encoding="utf-8")
+    csv_file.write_text(tables.csv_text(rows, COLUMNS), encoding="utf-8")
+    plot_tflops(rows, png)
+    return [md, csv_file, png]

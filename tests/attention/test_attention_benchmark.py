@@ -1,0 +1,57 @@
+"""The attention benchmark's grid, FLOP counts, reports and CLI errors (no GPU needed)."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from lmperf.analysis.flops import attention_kernel_flops
+from lmperf.attention import report
+from lmperf.attention.benchmark import AttentionRow, cases
+from lmperf.cli import app
+from lmperf.errors import UsageError
+
+
+def test_default_shapes_keep_16k_tokens_and_width_2048():
+    grid = cases(["triton", "sdpa-flash"], [1024, 16384], [64, 128], ["bf16"], [True])
+    assert len(grid) == 8
+    assert {(c.seq, c.batch, c.head_dim, c.heads) for c in grid} == {
+        (1024, 16, 64, 32), (16384, 1, 64, 32), (1024, 16, 128, 16), (16384, 1, 128, 16)
+    }
+
+
+@pytest.mark.parametrize("impls, dtypes", [(["flash4"], ["bf16"]), (["triton"], ["fp8"])])
+def test_unknown_names_are_usage_errors(impls, dtypes):
+    with pytest.raises(UsageError):
+        cases(impls, [128], [64], dtypes, [False])
+
+
+def test_flop_count_follows_flashattention_convention():
+    flops = attention_kernel_flops(32, 1024, 1024, 64, is_causal=False)
+    assert flops["forward"] == 4 * 32 * 1024 * 1024 * 64
+    causal = attention_kernel_flops(32, 1024, 1024, 64, is_causal=True)
+    assert causal["forward"] == flops["forward"] / 2
+    assert causal["forward_backward"] == 3.5 * causal["forward"]
+
+
+def test_reports_render_ok_and_oom_rows(tmp_path):
+    env = dict(device="H100", driver="1", torch="2", triton="3", commit="abc", date="today", host="h")
+    rows = [
+        AttentionRow("triton", 1024, 64, "bf16", True, 16, 32, "ok", fwd_ms=1.0, bwd_ms=2.0, fwd_bwd_ms=3.0, fwd_tflops=100.0, bwd_tflops=200.0, fwd_bwd_tflops=150.0, peak_memory_gb=1.5, env=env),
+        AttentionRow("naive", 65536, 64, "bf16", True, 1, 32, "oom", env=env),
+    ]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(vars(r)) + "\n" for r in rows))
+    md, csv_file, png = report.write_reports(tmp_path)
+    text = md.read_text()
+    assert "| triton | bf16 | 64 | True | 1024 |" in text and "| oom |" in text and "H100" in text
+    assert csv_file.read_text().count("\n") == 3 and png.stat().st_size > 0
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--impls", "flash4"], ["--causal", "sometimes"], ["--seqs", "12x"], ["--dtypes", "fp32", "--device", "cpu"]],
+)
+def test_cli_bad_input_is_one_line_and_exit_2(args):
+    result = CliRunner().invoke(app, ["attention", *args])
+    assert result.exit_code == 2
+    assert len(result.output.strip().splitlines()) == 1

@@ -1,0 +1,91 @@
+"""GPU checks (skipped without CUDA): compiled Triton kernels in fp32/fp16/bf16 at real sizes."""
+
+import functools
+
+import pytest
+import torch
+
+from attention_reference import check_against_reference, model_loss_and_grads, random_qkv
+from lmperf.attention import flash_triton
+from lmperf.attention.flash_torch import FlashAttention2Torch, flash_attention_torch_with_lse
+from lmperf.attention.flash_triton import FlashAttention2Triton, flash_attention_triton_with_lse
+
+pytestmark = pytest.mark.gpu
+TOLERANCE = {torch.float32: 1e-4, torch.float16: 5e-3, torch.bfloat16: 3e-2}
+TRITON = (flash_attention_triton_with_lse, FlashAttention2Triton.apply)
+
+
+@pytest.fixture(autouse=True)
+def fixed_tiles(monkeypatch):
+    """Fixed tiles keep compilation short; test_autotuned_tiles covers the tuned path."""
+    monkeypatch.setattr(flash_triton, "AUTOTUNE", False)
+
+
+@pytest.mark.parametrize(
+    "lead, seq_q, seq_k, head_dim, is_causal, dtype",
+    [
+        ((2, 3), 1000, 1000, 64, True, torch.bfloat16),
+        ((2, 3), 1000, 1000, 64, False, torch.float16),
+        ((1, 2), 777, 1025, 128, True, torch.bfloat16),
+        ((1, 2), 1025, 777, 128, False, torch.bfloat16),
+        ((3,), 513, 300, 32, True, torch.float32),
+        ((2, 1), 257, 257, 16, False, torch.float32),
+        ((2, 1), 257, 250, 16, True, torch.float16),
+        ((1, 2), 300, 301, 256, True, torch.bfloat16),
+        ((1, 2), 300, 301, 256, False, torch.float32),
+    ],
+)
+def test_triton_matches_float64_reference(lead, seq_q, seq_k, head_dim, is_causal, dtype):
+    q, k, v, do = random_qkv(lead, seq_q, seq_k, head_dim, dtype, device="cuda", seed=seq_q)
+    check_against_reference(*TRITON, q, k, v, do, is_causal, TOLERANCE[dtype])
+
+
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_autotuned_tiles(monkeypatch, head_dim):
+    monkeypatch.setattr(flash_triton, "AUTOTUNE", True)
+    q, k, v, do = random_qkv((2, 4), 1500, 1500, head_dim, torch.bfloat16, device="cuda")
+    check_against_reference(*TRITON, q, k, v, do, True, 3e-2)
+
+
+def test_triton_on_model_layout_and_five_dims():
+    # q, k, v as the model slices them from its packed (B, T, 3, H, d) projection: no copies
+    qkv = torch.randn(2, 300, 3, 4, 64, device="cuda", dtype=torch.bfloat16)
+    q, k, v = (t.requires_grad_() for t in qkv.permute(2, 0, 3, 1, 4).unbind(0))  # (B, H, T, d)
+    assert not q.is_contiguous()
+    check_against_reference(*TRITON, q, k, v, torch.randn_like(q), True, 3e-2)
+    q5, k5, v5, do5 = random_qkv((2, 2, 2), 100, 90, 32, torch.float16, device="cuda")
+    check_against_reference(*TRITON, q5, k5, v5, do5, True, 5e-3)
+
+
+def test_triton_backward_is_deterministic():
+    q, k, v, do = random_qkv((2, 4), 1024, 1024, 64, torch.bfloat16, device="cuda")
+    grads = []
+    for _ in range(2):
+        for t in (q, k, v):
+            t.grad = None
+        FlashAttention2Triton.apply(q, k, v, True).backward(do)
+        grads.append([t.grad.clone() for t in (q, k, v)])
+    assert all(torch.equal(a, b) for a, b in zip(*grads))
+
+
+def test_triton_under_torch_compile():
+    q, k, v, do = random_qkv((2, 4), 512, 512, 64, torch.bfloat16, device="cuda")
+    compiled = torch.compile(FlashAttention2Triton.apply)
+    check_against_reference(flash_attention_triton_with_lse, compiled, q, k, v, do, True, 3e-2)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_torch_version_on_gpu(dtype):
+    q, k, v, do = random_qkv((2, 3), 300, 333, 64, dtype, device="cuda")
+    forward = functools.partial(flash_attention_torch_with_lse, tile=64)
+    apply = lambda q, k, v, c: FlashAttention2Torch.apply(q, k, v, c, 64)  # noqa: E731
+    check_against_reference(forward, apply, q, k, v, do, True, TOLERANCE[dtype])
+
+
+@pytest.mark.parametrize("impl", ["sdpa", "torch", "triton"])
+def test_model_bf16_matches_naive(impl):
+    loss, grads = model_loss_and_grads(impl, "cuda", "bf16")
+    expected_loss, expected_grads = model_loss_and_grads("naive", "cuda", "bf16")
+    torch.testing.assert_close(loss, expected_loss, rtol=2e-2, atol=2e-2)
+    for grad, expected in zip(grads, expected_grads):
+        assert (grad - expected).norm() / expected.norm() < 5e-2

@@ -1,0 +1,32 @@
+"""The model gives the same loss and gradients with every attention implementation (CPU ones here;
+triton in interpreted_triton_cases.py, and on a GPU in test_attention_gpu.py)."""
+
+import pytest
+import torch
+
+from attention_reference import model_loss_and_grads
+from lmperf.attention import IMPLEMENTATIONS, attention
+from lmperf.errors import UsageError
+
+
+@pytest.mark.parametrize("impl", ["sdpa", "torch"])
+def test_model_matches_naive_attention(impl):
+    loss, grads = model_loss_and_grads(impl)
+    expected_loss, expected_grads = model_loss_and_grads("naive")
+    torch.testing.assert_close(loss, expected_loss, rtol=1e-5, atol=1e-5)
+    for grad, expected in zip(grads, expected_grads):
+        torch.testing.assert_close(grad, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_dispatch_knows_every_implementation_and_rejects_others():
+    assert set(IMPLEMENTATIONS) == {"naive", "sdpa", "torch", "triton"}
+    q = torch.randn(1, 2, 8, 16)
+    torch.testing.assert_close(attention(q, q, q, True, "torch"), attention(q, q, q, True, "naive"))
+    with pytest.raises(UsageError):
+        attention(q, q, q, impl="flash3")
+
+
+def test_triton_on_cpu_without_interpreter_is_a_usage_error():
+    q = torch.randn(1, 2, 8, 16)
+    with pytest.raises(UsageError, match="CUDA"):
+        attention(q, q, q, impl="triton")
