@@ -25,7 +25,9 @@ from lmperf.attention.contract import as_4d, check_inputs
 from lmperf.errors import UsageError
 
 LOG2E = 1.4426950408889634
-LN2 = 0.6931471805599453
+# Kernels may read only constexpr globals.
+_LOG2E = tl.constexpr(LOG2E)
+_LN2 = tl.constexpr(0.6931471805599453)
 # Read once: triton.jit decides at import time whether kernels are interpreted.
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 MAX_GRID_Y = 65535  # CUDA's limit on the grid's second dimension (batch * heads here)
@@ -123,7 +125,7 @@ def _fwd_kernel(
     row_ok = offs_m < seq_q
     o_ptrs = O + bh.to(tl.int64) * seq_q * HEAD_DIM + offs_m[:, None] * HEAD_DIM + offs_d[None, :]
     tl.store(o_ptrs, (acc / l_i[:, None]).to(O.dtype.element_ty), mask=row_ok[:, None])
-    tl.store(LSE + bh.to(tl.int64) * seq_q + offs_m, (m_i + tl.math.log2(l_i)) * LN2, mask=row_ok)
+    tl.store(LSE + bh.to(tl.int64) * seq_q + offs_m, (m_i + tl.math.log2(l_i)) * _LN2, mask=row_ok)
 
 
 # ---------------------------------------------------------------------------- backward kernels
@@ -163,7 +165,7 @@ def _dkdv_tiles(
         offs_m = start_m + tl.arange(0, BLOCK_M)
         row_ok = offs_m < seq_q
         q = tl.load(Q + offs_m[:, None] * stride_qn + offs_d[None, :], mask=row_ok[:, None], other=0.0)
-        lse = tl.load(LSE + offs_m, mask=row_ok, other=float("inf")) * LOG2E
+        lse = tl.load(LSE + offs_m, mask=row_ok, other=float("inf")) * _LOG2E
         qk_t = tl.dot(k, tl.trans(q), input_precision=PRECISION) * qk_scale  # (BN, BM)
         p_t = tl.math.exp2(qk_t - lse[None, :])
         if MASKED:
@@ -260,7 +262,7 @@ def _bwd_dq_kernel(
     row_ok = offs_m < seq_q
     q = tl.load(Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qn + offs_d[None, :], mask=row_ok[:, None], other=0.0)
     do = tl.load(DO + b * stride_dob + h * stride_doh + offs_m[:, None] * stride_don + offs_d[None, :], mask=row_ok[:, None], other=0.0)
-    lse = tl.load(LSE + bh.to(tl.int64) * seq_q + offs_m, mask=row_ok, other=float("inf")) * LOG2E
+    lse = tl.load(LSE + bh.to(tl.int64) * seq_q + offs_m, mask=row_ok, other=float("inf")) * _LOG2E
     delta = tl.load(DELTA + bh.to(tl.int64) * seq_q + offs_m, mask=row_ok, other=0.0)
     K += b * stride_kb + h * stride_kh
     V += b * stride_vb + h * stride_vh
