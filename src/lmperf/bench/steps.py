@@ -60,6 +60,9 @@ def compile_blocks(model: TransformerLM) -> None:
     it: compile time stays flat with depth (a 48-layer model compiles like a 1-layer one), while
     each block gets inductor's fusions. Embedding, final norm, LM head and loss stay eager.
     """
+    # A fresh cache per model: dynamo keeps at most 8 variants per code object, and a sweep's
+    # earlier shapes and precisions would use them up and silently fall back to eager.
+    torch._dynamo.reset()
     for block in model.blocks:
         block.compile()
 
