@@ -67,7 +67,7 @@ _DETAIL_PATTERNS = [
     re.compile(r"(\w+?)Ops<"),
     re.compile(r"(\w+?)_functor\b"),
     re.compile(r"(cutlass_\w+)"),
-    re.compile(r"Epilogue|(LogSoftMax)"),
+    re.compile(r"(LogSoftMax)ForwardEpilogue"),
 ]
 _GENERIC_DETAILS = {"Binary", "Unary", "BinaryOpScalar", "gpu_kernel_impl", "", None}
 MAX_SHORT = 72
@@ -75,11 +75,11 @@ MAX_SHORT = 72
 
 def _split_signature(name: str) -> tuple[str, str]:
     """('kernel base name', 'its template arguments') of a C++ kernel signature."""
-    name = name.removeprefix("void ").strip()
-    head = name.split("(", 1)[0] if "<" not in name.split("(", 1)[0] else name
-    template_start = head.find("<")
-    base = head if template_start < 0 else head[:template_start]
-    return base.split("::")[-1].strip(), name[template_start + 1:] if template_start >= 0 else ""
+    name = name.removeprefix("void ").replace("(anonymous namespace)::", "").strip()
+    template, arguments = name.find("<"), name.find("(")
+    if template >= 0 and (arguments < 0 or template < arguments):
+        return name[:template].split("::")[-1], name[template + 1:]
+    return (name[:arguments] if arguments >= 0 else name).split("::")[-1], ""
 
 
 def _detail(template: str) -> str:
