@@ -81,3 +81,14 @@ def test_impossible_configs_are_usage_errors(overrides, message):
 def test_unknown_preset_is_a_usage_error():
     with pytest.raises(UsageError, match="unknown preset"):
         preset("gigantic")
+
+
+def test_regions_reach_the_profiler_only_when_it_listens():
+    from torch.profiler import ProfilerActivity, profile
+
+    model = TransformerLM(preset("tiny"))
+    tokens = torch.randint(0, 512, (1, 8))
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        model(tokens)
+    names = {event.name for event in prof.events()}
+    assert {"qkv_proj", "attn_scores", "attn_softmax", "ffn", "lm_head"} <= names

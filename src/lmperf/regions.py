@@ -1,13 +1,17 @@
 """Named ranges around the parts of a step, seen by both torch.profiler and Nsight tools.
 
 A region is a `torch.profiler.record_function` (for torch.profiler's tables) plus an NVTX range
-(for nsys and ncu's `--nvtx-include`). With no profiler listening both are a flag check, so the
-model keeps them on permanently. Inside a torch.compile graph they are skipped: dynamo would
-otherwise break the graph at every range.
+(for nsys and ncu's `--nvtx-include`). Each is opened only when something listens: the profiler
+when torch's profiler is running, NVTX when an Nsight tool has injected itself (it sets
+NVTX_INJECTION64_PATH in the environment of the process it launches; LMPERF_NVTX=1 or 0 forces
+NVTX on or off, and lmperf's own ncu/nsys launchers set it to 1). Otherwise a region is a
+flag check, so the model keeps them on permanently. Inside a torch.compile graph they are
+skipped: dynamo would otherwise break the graph at every range.
 """
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -32,20 +36,34 @@ FORWARD = "forward"
 BACKWARD = "backward"
 OPTIMIZER = "optimizer_step"
 
-_nvtx_available = torch.cuda.is_available()
+def _nvtx_listening() -> bool:
+    forced = os.environ.get("LMPERF_NVTX")
+    if forced is not None:
+        return forced == "1" and torch.cuda.is_available()
+    return torch.cuda.is_available() and bool(os.environ.get("NVTX_INJECTION64_PATH"))
+
+
+NVTX_LISTENING = _nvtx_listening()
+
+
+def _profiler_listening() -> bool:
+    return torch._C._autograd._profiler_enabled()
 
 
 @contextmanager
 def region(name: str) -> Iterator[None]:
-    """Mark `name` for profilers; a no-op while torch.compile traces."""
+    """Mark `name` for whichever profiler listens; a no-op while torch.compile traces."""
     if torch.compiler.is_compiling():
         yield
         return
-    if _nvtx_available:
+    if NVTX_LISTENING:
         torch.cuda.nvtx.range_push(name)
     try:
-        with torch.profiler.record_function(name):
+        if _profiler_listening():
+            with torch.profiler.record_function(name):
+                yield
+        else:
             yield
     finally:
-        if _nvtx_available:
+        if NVTX_LISTENING:
             torch.cuda.nvtx.range_pop()
