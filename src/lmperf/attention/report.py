@@ -63,7 +63,26 @@ def write_reports(run_path: Path) -> list[Path]:
     header = ""
     if rows:
         header = "Measured on {device} (driver {driver}), torch {torch}, triton {triton}, commit {commit}, {date}.\n\n".format(**rows[-1]["env"])
-    md.write_text(header + tables.markdown(rows, COLUMNS), encoding="utf-8")
+    text = header + tables.markdown(rows, COLUMNS)
+    if any(r["impl"] == "triton" and r["status"] == "ok" for r in rows):
+        text += "\n## FlashAttention2Triton beside SDPA (TFLOP/s)\n\n" + comparison(rows)
+    md.write_text(text, encoding="utf-8")
     csv_file.write_text(tables.csv_text(rows, COLUMNS), encoding="utf-8")
     plot_tflops(rows, png)
     return [md, csv_file, png]
+
+
+def comparison(rows: Sequence[dict], ours: str = "triton", against: Sequence[str] = ("sdpa-flash", "sdpa-cudnn")) -> str:
+    """Markdown: `ours` beside each of `against` per shape, forward+backward TFLOP/s and ratios."""
+    ok = {(r["impl"], r["dtype"], r["head_dim"], r["causal"], r["seq"]): r for r in rows if r["status"] == "ok"}
+    header = ["dtype", "d", "causal", "seq", f"{ours} fwd", f"{ours} bwd", f"{ours} fwd+bwd"]
+    header += [f"{other} fwd+bwd" for other in against] + [f"x {other}" for other in against]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for key in sorted({k[1:] for k in ok if k[0] == ours}):
+        mine = ok[(ours, *key)]
+        others = [ok.get((other, *key)) for other in against]
+        cells = [str(v) for v in key] + [f"{mine[f]:.0f}" for f in ("fwd_tflops", "bwd_tflops", "fwd_bwd_tflops")]
+        cells += [f"{o['fwd_bwd_tflops']:.0f}" if o else "-" for o in others]
+        cells += [f"{mine['fwd_bwd_tflops'] / o['fwd_bwd_tflops']:.2f}" if o else "-" for o in others]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
