@@ -113,6 +113,8 @@ def _profile(row: DistBenchRow, step: DistModelStep, steps: int, world: World, r
     trace = overlap.profile_trace(lambda: step.run(row.mode), steps)
     step.release_grads()
     kernels, windows = overlap.kernels_and_steps(trace)
+    if not kernels:
+        return  # a CPU run: Gloo's work is no GPU kernel, there is no overlap to read
     summaries = _gather(overlap.summarize(kernels, windows).to_dict(), world)
     row.profiled_steps = steps
     for name in ("comm_ms", "hidden_ms", "exposed_ms", "comm_share", "exposed_share"):

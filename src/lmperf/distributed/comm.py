@@ -10,6 +10,7 @@ link carries in a ring, comparable across process counts and with the hardware's
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
@@ -25,6 +26,8 @@ from lmperf.report.rundir import RunDir
 
 OPS = ("all-reduce", "all-gather", "reduce-scatter")
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+# Newer torch deprecates these two names for *_single ones; the old names work in every torch lmperf supports.
+warnings.filterwarnings("ignore", r".*(all_gather_into_tensor|reduce_scatter_tensor)` is deprecated", FutureWarning)
 UNITS = {"": 1, "B": 1, "KB": 2**10, "MB": 2**20, "GB": 2**30}
 
 

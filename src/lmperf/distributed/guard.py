@@ -10,6 +10,7 @@ collectives: the process group's timeout ends those, and the launcher writes the
 
 from __future__ import annotations
 
+import sys
 from typing import Callable, TypeVar
 
 import torch
@@ -34,6 +35,8 @@ def on_all_ranks(phase: Callable[[], T], world: World) -> T:
         code, message = OOM, _first_line(error)
     except RuntimeError as error:
         code, message = ERROR, _first_line(error)
+    if code:  # if the others are stuck in a collective of this phase, the log still says why
+        print(f"lmperf: rank {world.rank}: {message}", file=sys.stderr, flush=True)
     codes = torch.zeros(world.size, dtype=torch.int32, device=world.device)
     codes[world.rank] = code
     dist.all_reduce(codes)  # a one-hot sum: every rank sees every rank's code

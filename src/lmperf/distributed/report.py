@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Sequence
 
 from lmperf.bench.sweep import KEY_FIELDS
-from lmperf.distributed.sharding import state_memory
+from lmperf.distributed.sharding import state_memory, train_step_peak
 from lmperf.distributed.strategies import Strategy
 from lmperf.model import preset
 from lmperf.report import tables
@@ -33,8 +33,8 @@ OVERLAP_COLUMNS: list[tables.Column] = _CONFIG + [
     ("hidden ms", "hidden_ms", ".1f"), ("exposed ms", "exposed_ms", ".1f"), ("exposed share", "exposed_share", ".1%"),
 ]
 MEMORY_COLUMNS: list[tables.Column] = _CONFIG + [
-    ("between steps GB", "persistent_memory_gb", ".1f"), ("model: params+grads+Adam kept GB", "model_persistent_gb", ".1f"),
-    ("peak GB", "peak_memory_gb", ".1f"), ("model: state at peak GB", "model_during_step_gb", ".1f"),
+    ("between steps GB", "persistent_memory_gb", ".1f"), ("model between steps GB", "model_persistent_gb", ".1f"),
+    ("peak GB", "peak_memory_gb", ".1f"), ("model: peak GB", "model_peak_gb", ".1f"),
 ]
 
 
@@ -56,12 +56,16 @@ def with_scaling(rows: Sequence[dict]) -> list[dict]:
 
 
 def with_memory_model(rows: Sequence[dict]) -> list[dict]:
-    """Rows with the analytic per-rank state (sharding.py) beside the measured memory, in GB."""
+    """Rows with the analytic per-rank memory (sharding.py) beside the measured, in GB."""
     out = []
     for row in rows:
         strategy = Strategy(row["strategy"], row.get("bucket_mb"), row.get("reshard"))
-        model = state_memory(preset(row["preset"]), strategy, row.get("nproc", 1))
-        out.append({**row, "model_persistent_gb": model.persistent / 1e9, "model_during_step_gb": model.during_step / 1e9})
+        config, nproc = preset(row["preset"]), row.get("nproc", 1)
+        peak = None
+        if row["mode"] == "train-step":
+            peak = train_step_peak(config, row["batch"], row["seq_len"], row["precision"], strategy, nproc) / 1e9
+        kept = state_memory(config, strategy, nproc).persistent / 1e9
+        out.append({**row, "model_persistent_gb": kept, "model_peak_gb": peak})
     return out
 
 

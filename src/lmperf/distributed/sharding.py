@@ -11,13 +11,17 @@ Bench keeps fp32 parameters (bf16 runs use autocast), fp32 gradients and AdamW's
   backward (the whole model, 4 P).
 
 `persistent` is what stays allocated between steps once gradients are released (set to None),
-the figure bench measures as `persistent_memory_gb`.
+the figure bench measures as `persistent_memory_gb`. A train step's peak adds what data
+parallelism does not shard, taken from the single-GPU model (lmperf.analysis.memory): activations,
+autocast's bf16 weight copies (whole on every rank, FSDP2 too: autocast casts the gathered
+weights and the backward keeps the copies) and the logits.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from lmperf.analysis.memory import memory_model
 from lmperf.distributed.strategies import Strategy
 from lmperf.model import ModelConfig, parameter_count
 
@@ -39,13 +43,8 @@ class StateMemory:
     def persistent(self) -> float:
         return self.params + self.optimizer + self.buckets
 
-    @property
-    def during_step(self) -> float:
-        """Persistent state plus the gradients and gathered parameters alive at the peak."""
-        return self.persistent + self.grads + self.gathered
-
     def to_dict(self) -> dict:
-        return {**asdict(self), "persistent": self.persistent, "during_step": self.during_step}
+        return {**asdict(self), "persistent": self.persistent}
 
 
 def state_memory(config: ModelConfig, strategy: Strategy, world_size: int) -> StateMemory:
@@ -65,3 +64,16 @@ def state_memory(config: ModelConfig, strategy: Strategy, world_size: int) -> St
         grads = 0.0 if strategy.gradient_as_bucket_view else total * GRAD_BYTES
         return StateMemory(total * PARAM_BYTES, grads, total * ADAMW_BYTES, total * GRAD_BYTES, 0.0)
     return StateMemory(total * PARAM_BYTES, total * GRAD_BYTES, total * ADAMW_BYTES, 0.0, 0.0)
+
+
+def train_step_peak(config: ModelConfig, batch: int, seq_len: int, precision: str,
+                    strategy: Strategy, world_size: int) -> float:
+    """Bytes at one rank's peak in a train step with `batch` sequences per rank.
+
+    As in the single-GPU model, the gradients appear while the activations are freed, so the peak
+    holds the larger of the two; DDP's buckets and FSDP2's gathered blocks are held besides.
+    """
+    single = memory_model(config, batch, seq_len, precision)
+    forward_live = single.peak("forward") - single.parameters  # activations, casts, logits
+    state = state_memory(config, strategy, world_size)
+    return state.persistent + state.gathered + max(forward_live, state.grads)

@@ -1,0 +1,47 @@
+"""`lmperf comm` over Gloo: sizes, the nccl-tests bandwidth definitions, and a real 2-process run."""
+
+import subprocess
+import sys
+
+import pytest
+
+from lmperf.distributed.comm import bus_factor, parse_size
+from lmperf.errors import UsageError
+from lmperf.report.rundir import read_rows
+
+
+@pytest.mark.parametrize("text, size", [("1MB", 2**20), ("512kb", 512 * 2**10), ("1GB", 2**30), ("4096", 4096)])
+def test_sizes_are_binary_units(text, size):
+    assert parse_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["", "1TB", "-1MB", "0MB", "big"])
+def test_bad_sizes_are_usage_errors(text):
+    with pytest.raises(UsageError):
+        parse_size(text)
+
+
+def test_bus_factors_follow_nccl_tests():
+    assert bus_factor("all-reduce", 2) == 1.0 and bus_factor("all-reduce", 8) == 1.75
+    assert bus_factor("all-gather", 2) == 0.5 and bus_factor("reduce-scatter", 8) == 0.875
+
+
+def test_comm_on_two_gloo_processes_writes_rows_table_and_plot(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "lmperf.cli", "comm", "--device", "cpu", "--nproc", "2", "--sizes", "64KB,1MB",
+         "--warmup", "1", "--iters", "3", "--runs", str(tmp_path)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    (run_dir,) = tmp_path.iterdir()
+    rows = read_rows(run_dir / "results.jsonl")
+    assert [(r["op"], r["size_bytes"]) for r in rows] == [
+        (op, size) for op in ("all-reduce", "all-gather", "reduce-scatter") for size in (2**16, 2**20)
+    ]
+    for row in rows:
+        assert row["status"] == "ok" and row["backend"] == "gloo" and row["nproc"] == 2
+        assert len(row["mean_us_ranks"]) == 2 and row["mean_us"] > 0
+        assert row["algbw_gbps"] == pytest.approx(row["size_bytes"] / row["mean_us"] / 1e3)
+        assert row["busbw_gbps"] == pytest.approx(row["algbw_gbps"] * bus_factor(row["op"], 2))
+    assert (run_dir / "busbw.png").stat().st_size > 0
+    assert "all-reduce" in (run_dir / "results.md").read_text()
