@@ -19,10 +19,10 @@ for prec in bf16 fp32; do
   log small $prec; lm profile -p small -t 512 --precision $prec --warmup 2 --steps 3 --runs $R/small-$prec --top 5 >/dev/null
   pack profile-small-$prec $R/small-$prec
 done
-log memory 2.7B; timeout 80 python3 -m lmperf.cli memory -p 2.7B -t 128,256,512 --precisions bf16,fp32 --runs $R/mem
+log memory 2.7B; timeout 75 python3 -m lmperf.cli memory -p 2.7B -t 128,256,512 --precisions bf16,fp32 --runs $R/mem
 pack memory-2.7B $R/mem
 for prec in bf16 fp32; do
-  log 2.7B $prec; timeout 75 python3 -m lmperf.cli profile -p 2.7B -t 512 --precision $prec --warmup 1 --steps 2 --runs $R/big-$prec --top 5 >/dev/null
+  log 2.7B $prec; timeout $([ $prec = fp32 ] && echo 100 || echo 80) python3 -m lmperf.cli profile -p 2.7B -t 512 --precision $prec --warmup 1 --steps 2 --runs $R/big-$prec --top 5 >/dev/null
   pack profile-2.7B-$prec $R/big-$prec
 done
 log kernel names
