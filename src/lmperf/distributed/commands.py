@@ -140,11 +140,12 @@ def dist_report(
     run_dirs: List[Path] = typer.Argument(..., help="Run directories of `lmperf comm` and `lmperf bench-dist`."),
     out: Path = typer.Option(..., help="Markdown file to write, e.g. benchmarks/distributed-h200x2.md."),
     title: str = typer.Option("Data-parallel training", help="Page title."),
+    commit: Optional[str] = typer.Option(None, help="Commit to name where the rows say 'unknown' (a copy without .git)."),
 ) -> None:
     """Render one benchmark page from comm and bench-dist run directories."""
     from lmperf.distributed.report import write_benchmark_page
 
-    write_benchmark_page(run_dirs, out, title)
+    write_benchmark_page(run_dirs, out, title, commit)
     console.print(f"wrote {out}")
 
 
@@ -165,8 +166,9 @@ def _bench_dist_signature(app: typer.Typer) -> inspect.Signature:
     own = inspect.signature(bench_dist, eval_str=True).parameters
     dist_params = [own[name].replace(kind=inspect.Parameter.KEYWORD_ONLY, default=option)
                    for name, option in _DIST_OPTIONS.items()]
+    # Skips names bench may share with bench-dist (--nproc, --strategy when bench routes to it).
     bench_params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
-                    for p in inspect.signature(bench, eval_str=True).parameters.values()]
+                    for p in inspect.signature(bench, eval_str=True).parameters.values() if p.name not in _DIST_OPTIONS]
     return inspect.Signature(bench_params + dist_params)
 
 

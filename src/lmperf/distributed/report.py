@@ -62,7 +62,8 @@ def with_memory_model(rows: Sequence[dict]) -> list[dict]:
         strategy = Strategy(row["strategy"], row.get("bucket_mb"), row.get("reshard"))
         config, nproc = preset(row["preset"]), row.get("nproc", 1)
         peak = None
-        if row["mode"] == "train-step":
+        # The single-GPU model counts naive attention's saved probabilities; fused kernels save none.
+        if row["mode"] == "train-step" and row.get("attention", "naive") == "naive":
             peak = train_step_peak(config, row["batch"], row["seq_len"], row["precision"], strategy, nproc) / 1e9
         kept = state_memory(config, strategy, nproc).persistent / 1e9
         out.append({**row, "model_persistent_gb": kept, "model_peak_gb": peak})
@@ -108,13 +109,21 @@ def write_comm_reports(run_path: Path) -> list[Path]:
     return [md, csv_file, png]
 
 
+def _in_order(rows: Sequence[dict]) -> list[dict]:
+    return sorted(rows, key=lambda r: (r.get("params", 0), r["seq_len"], r.get("nproc", 1), r["strategy"],
+                                       r.get("bucket_mb") or 0, bool(r.get("reshard"))))
+
+
 def bench_markdown(rows: Sequence[dict]) -> str:
-    rows = with_memory_model(with_scaling(rows))
+    """Steps and memory from the unprofiled rows (all rows if every one was profiled), overlap
+    from the profiled ones: a profiled sweep repeats configurations only to read communication."""
+    rows = _in_order(with_memory_model(with_scaling(rows)))
     profiled = [r for r in rows if r.get("profiled_steps")]
-    ok = [r for r in rows if r["status"] == "ok"]
-    text = "## Steps\n\n" + tables.markdown(rows, BENCH_COLUMNS)
+    steps = [r for r in rows if not r.get("profiled_steps")] or rows
+    text = "## Steps\n\n" + tables.markdown(steps, BENCH_COLUMNS)
     if profiled:
         text += "\n## Communication share and overlap (per step, mean over ranks)\n\n" + tables.markdown(profiled, OVERLAP_COLUMNS)
+    ok = [r for r in steps if r["status"] == "ok"]
     return text + "\n## Memory per rank: measured and analytic\n\n" + tables.markdown(ok, MEMORY_COLUMNS)
 
 
@@ -144,9 +153,13 @@ def benchmark_page(comm: Sequence[dict], bench: Sequence[dict], title: str) -> s
     return text
 
 
-def write_benchmark_page(run_paths: Sequence[Path], out: Path, title: str) -> Path:
+def write_benchmark_page(run_paths: Sequence[Path], out: Path, title: str, commit: str | None = None) -> Path:
     comm, bench = [], []
     for path in run_paths:
         (comm if _kind(path) == "comm" else bench).extend(read_rows(Path(path) / "results.jsonl"))
+    if commit:  # rows measured in a copy of the tree without .git say 'unknown'
+        for row in [*comm, *bench]:
+            if row["env"].get("commit", "unknown").startswith("unknown"):
+                row["env"] = {**row["env"], "commit": commit}
     Path(out).write_text(benchmark_page(comm, bench, title), encoding="utf-8")
     return Path(out)
