@@ -1,5 +1,8 @@
 """A rank that fails ends the step on every rank with one row saying what happened, never a hang."""
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import torch
@@ -48,12 +51,35 @@ def test_one_rank_out_of_memory_is_an_oom_row_and_the_sweep_goes_on(tmp_path):
     assert len(fsdp["mean_ms_ranks"]) == 2 and fsdp["tokens_per_s_total"] == 2 * fsdp["tokens_per_s"]
 
 
-def test_a_failure_inside_collectives_ends_at_the_timeout_not_in_a_hang(tmp_path):
-    # Rank 1 fails inside the step while rank 0 is in DDP's collectives: the timeout ends them.
-    spawn_world(_sweep_with_a_failure, 2, tmp_path, "run", RuntimeError("injected"), 5.0)
-    rows = RunDir(tmp_path).rows()
-    assert rows[0]["strategy"] == "ddp" and rows[0]["status"] == "error"
-    assert all(r["status"] == "error" for r in rows)
+# Loaded by every Python process started with it on the path: torchrun's rank 1 fails in its step.
+FAULT = """
+import os
+if os.environ.get("RANK") == "1":
+    from lmperf.bench.steps import ModelStep
+    def failing_run(self, mode):
+        raise RuntimeError("injected fault")
+    ModelStep.run = failing_run
+"""
+
+
+def test_a_rank_failing_inside_collectives_ends_the_launch_with_error_rows(tmp_path):
+    # Rank 1 fails in its step while rank 0 is in DDP's all-reduce: the mismatched collective
+    # or the timeout ends the world, and the launcher writes the rows nobody wrote.
+    (tmp_path / "fault").mkdir()
+    (tmp_path / "fault" / "sitecustomize.py").write_text(FAULT)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "fault"), *sys.path])}
+    result = subprocess.run(
+        [sys.executable, "-m", "lmperf.cli", "bench-dist", "--device", "cpu", "--nproc", "2", "--strategy", "ddp,fsdp",
+         "--modes", "train-step", "--contexts", "32", "--warmup", "0", "--steps", "1", "--timeout-s", "5",
+         "--runs", str(tmp_path / "runs")],
+        capture_output=True, text=True, timeout=120, env=env,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "lmperf: rank 1: RuntimeError: injected fault" in result.stderr
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    rows = RunDir(run_dir).rows()
+    assert [(r["strategy"], r["status"]) for r in rows] == [("ddp", "error"), ("fsdp", "error")]
+    assert "process group ended early" in rows[-1]["error"]
 
 
 def test_a_launch_that_died_leaves_an_error_row_for_each_missing_configuration(tmp_path):

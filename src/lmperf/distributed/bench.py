@@ -119,7 +119,7 @@ def _profile(row: DistBenchRow, step: DistModelStep, steps: int, world: World, r
     row.profiled_steps = steps
     for name in ("comm_ms", "hidden_ms", "exposed_ms", "comm_share", "exposed_share"):
         setattr(row, name, sum(s[name] for s in summaries) / world.size)
-    if run_dir is not None and kernels:
+    if run_dir is not None:
         label = "-".join(str(v) for v in (row.preset, row.seq_len, row.precision, row.strategy, row.bucket_mb or row.reshard))
         path = run_dir.path / f"timeline-{label}.png"
         overlap.plot_timeline(kernels, windows[-1], path, f"rank 0, one step: {label}")

@@ -92,27 +92,33 @@ def _strategies(strategy: str, bucket_mb: str, reshard: str, bucket_view: bool, 
     return [s.validate(nproc) for s in out]
 
 
+def _bench_configs(o: dict, on_gpu: bool) -> list:
+    """bench's grid with bench's defaults (tiny on a CPU, small on a GPU, and so on)."""
+    from lmperf.bench.sweep import grid
+
+    return grid(
+        split_list(o["presets"] or ("small" if on_gpu else "tiny"), "presets"),
+        split_list(o["contexts"] or ("512" if on_gpu else "128"), "contexts", int),
+        split_list(o["modes"], "modes"), split_list(o["precisions"] or ("fp32,bf16" if on_gpu else "fp32"), "precisions"),
+        split_list(o["compile"], "compile"), split_list(o["attention"], "attention"), o["batch"],
+    )
+
+
 def bench_dist(
     nproc: Optional[int] = None, strategy: str = "ddp", bucket_mb: str = "25", reshard: str = "true",
     bucket_view: bool = True, profile_steps: int = 0, timeout_s: float = 600.0, **bench_options,
 ) -> None:
     """bench's sweep on N processes, one per GPU, with DDP or FSDP2 (rank 0 writes the rows)."""
-    from lmperf.bench.sweep import SweepSettings, grid
+    from lmperf.bench.sweep import SweepSettings
     from lmperf.distributed.bench import DistBenchJob, fill_missing
     from lmperf.distributed.report import write_bench_reports
     from lmperf.distributed.worker import run_job
 
     o = bench_options
     device = resolve_device(o["device"])
-    on_gpu = device.startswith("cuda")
     if o["warmup"] < 0 or o["steps"] <= 0 or profile_steps < 0:
-        raise UsageError(f"need --warmup >= 0, --steps > 0 and --profile-steps >= 0")
-    configs = grid(
-        split_list(o["presets"] or ("small" if on_gpu else "tiny"), "presets"),
-        split_list(o["contexts"] or ("512" if on_gpu else "128"), "contexts", int),
-        split_list(o["modes"], "modes"), split_list(o["precisions"] or ("fp32,bf16" if on_gpu else "fp32"), "precisions"),
-        split_list(o["compile"], "compile"), split_list(o["attention"], "attention"), o["batch"],
-    )
+        raise UsageError("need --warmup >= 0, --steps > 0 and --profile-steps >= 0")
+    configs = _bench_configs(o, device.startswith("cuda"))
     count = _nproc(nproc, device)
     job = DistBenchJob(configs, _strategies(strategy, bucket_mb, reshard, bucket_view, count),
                        SweepSettings(o["warmup"], o["steps"], device, o["peak_tflops"]), profile_steps, timeout_s)

@@ -7,6 +7,7 @@ single-GPU ModelStep draws), and every phase ends with the guard's status check.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 import torch
@@ -56,9 +57,14 @@ class Strategy:
             from torch.nn.parallel import DistributedDataParallel
 
             device_ids = [world.device.index] if world.device.type == "cuda" else None
+            # The model's only buffers are the rotary tables, equal on every rank: re-broadcasting
+            # them each forward (DDP's default) would add ~100 MB of traffic per step to xl.
+            # Newer torch names the option forward_sync_buffers; older ones broadcast_buffers.
+            options = inspect.signature(DistributedDataParallel).parameters
+            no_sync = "forward_sync_buffers" if "forward_sync_buffers" in options else "broadcast_buffers"
             return DistributedDataParallel(
                 model, device_ids=device_ids, bucket_cap_mb=key["bucket_mb"],
-                gradient_as_bucket_view=self.gradient_as_bucket_view,
+                gradient_as_bucket_view=self.gradient_as_bucket_view, **{no_sync: False},
             )
         if self.name == "fsdp":
             from torch.distributed.fsdp import fully_shard

@@ -48,9 +48,16 @@ def load_job(run_path: Path) -> Job:
     return DistBenchJob.from_dict(spec) if spec["kind"] == "bench" else CommJob.from_dict(spec)
 
 
+def log_row(row) -> None:
+    """One line per finished row in the launch's log, so a run cut short shows how far it got."""
+    fields = ("op", "size_bytes", "preset", "seq_len", "strategy", "bucket_mb", "reshard", "status", "mean_us", "mean_ms", "error")
+    shown = (f"{name}={getattr(row, name)}" for name in fields if getattr(row, name, None) not in (None, ""))
+    print("lmperf row: " + " ".join(shown), flush=True)
+
+
 def main(argv: list[str]) -> None:
     run_dir = RunDir.resume(Path(argv[0]))
-    run_in_world(load_job(run_dir.path), run_dir)
+    run_in_world(load_job(run_dir.path), run_dir, log_row)
 
 
 if __name__ == "__main__":
