@@ -39,20 +39,25 @@ def sibling(raw_csv: Path, suffix: str) -> Path:
     return Path(raw_csv).with_name(name + suffix)
 
 
+def counter_columns(capture: Capture) -> list[str]:
+    """The requested counters the capture has (the raw page also carries device attributes)."""
+    return [name for name in ncu.METRICS if capture.has(name) and not name.startswith("launch__")]
+
+
 def kernel_rows(capture: Capture) -> list[dict]:
-    """One tidy row per kernel: class, short name, launch shape and every counter."""
+    """One tidy row per kernel: class, short name, launch shape and the counters."""
     rows = []
     for k in capture.kernels:
         row = {"index": k.index, "class": kernel_class(k.name), "kernel": short_name(k.name),
                "grid": "x".join(map(str, k.grid)), "block": "x".join(map(str, k.block))}
-        row.update(k.metrics)
+        row.update({name: k.metrics.get(name) for name in counter_columns(capture)})
         rows.append(row)
     return rows
 
 
 def write_kernel_table(capture: Capture, path: Path) -> Path:
     columns = [(name, name, "") for name in ("index", "class", "kernel", "grid", "block")]
-    columns += [(name, name, "") for name in capture.metric_names]
+    columns += [(name, name, "") for name in counter_columns(capture)]
     path.write_text(tables.csv_text(kernel_rows(capture), columns), encoding="utf-8")
     return path
 

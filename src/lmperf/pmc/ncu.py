@@ -64,7 +64,8 @@ class NcuRun:
         return [
             self.ncu,
             "--clock-control", "none",
-            "--nvtx", "--nvtx-include", f"{self.range_name}/",
+            # Either kind of range: "NAME/" is a push/pop range, "NAME" a start/end range.
+            "--nvtx", "--nvtx-include", f"{self.range_name}/", "--nvtx-include", self.range_name,
             "--metrics", ",".join(self.metrics),
             "--csv", "--page", "raw", "--print-units", "base",
             *self.program,

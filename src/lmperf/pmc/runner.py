@@ -118,10 +118,12 @@ def run_target(target: Target) -> dict:
     step, truth = build(target.validate(), device)
     step()  # warm-up, outside the range
     torch.cuda.synchronize()
-    torch.cuda.nvtx.range_push(RANGE)
+    # A start/end range, not push/pop: push/pop ranges belong to one thread, and autograd runs
+    # the backward pass on its own thread, whose kernels a push/pop range would miss.
+    range_id = torch.cuda.nvtx.range_start(RANGE)
     step()
     torch.cuda.synchronize()
-    torch.cuda.nvtx.range_pop()
+    torch.cuda.nvtx.range_end(range_id)
     truth.update(batch=target.batch, seq_len=target.seq_len, mode=target.mode.replace("-", "_"),
                  dtype=target.dtype, attention=target.attention)
     return truth

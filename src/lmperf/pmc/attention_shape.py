@@ -1,0 +1,100 @@
+"""Batch, sequence length and heads from the attention kernels of one layer.
+
+Eager attention: the scores matmul QK^T does B·H·T·T·hd = N·T·d multiply-adds (N = B·T tokens,
+d = H·hd), so T follows from it; the softmax touches B·H·T·T elements, so H follows from its
+element counters. Fused attention (FlashAttention, cuDNN, memory-efficient): the launch grid holds
+B·H·ceil(T/tile) blocks and the tensor counter counts 4·B·H·hd·(executed causal tile area); every
+(B, tile) is tried and the candidate that explains both best wins.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from lmperf.pmc.gemms import FADD, FFMA, FMUL, TENSOR_PATHS, macs
+from lmperf.pmc.parse import KernelRecord
+
+PLAUSIBLE_HEAD_DIMS = (32, 40, 48, 64, 80, 96, 112, 128, 160, 192, 256)
+_TILES = (64, 128)
+
+
+@dataclass(frozen=True)
+class AttentionShape:
+    batch: int
+    seq_len: int
+    n_heads: int
+    head_dim: int
+    error: float  # relative mismatch of the counted attention work (0 = exact)
+    evidence: str
+
+
+def _divisors(n: int) -> list[int]:
+    return [b for b in range(1, n + 1) if n % b == 0]
+
+
+def eager_shape(qk: KernelRecord, softmax: KernelRecord, tokens: int, d: int) -> AttentionShape | None:
+    t_est = macs(qk) / (tokens * d)
+    seq_lens = [t for t in _divisors(tokens) if t <= t_est * 1.001]
+    if not seq_lens:
+        return None
+    T = max(seq_lens)
+    B = tokens // T
+    for count in sorted({softmax.metric(m) for m in (FMUL, FADD, FFMA)} - {0.0}):
+        heads = count / (B * T * T)
+        if heads == int(heads) and heads >= 1 and d % int(heads) == 0:
+            H = int(heads)
+            return AttentionShape(B, T, H, d // H, abs(t_est - T) / T,
+                                  f"QK^T matmul {macs(qk):,.0f} MACs = N·T·d gives T={T}; "
+                                  f"softmax counts {count:,.0f} = B·H·T² give H={H}")
+    return None
+
+
+def causal_area(T: int, tq: int, tk: int) -> int:
+    """Score-matrix area a causal kernel executes: whole (tq x tk) tiles up to the diagonal."""
+    return sum(tq * tk * math.ceil(min((i + 1) * tq, T) / tk) for i in range(math.ceil(T / tq)))
+
+
+def _name_head_dims(name: str) -> set[int]:
+    """Head dimensions a kernel name suggests (cuDNN ..._64x128x64_..., flash traits<64, ...>)."""
+    dims = {int(m.group(3)) for m in re.finditer(r"(\d+)x(\d+)x(\d+)", name)}
+    dims |= {int(m.group(1)) for m in re.finditer(r"traits<(\d+)", name)}
+    return dims & set(PLAUSIBLE_HEAD_DIMS)
+
+
+def _flops_error(kernel: KernelRecord, B: int, H: int, hd: int, T: int) -> float:
+    counted = sum(kernel.metric(m) for m in TENSOR_PATHS.values())
+    if counted <= 0:
+        return 0.5  # no tensor count to check against (fp32 SIMT kernels)
+    areas = [causal_area(T, tq, tk) for tq in _TILES for tk in _TILES] + [T * T]
+    # fp32 kernels on TF32 tensor cores split each product into 3 (3xTF32, for fp32 accuracy).
+    passes = (1, 3) if kernel.metric(TENSOR_PATHS["tf32"]) > 0 else (1,)
+    return min(abs(counted - 4 * B * H * hd * area * n) / counted for area in areas for n in passes)
+
+
+def fused_shape(kernel: KernelRecord, tokens: int, d: int) -> AttentionShape | None:
+    """The (B, T, H, hd) that best explains a fused attention kernel's grid and counts."""
+    grid_dims = {g for g in kernel.grid if g > 1}
+    hinted = _name_head_dims(kernel.name)
+    best: tuple[float, AttentionShape] | None = None
+    for B in _divisors(tokens):
+        T = tokens // B
+        for tq in _TILES:
+            heads = kernel.blocks / (B * math.ceil(T / tq))
+            if heads != int(heads) or heads < 1 or d % int(heads):
+                continue
+            H = int(heads)
+            hd = d // H
+            if hd not in PLAUSIBLE_HEAD_DIMS:
+                continue
+            if len(grid_dims) > 1 and sorted(kernel.grid) != sorted((math.ceil(T / tq), B, H)):
+                continue  # a 3-D grid is (query tiles, batch, heads) in some order
+            error = _flops_error(kernel, B, H, hd, T)
+            score = error + (0.0 if not hinted or hd in hinted else 0.1)
+            if best is None or score < best[0]:
+                best = (score, AttentionShape(
+                    B, T, H, hd, error,
+                    f"{kernel.grid} grid = B·H·ceil(T/{tq}) blocks and the counted tensor work "
+                    f"(causal tiles, relative error {error:.3f}) give B={B}, T={T}, H={H}"))
+    return best[1] if best else None

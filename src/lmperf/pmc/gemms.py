@@ -1,0 +1,110 @@
+"""The GEMMs of a capture: their work in multiply-adds and the layer structure they repeat.
+
+Work of a GEMM: tensor-pipe counters count 2 ops per multiply-add of whole tiles (a 512-wide
+output run with 48-wide tiles in clusters of 4 counts 576 columns); fp32 GEMMs without tensor
+cores count one FFMA per multiply-add (plus one per output element and split for the epilogue).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lmperf.pmc.kernels import ATTENTION, GEMM, OPTIMIZER, SOFTMAX, is_backward, kernel_class
+from lmperf.pmc.parse import Capture, KernelRecord
+
+TENSOR_PATHS = {
+    "bf16": "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
+    "fp16": "sm__ops_path_tensor_src_fp16.sum",
+    "tf32": "sm__ops_path_tensor_src_tf32_dst_fp32.sum",
+    "fp8": "sm__ops_path_tensor_src_fp8.sum",
+}
+FFMA = "sm__sass_thread_inst_executed_op_ffma_pred_on.sum"
+FADD = "sm__sass_thread_inst_executed_op_fadd_pred_on.sum"
+FMUL = "sm__sass_thread_inst_executed_op_fmul_pred_on.sum"
+# A GEMM this much smaller than the typical one is bookkeeping (rotary tables), not a layer.
+_TINY = 0.02
+
+
+def tensor_path(kernel: KernelRecord) -> str | None:
+    """The tensor-pipe source type a kernel used most, or None without tensor work."""
+    best = max(TENSOR_PATHS, key=lambda path: kernel.metric(TENSOR_PATHS[path]))
+    return best if kernel.metric(TENSOR_PATHS[best]) > 0 else None
+
+
+def macs(kernel: KernelRecord) -> float:
+    """Multiply-adds a GEMM kernel executed (tile padding included)."""
+    tensor = sum(kernel.metric(name) for name in TENSOR_PATHS.values())
+    return tensor / 2 if tensor > 0 else kernel.metric(FFMA)
+
+
+@dataclass(frozen=True)
+class Phases:
+    """Kernels of the forward pass, the backward pass and the optimizer, in launch order."""
+
+    forward: list[KernelRecord]
+    backward: list[KernelRecord]
+    optimizer: list[KernelRecord]
+
+
+def split_phases(capture: Capture) -> Phases:
+    """Forward ends at the first gradient or optimizer kernel (AdamW/SGD by name)."""
+    kernels = capture.kernels
+    optimizer = [k for k in kernels if kernel_class(k.name) == OPTIMIZER]
+    end = next((i for i, k in enumerate(kernels)
+                if is_backward(k.name) or kernel_class(k.name) == OPTIMIZER), len(kernels))
+    backward = [k for k in kernels[end:] if kernel_class(k.name) != OPTIMIZER]
+    return Phases(kernels[:end], backward, optimizer)
+
+
+def forward_gemms(forward: list[KernelRecord]) -> list[KernelRecord]:
+    """Forward GEMMs big enough to be model layers (drops rotary-table and similar matmuls)."""
+    gemms = [k for k in forward if kernel_class(k.name) == GEMM and macs(k) > 0]
+    if not gemms:
+        return []
+    typical = sorted(macs(k) for k in gemms)[len(gemms) // 2]
+    return [k for k in gemms if macs(k) >= _TINY * typical]
+
+
+def layer_period(works: list[float]) -> int | None:
+    """The shortest period p that tiles `works` exactly (len % p == 0), or None."""
+    n = len(works)
+    for p in range(1, n + 1):
+        if n % p == 0 and all(abs(works[i] - works[i % p]) <= 1e-6 * works[i % p]
+                              for i in range(n)):
+            return p
+    return None
+
+
+@dataclass(frozen=True)
+class Layers:
+    """The repeated block: its GEMMs (one layer), the count, and the LM head after them."""
+
+    n_layers: int
+    layer_gemms: list[KernelRecord]
+    lm_head: KernelRecord
+    first_layer: list[KernelRecord]  # every forward kernel of the first layer, in order
+
+
+def find_layers(forward: list[KernelRecord]) -> Layers | None:
+    """Layers from the periodic GEMM sequence; the last forward GEMM is the LM head."""
+    gemms = forward_gemms(forward)
+    if len(gemms) < 2:
+        return None
+    head, body = gemms[-1], gemms[:-1]
+    period = layer_period([macs(k) for k in body])
+    if period is None:
+        return None
+    n_layers = len(body) // period
+    start = body[0].index
+    stop = body[period].index if n_layers > 1 else head.index
+    first_layer = [k for k in forward if start <= k.index < stop]
+    return Layers(n_layers, body[:period], head, first_layer)
+
+
+def attention_marker(kernels: list[KernelRecord]) -> tuple[str, KernelRecord] | None:
+    """The fused attention kernel, or the softmax of eager attention, in a layer's kernels."""
+    for k in kernels:
+        cls = kernel_class(k.name)
+        if cls in (ATTENTION, SOFTMAX):
+            return cls, k
+    return None

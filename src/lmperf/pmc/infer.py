@@ -1,0 +1,230 @@
+"""`lmperf pmc infer`: a decoder-only Transformer's architecture from one capture's counters.
+
+The chain of evidence (each step names the kernels it used in `evidence`):
+1. mode: optimizer kernels mean a training step; gradient kernels without them a backward only.
+2. dtype: which tensor pipe the GEMMs used (bf16, fp16; tf32 or none with FFMA work = fp32).
+3. n_layers: the forward GEMMs repeat with a period; the last forward GEMM is the LM head.
+4. tokens N = B·T: row counts of LayerNorm / embedding-gather launch grids and row reductions.
+5. d_model, d_ff, K/V width, vocabulary: GEMM work is N·K·(padded width); elementwise kernels
+   count exact element numbers (N·d for residual adds, N·d_ff for activations), so each width is
+   the element count / N that lies just under the GEMM's padded bound.
+6. batch, seq_len, heads: the attention kernels (attention_shape).
+Fields it cannot pin down are reported as missing, not guessed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from lmperf.pmc import gemms as g
+from lmperf.pmc.attention_shape import AttentionShape, eager_shape, fused_shape
+from lmperf.pmc.kernels import ATTENTION, GEMM, NORM, REDUCTION, kernel_class
+from lmperf.pmc.params import add_parameter_counts
+from lmperf.pmc.parse import Capture, KernelRecord, read_capture
+from lmperf.pmc.result import Inference
+
+SLACK = 1.35  # tile padding makes a GEMM count at most this much more than its true width
+
+
+def element_counts(kernels: list[KernelRecord]) -> Counter:
+    """How often each exact FFMA / FADD / FMUL count occurs among non-GEMM, non-attention kernels."""
+    counts: Counter = Counter()
+    for k in kernels:
+        if kernel_class(k.name) not in (GEMM, ATTENTION):
+            counts.update(v for v in (k.metric(g.FFMA), k.metric(g.FADD), k.metric(g.FMUL)) if v)
+    return counts
+
+
+def exact_width(bound: float, tokens: int, counts: Counter, slack: float = SLACK) -> int | None:
+    """The width w in [bound/slack, bound] with N·w an element count seen most often, else None."""
+    fits = [(n, int(v // tokens)) for v, n in counts.items()
+            if v % tokens == 0 and bound / slack <= v / tokens <= bound * 1.0001]
+    return max(fits)[1] if fits else None
+
+
+def token_candidates(forward: list[KernelRecord]) -> Counter:
+    """Row counts = N: LayerNorm and embedding-gather grids, row-reduction FMUL counts."""
+    rows: Counter = Counter()
+    for k in forward:
+        name, cls = k.name.lower(), kernel_class(k.name)
+        if (cls == NORM and "layer_norm" in name) or "gather" in name or "index_select" in name:
+            rows[k.grid[0]] += 1
+        if cls == REDUCTION and k.metric(g.FMUL):
+            rows[int(k.metric(g.FMUL))] += 1
+    return rows
+
+
+def _mode_and_dtype(result: Inference, phases: g.Phases, layer_gemms: list[KernelRecord]) -> None:
+    if phases.optimizer:
+        result.set("mode", "train_step", 0.95, f"{len(phases.optimizer)} optimizer kernels "
+                   f"({phases.optimizer[0].name[:40]}...) after {len(phases.backward)} backward kernels")
+    elif phases.backward:
+        result.set("mode", "train_step", 0.5, f"{len(phases.backward)} gradient kernels but no "
+                   "optimizer kernel: a forward-backward step without the optimizer")
+    else:
+        result.set("mode", "forward", 0.9, "no gradient or optimizer kernel in the range")
+    paths = Counter(g.tensor_path(k) for k in layer_gemms)
+    path, count = paths.most_common(1)[0] if paths else (None, 0)
+    if path in ("bf16", "fp16", "fp8"):
+        result.set("dtype", path, 0.95, f"{count} layer GEMMs ran on the {path} tensor pipe")
+    elif path == "tf32" or (path is None and any(k.metric(g.FFMA) for k in layer_gemms)):
+        result.set("dtype", "fp32", 0.9, "layer GEMMs used " + ("TF32 tensor cores" if path else
+                                                              "FFMA instructions, no tensor pipe"))
+    else:
+        result.unknown("dtype", "no layer GEMM with tensor or FFMA work")
+
+
+def _roles(layer: g.Layers) -> dict | None:
+    """Which GEMM of the first layer is which: qkv projections, (eager QK^T, PV), out, MLP."""
+    marker = g.attention_marker(layer.first_layer)
+    if marker is None:
+        return None
+    kind, at = marker
+    before = [k for k in layer.layer_gemms if k.index < at.index]
+    after = [k for k in layer.layer_gemms if k.index > at.index]
+    roles = dict(kind=kind, marker=at, qk=None, pv=None)
+    if kind == "softmax":
+        if len(before) < 2 or len(after) < 3:
+            return None
+        roles.update(qk=before[-1], pv=after[0])
+        before, after = before[:-1], after[1:]
+    if not before or len(after) < 2:
+        return None
+    roles.update(qkv=before, out=after[0], ups=after[1:-1], down=after[-1])
+    return roles
+
+
+def _tokens_and_width(result: Inference, phases: g.Phases, out: KernelRecord, counts: Counter):
+    """(N, d): the row count and exact width that explain the attention output projection."""
+    best = None
+    for tokens, support in token_candidates(phases.forward).most_common():
+        width = exact_width((g.macs(out) / tokens) ** 0.5, tokens, counts, SLACK ** 0.5)
+        if width and (best is None or support > best[2]):
+            best = (tokens, width, support)
+    if best is None:
+        return None
+    tokens, d, support = best
+    result.evidence["_tokens"] = f"N={tokens} rows seen in {support} norm/gather/reduction launches"
+    result.set("d_model", d, 0.9, f"elementwise counts {tokens * d:,} = N·d; out-projection "
+               f"{g.macs(out):,.0f} MACs = N·d·{g.macs(out) / tokens / d:.0f} (padded d)")
+    return tokens, d
+
+
+def _width(result: Inference, name: str, kernel: KernelRecord, tokens: int, d: int,
+           counts: Counter, what: str, per: int = 1) -> int | None:
+    bound = g.macs(kernel) / (tokens * d) / per
+    exact = exact_width(bound, tokens, counts)
+    if exact:
+        result.set(name, exact, 0.9, f"{what}: {g.macs(kernel):,.0f} MACs bound it by {bound:.0f}; "
+                   f"elementwise counts {tokens * exact:,} = N·{exact}")
+        return exact
+    result.set(name, int(round(bound)), 0.4, f"{what}: {g.macs(kernel):,.0f} MACs = N·d·{bound:.0f} "
+               "(tile padding not resolved: no matching elementwise count)")
+    return int(round(bound))
+
+
+def infer(capture: Capture) -> Inference:
+    """Infer every field of `result.FIELDS` that the capture supports."""
+    result = Inference()
+    phases = g.split_phases(capture)
+    layer = g.find_layers(phases.forward)
+    _mode_and_dtype(result, phases, layer.layer_gemms if layer else g.forward_gemms(phases.forward))
+    if layer is None:
+        result.missing.append("structure: the forward GEMMs do not repeat layer by layer")
+        return result
+    result.set("n_layers", layer.n_layers, 0.9, f"{len(layer.layer_gemms)} GEMMs per layer repeat "
+               f"{layer.n_layers} times, then the LM head")
+    roles = _roles(layer)
+    if roles is None:
+        result.missing.append("roles: no attention kernel splits the layer's GEMMs into "
+                              "projections, attention and MLP")
+        return result
+    counts = element_counts(phases.forward)
+    found = _tokens_and_width(result, phases, roles["out"], counts)
+    if found is None:
+        result.missing.append("tokens/d_model: no row count and element count explain the "
+                              "output projection")
+        return result
+    tokens, d = found
+    _mlp(result, roles, tokens, d, counts)
+    shape = _attention(result, roles, tokens, d)
+    if shape:
+        _kv_heads(result, roles, tokens, d, shape, counts)
+    _vocab(result, layer.lm_head, phases, tokens, d)
+    add_parameter_counts(result, roles, capture, phases)
+    return result
+
+
+def _d_ff(result: Inference, roles: dict, tokens: int, d: int, counts: Counter) -> int:
+    """d_ff is the down-projection's K; its output (width d) is padded like the out-projection's."""
+    down, out = roles["down"], roles["out"]
+    bound = g.macs(down) / (tokens * d)
+    exact = exact_width(bound, tokens, counts)
+    if exact:
+        result.set("d_ff", exact, 0.9, f"down-projection {g.macs(down):,.0f} MACs bound d_ff by "
+                   f"{bound:.0f}; elementwise counts {tokens * exact:,} = N·d_ff")
+        return exact
+    ratio = g.macs(down) / g.macs(out) * d  # same output width d, same padding
+    f = int(round(ratio))
+    same_tile = down.name == out.name
+    result.set("d_ff", f, 0.8 if same_tile and abs(ratio - f) < 0.01 else 0.5,
+               f"down/out-projection work ratio {g.macs(down) / g.macs(out):.4f} x d "
+               f"({'same' if same_tile else 'different'} GEMM kernel, so "
+               f"{'the same' if same_tile else 'possibly different'} tile padding)")
+    return f
+
+
+def _mlp(result: Inference, roles: dict, tokens: int, d: int, counts: Counter) -> None:
+    f = _d_ff(result, roles, tokens, d, counts)
+    ups = roles["ups"]
+    up_width = sum(g.macs(k) for k in ups) / (tokens * d)
+    gated = len(ups) == 2 or (len(ups) == 1 and up_width > 1.5 * f)
+    result.set("mlp", "gated" if gated else "gelu", 0.85,
+               f"{len(ups)} up-projection GEMM(s) of total width {up_width:.0f} for d_ff={f}")
+
+
+def _attention(result: Inference, roles: dict, tokens: int, d: int) -> AttentionShape | None:
+    if roles["kind"] == "softmax":
+        shape = eager_shape(roles["qk"], roles["marker"], tokens, d)
+    else:
+        shape = fused_shape(roles["marker"], tokens, d)
+    if shape is None:
+        for name in ("batch", "seq_len", "n_heads", "head_dim"):
+            result.unknown(name, f"attention kernel {roles['marker'].name[:50]} fits no (B, T, H)")
+        return None
+    confidence = 0.9 if shape.error < 0.01 else 0.6
+    for name, value in (("batch", shape.batch), ("seq_len", shape.seq_len),
+                        ("n_heads", shape.n_heads), ("head_dim", shape.head_dim)):
+        result.set(name, value, confidence, shape.evidence)
+    return shape
+
+
+def _kv_heads(result, roles, tokens, d, shape: AttentionShape, counts: Counter) -> None:
+    qkv = roles["qkv"]
+    if len(qkv) >= 3:
+        kv_width = _width(result, "n_kv_heads", qkv[1], tokens, d, counts, "K projection")
+    else:
+        total = _width(result, "n_kv_heads", qkv[-1], tokens, d, counts, "fused QKV projection")
+        kv_width = (total - (d if len(qkv) == 1 else 0)) // 2
+    kv_heads = max(1, min(shape.n_heads, kv_width // shape.head_dim))
+    confidence = result.confidence["n_kv_heads"]
+    result.set("n_kv_heads", kv_heads, confidence,
+               f"K/V width {kv_width} / head_dim {shape.head_dim}; " + result.evidence["n_kv_heads"])
+
+
+def _vocab(result: Inference, head: KernelRecord, phases: g.Phases, tokens: int, d: int) -> None:
+    after_head = [k for k in phases.forward + phases.backward if k.index > head.index]
+    counts = element_counts(after_head[:12])  # the loss: log-softmax over N·V logits
+    bound = g.macs(head) / (tokens * d)
+    exact = exact_width(bound, tokens, counts, slack=1.01)
+    if exact:
+        result.set("vocab_size", exact, 0.9, f"LM head {g.macs(head):,.0f} MACs bound V by "
+                   f"{bound:.0f}; loss kernels count N·V = {tokens * exact:,}")
+    else:
+        result.set("vocab_size", int(round(bound)), 0.5, f"LM head {g.macs(head):,.0f} MACs = N·d·"
+                   f"{bound:.0f}: V rounded up to the GEMM tile (no loss kernel to pin it)")
+
+
+def infer_file(path: Path) -> Inference:
+    return infer(read_capture(path))

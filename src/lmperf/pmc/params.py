@@ -1,0 +1,65 @@
+"""Parameter counts from inferred shapes: the blocks exactly (as far as the shapes go), the total
+with its assumptions stated (counters cannot tell tied embeddings or a position table's length)."""
+
+from __future__ import annotations
+
+from lmperf.pmc.gemms import FADD, Phases
+from lmperf.pmc.kernels import NORM, kernel_class
+from lmperf.pmc.parse import Capture
+from lmperf.pmc.result import Inference
+
+# PyTorch's fused AdamW executes about this many FADD per parameter (2 per element plus
+# per-chunk work; 2.206-2.267 on the corpus's H100 captures), so its FADD count sizes the model.
+ADAMW_FADD_PER_PARAM = 2.21
+
+_NEEDED = ("n_layers", "d_model", "d_ff", "n_heads", "n_kv_heads", "head_dim", "mlp", "vocab_size")
+
+
+def block_parameters(d: int, d_ff: int, n_heads: int, n_kv_heads: int, head_dim: int,
+                     gated: bool, biases: bool, layer_norm: bool) -> int:
+    """Weights, biases and norms of one block (q, k, v, o; two or three MLP matrices; 2 norms)."""
+    q, kv = n_heads * head_dim, n_kv_heads * head_dim
+    weights = d * q + 2 * d * kv + q * d + (3 if gated else 2) * d * d_ff
+    bias = (q + 2 * kv + d + (2 if gated else 1) * d_ff + d) if biases else 0
+    norms = 2 * (2 * d if layer_norm else d)
+    return weights + bias + norms
+
+
+def optimizer_parameters(phases: Phases) -> int | None:
+    """All trained parameters, from the fused AdamW kernels' FADD count (about ±3%)."""
+    adam = [k for k in phases.optimizer if "adam" in k.name.lower()]
+    fadd = sum(k.metric(FADD) for k in adam)
+    return int(round(fadd / ADAMW_FADD_PER_PARAM)) if fadd else None
+
+
+def add_parameter_counts(result: Inference, roles: dict, capture: Capture, phases: Phases) -> None:
+    v = result.values
+    if any(v[name] is None for name in _NEEDED):
+        result.unknown("params_blocks", "needs every shape field")
+        result.unknown("params_total", "needs every shape field")
+        return
+    layer_gemms = roles["qkv"] + [roles["out"], *roles["ups"], roles["down"]]
+    biases = any("bias" in k.name.lower() for k in layer_gemms)
+    layer_norm = any(kernel_class(k.name) == NORM and "layer_norm" in k.name.lower()
+                     for k in capture.kernels)
+    per_block = block_parameters(v["d_model"], v["d_ff"], v["n_heads"], v["n_kv_heads"],
+                                 v["head_dim"], v["mlp"] == "gated", biases, layer_norm)
+    blocks = v["n_layers"] * per_block
+    confidence = min(result.confidence[name] for name in _NEEDED if name != "vocab_size")
+    result.set("params_blocks", blocks, confidence,
+               f"{v['n_layers']} x {per_block:,} ({'with' if biases else 'no'} biases: GEMM "
+               f"epilogues {'add' if biases else 'add no'} bias; "
+               f"{'LayerNorm' if layer_norm else 'RMSNorm'} by kernel names)")
+    trained = optimizer_parameters(phases)
+    if trained:
+        result.set("params_total", trained, 0.6, "fused AdamW FADD count / "
+                   f"{ADAMW_FADD_PER_PARAM} per parameter (±3%); counts tied weights once")
+        return
+    embedding = v["vocab_size"] * v["d_model"]
+    final_norm = (2 if layer_norm else 1) * v["d_model"]
+    result.set("params_total", blocks + 2 * embedding + final_norm,
+               min(confidence, result.confidence["vocab_size"], 0.5),
+               "blocks + token embedding + untied LM head + final norm")
+    result.assumptions.append("params_total assumes an untied LM head and no learned position "
+                              "table; tied embeddings subtract vocab_size·d_model, a position "
+                              "table adds max_positions·d_model (neither shows in the counters)")

@@ -1,0 +1,53 @@
+"""The answer of `lmperf pmc infer`: one value, a confidence and its evidence per field."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+FIELDS = ("mode", "dtype", "batch", "seq_len", "n_layers", "d_model", "n_heads", "n_kv_heads",
+          "head_dim", "d_ff", "mlp", "vocab_size", "params_blocks", "params_total")
+
+
+@dataclass
+class Inference:
+    """Field values (None = not determined), confidence in [0, 1] and evidence per field."""
+
+    values: dict[str, Any] = field(default_factory=lambda: dict.fromkeys(FIELDS))
+    confidence: dict[str, float] = field(default_factory=lambda: dict.fromkeys(FIELDS, 0.0))
+    evidence: dict[str, str] = field(default_factory=dict)
+    assumptions: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+
+    def set(self, name: str, value: Any, confidence: float, evidence: str) -> None:
+        self.values[name] = value
+        self.confidence[name] = round(confidence, 2)
+        self.evidence[name] = evidence
+
+    def unknown(self, name: str, why: str) -> None:
+        """Record that `name` could not be determined, and why, instead of guessing."""
+        self.values[name] = None
+        self.confidence[name] = 0.0
+        self.evidence[name] = why
+        self.missing.append(f"{name}: {why}")
+
+    def to_json(self) -> dict:
+        out = dict(self.values)
+        out.update(confidence=self.confidence, evidence=self.evidence,
+                   assumptions=self.assumptions, missing=self.missing)
+        return out
+
+    def report(self) -> str:
+        """A readable report: one line per field, then assumptions and what is missing."""
+        width = max(map(len, FIELDS))
+        lines = ["Inferred architecture (value, confidence, evidence):"]
+        for name in FIELDS:
+            value = self.values[name]
+            shown = "?" if value is None else (f"{value:,}" if isinstance(value, int) else str(value))
+            lines.append(f"  {name:<{width}}  {shown:>14}  {self.confidence[name]:.2f}  "
+                         f"{self.evidence.get(name, '')}")
+        for title, items in (("Assumptions", self.assumptions), ("Missing evidence", self.missing)):
+            if items:
+                lines.append(f"{title}:")
+                lines.extend(f"  - {item}" for item in items)
+        return "\n".join(lines)
