@@ -18,6 +18,7 @@ Bench (MFU), profile (FLOPs per region) and pmc (predicted vs measured counters)
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from lmperf import regions
@@ -53,19 +54,45 @@ def _vector(name: str, region: str, elements: int, flops_per_element: int, count
     return Op(name, region, False, float(elements * flops_per_element), count)
 
 
+def causal_tile_fraction(seq_len: int, tile_q: int = 128, tile_k: int = 128) -> float:
+    """Share of the T×T score square a causal kernel executes when it skips whole masked tiles:
+    every (tile_q × tile_k) tile that touches the diagonal or below runs in full (4 tiles of 64:
+    10/16; a 256-long sequence in 128-tiles: 3/4). Hardware counters see this, not T²/2."""
+    executed = sum(
+        tile_q * tile_k * math.ceil(min((i + 1) * tile_q, seq_len) / tile_k)
+        for i in range(math.ceil(seq_len / tile_q))
+    )
+    return executed / (seq_len * seq_len)
+
+
+def padded_matmul_flops(op: Op, tile_m: int = 1, tile_n: int = 1) -> float:
+    """FLOPs a tensor-core counter reports for `op`: whole output tiles, so M and N round up."""
+    if op.shape is None:
+        raise UsageError(f"{op.name} is not a matmul")
+    m, k, n = op.shape
+    return 2.0 * math.ceil(m / tile_m) * tile_m * k * math.ceil(n / tile_n) * tile_n
+
+
 def forward_ops(
-    config: ModelConfig, batch: int, seq_len: int, causal_fraction: float = 1.0
+    config: ModelConfig, batch: int, seq_len: int, causal_fraction: float = 1.0,
+    n_kv_heads: int | None = None, gated_mlp: bool = True,
 ) -> list[Op]:
-    """Every op of one forward pass (embedding lookup is a gather: 0 FLOPs)."""
+    """Every op of one forward pass (embedding lookup is a gather: 0 FLOPs).
+
+    `n_kv_heads` (grouped-query attention) narrows the K and V projections; `gated_mlp=False`
+    is a two-matrix MLP (GPT-2, OPT, GPT-NeoX) instead of SwiGLU's three.
+    """
     if batch <= 0 or seq_len <= 0:
         raise UsageError(f"batch and context length must be positive, got {batch}, {seq_len}")
     B, T, d, f = batch, seq_len, config.d_model, config.d_ff
     H, hd, L, V = config.n_heads, config.head_dim, config.n_layers, config.vocab_size
+    kv_width = (n_kv_heads or H) * hd
+    up_width = 2 * f if gated_mlp else f
     tokens = B * T
     square = int(round(B * H * T * T * causal_fraction))
     return [
         _vector("attn_norm", regions.ATTN_NORM, tokens * d, 4, L),  # square, mean, rsqrt·x, ·g
-        _matmul("qkv_proj", regions.QKV_PROJ, tokens, d, 3 * d, L),
+        _matmul("qkv_proj", regions.QKV_PROJ, tokens, d, d + 2 * kv_width, L),
         _vector("rope", regions.ROPE, 2 * tokens * d, 3, L),  # q and k: 2 mul + 1 add each
         Op("attn_scores", regions.ATTN_SCORES, True, 2.0 * square * hd, L, (B * H * T, hd, T)),
         _vector("attn_softmax", regions.ATTN_SOFTMAX, square, 5, L),  # scale, max, exp, sum, div
@@ -73,7 +100,7 @@ def forward_ops(
         _matmul("out_proj", regions.OUT_PROJ, tokens, d, d, L),
         _vector("attn_residual", regions.OUT_PROJ, tokens * d, 1, L),
         _vector("ffn_norm", regions.FFN_NORM, tokens * d, 4, L),
-        _matmul("ffn_w1_w3", regions.FFN, tokens, d, 2 * f, L),
+        _matmul("ffn_w1_w3", regions.FFN, tokens, d, up_width, L),
         _vector("ffn_gate", regions.FFN, tokens * f, 5, L),  # silu (≈4) and the product
         _matmul("ffn_w2", regions.FFN, tokens, f, d, L),
         _vector("ffn_residual", regions.FFN, tokens * d, 1, L),

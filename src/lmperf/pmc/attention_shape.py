@@ -13,6 +13,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from lmperf.analysis.flops import causal_tile_fraction
 from lmperf.pmc.gemms import FADD, FFMA, FMUL, TENSOR_PATHS, macs
 from lmperf.pmc.parse import KernelRecord
 
@@ -51,11 +52,6 @@ def eager_shape(qk: KernelRecord, softmax: KernelRecord, tokens: int, d: int) ->
     return None
 
 
-def causal_area(T: int, tq: int, tk: int) -> int:
-    """Score-matrix area a causal kernel executes: whole (tq x tk) tiles up to the diagonal."""
-    return sum(tq * tk * math.ceil(min((i + 1) * tq, T) / tk) for i in range(math.ceil(T / tq)))
-
-
 def _name_head_dims(name: str) -> set[int]:
     """Head dimensions a kernel name suggests (cuDNN ..._64x128x64_..., flash traits<64, ...>)."""
     dims = {int(m.group(3)) for m in re.finditer(r"(\d+)x(\d+)x(\d+)", name)}
@@ -67,7 +63,7 @@ def _flops_error(kernel: KernelRecord, B: int, H: int, hd: int, T: int) -> float
     counted = sum(kernel.metric(m) for m in TENSOR_PATHS.values())
     if counted <= 0:
         return 0.5  # no tensor count to check against (fp32 SIMT kernels)
-    areas = [causal_area(T, tq, tk) for tq in _TILES for tk in _TILES] + [T * T]
+    areas = [causal_tile_fraction(T, tq, tk) * T * T for tq in _TILES for tk in _TILES] + [T * T]
     # fp32 kernels on TF32 tensor cores split each product into 3 (3xTF32, for fp32 accuracy).
     passes = (1, 3) if kernel.metric(TENSOR_PATHS["tf32"]) > 0 else (1,)
     return min(abs(counted - 4 * B * H * hd * area * n) / counted for area in areas for n in passes)

@@ -67,6 +67,81 @@ def collect(
         typer.echo("not offered by this GPU: " + ", ".join(result.dropped_metrics))
 
 
+@pmc_app.command()
+@clean_errors
+def infer(
+    capture: Path = typer.Argument(..., help="ncu raw CSV (--csv --page raw), optionally .gz."),
+    as_json: bool = typer.Option(False, "--json", help="Print exactly one JSON object."),
+) -> None:
+    """Infer mode, dtype, batch, seq_len, layers, widths, heads, vocab and parameters."""
+    import json
+
+    from lmperf.pmc.infer import infer_file
+
+    result = infer_file(capture)
+    typer.echo(json.dumps(result.to_json()) if as_json else result.report())
+
+
+def _known_model(preset: Optional[str], set_: str, hf_config: Optional[Path]):
+    from lmperf.pmc.explain import from_hf_config, from_preset
+    from lmperf.pmc.targets import read_hf_config
+
+    if (preset is None) == (hf_config is None):
+        raise UsageError("name the known model: --preset NAME or --hf-config PATH")
+    if preset:
+        return from_preset(preset, _overrides(set_) if set_ else None)
+    return from_hf_config(read_hf_config(hf_config))
+
+
+@pmc_app.command()
+@clean_errors
+def explain(
+    capture: Optional[Path] = typer.Argument(None, help="ncu raw CSV of the known model (not with --sweep)."),
+    preset: Optional[str] = typer.Option(None, help="The lmperf preset that ran."),
+    set_: str = typer.Option("", "--set", help="Preset overrides, e.g. n_layers=2."),
+    hf_config: Optional[Path] = typer.Option(None, help="The Hugging Face config.json that ran."),
+    batch: int = typer.Option(2, help="Batch size that ran."),
+    seq_len: int = typer.Option(256, help="Sequence length that ran (the sweep's base)."),
+    sweep: bool = typer.Option(False, help="Tables and a PNG of counted FLOPs vs T, layers, width."),
+    seq_lens: str = typer.Option("128,256,512,1024,2048", help="Sweep: sequence lengths."),
+    layers: str = typer.Option("2,4,8,16", help="Sweep: layer counts."),
+    widths: str = typer.Option("256,512,1024,2048", help="Sweep: d_model values."),
+    runs_root: Path = typer.Option(Path("runs"), "--runs", help="Where the sweep's run directory goes."),
+) -> None:
+    """Measured counters per kernel class and per layer op beside the analytic prediction."""
+    from lmperf.pmc import explain as ex
+    from lmperf.pmc.parse import read_capture
+    from lmperf.report import tables
+
+    model = _known_model(preset, set_, hf_config)
+    if sweep:
+        _sweep(model, batch, seq_len, seq_lens, layers, widths, runs_root)
+        return
+    if capture is None:
+        raise UsageError("give a CAPTURE to explain, or --sweep")
+    recorded = read_capture(capture)
+    typer.echo(tables.markdown(ex.class_rows(recorded, model, batch, seq_len), ex.CLASS_COLUMNS))
+    typer.echo(tables.markdown(ex.role_rows(recorded, model, batch, seq_len), ex.ROLE_COLUMNS))
+
+
+def _sweep(model, batch, seq_len, seq_lens, layers, widths, runs_root) -> None:
+    from lmperf.pmc import sweep
+    from lmperf.report import tables
+    from lmperf.report.rundir import RunDir
+
+    rows = sweep.sweep_rows(model, batch, split_list(seq_lens, "seq-lens", int),
+                            split_list(layers, "layers", int), split_list(widths, "widths", int),
+                            seq_len)
+    run_dir = RunDir.create("pmc-sweep", runs_root)
+    for row in rows:
+        run_dir.append(row)
+    table = tables.markdown(rows, sweep.COLUMNS)
+    (run_dir.path / "sweep.md").write_text(table, encoding="utf-8")
+    png = sweep.plot(rows, run_dir.path / "sweep.png")
+    typer.echo(table)
+    typer.echo(f"wrote {run_dir.results}, {run_dir.path / 'sweep.md'}, {png}")
+
+
 def register(app: typer.Typer) -> None:
     """Add `lmperf pmc collect / infer / explain` to `app`."""
     app.add_typer(pmc_app, name="pmc")
