@@ -146,12 +146,11 @@ def dist_report(
     run_dirs: List[Path] = typer.Argument(..., help="Run directories of `lmperf comm` and `lmperf bench-dist`."),
     out: Path = typer.Option(..., help="Markdown file to write, e.g. benchmarks/distributed-h200x2.md."),
     title: str = typer.Option("Data-parallel training", help="Page title."),
-    commit: Optional[str] = typer.Option(None, help="Commit to name where the rows say 'unknown' (a copy without .git)."),
 ) -> None:
     """Render one benchmark page from comm and bench-dist run directories."""
     from lmperf.distributed.report import write_benchmark_page
 
-    write_benchmark_page(run_dirs, out, title, commit)
+    write_benchmark_page(run_dirs, out, title)
     console.print(f"wrote {out}")
 
 

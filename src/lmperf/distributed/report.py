@@ -153,13 +153,9 @@ def benchmark_page(comm: Sequence[dict], bench: Sequence[dict], title: str) -> s
     return text
 
 
-def write_benchmark_page(run_paths: Sequence[Path], out: Path, title: str, commit: str | None = None) -> Path:
+def write_benchmark_page(run_paths: Sequence[Path], out: Path, title: str) -> Path:
     comm, bench = [], []
     for path in run_paths:
         (comm if _kind(path) == "comm" else bench).extend(read_rows(Path(path) / "results.jsonl"))
-    if commit:  # rows measured in a copy of the tree without .git say 'unknown'
-        for row in [*comm, *bench]:
-            if row["env"].get("commit", "unknown").startswith("unknown"):
-                row["env"] = {**row["env"], "commit": commit}
     Path(out).write_text(benchmark_page(comm, bench, title), encoding="utf-8")
     return Path(out)

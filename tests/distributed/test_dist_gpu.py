@@ -1,0 +1,39 @@
+"""The NCCL path on the GPUs at hand (1 or 2): collectives, DDP and FSDP2 rows, memory, overlap."""
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from lmperf.distributed.report import with_memory_model
+from lmperf.report.rundir import read_rows
+
+
+def _lmperf(*args):
+    return subprocess.run([sys.executable, "-m", "lmperf.cli", *args], capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.gpu
+def test_nccl_collectives_and_data_parallel_steps(tmp_path):
+    nproc = min(torch.cuda.device_count(), 2)
+    comm = _lmperf("comm", "--device", "cuda", "--nproc", str(nproc), "--sizes", "1MB,64MB", "--iters", "5",
+                   "--runs", str(tmp_path / "comm"))
+    assert comm.returncode == 0, comm.stderr[-3000:]
+    (comm_dir,) = (tmp_path / "comm").iterdir()
+    assert all(r["status"] == "ok" and r["backend"] == "nccl" for r in read_rows(comm_dir / "results.jsonl"))
+
+    bench = _lmperf("bench-dist", "--device", "cuda", "--nproc", str(nproc), "--strategy", "ddp,fsdp",
+                    "--presets", "small", "--contexts", "256", "--modes", "train-step", "--precisions", "bf16",
+                    "--warmup", "2", "--steps", "3", "--profile-steps", "2", "--runs", str(tmp_path / "bench"))
+    assert bench.returncode == 0, bench.stderr[-3000:]
+    (bench_dir,) = (tmp_path / "bench").iterdir()
+    rows = with_memory_model(read_rows(bench_dir / "results.jsonl"))
+    assert [r["strategy"] for r in rows] == ["ddp", "fsdp"] and all(r["status"] == "ok" for r in rows)
+    for row in rows:
+        # Between steps: parameters, AdamW state (and DDP's buckets), as the sharding model says.
+        assert row["persistent_memory_gb"] == pytest.approx(row["model_persistent_gb"], rel=0.1)
+        assert row["peak_memory_gb"] > row["persistent_memory_gb"] and len(row["peak_memory_gb_ranks"]) == nproc
+        assert row["profiled_steps"] == 2 and 0 <= row["exposed_ms"] <= row["comm_ms"] <= row["mean_ms"] * 1.5
+        if nproc > 1:
+            assert row["comm_ms"] > 0 and (bench_dir / row["timeline"]).is_file()
