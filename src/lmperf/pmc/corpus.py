@@ -132,13 +132,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("out_dir", type=Path)
     parser.add_argument("--budget-s", type=float, default=300.0)
-    parser.add_argument("--jobs", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--only", default="", help="comma-separated entry names to collect")
     args = parser.parse_args()
+    wanted = set(filter(None, args.only.split(",")))
     args.out_dir.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + args.budget_s
     log = args.out_dir / "collect_log.jsonl"
     with ThreadPoolExecutor(args.jobs) as pool:
         for name, target, _ in corpus():
+            if wanted and name not in wanted:
+                continue
             pool.submit(_collect_one, name, target, args.out_dir, log, deadline)
 
 
