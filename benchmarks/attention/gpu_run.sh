@@ -4,7 +4,7 @@
 # Logs go to $OUT; run directories to /tmp/runs, packed with the Triton cache by `pack` (the
 # cache comes back as .triton-cache.tgz so a later call can skip compiling the same kernels).
 set -uo pipefail
-export PYTHONPATH=src PYTHONUNBUFFERED=1 TRITON_CACHE_DIR=/tmp/triton-cache
+export PYTHONPATH=src PYTHONUNBUFFERED=1 TRITON_CACHE_DIR=/tmp/triton-cache TRITON_PRINT_AUTOTUNING=1
 OUT=${OUT:-/tmp/out}; RUNS=/tmp/runs; mkdir -p "$OUT" "$RUNS" "$TRITON_CACHE_DIR"
 if [ -f .triton-cache.tgz ] && [ -z "$(ls -A $TRITON_CACHE_DIR)" ]; then tar -xzf .triton-cache.tgz -C "$TRITON_CACHE_DIR"; fi
 stage=$1; shift
@@ -13,16 +13,16 @@ case $stage in
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
     python3 -c "import torch, triton; print(torch.__version__, triton.__version__)" ;;
   tests)
-    timeout "${1:-240}" python3 -m pytest -q -x -m gpu tests/attention -p no:cacheprovider > "$OUT/tests.log" 2>&1
+    timeout "${1:-240}" python3 -m pytest -q -rf -m gpu tests/attention -p no:cacheprovider > "$OUT/tests.log" 2>&1
     tail -n 25 "$OUT/tests.log" ;;
   target)
     timeout 240 python3 -c "from lmperf.attention.benchmark import time_compiled_triton as t; print('target (16,16384,64) causal compiled fwd+sum().backward(): %.3f ms' % t())" > "$OUT/target.log" 2>&1
     tail -n 5 "$OUT/target.log" ;;
   sweep)
     timeout "${SWEEP_TIMEOUT:-400}" python3 -m lmperf.cli attention --runs "$RUNS" "$@" > "$OUT/sweep.log" 2>&1
-    grep -E "^(sdpa|triton|naive|torch)" "$OUT/sweep.log" | tail -n 80 ;;
+    grep -E "^(sdpa|triton|naive|torch)" "$OUT/sweep.log" | tail -n 30 ;;
   model)
-    timeout "${MODEL_TIMEOUT:-300}" python3 -m lmperf.cli bench -p small,2.7B -t 1024,4096 --modes train-step --precisions bf16 --attention naive,sdpa,triton --device cuda --warmup 3 --steps 10 --runs "$RUNS" > "$OUT/model.log" 2>&1
+    timeout "${MODEL_TIMEOUT:-300}" python3 -m lmperf.cli bench -p small,2.7B -t 1024,4096 --modes train-step --precisions bf16 --attention naive,sdpa,triton --device cuda --warmup 2 --steps 5 --runs "$RUNS" > "$OUT/model.log" 2>&1
     tail -n 30 "$OUT/model.log" ;;
   pack)
     tar -czf "$OUT/runs.tgz" -C "$RUNS" .

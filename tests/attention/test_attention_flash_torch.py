@@ -53,7 +53,8 @@ def test_forward_saves_inputs_output_and_lse_only():
 @pytest.mark.parametrize(
     "q_shape, k_shape, dtype",
     [
-        ((2, 8, 24), (2, 8, 24), torch.float32),  # head_dim 24
+        ((2, 8, 20), (2, 8, 20), torch.float32),  # head_dim not a multiple of 8
+        ((2, 8, 264), (2, 8, 264), torch.float32),  # head_dim over 256
         ((2, 8, 16), (3, 8, 16), torch.float32),  # leading dims differ
         ((2, 8, 16), (2, 8, 16), torch.float64),
         ((2, 0, 16), (2, 8, 16), torch.float32),

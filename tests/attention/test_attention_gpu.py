@@ -33,6 +33,7 @@ def fixed_tiles(monkeypatch):
         ((2, 1), 257, 250, 16, True, torch.float16),
         ((1, 2), 300, 301, 256, True, torch.bfloat16),
         ((1, 2), 300, 301, 256, False, torch.float32),
+        ((2, 2), 700, 700, 80, True, torch.bfloat16),  # the 2.7B preset's head_dim, padded to 128
     ],
 )
 def test_triton_matches_float64_reference(lead, seq_q, seq_k, head_dim, is_causal, dtype):

@@ -49,10 +49,21 @@ def _key_ranges(start_m, seq_k, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CA
 
 
 @triton.jit
-def _load_rows(ptrs, offs, limit, MASKED: tl.constexpr):
-    """Rows offs of a tile; past `limit` they read as zeros (bounds checked only when MASKED)."""
+def _mask(offs, limit, offs_d, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr):
+    """Mask of a (rows, BLOCK_D) tile: rows below `limit` and, if head_dim is padded, real columns."""
+    mask = offs[:, None] < limit
+    if HEAD_DIM < BLOCK_D:  # a constexpr test: unpadded tiles keep their 16-byte loads
+        mask = mask & (offs_d[None, :] < HEAD_DIM)
+    return mask
+
+
+@triton.jit
+def _load_rows(ptrs, offs, limit, offs_d, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, MASKED: tl.constexpr):
+    """Rows offs of a tile; past `limit` (checked only when MASKED) or head_dim they read as 0."""
     if MASKED:
-        return tl.load(ptrs, mask=offs[:, None] < limit, other=0.0)
+        return tl.load(ptrs, mask=_mask(offs, limit, offs_d, HEAD_DIM, BLOCK_D), other=0.0)
+    if HEAD_DIM < BLOCK_D:
+        return tl.load(ptrs, mask=offs_d[None, :] < HEAD_DIM, other=0.0)
     return tl.load(ptrs)
 
 
@@ -68,13 +79,13 @@ def _visible(offs_m, offs_n, seq_k, CAUSAL: tl.constexpr):
 @triton.jit
 def _fwd_tiles(
     acc, m_i, l_i, q, K, V, stride_kn, stride_vn, offs_m, lo, hi, seq_k, qk_scale,
-    HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr, MASKED: tl.constexpr,
+    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, MASKED: tl.constexpr,
     CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
 ):
-    offs_d = tl.arange(0, HEAD_DIM)
+    offs_d = tl.arange(0, BLOCK_D)
     for start_n in range(lo, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
-        k = _load_rows(K + offs_n[:, None] * stride_kn + offs_d[None, :], offs_n, seq_k, MASKED)
+        k = _load_rows(K + offs_n[:, None] * stride_kn + offs_d[None, :], offs_n, seq_k, offs_d, HEAD_DIM, BLOCK_D, MASKED)
         qk = tl.dot(q, tl.trans(k), input_precision=PRECISION)  # (BM, BN), unscaled
         if MASKED:
             qk = tl.where(_visible(offs_m, offs_n, seq_k, CAUSAL), qk, float("-inf"))
@@ -83,7 +94,7 @@ def _fwd_tiles(
         p = tl.math.exp2(qk * qk_scale - m_new[:, None])
         alpha = tl.math.exp2(m_i - m_new)
         l_i = l_i * alpha + tl.sum(p, 1)
-        v = _load_rows(V + offs_n[:, None] * stride_vn + offs_d[None, :], offs_n, seq_k, MASKED)
+        v = _load_rows(V + offs_n[:, None] * stride_vn + offs_d[None, :], offs_n, seq_k, offs_d, HEAD_DIM, BLOCK_D, MASKED)
         acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None], input_precision=PRECISION)
         m_i = m_new
     return acc, m_i, l_i
@@ -95,9 +106,10 @@ def _fwd_kernel(
     stride_qb, stride_qh, stride_qn, stride_kb, stride_kh, stride_kn,
     stride_vb, stride_vh, stride_vn,
     H, seq_q, seq_k,
-    HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
+    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
+    qk_scale = tl.cast(qk_scale, tl.float32)  # torch.compile passes Python floats as fp64
     tile = tl.program_id(0)
     if CAUSAL:  # the last query tiles see the most keys: start them first
         tile = tl.num_programs(0) - 1 - tile
@@ -105,27 +117,27 @@ def _fwd_kernel(
     bh = tl.program_id(1)
     b, h = (bh // H).to(tl.int64), (bh % H).to(tl.int64)
     offs_m = start_m + tl.arange(0, BLOCK_M)
-    offs_d = tl.arange(0, HEAD_DIM)
+    offs_d = tl.arange(0, BLOCK_D)
     q_ptrs = Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qn + offs_d[None, :]
-    q = tl.load(q_ptrs, mask=offs_m[:, None] < seq_q, other=0.0)
+    q = tl.load(q_ptrs, mask=_mask(offs_m, seq_q, offs_d, HEAD_DIM, BLOCK_D), other=0.0)
     K += b * stride_kb + h * stride_kh
     V += b * stride_vb + h * stride_vh
 
-    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
     m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     full_end, hi = _key_ranges(start_m, seq_k, BLOCK_M, BLOCK_N, CAUSAL)
     acc, m_i, l_i = _fwd_tiles(
         acc, m_i, l_i, q, K, V, stride_kn, stride_vn, offs_m, 0, full_end, seq_k, qk_scale,
-        HEAD_DIM, BLOCK_N, False, CAUSAL, PRECISION,
+        HEAD_DIM, BLOCK_D, BLOCK_N, False, CAUSAL, PRECISION,
     )
     acc, m_i, l_i = _fwd_tiles(
         acc, m_i, l_i, q, K, V, stride_kn, stride_vn, offs_m, full_end, hi, seq_k, qk_scale,
-        HEAD_DIM, BLOCK_N, True, CAUSAL, PRECISION,
+        HEAD_DIM, BLOCK_D, BLOCK_N, True, CAUSAL, PRECISION,
     )
     row_ok = offs_m < seq_q
     o_ptrs = O + bh.to(tl.int64) * seq_q * HEAD_DIM + offs_m[:, None] * HEAD_DIM + offs_d[None, :]
-    tl.store(o_ptrs, (acc / l_i[:, None]).to(O.dtype.element_ty), mask=row_ok[:, None])
+    tl.store(o_ptrs, (acc / l_i[:, None]).to(O.dtype.element_ty), mask=_mask(offs_m, seq_q, offs_d, HEAD_DIM, BLOCK_D))
     tl.store(LSE + bh.to(tl.int64) * seq_q + offs_m, (m_i + tl.math.log2(l_i)) * _LN2, mask=row_ok)
 
 
@@ -135,21 +147,21 @@ def _fwd_kernel(
 @triton.jit
 def _bwd_preprocess_kernel(
     O, DO, DELTA, stride_dob, stride_doh, stride_don, H, seq_q,
-    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
+    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr,
 ):
     """D = rowsum(dO * O) in fp32, the softmax term the dK/dV and dQ kernels both need."""
     bh = tl.program_id(1)
     b, h = (bh // H).to(tl.int64), (bh % H).to(tl.int64)
     offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_d = tl.arange(0, HEAD_DIM)
+    offs_d = tl.arange(0, BLOCK_D)
     row_ok = offs_m < seq_q
     o = tl.load(
         O + bh.to(tl.int64) * seq_q * HEAD_DIM + offs_m[:, None] * HEAD_DIM + offs_d[None, :],
-        mask=row_ok[:, None], other=0.0,
+        mask=_mask(offs_m, seq_q, offs_d, HEAD_DIM, BLOCK_D), other=0.0,
     )
     do = tl.load(
         DO + b * stride_dob + h * stride_doh + offs_m[:, None] * stride_don + offs_d[None, :],
-        mask=row_ok[:, None], other=0.0,
+        mask=_mask(offs_m, seq_q, offs_d, HEAD_DIM, BLOCK_D), other=0.0,
     )
     delta = tl.sum(o.to(tl.float32) * do.to(tl.float32), 1)
     tl.store(DELTA + bh.to(tl.int64) * seq_q + offs_m, delta, mask=row_ok)
@@ -158,20 +170,22 @@ def _bwd_preprocess_kernel(
 @triton.jit
 def _dkdv_tiles(
     dk, dv, k, v, Q, DO, LSE, DELTA, stride_qn, stride_don, offs_n, lo, hi, seq_q, qk_scale,
-    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, MASKED: tl.constexpr, PRECISION: tl.constexpr,
+    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr, MASKED: tl.constexpr,
+    PRECISION: tl.constexpr,
 ):
     # Query rows past seq_q load as zeros with LSE = +inf, so their P is exactly 0.
-    offs_d = tl.arange(0, HEAD_DIM)
+    offs_d = tl.arange(0, BLOCK_D)
     for start_m in range(lo, hi, BLOCK_M):
         offs_m = start_m + tl.arange(0, BLOCK_M)
         row_ok = offs_m < seq_q
-        q = tl.load(Q + offs_m[:, None] * stride_qn + offs_d[None, :], mask=row_ok[:, None], other=0.0)
+        rows = _mask(offs_m, seq_q, offs_d, HEAD_DIM, BLOCK_D)
+        q = tl.load(Q + offs_m[:, None] * stride_qn + offs_d[None, :], mask=rows, other=0.0)
         lse = tl.load(LSE + offs_m, mask=row_ok, other=float("inf")) * _LOG2E
         qk_t = tl.dot(k, tl.trans(q), input_precision=PRECISION) * qk_scale  # (BN, BM)
         p_t = tl.math.exp2(qk_t - lse[None, :])
         if MASKED:
             p_t = tl.where(offs_m[None, :] >= offs_n[:, None], p_t, 0.0)
-        do = tl.load(DO + offs_m[:, None] * stride_don + offs_d[None, :], mask=row_ok[:, None], other=0.0)
+        do = tl.load(DO + offs_m[:, None] * stride_don + offs_d[None, :], mask=rows, other=0.0)
         dv = tl.dot(p_t.to(do.dtype), do, dv, input_precision=PRECISION)
         delta = tl.load(DELTA + offs_m, mask=row_ok, other=0.0)
         dp_t = tl.dot(v, tl.trans(do), input_precision=PRECISION)  # (BN, BM)
@@ -186,15 +200,16 @@ def _bwd_dkdv_kernel(
     stride_qb, stride_qh, stride_qn, stride_kb, stride_kh, stride_kn,
     stride_vb, stride_vh, stride_vn, stride_dob, stride_doh, stride_don,
     H, seq_q, seq_k,
-    HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
+    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
+    qk_scale, sm_scale = tl.cast(qk_scale, tl.float32), tl.cast(sm_scale, tl.float32)  # fp64 under torch.compile
     start_n = tl.program_id(0) * BLOCK_N
     bh = tl.program_id(1)
     b, h = (bh // H).to(tl.int64), (bh % H).to(tl.int64)
     offs_n = start_n + tl.arange(0, BLOCK_N)
-    offs_d = tl.arange(0, HEAD_DIM)
-    key_ok = offs_n[:, None] < seq_k
+    offs_d = tl.arange(0, BLOCK_D)
+    key_ok = _mask(offs_n, seq_k, offs_d, HEAD_DIM, BLOCK_D)
     k = tl.load(K + b * stride_kb + h * stride_kh + offs_n[:, None] * stride_kn + offs_d[None, :], mask=key_ok, other=0.0)
     v = tl.load(V + b * stride_vb + h * stride_vh + offs_n[:, None] * stride_vn + offs_d[None, :], mask=key_ok, other=0.0)
     Q += b * stride_qb + h * stride_qh
@@ -202,20 +217,20 @@ def _bwd_dkdv_kernel(
     LSE += bh.to(tl.int64) * seq_q
     DELTA += bh.to(tl.int64) * seq_q
 
-    dk = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
-    dv = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
+    dk = tl.zeros([BLOCK_N, BLOCK_D], dtype=tl.float32)
+    dv = tl.zeros([BLOCK_N, BLOCK_D], dtype=tl.float32)
     if CAUSAL:  # rows < start_n see none of these keys; rows >= full_start see all of them
         lo = start_n // BLOCK_M * BLOCK_M
         full_start = tl.cdiv(start_n + BLOCK_N - 1, BLOCK_M) * BLOCK_M
         dk, dv = _dkdv_tiles(
             dk, dv, k, v, Q, DO, LSE, DELTA, stride_qn, stride_don, offs_n, lo,
-            tl.minimum(full_start, seq_q), seq_q, qk_scale, HEAD_DIM, BLOCK_M, True, PRECISION,
+            tl.minimum(full_start, seq_q), seq_q, qk_scale, HEAD_DIM, BLOCK_D, BLOCK_M, True, PRECISION,
         )
     else:
         full_start = 0
     dk, dv = _dkdv_tiles(
         dk, dv, k, v, Q, DO, LSE, DELTA, stride_qn, stride_don, offs_n, full_start, seq_q,
-        seq_q, qk_scale, HEAD_DIM, BLOCK_M, False, PRECISION,
+        seq_q, qk_scale, HEAD_DIM, BLOCK_D, BLOCK_M, False, PRECISION,
     )
     out = bh.to(tl.int64) * seq_k * HEAD_DIM + offs_n[:, None] * HEAD_DIM + offs_d[None, :]
     tl.store(DK + out, (dk * sm_scale).to(DK.dtype.element_ty), mask=key_ok)
@@ -225,14 +240,14 @@ def _bwd_dkdv_kernel(
 @triton.jit
 def _dq_tiles(
     dq, q, do, lse, delta, K, V, stride_kn, stride_vn, offs_m, lo, hi, seq_k, qk_scale,
-    HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr, MASKED: tl.constexpr,
+    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, MASKED: tl.constexpr,
     CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
 ):
-    offs_d = tl.arange(0, HEAD_DIM)
+    offs_d = tl.arange(0, BLOCK_D)
     for start_n in range(lo, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
-        k = _load_rows(K + offs_n[:, None] * stride_kn + offs_d[None, :], offs_n, seq_k, MASKED)
-        v = _load_rows(V + offs_n[:, None] * stride_vn + offs_d[None, :], offs_n, seq_k, MASKED)
+        k = _load_rows(K + offs_n[:, None] * stride_kn + offs_d[None, :], offs_n, seq_k, offs_d, HEAD_DIM, BLOCK_D, MASKED)
+        v = _load_rows(V + offs_n[:, None] * stride_vn + offs_d[None, :], offs_n, seq_k, offs_d, HEAD_DIM, BLOCK_D, MASKED)
         qk = tl.dot(q, tl.trans(k), input_precision=PRECISION) * qk_scale  # (BM, BN)
         p = tl.math.exp2(qk - lse[:, None])
         if MASKED:
@@ -249,9 +264,10 @@ def _bwd_dq_kernel(
     stride_qb, stride_qh, stride_qn, stride_kb, stride_kh, stride_kn,
     stride_vb, stride_vh, stride_vn, stride_dob, stride_doh, stride_don,
     H, seq_q, seq_k,
-    HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
+    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
+    qk_scale, sm_scale = tl.cast(qk_scale, tl.float32), tl.cast(sm_scale, tl.float32)  # fp64 under torch.compile
     tile = tl.program_id(0)
     if CAUSAL:
         tile = tl.num_programs(0) - 1 - tile
@@ -259,27 +275,28 @@ def _bwd_dq_kernel(
     bh = tl.program_id(1)
     b, h = (bh // H).to(tl.int64), (bh % H).to(tl.int64)
     offs_m = start_m + tl.arange(0, BLOCK_M)
-    offs_d = tl.arange(0, HEAD_DIM)
+    offs_d = tl.arange(0, BLOCK_D)
     row_ok = offs_m < seq_q
-    q = tl.load(Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qn + offs_d[None, :], mask=row_ok[:, None], other=0.0)
-    do = tl.load(DO + b * stride_dob + h * stride_doh + offs_m[:, None] * stride_don + offs_d[None, :], mask=row_ok[:, None], other=0.0)
+    rows = _mask(offs_m, seq_q, offs_d, HEAD_DIM, BLOCK_D)
+    q = tl.load(Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qn + offs_d[None, :], mask=rows, other=0.0)
+    do = tl.load(DO + b * stride_dob + h * stride_doh + offs_m[:, None] * stride_don + offs_d[None, :], mask=rows, other=0.0)
     lse = tl.load(LSE + bh.to(tl.int64) * seq_q + offs_m, mask=row_ok, other=float("inf")) * _LOG2E
     delta = tl.load(DELTA + bh.to(tl.int64) * seq_q + offs_m, mask=row_ok, other=0.0)
     K += b * stride_kb + h * stride_kh
     V += b * stride_vb + h * stride_vh
 
-    dq = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    dq = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
     full_end, hi = _key_ranges(start_m, seq_k, BLOCK_M, BLOCK_N, CAUSAL)
     dq = _dq_tiles(
         dq, q, do, lse, delta, K, V, stride_kn, stride_vn, offs_m, 0, full_end, seq_k, qk_scale,
-        HEAD_DIM, BLOCK_N, False, CAUSAL, PRECISION,
+        HEAD_DIM, BLOCK_D, BLOCK_N, False, CAUSAL, PRECISION,
     )
     dq = _dq_tiles(
         dq, q, do, lse, delta, K, V, stride_kn, stride_vn, offs_m, full_end, hi, seq_k, qk_scale,
-        HEAD_DIM, BLOCK_N, True, CAUSAL, PRECISION,
+        HEAD_DIM, BLOCK_D, BLOCK_N, True, CAUSAL, PRECISION,
     )
     out = bh.to(tl.int64) * seq_q * HEAD_DIM + offs_m[:, None] * HEAD_DIM + offs_d[None, :]
-    tl.store(DQ + out, (dq * sm_scale).to(DQ.dtype.element_ty), mask=row_ok[:, None])
+    tl.store(DQ + out, (dq * sm_scale).to(DQ.dtype.element_ty), mask=rows)
 
 
 # ------------------------------------------------------------------------------ tile selection
@@ -294,9 +311,10 @@ def _configs(tiles: list[tuple[int, int, int, int]]) -> list[triton.Config]:
 
 TUNE_KEY = ["seq_q", "seq_k", "HEAD_DIM", "CAUSAL", "PRECISION"]
 # (BLOCK_M, BLOCK_N, num_warps, num_stages); configs that overflow shared memory are skipped.
-FWD_TILES = [(128, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 3), (128, 128, 8, 2), (128, 64, 4, 4), (64, 64, 4, 3)]
-DKDV_TILES = [(32, 128, 4, 5), (64, 128, 8, 3), (32, 128, 8, 3), (64, 64, 4, 3), (32, 64, 4, 4)]
-DQ_TILES = [(128, 32, 4, 5), (128, 64, 8, 3), (128, 32, 8, 3), (64, 64, 4, 3), (64, 32, 4, 4)]
+# Few configs on purpose: each costs a compilation per (head_dim, causal, dtype) on first use.
+FWD_TILES = [(128, 64, 4, 3), (128, 128, 8, 3), (128, 64, 8, 3), (128, 128, 8, 2)]
+DKDV_TILES = [(32, 128, 4, 5), (64, 128, 8, 3), (32, 128, 4, 3)]
+DQ_TILES = [(128, 32, 4, 5), (128, 64, 8, 3), (128, 32, 4, 3)]
 # Under the interpreter: small tiles with BLOCK_M != BLOCK_N so misaligned diagonals are tested.
 INTERPRETED_TILES = {
     "fwd": {"BLOCK_M": 32, "BLOCK_N": 16},
@@ -324,13 +342,18 @@ def _fixed_tiles(name: str, head_dim: int, itemsize: int) -> dict:
 
 def _launch(name: str, grid, q: torch.Tensor, *args, **constexprs) -> None:
     """Launch kernel `name`: autotuned for fp16/bf16 with head_dim <= 128, else fixed tiles."""
-    head_dim, itemsize = q.shape[-1], q.element_size()
+    head_dim, itemsize = _block_d(q.shape[-1]), q.element_size()
     if INTERPRETED:
         _PLAIN[name][grid](q, *args, **constexprs, **INTERPRETED_TILES[name])
     elif AUTOTUNE and itemsize == 2 and head_dim <= 128:
         _TUNED[name][grid](q, *args, **constexprs)
     else:
         _PLAIN[name][grid](q, *args, **constexprs, **_fixed_tiles(name, head_dim, itemsize))
+
+
+def _block_d(head_dim: int) -> int:
+    """Tiles span a power of two >= 16 columns; a head_dim such as 80 is padded (masked)."""
+    return max(16, triton.next_power_of_2(head_dim))
 
 
 def _precision(dtype: torch.dtype) -> str:
@@ -366,7 +389,7 @@ def triton_forward(
     _launch(
         "fwd", grid, q, k, v, o, lse, LOG2E / math.sqrt(head_dim),
         *_strides(q), *_strides(k), *_strides(v), H, seq_q, seq_k,
-        HEAD_DIM=head_dim, CAUSAL=is_causal, PRECISION=_precision(q.dtype),
+        HEAD_DIM=head_dim, BLOCK_D=_block_d(head_dim), CAUSAL=is_causal, PRECISION=_precision(q.dtype),
     )
     return o, lse
 
@@ -378,7 +401,7 @@ def triton_backward(q, k, v, o, lse, do, is_causal: bool):
     delta = torch.empty_like(lse)
     preprocess_grid = (triton.cdiv(seq_q, 64), B * H)
     _bwd_preprocess_kernel[preprocess_grid](
-        o, do, delta, *_strides(do), H, seq_q, HEAD_DIM=head_dim, BLOCK_M=64
+        o, do, delta, *_strides(do), H, seq_q, HEAD_DIM=head_dim, BLOCK_D=_block_d(head_dim), BLOCK_M=64
     )
     dq = torch.empty((B, H, seq_q, head_dim), dtype=q.dtype, device=q.device)
     dk = torch.empty((B, H, seq_k, head_dim), dtype=k.dtype, device=k.device)
@@ -387,7 +410,9 @@ def triton_backward(q, k, v, o, lse, do, is_causal: bool):
     common = (
         *_strides(q), *_strides(k), *_strides(v), *_strides(do), H, seq_q, seq_k,
     )
-    constexprs = dict(HEAD_DIM=head_dim, CAUSAL=is_causal, PRECISION=_precision(q.dtype))
+    constexprs = dict(
+        HEAD_DIM=head_dim, BLOCK_D=_block_d(head_dim), CAUSAL=is_causal, PRECISION=_precision(q.dtype)
+    )
     _launch(
         "dkdv", lambda meta: (triton.cdiv(seq_k, meta["BLOCK_N"]), B * H),
         q, k, v, do, lse, delta, dk, dv, scale * LOG2E, scale, *common, **constexprs,
