@@ -216,7 +216,8 @@ def _kv_heads(result, roles, tokens, d, shape: AttentionShape, counts: Counter) 
 def _vocab(result: Inference, head: KernelRecord, phases: g.Phases, tokens: int, d: int) -> None:
     after_head = [k for k in phases.forward + phases.backward if k.index > head.index]
     counts = element_counts(after_head[:12])  # the loss: log-softmax over N·V logits
-    bound = g.macs(head) / (tokens * d)
+    # An fp32 FFMA GEMM adds one FFMA per output element (the epilogue): K counts as d + 1.
+    bound = g.macs(head) / (tokens * (d if g.tensor_path(head) else d + 1))
     exact = exact_width(bound, tokens, counts, slack=1.01)
     if exact:
         result.set("vocab_size", exact, 0.9, f"LM head {g.macs(head):,.0f} MACs bound V by "
