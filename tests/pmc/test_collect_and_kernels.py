@@ -1,0 +1,99 @@
+"""ncu command, failure lines, metric filtering, kernel classes, collect's CLI bad input."""
+
+import pytest
+from typer.testing import CliRunner
+
+from lmperf.cli import app
+from lmperf.errors import UsageError
+from lmperf.pmc import ncu
+from lmperf.pmc.collect import kernel_rows, sibling
+from lmperf.pmc.kernels import ATTENTION, GEMM, LOSS, NORM, OPTIMIZER, SOFTMAX, kernel_class, short_name
+from lmperf.pmc.parse import read_capture
+from lmperf.pmc.targets import Target
+
+from pmc_fixtures import FIXTURES
+
+
+def test_command_profiles_one_range_in_base_units_without_clock_control():
+    cmd = ncu.NcuRun(["python", "x.py"], "step").command()
+    assert cmd[cmd.index("--clock-control") + 1] == "none"
+    assert "step/" in cmd and "step" in cmd  # push/pop or start/end range
+    assert cmd[-2:] == ["python", "x.py"]
+    assert {"--csv", "raw", "base"} <= set(cmd)
+    with pytest.raises(UsageError):
+        ncu.NcuRun([], "step").command()
+    with pytest.raises(UsageError):
+        ncu.NcuRun(["x"], "a/b").command()
+
+
+@pytest.mark.parametrize("output, expected", [
+    ("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission", "permission"),
+    ("==PROF== No kernels were profiled.", "no kernel"),
+    ("==ERROR== Failed to find metric sm__nope", "does not know"),
+])
+def test_failures_become_one_clear_line(output, expected):
+    assert expected in ncu.failure_message(output, "step")
+    assert ncu.failure_message("==PROF== Disconnected from process 1", "step") is None
+
+
+def test_unknown_metrics_are_dropped_and_launch_statistics_kept():
+    known = {name.split(".")[0] for name in ncu.METRICS} - {"sm__ops_path_tensor_src_fp8"}
+    kept, dropped = ncu.supported(ncu.METRICS, known)
+    assert dropped == ["sm__ops_path_tensor_src_fp8.sum"]
+    assert "launch__grid_size" in kept
+    assert ncu.supported(ncu.METRICS, {"unrelated"}) == (ncu.METRICS, [])  # misread query
+
+
+def test_missing_ncu_is_a_usage_error():
+    with pytest.raises(UsageError, match="not found"):
+        ncu.find_ncu("/no/such/ncu")
+
+
+@pytest.mark.parametrize("name, cls", [
+    ("nvjet_sm90_tst_64x48_64x15_2x4_h_bz_TNT", GEMM),
+    ("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize32x32x8_stage3", GEMM),
+    ("void cutlass::Kernel2<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>(T1::Params)", GEMM),
+    ("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64", ATTENTION),
+    ("fmha_cutlassF_f32_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<float>)", ATTENTION),
+    ("void flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 64, 4>>(Flash_fwd_params)", ATTENTION),
+    ("void <unnamed>::softmax_warp_forward<float, float, float, 8, 0, 0>(T2 *)", SOFTMAX),
+    ("void at::<unnamed>::cunn_SoftMaxForward<4, float, float, float, LogSoftMaxForwardEpilogue>", LOSS),
+    ("void at::native::<unnamed>::vectorized_layer_norm_kernel<float, float>", NORM),
+    ("void at::<unnamed>::multi_tensor_apply_kernel<FusedAdamMathFunctor<float, 4>>", OPTIMIZER),
+])
+def test_kernel_classes(name, cls):
+    assert kernel_class(name) == cls
+
+
+def test_short_name_drops_templates_and_arguments():
+    assert short_name("void at::foo<int, bar<1>>::baz<2>(int, float)") == "at::foo::baz"
+
+
+def test_tidy_table_has_classes_and_the_requested_counters_only():
+    rows = kernel_rows(read_capture(FIXTURES / "gpt2_l4_d512.csv.gz"))
+    assert rows[-1]["class"] == "gemm"  # the LM head
+    assert "gpu__time_duration.sum" in rows[0]
+    assert not any(key.startswith("device__") for key in rows[0])
+    assert sibling("runs/x.csv.gz", ".kernels.csv").name == "x.kernels.csv"
+
+
+@pytest.mark.parametrize("target", [
+    Target(), Target(preset="small", hf_config={"model_type": "gpt2"}),
+    Target(preset="small", mode="backward"), Target(preset="small", dtype="fp16"),
+    Target(preset="small", batch=0), Target(hf_config={"n_layer": 2}),
+])
+def test_bad_targets_are_usage_errors(target):
+    with pytest.raises(UsageError):
+        target.validate()
+
+
+@pytest.mark.parametrize("args", [
+    ["pmc", "collect"],  # no target
+    ["pmc", "collect", "--preset", "tiny", "--ncu", "/no/such/ncu"],
+    ["pmc", "collect", "--preset", "tiny", "--set", "n_layers"],
+    ["pmc", "collect", "--hf-config", "/no/such/config.json"],
+])
+def test_collect_bad_input_is_one_line_and_exit_2(args):
+    out = CliRunner().invoke(app, args)
+    assert out.exit_code == 2, out.output
+    assert len(out.stderr.strip().splitlines()) == 1

@@ -1,0 +1,116 @@
+"""explain: the FLOP model's prediction beside measured counters; the sweep; tile effects."""
+
+import pytest
+from typer.testing import CliRunner
+
+from lmperf.analysis.flops import causal_tile_fraction, forward_ops, padded_matmul_flops
+from lmperf.cli import app
+from lmperf.errors import UsageError
+from lmperf.model import preset
+from lmperf.pmc import explain as ex
+from lmperf.pmc.corpus import corpus
+from lmperf.pmc.parse import read_capture
+from lmperf.pmc.sweep import sweep_rows
+
+from pmc_fixtures import FIXTURES
+
+TARGETS = {name: target for name, target, _ in corpus()}
+
+
+def _model(name):
+    target = TARGETS[name]
+    if target.hf_config:
+        return ex.from_hf_config(target.hf_config), target
+    return ex.from_preset(target.preset, target.overrides), target
+
+
+@pytest.mark.parametrize("name", ["llama_l4_d512_gqa", "gpt2_l4_d512", "lmperf_small_l2"])
+def test_fused_attention_and_unpadded_gemms_match_the_model_exactly(name):
+    model, target = _model(name)
+    capture = read_capture(FIXTURES / f"{name}.csv.gz")
+    rows = {r["op"]: r for r in ex.role_rows(capture, model, target.batch, target.seq_len)}
+    # Widths that are whole tiles count exactly; the others only ever count more (padding).
+    assert rows["ffn_w1_w3"]["residual"] == pytest.approx(0.0, abs=1e-9)
+    assert all(r["residual"] >= -1e-9 for r in rows.values())
+    attention = rows.get("attention (fused)") or rows["attn_scores"]
+    assert attention["residual"] == pytest.approx(0.0, abs=1e-9)  # causal tiles, or full square
+
+
+def test_class_rows_cover_gemm_and_attention():
+    model, target = _model("llama_l4_d512_gqa")
+    rows = ex.class_rows(read_capture(FIXTURES / "llama_l4_d512_gqa.csv.gz"), model,
+                         target.batch, target.seq_len)
+    by_class = {r["kernel_class"]: r for r in rows}
+    assert by_class["attention"]["residual"] == pytest.approx(0.0, abs=1e-9)
+    assert 0 < by_class["gemm"]["residual"] < 0.05  # a few padded widths
+
+
+def test_causal_tile_fraction_counts_whole_tiles():
+    assert causal_tile_fraction(256, 64, 64) == 10 / 16  # 4 tiles: 1+2+3+4 of 16
+    assert causal_tile_fraction(256, 128, 128) == 3 / 4
+    assert causal_tile_fraction(100, 128, 128) == 128 * 128 / 100**2  # one padded tile
+
+
+def test_padded_matmul_flops_rounds_output_tiles_up():
+    out_proj = next(op for op in forward_ops(preset("small"), 2, 256) if op.name == "out_proj")
+    assert padded_matmul_flops(out_proj) == out_proj.forward_flops
+    assert padded_matmul_flops(out_proj, 64, 48 * 4) / out_proj.forward_flops == pytest.approx(1.0)
+    assert padded_matmul_flops(out_proj, 64, 500) / out_proj.forward_flops == pytest.approx(1000 / 768)
+
+
+def test_forward_ops_models_grouped_query_and_two_matrix_mlp():
+    config = preset("small")
+    ops = {op.name: op for op in forward_ops(config, 1, 128, n_kv_heads=4, gated_mlp=False)}
+    assert ops["qkv_proj"].shape == (128, 768, 768 + 2 * 4 * 64)
+    assert ops["ffn_w1_w3"].shape == (128, 768, config.d_ff)
+
+
+def test_sweep_counted_flops_grow_with_every_axis():
+    model, _ = _model("lmperf_small_l2")
+    rows = sweep_rows(model, 2, [128, 256, 512], [2, 4], [256, 512], 256)
+    for axis in ("seq_len", "n_layers", "d_model"):
+        counted = [r["counted"] for r in rows if r["axis"] == axis]
+        assert counted == sorted(counted)
+    assert all(r["half"] <= r["counted"] <= r["full"] for r in rows)
+
+
+def test_hf_config_without_shapes_is_a_usage_error():
+    with pytest.raises(UsageError):
+        ex.from_hf_config({"model_type": "gpt2"})
+
+
+@pytest.mark.parametrize("args", [
+    ["pmc", "explain", "x.csv"],  # no known model
+    ["pmc", "explain", "--preset", "small"],  # no capture, no sweep
+    ["pmc", "explain", "/no/such.csv", "--preset", "small"],
+    ["pmc", "explain", "--sweep", "--preset", "nope"],
+])
+def test_explain_bad_input_is_one_line_and_exit_2(args):
+    out = CliRunner().invoke(app, args)
+    assert out.exit_code == 2, out.output
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_explain_cli_prints_both_tables(tmp_path):
+    out = CliRunner().invoke(app, ["pmc", "explain", str(FIXTURES / "opt_l4_d512.csv.gz"),
+                                   "--hf-config", str(_write_config(tmp_path)), "--batch", "4",
+                                   "--seq-len", "128"])
+    assert out.exit_code == 0, out.output
+    assert "residual" in out.stdout and "ffn_w2" in out.stdout and "attn_scores" in out.stdout
+
+
+def test_sweep_cli_writes_rows_table_and_png(tmp_path):
+    out = CliRunner().invoke(app, ["pmc", "explain", "--sweep", "--preset", "small",
+                                   "--seq-lens", "128,256", "--layers", "2,4", "--widths", "256,512",
+                                   "--runs", str(tmp_path)])
+    assert out.exit_code == 0, out.output
+    run = next(tmp_path.iterdir())
+    assert {"results.jsonl", "sweep.md", "sweep.png"} <= {p.name for p in run.iterdir()}
+
+
+def _write_config(tmp_path):
+    import json
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(TARGETS["opt_l4_d512"].hf_config))
+    return path
