@@ -70,9 +70,11 @@ class Strategy:
             from torch.distributed.fsdp import fully_shard
 
             # One FSDP unit per block: its all-gather and reduce-scatter overlap the next block.
+            # The root (embedding, final norm, LM head) is the first thing the backward needs, so
+            # it stays gathered after the forward, as fully_shard's documentation advises.
             for block in model.blocks:
                 fully_shard(block, reshard_after_forward=key["reshard"])
-            fully_shard(model, reshard_after_forward=key["reshard"])
+            fully_shard(model, reshard_after_forward=False)
         return model
 
 
