@@ -65,10 +65,20 @@ RATE_COLUMNS = [("field", "field", ""), ("held-out exact", "held-out", ".0%"),
 CAPTURE_COLUMNS = [("capture", "name", ""), ("split", "split", ""), ("wrong fields", "wrong", "")]
 
 
+def environment_lines(directory: Path) -> str:
+    """Where the captures were taken (the collect run's environment.json), as Markdown lines."""
+    path = Path(directory) / "environment.json"
+    if not path.is_file():
+        return ""
+    env = json.loads(path.read_text(encoding="utf-8"))
+    return "".join(f"- {key}: {env[key]}\n" for key in ("device", "driver", "cuda", "torch",
+                                                        "triton", "date") if key in env) + "\n"
+
+
 def main(argv: list[str]) -> None:
     rows = score_dir(Path(argv[0]))
-    text = (tables.markdown(field_rates(rows), RATE_COLUMNS) + "\n"
-            + tables.markdown(rows, CAPTURE_COLUMNS))
+    text = (environment_lines(Path(argv[0])) + tables.markdown(field_rates(rows), RATE_COLUMNS)
+            + "\n" + tables.markdown(rows, CAPTURE_COLUMNS))
     Path(argv[1]).write_text(text, encoding="utf-8")
     print(text)
 
