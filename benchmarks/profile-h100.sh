@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU measurements behind benchmarks/profile-h100.md, in one call of the device tool:
-#   bash benchmarks/profile-h100.sh   (writes tarballs, kernel names and a log under $OUT)
+#   LMPERF_COMMIT=<commit> bash benchmarks/profile-h100.sh   (tarballs, kernel names, log under $OUT)
 set -uo pipefail
 export PYTHONPATH=src PYTHONUNBUFFERED=1
 OUT=${OUT:-out}; mkdir -p "$OUT"; R=/tmp/lmperf-runs; mkdir -p $R
@@ -19,6 +19,8 @@ for prec in bf16 fp32; do
   log small $prec; lm profile -p small -t 512 --precision $prec --warmup 2 --steps 3 --runs $R/small-$prec --top 5 >/dev/null
   pack profile-small-$prec $R/small-$prec
 done
+log small bf16 sdpa; lm profile -p small -t 512 --precision bf16 --attention sdpa --warmup 1 --steps 1 --runs $R/small-sdpa --top 5 >/dev/null
+pack profile-small-sdpa $R/small-sdpa
 log memory 2.7B; timeout 75 python3 -m lmperf.cli memory -p 2.7B -t 128,256,512 --precisions bf16,fp32 --runs $R/mem
 pack memory-2.7B $R/mem
 for prec in bf16 fp32; do
@@ -35,6 +37,5 @@ for path in glob.glob("/tmp/lmperf-runs/*/*/results.jsonl"):
         names.update(k["name"] for k in row.get("kernels", []))
 print("\n".join(sorted(names)))
 PY
-log precision fp16; lm precision -p tiny --autocast fp16 --device cuda | tail -8
 log done
 } 2>&1 | tee "$OUT/log.txt"

@@ -14,6 +14,7 @@ def test_cuda_profile_attributes_kernels_to_phases_and_regions(tmp_path):
     rows = run_profile(StepConfig("tiny", 64, "train-step"), ["train-step"], ProfileSettings(1, 2, "cuda"), RunDir.create("profile", tmp_path))
     row = rows[0]
     assert row["status"] == "ok" and row["time_unit"] == "GPU kernel time"
+    assert row["attributed"] == row["device_activities"]  # every kernel counted once
     phases = {k["phase"] for k in row["kernels"]}
     assert {"forward", "backward", "optimizer_step"} <= phases
     assert any(k["category"] == "matmul" for k in row["kernels"])

@@ -10,16 +10,19 @@ Counting rules (bytes; N = batch·context tokens, S = batch·heads·context² at
   keeps for each op's backward:
   - residual stream: the block input and the mid-block sum, fp32 (RMSNorm normalises in fp32
     and fp32 + bf16 promotes to fp32): 2·N·d·4;
-  - the two RMSNorms: normalised x and x·gain, fp32: 4·N·d·4, and their rsqrt per token, 2·N·4;
-    under bf16 the QKV projection casts its input once and w1, w3 cast theirs separately: +3·N·d·2;
+  - the two RMSNorms: normalised x, fp32, 2·N·d·4, and their rsqrt per token, 2·N·4; then what
+    the matmuls after them save: in fp32 the norm output x·gain itself (2·N·d·4); under bf16 its
+    bf16 casts instead (the QKV projection casts once, w1 and w3 cast separately: 3·N·d·2),
+    and the fp32 norm output is freed;
   - rotated q and k: 2·N·d·a; v, which the weighted sum copies to a contiguous tensor because it
     is a permuted view of the QKV output: N·d·a; the head-merged output saved by out_proj: N·d·a.
     The QKV output itself is not kept: rope multiplies by constants, which saves only them;
   - attention probabilities: fp32 in fp32 (S·4); under bf16 softmax runs in fp32 (autocast's
     fp32 list) and the weighted sum saves a bf16 copy too (S·6); the causal mask, context² bytes;
   - SwiGLU: w1 and w3 outputs, silu output and the gated product: 4·N·d_ff·a.
-- Head: the last residual, final-norm output and its gain product (fp32, 3·N·d·4, plus a bf16
-  copy under autocast), its rsqrt (N·4), and the log-probabilities the loss saves (N·V·4).
+- Head: the last residual and the final norm's normalised x (fp32, 2·N·d·4), its output (fp32,
+  N·d·4; under bf16 the LM head's cast, N·d·2), its rsqrt (N·4), and the log-probabilities the
+  loss saves (N·V·4).
 - Logits working set (alive only around the loss): the logits (a), their fp32 copy (bf16 only)
   and the log-probabilities (4) per logit.
 
@@ -85,13 +88,13 @@ def activations_per_layer(config: ModelConfig, batch: int, seq_len: int, precisi
     square = batch * config.n_heads * seq_len * seq_len
     bf16 = precision == "bf16"
     a = BF16 if bf16 else FP32
-    fp32_vectors = (2 + 4) * tokens * d * FP32 + 2 * tokens * FP32  # residuals, norms, rsqrt
-    casts = 3 * tokens * d * BF16 if bf16 else 0
+    fp32_vectors = (2 + 2) * tokens * d * FP32 + 2 * tokens * FP32  # residuals, norms, rsqrt
+    norm_outputs = 3 * tokens * d * BF16 if bf16 else 2 * tokens * d * FP32
     attention_vectors = (2 + 1 + 1) * tokens * d * a  # rotated q and k, v copy, merged heads
     probabilities = square * (FP32 + BF16 if bf16 else FP32)
     mask = seq_len * seq_len
     ffn = 4 * tokens * f * a
-    return fp32_vectors + casts + attention_vectors + probabilities + mask + ffn
+    return fp32_vectors + norm_outputs + attention_vectors + probabilities + mask + ffn
 
 
 def memory_model(config: ModelConfig, batch: int, seq_len: int, precision: str) -> MemoryModel:
@@ -111,7 +114,7 @@ def memory_model(config: ModelConfig, batch: int, seq_len: int, precision: str) 
         autocast_weight_copies=matmul_parameters(config) * BF16 if bf16 else 0,
         activations_per_layer=per_layer,
         activations=config.n_layers * per_layer,
-        head_activations=(3 * d + 1) * tokens * FP32 + (tokens * d * BF16 if bf16 else 0) + tokens * V * FP32,
+        head_activations=(2 * d + 1) * tokens * FP32 + tokens * d * (BF16 if bf16 else FP32) + tokens * V * FP32,
         logits_working_set=tokens * V * ((BF16 + FP32 if bf16 else FP32) + FP32),
         residual_stream_tensor=tokens * d * FP32,
     )

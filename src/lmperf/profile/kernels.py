@@ -34,7 +34,7 @@ _CATEGORY_RULES: list[tuple[str, re.Pattern]] = [
         ("softmax", r"softmax"),
         ("normalisation", r"layer_?norm|rms_?norm|group_?norm|batch_?norm"),
         ("reduction", r"reduce|nll_loss|triton_(red|per)_|^aten::(sum|mean|max|min|amax|logsumexp|nll_loss\w*)$"),
-        ("elementwise", r"elementwise|triton_poi_|index|embedding|fill|^aten::"),
+        ("elementwise", r"elementwise|triton_poi_|index|gather|scatter|embedding|fill|^aten::"),
     ]
 ]
 
@@ -57,19 +57,22 @@ def category(name: str, region: str = "", phase: str = "") -> str:
     return _region_refinement(by_name, region, phase)
 
 
-_DTYPES = [("c10::BFloat16", "bf16"), ("bfloat16", "bf16"), ("c10::Half", "fp16"), ("half", "fp16"), ("double", "fp64"), ("float", "fp32")]
+_DTYPES = [("c10::BFloat16", "bf16"), ("bfloat16", "bf16"), ("c10::Half", "fp16"), ("half", "fp16"),
+           ("double", "fp64"), ("float", "fp32"), ("long", "int64")]
 # What a templated kernel runs, most telling first: a named *_kernel_cuda lambda (silu_kernel),
 # a functor (MulFunctor, CUDAFunctor_add), a reduction (MeanOps, sum_functor).
 _DETAIL_PATTERNS = [
-    re.compile(r"(?:^|::)(\w+?)_kernel(?:_cuda|_impl)?\(at::TensorIterator"),
+    re.compile(r"(?:^|::)(\w+?)_kernel(?:_cuda|_impl)?(?:<[^<>]*>)?\(at::TensorIterator"),
     re.compile(r"(?:^|[:<\s])(?:CUDAFunctor(?:OnSelf|OnOther)?_(\w+))"),
     re.compile(r"(\w+?)(?:Math)?Functor\b"),
     re.compile(r"(\w+?)Ops<"),
     re.compile(r"(\w+?)_functor\b"),
     re.compile(r"(cutlass_\w+)"),
     re.compile(r"(LogSoftMax)ForwardEpilogue"),
+    re.compile(r"std::(plus|minus|multiplies|divides)<"),
 ]
-_GENERIC_DETAILS = {"Binary", "Unary", "BinaryOpScalar", "gpu_kernel_impl", "", None}
+# Wrappers around the functor that says what is computed (AUnaryFunctor<..., MulFunctor>).
+_GENERIC_DETAILS = {"Binary", "Unary", "AUnary", "BUnary", "BinaryOpScalar", "gpu_kernel_impl", "", None}
 MAX_SHORT = 72
 
 

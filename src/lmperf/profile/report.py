@@ -17,6 +17,12 @@ MATMUL_COLUMNS: list[tables.Column] = [
 ]
 
 
+def _attribution_check(row: dict) -> str:
+    if row.get("device_activities") is None:
+        return ""
+    return f" Attributed {row['attributed']} of the {row['device_activities']} GPU activities in the trace."
+
+
 def render_row(row: dict, top: int = TOP_KERNELS) -> str:
     """The Markdown section of one profiled mode."""
     title = f"### {row['preset']} · ctx {row['seq_len']} · batch {row['batch']} · {row['precision']} · {row['attention']} · {row['compile']} · {row['mode']}\n\n"
@@ -25,7 +31,8 @@ def render_row(row: dict, top: int = TOP_KERNELS) -> str:
     return (
         title
         + f"{row['time_unit']}: {row['step_ms']:.2f} ms per step over {row['steps']} profiled steps "
-        + f"(after {row['warmup']} warm-up); matmul share {row['matmul_share']:.1%}; trace `{row['trace']}`.\n\n"
+        + f"(after {row['warmup']} warm-up); matmul share {row['matmul_share']:.1%}; trace `{row['trace']}`."
+        + _attribution_check(row) + "\n\n"
         + "By category:\n\n" + tables.markdown(row["categories"], profile_tables.CATEGORY_COLUMNS)
         + f"\nTop {top} kernels:\n\n" + tables.markdown(row["kernels"][:top], profile_tables.KERNEL_COLUMNS)
         + "\nBy region:\n\n" + tables.markdown(row["regions"], profile_tables.REGION_COLUMNS)

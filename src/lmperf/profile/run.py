@@ -19,7 +19,7 @@ from lmperf.analysis.flops import region_flops
 from lmperf.bench.steps import ModelStep, StepConfig
 from lmperf.errors import UsageError
 from lmperf.profile import tables
-from lmperf.profile.trace import kernel_calls, profile_steps
+from lmperf.profile.trace import device_activity_count, kernel_calls, profile_steps
 from lmperf.report.environment import environment
 from lmperf.report.rundir import RunDir
 
@@ -52,7 +52,8 @@ def profile_mode(step: ModelStep, mode: str, settings: ProfileSettings, run_dir:
     step.release_grads()
     trace = f"trace-{mode}.json.gz"
     profiler.export_chrome_trace(str(run_dir.path / trace))
-    calls = kernel_calls(profiler.events(), step.device.type == "cuda")
+    events = profiler.events()
+    calls = kernel_calls(events, step.device.type == "cuda")
     model_config = config.model_config()
     flops = region_flops(model_config, config.batch, config.seq_len, mode)
     row = _base_row(config, settings, "ok")
@@ -60,6 +61,9 @@ def profile_mode(step: ModelStep, mode: str, settings: ProfileSettings, run_dir:
         trace=trace,
         time_unit="GPU kernel time" if step.device.type == "cuda" else "CPU op self time",
         step_ms=sum(call.duration_us for call in calls) / settings.steps / 1e3,
+        # A self-check: every device activity in the trace attributed exactly once.
+        device_activities=device_activity_count(events) if step.device.type == "cuda" else None,
+        attributed=len(calls),
         matmul_share=tables.matmul_share(calls),
         kernels=tables.kernel_rows(calls, settings.steps),
         regions=tables.region_rows(calls, settings.steps, flops),

@@ -91,6 +91,23 @@ def _region_of(phase: str, region: str, node: FunctionEvent | None, forward: dic
     return region or f"{phase} (other)"
 
 
+# CUPTI reports its own host-side overhead (e.g. "Command Buffer Full" while the host waits for
+# a full launch queue, common when the GPU runs far behind) as events without a thread that carry
+# the correlation id of the op being launched; torch 2.11 attaches that op's kernels to them as
+# well, which counts the kernels again. Those events are skipped; a kernel list is taken once
+# per correlation id.
+CUPTI_OVERHEAD = frozenset({"Command Buffer Full", "Activity Buffer Request", "CUPTI Buffer Flush",
+                            "CUPTI Instrumentation", "CUPTI Resource", "Driver Compiler"})
+
+
+def _is_profiler_overhead(event: FunctionEvent) -> bool:
+    return (
+        getattr(event, "activity_type", "") == "overhead"
+        or event.name in CUPTI_OVERHEAD
+        or event.thread == 0
+    )
+
+
 def _is_cpu_kernel(event: FunctionEvent) -> bool:
     """A CPU op whose own time is work, not a range marker or the autograd engine's wrapper."""
     return not (
@@ -102,13 +119,17 @@ def _is_cpu_kernel(event: FunctionEvent) -> bool:
 
 def kernel_calls(events: Iterable[FunctionEvent], on_gpu: bool) -> list[KernelCall]:
     """Every kernel (GPU) or ATen op (CPU) in `events`, placed in its phase and region."""
-    cpu_events = [e for e in events if e.device_type == torch.autograd.DeviceType.CPU]
+    cpu_events = [
+        e for e in events
+        if e.device_type == torch.autograd.DeviceType.CPU and not _is_profiler_overhead(e)
+    ]
     placed = [(event, _placement(event)) for event in cpu_events]
     forward = _forward_regions(placed)
-    calls = []
+    calls, launched = [], set()
     for event, (phase, region, node) in placed:
         where = _region_of(phase, region, node, forward)
-        if on_gpu:
+        if on_gpu and event.kernels and event.id not in launched:
+            launched.add(event.id)
             calls.extend(
                 KernelCall(k.name, phase, where, k.duration)
                 for k in event.kernels if k.name not in MARKERS
@@ -116,6 +137,14 @@ def kernel_calls(events: Iterable[FunctionEvent], on_gpu: bool) -> list[KernelCa
         elif _is_cpu_kernel(event) and event.self_cpu_time_total > 0:
             calls.append(KernelCall(event.name, phase, where, event.self_cpu_time_total))
     return calls
+
+
+def device_activity_count(events: Iterable[FunctionEvent]) -> int:
+    """Kernels, memcpys and memsets the profiler saw on the GPU (range markers left out)."""
+    return sum(
+        1 for e in events
+        if e.device_type != torch.autograd.DeviceType.CPU and e.name not in MARKERS
+    )
 
 
 def run_measured(step: Callable[[], None], steps: int, device: torch.device) -> None:

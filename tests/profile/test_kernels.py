@@ -1,0 +1,68 @@
+"""Kernel-name shortener and categories on real CUDA kernel names (collected on an H100 by
+benchmarks/profile-h100.sh: cuBLAS/cuBLASLt, nvjet, cutlass, elementwise, reduction, softmax,
+fused AdamW, and the flash kernels of sdpa) and on the ATen op names a CPU profile shows."""
+
+from pathlib import Path
+
+import pytest
+
+from lmperf import regions
+from lmperf.profile.kernels import CATEGORIES, MAX_SHORT, category, short_name
+
+NAMES = (Path(__file__).parent / "fixtures" / "cuda_kernel_names.txt").read_text().splitlines()
+
+
+def test_fixture_covers_the_kernel_families():
+    for family in ("nvjet", "xmma_gemm", "cutlass", "elementwise_kernel", "reduce_kernel", "softmax", "FusedAdam"):
+        assert any(family in name for name in NAMES), family
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_real_name_gets_a_short_readable_name_and_a_category(name):
+    short = short_name(name)
+    assert 0 < len(short) <= min(len(name), MAX_SHORT)
+    assert not short.startswith("void ") and "anonymous namespace" not in short and "(" not in short.removeprefix("Memcpy DtoD (").removeprefix("Memset (")
+    assert category(name) in CATEGORIES and category(name) != "other"
+
+
+@pytest.mark.parametrize("fragment, short, cat", [
+    ("MulFunctor<float> > >(at::TensorIteratorBase&, at::native::BinaryFunctor<c10::BFloat16", "elementwise_kernel[mul, bf16]", "elementwise"),
+    ("AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor", "vectorized_elementwise_kernel[mul, fp32]", "elementwise"),
+    ("MeanOps<float", "reduce_kernel[mean, fp32]", "reduction"),
+    ("silu_kernel(at::TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda()#6}", "vectorized_elementwise_kernel[silu, bf16]", "elementwise"),
+    ("softmax_warp_forward<float", "softmax_warp_forward[fp32]", "softmax"),
+    ("LogSoftMaxForwardEpilogue", "cunn_SoftMaxForwardSmem[logsoftmax, fp32]", "softmax"),
+    ("FusedAdamMathFunctor", "multi_tensor_apply_kernel[fusedadam, fp32]", "optimizer"),
+    ("bfloat16_copy_kernel_cuda", "vectorized_elementwise_kernel[bfloat16_copy, bf16]", "copy/memset"),
+    ("cutlass_80_simt_sgemm_256x128_8x4_nn_align1", "Kernel2[cutlass_80_simt_sgemm_256x128_8x4_nn_align1]", "matmul"),
+    ("splitKreduce_kernel", "splitKreduce_kernel[fp32]", "matmul"),
+])
+def test_known_kernels(fragment, short, cat):
+    (name,) = [n for n in NAMES if fragment in n and short_name(n) == short][:1]
+    assert category(name) == cat
+
+
+def test_short_names_keep_plain_cublas_and_nvjet_names():
+    nvjet = next(n for n in NAMES if n.startswith("nvjet"))
+    assert short_name(nvjet) == nvjet and category(nvjet) == "matmul"
+    xmma = next(n for n in NAMES if "xmma_gemm" in n)
+    assert short_name(xmma).startswith("sm80_xmma_gemm_f32f32") and category(xmma) == "matmul"
+
+
+def test_generic_kernels_are_placed_by_region_and_phase():
+    mul = next(n for n in NAMES if short_name(n) == "elementwise_kernel[mul, fp32]")
+    assert category(mul, regions.FFN, regions.FORWARD) == "elementwise"
+    assert category(mul, regions.ATTN_NORM, regions.BACKWARD) == "normalisation"
+    assert category(mul, regions.ATTN_SOFTMAX, regions.BACKWARD) == "softmax"
+    assert category(mul, "", regions.OPTIMIZER) == "optimizer"
+    gemm = next(n for n in NAMES if n.startswith("nvjet"))
+    assert category(gemm, regions.ATTN_NORM, regions.FORWARD) == "matmul"
+
+
+@pytest.mark.parametrize("op, cat", [
+    ("aten::mm", "matmul"), ("aten::bmm", "matmul"), ("aten::_softmax", "softmax"),
+    ("aten::_fused_adamw_", "optimizer"), ("aten::copy_", "copy/memset"), ("aten::mul", "elementwise"),
+    ("aten::sum", "reduction"), ("aten::_scaled_dot_product_flash_attention_for_cpu", "attention"),
+])
+def test_cpu_aten_ops(op, cat):
+    assert category(op) == cat and short_name(op) == op.removeprefix("aten::")
