@@ -97,3 +97,20 @@ def test_collect_bad_input_is_one_line_and_exit_2(args):
     out = CliRunner().invoke(app, args)
     assert out.exit_code == 2, out.output
     assert len(out.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.gpu
+def test_collect_on_a_gpu_captures_forward_backward_and_optimizer(tmp_path):
+    import shutil
+
+    from lmperf.pmc.collect import collect_target
+    from lmperf.pmc.infer import infer_file
+
+    if shutil.which("ncu") is None:
+        pytest.skip("ncu not on the PATH")
+    target = Target(preset="small", overrides={"n_layers": 2, "d_model": 256, "n_heads": 4,
+                                               "d_ff": 688}, mode="train-step", dtype="bf16")
+    result = collect_target(target, tmp_path / "cap.csv.gz", timeout_s=300)
+    inferred = infer_file(result.raw_csv)
+    assert inferred.values["mode"] == "train_step" and inferred.values["n_layers"] == 2
+    assert "backward kernels" in inferred.evidence["mode"] and "after 0 backward" not in inferred.evidence["mode"]
