@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.progress import Progress
 
-from lmperf.cli_support import clean_errors, resolve_device, split_list
+from lmperf.cli_support import bench_grid, clean_errors, resolve_device
 
 app = typer.Typer(
     help="Measure, explain and speed up the GPU cost of Transformer language models.",
@@ -44,10 +44,15 @@ def bench(
     peak_tflops: Optional[float] = typer.Option(None, help="Override the GPU's dense peak TFLOP/s used for MFU."),
     resume: Optional[Path] = typer.Option(None, help="Continue the sweep in this run directory, skipping finished rows."),
     runs_root: Path = typer.Option(Path("runs"), "--runs", help="Where run directories are created."),
+    nproc: Optional[int] = typer.Option(None, help="Data-parallel on N processes, one per GPU (same as lmperf bench-dist)."),
+    strategy: str = typer.Option("ddp", help="With --nproc: ddp or fsdp (FSDP2); more options in lmperf bench-dist."),
 ) -> None:
     """Time forward, forward-backward and training steps over a grid of configurations."""
+    if nproc is not None:
+        options = {k: v for k, v in locals().items() if k not in ("nproc", "strategy")}
+        return importlib.import_module("lmperf.distributed.commands").bench_dist(nproc, strategy, **options)
     from lmperf.bench import report
-    from lmperf.bench.sweep import SweepSettings, grid, run_sweep
+    from lmperf.bench.sweep import SweepSettings, run_sweep
     from lmperf.errors import UsageError
     from lmperf.report import tables
     from lmperf.report.rundir import RunDir
@@ -56,15 +61,7 @@ def bench(
     on_gpu = device.startswith("cuda")
     if warmup < 0 or steps <= 0:
         raise UsageError(f"need --warmup >= 0 and --steps > 0, got {warmup} and {steps}")
-    configs = grid(
-        split_list(presets or ("small" if on_gpu else "tiny"), "presets"),
-        split_list(contexts or ("512" if on_gpu else "128"), "contexts", int),
-        split_list(modes, "modes"),
-        split_list(precisions or ("fp32,bf16" if on_gpu else "fp32"), "precisions"),
-        split_list(compile, "compile"),
-        split_list(attention, "attention"),
-        batch,
-    )
+    configs = bench_grid(locals(), on_gpu)
     run_dir = RunDir.resume(resume) if resume else RunDir.create("bench", runs_root)
     settings = SweepSettings(warmup, steps, device, peak_tflops)
     console.print(f"[bold]lmperf bench[/]: {len(configs)} configurations on {device}, rows -> {run_dir.results}")

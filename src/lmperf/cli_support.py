@@ -57,3 +57,19 @@ def resolve_device(device: str):
     if device != "cpu" and not device.startswith("cuda"):
         raise UsageError(f"unknown device {device!r}; use auto, cpu or cuda")
     return device
+
+
+def bench_grid(options: dict, on_gpu: bool) -> list:
+    """bench's configurations from its comma-separated options, with bench's defaults
+    (tiny at context 128 in fp32 on a CPU; small at 512 in fp32 and bf16 on a GPU)."""
+    from lmperf.bench.sweep import grid
+
+    return grid(
+        split_list(options["presets"] or ("small" if on_gpu else "tiny"), "presets"),
+        split_list(options["contexts"] or ("512" if on_gpu else "128"), "contexts", int),
+        split_list(options["modes"], "modes"),
+        split_list(options["precisions"] or ("fp32,bf16" if on_gpu else "fp32"), "precisions"),
+        split_list(options["compile"], "compile"),
+        split_list(options["attention"], "attention"),
+        options["batch"],
+    )

@@ -15,7 +15,7 @@ from typing import List, Optional
 import typer
 from rich.console import Console
 
-from lmperf.cli_support import clean_errors, resolve_device, split_list
+from lmperf.cli_support import bench_grid, clean_errors, resolve_device, split_list
 from lmperf.errors import UsageError
 
 console = Console(width=None if sys.stdout.isatty() else 200)
@@ -92,18 +92,6 @@ def _strategies(strategy: str, bucket_mb: str, reshard: str, bucket_view: bool, 
     return [s.validate(nproc) for s in out]
 
 
-def _bench_configs(o: dict, on_gpu: bool) -> list:
-    """bench's grid with bench's defaults (tiny on a CPU, small on a GPU, and so on)."""
-    from lmperf.bench.sweep import grid
-
-    return grid(
-        split_list(o["presets"] or ("small" if on_gpu else "tiny"), "presets"),
-        split_list(o["contexts"] or ("512" if on_gpu else "128"), "contexts", int),
-        split_list(o["modes"], "modes"), split_list(o["precisions"] or ("fp32,bf16" if on_gpu else "fp32"), "precisions"),
-        split_list(o["compile"], "compile"), split_list(o["attention"], "attention"), o["batch"],
-    )
-
-
 def bench_dist(
     nproc: Optional[int] = None, strategy: str = "ddp", bucket_mb: str = "25", reshard: str = "true",
     bucket_view: bool = True, profile_steps: int = 0, timeout_s: float = 600.0, **bench_options,
@@ -118,7 +106,7 @@ def bench_dist(
     device = resolve_device(o["device"])
     if o["warmup"] < 0 or o["steps"] <= 0 or profile_steps < 0:
         raise UsageError("need --warmup >= 0, --steps > 0 and --profile-steps >= 0")
-    configs = _bench_configs(o, device.startswith("cuda"))
+    configs = bench_grid(o, device.startswith("cuda"))
     count = _nproc(nproc, device)
     job = DistBenchJob(configs, _strategies(strategy, bucket_mb, reshard, bucket_view, count),
                        SweepSettings(o["warmup"], o["steps"], device, o["peak_tflops"]), profile_steps, timeout_s)
