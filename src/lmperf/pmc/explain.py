@@ -13,7 +13,7 @@ from lmperf.analysis.flops import Op, causal_tile_fraction, forward_ops
 from lmperf.errors import UsageError
 from lmperf.model import ModelConfig, preset
 from lmperf.pmc import gemms as g
-from lmperf.pmc.infer import _roles
+from lmperf.pmc.infer import layer_roles
 from lmperf.pmc.kernels import ATTENTION, GEMM, kernel_class
 from lmperf.pmc.parse import Capture, KernelRecord
 
@@ -84,7 +84,7 @@ def class_rows(capture: Capture, model: KnownModel, batch: int, seq_len: int) ->
 def role_rows(capture: Capture, model: KnownModel, batch: int, seq_len: int) -> list[dict]:
     """First layer's GEMMs by role (and the LM head): counted vs predicted, per instance."""
     layer = g.find_layers(g.split_phases(capture).forward)
-    roles = _roles(layer) if layer else None
+    roles = layer_roles(layer) if layer else None
     if roles is None:
         raise UsageError("the capture's forward GEMMs show no layer structure to line up")
     ops = predicted_ops(model, batch, seq_len)

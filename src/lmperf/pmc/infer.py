@@ -75,7 +75,7 @@ def _mode_and_dtype(result: Inference, phases: g.Phases, layer_gemms: list[Kerne
         result.unknown("dtype", "no layer GEMM with tensor or FFMA work")
 
 
-def _roles(layer: g.Layers) -> dict | None:
+def layer_roles(layer: g.Layers) -> dict | None:
     """Which GEMM of the first layer is which: qkv projections, (eager QK^T, PV), out, MLP."""
     marker = g.attention_marker(layer.first_layer)
     if marker is None:
@@ -125,7 +125,15 @@ def _width(result: Inference, name: str, kernel: KernelRecord, tokens: int, d: i
 
 
 def infer(capture: Capture) -> Inference:
-    """Infer every field of `result.FIELDS` that the capture supports."""
+    """Infer every field of `result.FIELDS` that the capture supports; the rest say why not."""
+    result = _infer_fields(capture)
+    for name, value in result.values.items():
+        if value is None and name not in result.evidence:
+            result.evidence[name] = "not determined: " + ("; ".join(result.missing) or "no evidence")
+    return result
+
+
+def _infer_fields(capture: Capture) -> Inference:
     result = Inference()
     phases = g.split_phases(capture)
     layer = g.find_layers(phases.forward)
@@ -135,7 +143,7 @@ def infer(capture: Capture) -> Inference:
         return result
     result.set("n_layers", layer.n_layers, 0.9, f"{len(layer.layer_gemms)} GEMMs per layer repeat "
                f"{layer.n_layers} times, then the LM head")
-    roles = _roles(layer)
+    roles = layer_roles(layer)
     if roles is None:
         result.missing.append("roles: no attention kernel splits the layer's GEMMs into "
                               "projections, attention and MLP")

@@ -17,7 +17,7 @@ import torch
 
 from lmperf.bench.steps import ModelStep, StepConfig
 from lmperf.model import preset
-from lmperf.pmc.targets import RANGE, Target, _torch_dtype
+from lmperf.pmc.targets import RANGE, Target, torch_dtype
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ def _hf_truth(config, model) -> dict:
 def _hf_step(target: Target, device: torch.device) -> tuple[Callable[[], None], dict]:
     config, model = _hf_model(target)
     truth = _hf_truth(config, model)
-    dtype = _torch_dtype(target.dtype)
+    dtype = torch_dtype(target.dtype)
     tokens = torch.randint(0, config.vocab_size, (target.batch, target.seq_len), device=device)
     if target.mode == "forward":
         model = model.to(device=device, dtype=dtype).eval()

@@ -65,7 +65,7 @@ def read_hf_config(path: Path) -> dict:
         raise UsageError(f"{path} is not JSON: {error.msg} at line {error.lineno}") from None
 
 
-def _torch_dtype(name: str):
+def torch_dtype(name: str):
     import torch
 
     return {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[name]
