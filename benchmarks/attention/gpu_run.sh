@@ -24,6 +24,22 @@ case $stage in
   model)
     timeout "${MODEL_TIMEOUT:-300}" python3 -m lmperf.cli bench -p small,2.7B -t 1024,4096 --modes train-step --precisions bf16 --attention naive,sdpa,triton --device cuda --warmup 2 --steps 5 --runs "$RUNS" > "$OUT/model.log" 2>&1
     tail -n 30 "$OUT/model.log" ;;
+  kernels)  # per-kernel GPU time of one FlashAttention2Triton fwd+bwd, (1, 32, 16384, 64) causal
+    timeout 90 python3 - > "$OUT/kernels.log" 2>&1 <<'PY'
+import torch
+from torch.profiler import ProfilerActivity, profile
+from lmperf.attention.flash_triton import FlashAttention2Triton
+q, k, v = (torch.randn(1, 32, 16384, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+for _ in range(3):
+    FlashAttention2Triton.apply(q, k, v, True).backward(torch.ones_like(q))
+torch.cuda.synchronize()
+with profile(activities=[ProfilerActivity.CUDA]) as prof:
+    for _ in range(5):
+        FlashAttention2Triton.apply(q, k, v, True).backward(torch.ones_like(q))
+    torch.cuda.synchronize()
+print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=8))
+PY
+    grep -v "^Autotuning" "$OUT/kernels.log" | tail -n 14 ;;
   pack)
     tar -czf "$OUT/runs.tgz" -C "$RUNS" .
     tar -czf "$OUT/triton-cache.tgz" -C "$TRITON_CACHE_DIR" . ;;
