@@ -12,8 +12,9 @@ case $stage in
   info)
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
     python3 -c "import torch, triton; print(torch.__version__, triton.__version__)" ;;
-  tests)
-    timeout "${1:-240}" python3 -m pytest -q -rf -m gpu tests/attention -p no:cacheprovider > "$OUT/tests.log" 2>&1
+  tests)  # tests [SECONDS [PYTEST-ARGS...]]
+    seconds=${1:-240}; shift || true
+    timeout "$seconds" python3 -m pytest -q -rf -m gpu -p no:cacheprovider "${@:-tests/attention}" > "$OUT/tests.log" 2>&1
     tail -n 25 "$OUT/tests.log" ;;
   target)
     timeout "${TARGET_TIMEOUT:-240}" python3 -c "from lmperf.attention.benchmark import time_compiled_triton as t; print('target (16,16384,64) causal compiled fwd+sum().backward(): %.3f ms' % t())" > "$OUT/target.log" 2>&1
