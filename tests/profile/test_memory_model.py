@@ -19,6 +19,7 @@ def test_parameters_gradients_and_adamw_state_by_hand():
     assert model.parameters == model.gradients == 4 * 196_928
     assert model.optimizer_state == 8 * 196_928
     assert model.autocast_weight_copies == 0
+    assert model.rotary_tables == 2 * 2 * 1024 * 8 * 4  # layers · (cos, sin) · max_seq_len · hd/2 · fp32
     assert memory_model(preset("tiny"), 2, 8, "bf16").autocast_weight_copies == 2 * (196_928 - 512 * 64 - 5 * 64)
 
 
@@ -37,8 +38,9 @@ def test_activations_by_hand_fp32_and_bf16():
 def test_peaks_combine_the_parts():
     model = memory_model(preset("small"), 4, 512, "bf16")
     live = model.autocast_weight_copies + model.activations + model.head_activations + model.logits_working_set
-    assert model.peak("forward") == model.parameters + live
-    assert model.peak("train-step") == model.parameters + model.optimizer_state + max(live, model.gradients)
+    resident = model.parameters + model.rotary_tables
+    assert model.peak("forward") == resident + live
+    assert model.peak("train-step") == resident + model.optimizer_state + max(live, model.gradients)
     with pytest.raises(UsageError):
         model.peak("inference")
     with pytest.raises(UsageError):

@@ -3,6 +3,7 @@ equal to the analytic model, and backward kernels attributed to their forward re
 
 import gzip
 import json
+import shutil
 
 import pytest
 from typer.testing import CliRunner
@@ -12,6 +13,7 @@ from lmperf.analysis.flops import region_flops, step_flops
 from lmperf.cli import app
 from lmperf.model import preset
 from lmperf.profile.kernels import CATEGORIES
+from lmperf.profile.run import rebuild_from_traces
 from lmperf.profile.tables import KERNEL_COLUMNS, REGION_COLUMNS
 from lmperf.report.rundir import read_rows
 
@@ -84,3 +86,16 @@ def test_backward_kernels_map_to_their_forward_regions(run):
 def test_bad_input_is_one_line_and_exit_2(tmp_path):
     result = CliRunner().invoke(app, ["profile", "--preset", "nope", "--runs", str(tmp_path)])
     assert result.exit_code == 2 and "unknown preset" in result.output
+
+
+def test_rebuilding_from_the_trace_files_gives_the_same_tables(run, tmp_path):
+    run_dir, rows = run
+    copy = shutil.copytree(run_dir, tmp_path / "copy")
+    rebuilt = {row["mode"]: row for row in rebuild_from_traces(copy)}
+    assert (copy / "results-before-rebuild.jsonl").exists()
+    for mode, row in rows.items():
+        def kernels(r):
+            return {(k["phase"], k["name"], k["category"]): k["calls_per_step"] for k in r["kernels"]}
+        assert kernels(rebuilt[mode]) == kernels(row)
+        assert [r["total_ms"] for r in rebuilt[mode]["regions"]] == pytest.approx([r["total_ms"] for r in row["regions"]], abs=2e-3)
+        assert rebuilt[mode]["rebuilt_from_trace"]

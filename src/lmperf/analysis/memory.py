@@ -3,6 +3,7 @@
 Counting rules (bytes; N = batch·context tokens, S = batch·heads·context² attention entries,
 `a` = bytes of a matmul output: 4 in fp32, 2 under bf16 autocast):
 - Parameters, and their gradients, are fp32 (autocast never changes a parameter's dtype).
+- Rotary tables: every attention layer keeps fp32 cos and sin buffers of max_seq_len × head_dim/2.
 - AdamW keeps two fp32 moments per parameter (exp_avg, exp_avg_sq).
 - Under bf16 autocast every matmul weight is cast to a bf16 copy, cached for the step and saved
   for the backward: 2 bytes per matmul parameter (the embedding is a gather, not a matmul).
@@ -51,6 +52,7 @@ class MemoryModel:
     """Bytes of each part of a step's memory, and the peaks of a forward pass and a train step."""
 
     parameters: int
+    rotary_tables: int
     gradients: int
     optimizer_state: int
     autocast_weight_copies: int
@@ -67,10 +69,11 @@ class MemoryModel:
             self.autocast_weight_copies + self.activations + self.head_activations
             + self.logits_working_set
         )
+        resident = self.parameters + self.rotary_tables
         if mode == "forward":
-            return self.parameters + forward_live
+            return resident + forward_live
         optimizer = self.optimizer_state if mode == "train-step" else 0
-        return self.parameters + optimizer + max(forward_live, self.gradients)
+        return resident + optimizer + max(forward_live, self.gradients)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -109,6 +112,7 @@ def memory_model(config: ModelConfig, batch: int, seq_len: int, precision: str) 
     per_layer = activations_per_layer(config, batch, seq_len, precision)
     return MemoryModel(
         parameters=params * FP32,
+        rotary_tables=config.n_layers * 2 * config.max_seq_len * (config.head_dim // 2) * FP32,
         gradients=params * FP32,
         optimizer_state=2 * params * FP32,
         autocast_weight_copies=matmul_parameters(config) * BF16 if bf16 else 0,

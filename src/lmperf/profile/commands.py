@@ -28,6 +28,7 @@ def profile(
     top: int = typer.Option(10, help="Kernels shown per mode on the terminal."),
     nsys: bool = typer.Option(False, "--nsys", help="Print (and run, where nsys is on the PATH) the nsys command for the same steps."),
     under_nsys: bool = typer.Option(False, "--under-nsys", hidden=True, help="Run the steps for an nsys capture."),
+    rebuild: Optional[Path] = typer.Option(None, "--rebuild", help="Recompute the tables of this profile run directory from its trace files, and render them again."),
     runs_root: Path = typer.Option(Path("runs"), "--runs", help="Where run directories are created."),
 ) -> None:
     """Where the step's time goes: kernels, model regions, FLOPs vs time, matmul share."""
@@ -35,10 +36,14 @@ def profile(
     from lmperf.profile import nsys as nsys_capture
     from lmperf.profile import report
     from lmperf.profile import tables as profile_tables
-    from lmperf.profile.run import ProfileSettings, run_profile
+    from lmperf.profile.run import ProfileSettings, rebuild_from_traces, run_profile
     from lmperf.report import tables
     from lmperf.report.rundir import RunDir
 
+    if rebuild is not None:
+        rebuild_from_traces(rebuild)
+        console.print("wrote " + ", ".join(str(p) for p in [rebuild / "results.jsonl", *report.write_reports(rebuild)]))
+        return
     device = resolve_device(device)
     on_gpu = device.startswith("cuda")
     mode_list = split_list(modes, "modes")
@@ -76,6 +81,7 @@ def memory(
     attention: str = typer.Option("naive", help="naive, sdpa, torch or triton."),
     compile: str = typer.Option("eager", "--compile", help="eager or compile."),
     snapshot_context: Optional[int] = typer.Option(None, help="Context of the snapshots (default: the longest; first precision)."),
+    render: Optional[Path] = typer.Option(None, "--render", help="Render memory.md of this memory run directory again (no GPU needed)."),
     runs_root: Path = typer.Option(Path("runs"), "--runs", help="Where run directories are created."),
 ) -> None:
     """Where the memory goes (CUDA): peaks vs the analytic model, snapshots, largest allocations."""
@@ -84,6 +90,9 @@ def memory(
     from lmperf.report import tables
     from lmperf.report.rundir import RunDir
 
+    if render is not None:
+        console.print("wrote " + ", ".join(str(p) for p in write_memory_report(RunDir.resume(render).path)))
+        return
     require_cuda()
     settings = MemorySettings(preset, tuple(split_list(contexts, "contexts", int)), tuple(split_list(precisions, "precisions")),
                               batch, attention, compile, snapshot_context)

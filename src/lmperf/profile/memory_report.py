@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lmperf.analysis.memory import memory_model
+from lmperf.bench.steps import StepConfig
 from lmperf.report import tables
 from lmperf.report.rundir import read_rows
 
@@ -25,8 +27,11 @@ bf16 weight copies autocast keeps, the activations each layer saves for its back
 logits around the loss. The measured peak is higher by what the model leaves out: the transient
 buffers inside one layer (the scores, scaled and masked copies of the attention matrix before
 softmax; the gradient buffers of the layer being back-propagated), the cuBLAS workspace and the
-allocator's rounding of every block. The parts table shows where the two differ (measured
-parameters include the batch and the rotary tables, a few MB).
+allocator's rounding of every block. The parts table shows where the two differ: "parameters"
+is what is allocated after building the model (it also holds the batch and, from the second
+configuration of a run on, workspaces kept from the one before), "AdamW state" what the first
+train step leaves allocated, "saved by forward" what a forward pass leaves allocated for the
+backward.
 """
 
 
@@ -35,7 +40,7 @@ def component_rows(row: dict) -> list[dict]:
     analytic, measured = row["analytic"], row.get("measured", {})
     saved = analytic["autocast_weight_copies"] + analytic["activations"] + analytic["head_activations"]
     parts = [
-        ("parameters", "parameters", analytic["parameters"]),
+        ("parameters + rotary tables", "parameters", analytic["parameters"] + analytic["rotary_tables"]),
         ("AdamW state", "optimizer_state", analytic["optimizer_state"]),
         ("saved by forward (casts + activations + head)", "saved_by_forward", saved),
     ]
@@ -59,9 +64,20 @@ def _snapshot_section(row: dict) -> str:
     )
 
 
+def with_current_model(row: dict) -> dict:
+    """The peak row with its analytic figures from the current memory model (the rows keep what
+    the model said when they were measured; a corrected model re-renders old measurements)."""
+    config = StepConfig(**{key: row[key] for key in StepConfig.__dataclass_fields__})
+    model = memory_model(config.model_config(), config.batch, config.seq_len, config.precision)
+    row = {**row, "analytic": model.to_dict(), "analytic_peak_gb": model.peak(row["mode"]) / GB}
+    if row.get("measured_peak_gb") is not None:
+        row["difference_gb"] = row["measured_peak_gb"] - row["analytic_peak_gb"]
+    return row
+
+
 def write_memory_report(run_path: Path) -> list[Path]:
     rows = read_rows(run_path / "results.jsonl")
-    peaks = [row for row in rows if row["kind"] == "peak"]
+    peaks = [with_current_model(row) for row in rows if row["kind"] == "peak"]
     forward_rows = [row for row in peaks if row["mode"] == "forward" and row.get("measured")]
     env = next((row["env"] for row in rows if "env" in row), None)
     header = "Measured on {device} (driver {driver}), torch {torch}, triton {triton}, commit {commit}, {date}.\n\n".format(**env) if env else ""

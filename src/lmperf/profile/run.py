@@ -19,9 +19,13 @@ from lmperf.analysis.flops import region_flops
 from lmperf.bench.steps import ModelStep, StepConfig
 from lmperf.errors import UsageError
 from lmperf.profile import tables
-from lmperf.profile.trace import device_activity_count, kernel_calls, profile_steps
+from lmperf.profile.trace import KernelCall, device_activity_count, kernel_calls, profile_steps
+from lmperf.profile.trace_file import read_trace
 from lmperf.report.environment import environment
 from lmperf.report.rundir import RunDir
+
+
+GPU_TIME, CPU_TIME = "GPU kernel time", "CPU op self time"
 
 
 @dataclass(frozen=True)
@@ -43,33 +47,52 @@ def _base_row(config: StepConfig, settings: ProfileSettings, status: str) -> dic
     }
 
 
+def analyse(row: dict, calls: list[KernelCall], device_activities: int | None) -> dict:
+    """Fill `row` (configuration, mode, steps) with the tables computed from `calls`."""
+    config = StepConfig(**{key: row[key] for key in StepConfig.__dataclass_fields__})
+    steps = row["steps"]
+    flops = region_flops(config.model_config(), config.batch, config.seq_len, config.mode)
+    row.update(
+        step_ms=sum(call.duration_us for call in calls) / steps / 1e3,
+        # A self-check: every device activity in the trace attributed exactly once.
+        device_activities=device_activities,
+        attributed=len(calls),
+        matmul_share=tables.matmul_share(calls),
+        kernels=tables.kernel_rows(calls, steps),
+        regions=tables.region_rows(calls, steps, flops),
+        categories=tables.category_rows(calls, steps),
+    )
+    return row
+
+
 def profile_mode(step: ModelStep, mode: str, settings: ProfileSettings, run_dir: RunDir) -> dict:
     """Profile `mode` on an existing ModelStep; the row, with the trace written beside it."""
-    config = replace(step.config, mode=mode)
     for _ in range(settings.warmup):
         step.run(mode)
     profiler = profile_steps(lambda: step.run(mode), settings.steps, step.device)
     step.release_grads()
-    trace = f"trace-{mode}.json.gz"
-    profiler.export_chrome_trace(str(run_dir.path / trace))
+    on_gpu = step.device.type == "cuda"
+    row = _base_row(replace(step.config, mode=mode), settings, "ok")
+    row.update(trace=f"trace-{mode}.json.gz", time_unit=GPU_TIME if on_gpu else CPU_TIME)
+    profiler.export_chrome_trace(str(run_dir.path / row["trace"]))
     events = profiler.events()
-    calls = kernel_calls(events, step.device.type == "cuda")
-    model_config = config.model_config()
-    flops = region_flops(model_config, config.batch, config.seq_len, mode)
-    row = _base_row(config, settings, "ok")
-    row.update(
-        trace=trace,
-        time_unit="GPU kernel time" if step.device.type == "cuda" else "CPU op self time",
-        step_ms=sum(call.duration_us for call in calls) / settings.steps / 1e3,
-        # A self-check: every device activity in the trace attributed exactly once.
-        device_activities=device_activity_count(events) if step.device.type == "cuda" else None,
-        attributed=len(calls),
-        matmul_share=tables.matmul_share(calls),
-        kernels=tables.kernel_rows(calls, settings.steps),
-        regions=tables.region_rows(calls, settings.steps, flops),
-        categories=tables.category_rows(calls, settings.steps),
-    )
-    return row
+    return analyse(row, kernel_calls(events, on_gpu), device_activity_count(events) if on_gpu else None)
+
+
+def rebuild_from_traces(run_path: Path) -> list[dict]:
+    """Recompute every profiled row of a run from its trace files with the current attribution
+    code; the rows before are kept in results-before-rebuild.jsonl."""
+    run_dir = RunDir.resume(run_path)
+    rows = run_dir.rows()
+    run_dir.results.rename(run_dir.path / "results-before-rebuild.jsonl")
+    for row in rows:
+        if row["status"] == "ok":
+            trace = read_trace(run_dir.path / row["trace"])
+            on_gpu = row["time_unit"] == GPU_TIME
+            analyse(row, kernel_calls(trace.events, on_gpu), trace.device_activities if on_gpu else None)
+            row["rebuilt_from_trace"] = True
+        run_dir.append(row)
+    return run_dir.rows()
 
 
 def _release() -> None:

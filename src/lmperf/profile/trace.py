@@ -128,12 +128,13 @@ def kernel_calls(events: Iterable[FunctionEvent], on_gpu: bool) -> list[KernelCa
     calls, launched = [], set()
     for event, (phase, region, node) in placed:
         where = _region_of(phase, region, node, forward)
-        if on_gpu and event.kernels and event.id not in launched:
-            launched.add(event.id)
-            calls.extend(
-                KernelCall(k.name, phase, where, k.duration)
-                for k in event.kernels if k.name not in MARKERS
-            )
+        if on_gpu:
+            if event.id not in launched:
+                launched.add(event.id)
+                calls.extend(
+                    KernelCall(k.name, phase, where, k.duration)
+                    for k in event.kernels if k.name not in MARKERS
+                )
         elif _is_cpu_kernel(event) and event.self_cpu_time_total > 0:
             calls.append(KernelCall(event.name, phase, where, event.self_cpu_time_total))
     return calls
