@@ -30,6 +30,7 @@ def plot_region_time(rows: Sequence[dict], path: Path) -> None:
             heights = [by_name[name].get(f"{phase}_ms", 0.0) for name in names]
             ax.bar(names, heights, bottom=bottom, label=phase)
             bottom = [b + h for b, h in zip(bottom, heights)]
+        ax.set_ylim(0, max(bottom, default=1.0) * 1.08)  # stacked zero-height bars pin autoscale
         ax.set_title(f"{row['preset']} ctx {row['seq_len']} {row['precision']} {row['mode']}", fontsize=9)
         ax.set_ylabel(f"ms per step ({row['time_unit']})")
         ax.tick_params(axis="x", labelrotation=60, labelsize=7)

@@ -81,10 +81,14 @@ def profile_mode(step: ModelStep, mode: str, settings: ProfileSettings, run_dir:
 
 def rebuild_from_traces(run_path: Path) -> list[dict]:
     """Recompute every profiled row of a run from its trace files with the current attribution
-    code; the rows before are kept in results-before-rebuild.jsonl."""
+    code; the rows as first recorded are kept in results-before-rebuild.jsonl."""
     run_dir = RunDir.resume(run_path)
     rows = run_dir.rows()
-    run_dir.results.rename(run_dir.path / "results-before-rebuild.jsonl")
+    first_recorded = run_dir.path / "results-before-rebuild.jsonl"
+    if first_recorded.exists():
+        run_dir.results.unlink()
+    else:
+        run_dir.results.rename(first_recorded)
     for row in rows:
         if row["status"] == "ok":
             trace = read_trace(run_dir.path / row["trace"])
