@@ -1,6 +1,7 @@
 """Kernel-name shortener and categories on real CUDA kernel names (collected on an H100 by
-benchmarks/profile-h100.sh: cuBLAS/cuBLASLt, nvjet, cutlass, elementwise, reduction, softmax,
-fused AdamW, and the flash kernels of sdpa) and on the ATen op names a CPU profile shows."""
+benchmarks/profile-h100.sh with naive attention: cuBLAS/cuBLASLt xmma, nvjet, cutlass, split-K,
+elementwise, reduction, softmax, fused AdamW; no flash kernels yet, the script's sdpa run has
+not been made) and on the ATen op names a CPU profile shows."""
 
 from pathlib import Path
 
