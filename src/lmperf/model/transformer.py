@@ -89,7 +89,9 @@ class Block(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, C)
         with regions.region(regions.ATTN_NORM):
             h = self.attn_norm(x)
-        x = x + self.attn(h)
+        attended = self.attn(h)
+        with regions.region(regions.OUT_PROJ):  # the FLOP model counts this residual add there
+            x = x + attended
         with regions.region(regions.FFN_NORM):
             h = self.ffn_norm(x)
         with regions.region(regions.FFN):
