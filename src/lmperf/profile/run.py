@@ -19,7 +19,7 @@ from lmperf.analysis.flops import region_flops
 from lmperf.bench.steps import ModelStep, StepConfig
 from lmperf.errors import UsageError
 from lmperf.profile import tables
-from lmperf.profile.trace import KernelCall, device_activity_count, kernel_calls, profile_steps
+from lmperf.profile.trace import KernelCall, kernel_calls, profile_steps
 from lmperf.profile.trace_file import read_trace
 from lmperf.report.environment import environment
 from lmperf.report.rundir import RunDir
@@ -75,8 +75,13 @@ def profile_mode(step: ModelStep, mode: str, settings: ProfileSettings, run_dir:
     row = _base_row(replace(step.config, mode=mode), settings, "ok")
     row.update(trace=f"trace-{mode}.json.gz", time_unit=GPU_TIME if on_gpu else CPU_TIME)
     profiler.export_chrome_trace(str(run_dir.path / row["trace"]))
-    events = profiler.events()
-    return analyse(row, kernel_calls(events, on_gpu), device_activity_count(events) if on_gpu else None)
+    if on_gpu:
+        # Attribute from the exported trace, as --rebuild does: on torch 2.11 the in-memory event
+        # list lost 57 of 628 kernels of a tiny training step on an H200, while the trace file
+        # accounted for all but 1 of 11,108 activities of the 2.7B profiles on an H100.
+        trace = read_trace(run_dir.path / row["trace"])
+        return analyse(row, kernel_calls(trace.events, True), trace.device_activities)
+    return analyse(row, kernel_calls(profiler.events(), False), None)
 
 
 def rebuild_from_traces(run_path: Path) -> list[dict]:

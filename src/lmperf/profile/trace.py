@@ -140,14 +140,6 @@ def kernel_calls(events: Iterable[FunctionEvent], on_gpu: bool) -> list[KernelCa
     return calls
 
 
-def device_activity_count(events: Iterable[FunctionEvent]) -> int:
-    """Kernels, memcpys and memsets the profiler saw on the GPU (range markers left out)."""
-    return sum(
-        1 for e in events
-        if e.device_type != torch.autograd.DeviceType.CPU and e.name not in MARKERS
-    )
-
-
 def run_measured(step: Callable[[], None], steps: int, device: torch.device) -> None:
     """Run `step` `steps` times inside one `lmperf_measured` range, finished on the device."""
     if device.type == "cuda":
