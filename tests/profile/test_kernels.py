@@ -14,7 +14,8 @@ NAMES = (Path(__file__).parent / "fixtures" / "cuda_kernel_names.txt").read_text
 
 
 def test_fixture_covers_the_kernel_families():
-    for family in ("nvjet", "xmma_gemm", "cutlass", "elementwise_kernel", "reduce_kernel", "softmax", "FusedAdam"):
+    for family in ("nvjet", "xmma_gemm", "cutlass", "elementwise_kernel", "reduce_kernel", "softmax", "FusedAdam",
+                   "sdpa_sm90_flash", "fmha_cutlass"):
         assert any(family in name for name in NAMES), family
 
 
@@ -32,6 +33,9 @@ def test_every_real_name_gets_a_short_readable_name_and_a_category(name):
     ("MeanOps<float", "reduce_kernel[mean, fp32]", "reduction"),
     ("silu_kernel(at::TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda()#6}", "vectorized_elementwise_kernel[silu, bf16]", "elementwise"),
     ("softmax_warp_forward<float", "softmax_warp_forward[fp32]", "softmax"),
+    ("at::<unnamed>::fused_dropout_kernel_vec<c10::Half", "fused_dropout_kernel_vec[fp16]", "elementwise"),
+    ("cudnn_generated_fort_native_sdpa_sm90_flash_fprop", "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x1…", "attention"),
+    ("fmha_cutlassF_f32_aligned_64x64_rf_sm80", "fmha_cutlassF_f32_aligned_64x64_rf_sm80", "attention"),
     ("LogSoftMaxForwardEpilogue", "cunn_SoftMaxForwardSmem[logsoftmax, fp32]", "softmax"),
     ("FusedAdamMathFunctor", "multi_tensor_apply_kernel[fusedadam, fp32]", "optimizer"),
     ("bfloat16_copy_kernel_cuda", "vectorized_elementwise_kernel[bfloat16_copy, bf16]", "copy/memset"),

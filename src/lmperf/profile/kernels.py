@@ -33,8 +33,8 @@ _CATEGORY_RULES: list[tuple[str, re.Pattern]] = [
         ("matmul", r"gemm|gemv|nvjet|xmma|cutlass|cublas|splitkreduce|^aten::(mm|bmm|addmm|matmul|linear|baddbmm)$"),
         ("softmax", r"softmax"),
         ("normalisation", r"layer_?norm|rms_?norm|group_?norm|batch_?norm"),
-        ("reduction", r"reduce|nll_loss|triton_(red|per)_|^aten::(sum|mean|max|min|amax|logsumexp|nll_loss\w*)$"),
-        ("elementwise", r"elementwise|triton_poi_|index|gather|scatter|embedding|fill|^aten::"),
+        ("reduction", r"reduce|scan|nll_loss|triton_(red|per)_|^aten::(sum|mean|max|min|amax|logsumexp|nll_loss\w*)$"),
+        ("elementwise", r"elementwise|dropout|triton_poi_|index|gather|scatter|embedding|fill|^aten::"),
     ]
 ]
 
@@ -78,7 +78,8 @@ MAX_SHORT = 72
 
 def _split_signature(name: str) -> tuple[str, str]:
     """('kernel base name', 'its template arguments') of a C++ kernel signature."""
-    name = name.removeprefix("void ").replace("(anonymous namespace)::", "").strip()
+    # torch.profiler writes anonymous namespaces as "(anonymous namespace)", ncu as "<unnamed>".
+    name = name.removeprefix("void ").replace("(anonymous namespace)::", "").replace("<unnamed>::", "").strip()
     template, arguments = name.find("<"), name.find("(")
     if template >= 0 and (arguments < 0 or template < arguments):
         return name[:template].split("::")[-1], name[template + 1:]
