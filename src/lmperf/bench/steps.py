@@ -83,12 +83,14 @@ class ModelStep:
             self.model = TransformerLM(model_config)
         if config.compile == "compile":
             compile_blocks(self.model)
-        self.optimizer = torch.optim.AdamW(
-            self.model.parameters(), lr=1e-4, fused=device.type == "cuda"
-        )
+        self.optimizer = self.build_optimizer()
         shape = (config.batch, config.seq_len + 1)
         data = torch.randint(0, model_config.vocab_size, shape, generator=generator).to(device)
         self.inputs, self.targets = data[:, :-1], data[:, 1:]  # next-token prediction
+
+    def build_optimizer(self) -> torch.optim.Optimizer:
+        """AdamW over the model's current parameters (fused on CUDA); its state comes lazily."""
+        return torch.optim.AdamW(self.model.parameters(), lr=1e-4, fused=self.device.type == "cuda")
 
     def loss(self) -> torch.Tensor:
         with autocast(self.config.precision, self.device):

@@ -90,7 +90,7 @@ def _group_key(config: StepConfig) -> tuple:
     return tuple(v for k, v in config.to_dict().items() if k != "mode")
 
 
-def _base_row(config: StepConfig, settings: SweepSettings, status: str) -> BenchRow:
+def base_row(config: StepConfig, settings: SweepSettings, status: str) -> BenchRow:
     model_config = config.model_config()
     flops = step_flops(model_config, config.batch, config.seq_len, config.mode)
     return BenchRow(
@@ -110,7 +110,7 @@ def _measure(step: ModelStep, config: StepConfig, settings: SweepSettings) -> Be
         torch.cuda.reset_peak_memory_stats(device)
     times = time_steps(lambda: step.run(config.mode), settings.warmup, settings.steps, device)
     step.release_grads()
-    row = _base_row(config, settings, "ok")
+    row = base_row(config, settings, "ok")
     stats = times.stats
     row.cold_ms, row.warmup_ms = times.cold_ms, times.warmup_ms
     row.mean_ms, row.std_ms, row.median_ms = stats.mean, stats.std, stats.median
@@ -145,12 +145,12 @@ def run_configs(
                     step = make_step(config, device)
                 row = _measure(step, config, settings)
             except torch.OutOfMemoryError as error:
-                row = _base_row(config, settings, "oom")
+                row = base_row(config, settings, "oom")
                 row.error = str(error).splitlines()[0][:200]
                 step = None  # drop every reference before emptying the cache
                 _release(device)
             except RuntimeError as error:  # e.g. a compiler failure: record it, go on
-                row = _base_row(config, settings, "error")
+                row = base_row(config, settings, "error")
                 row.error = f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"
                 step = None
                 _release(device)

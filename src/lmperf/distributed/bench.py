@@ -16,7 +16,7 @@ import torch
 import torch.distributed as dist
 
 from lmperf.bench.steps import StepConfig
-from lmperf.bench.sweep import KEY_FIELDS, BenchRow, SweepSettings, _base_row, run_configs
+from lmperf.bench.sweep import KEY_FIELDS, BenchRow, SweepSettings, base_row, run_configs
 from lmperf.distributed import overlap
 from lmperf.distributed.launch import World
 from lmperf.distributed.strategies import DistModelStep, Strategy
@@ -160,7 +160,7 @@ def fill_missing(job: DistBenchJob, nproc: int, run_dir: RunDir, why: str) -> in
     done = completed_keys(run_dir.rows(), DIST_KEY_FIELDS)
     missing = [(c, s) for c, s in job.expected() if row_key(c, s, nproc) not in done]
     for config, strategy in missing:
-        base = _base_row(config, job.settings, "error")
+        base = base_row(config, job.settings, "error")
         row = DistBenchRow(**base.to_dict(), **strategy.key(), nproc=nproc)
         row.error = why
         run_dir.append(row.to_dict())

@@ -99,11 +99,9 @@ class DistModelStep(ModelStep):
     def _wrap(self, strategy: Strategy) -> None:
         # The optimizer is rebuilt over the wrapped parameters (FSDP2 replaces them by DTensors);
         # AdamW allocates its state lazily, so the first one cost nothing.
+        # With --compile the blocks were compiled by ModelStep before wrapping.
         self.model = strategy.wrap(self.model, self.world)
-        self.compiled = torch.compile(self.model) if self.config.compile == "compile" else self.model
-        self.optimizer = torch.optim.AdamW(
-            self.model.parameters(), lr=1e-4, fused=self.device.type == "cuda"
-        )
+        self.optimizer = self.build_optimizer()
 
     def run(self, mode: str) -> None:
         on_all_ranks(lambda: ModelStep.run(self, mode), self.world)
