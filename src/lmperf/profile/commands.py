@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from lmperf.cli_support import clean_errors, resolve_device, split_list
+from lmperf.cli_support import clean_errors, default_preset_and_context, resolve_device, split_list
 
 console = Console(width=None if sys.stdout.isatty() else 200)
 
@@ -47,7 +47,8 @@ def profile(
     device = resolve_device(device)
     on_gpu = device.startswith("cuda")
     mode_list = split_list(modes, "modes")
-    config = StepConfig(preset or ("small" if on_gpu else "tiny"), context or (512 if on_gpu else 128),
+    default_preset, default_context = default_preset_and_context(on_gpu)
+    config = StepConfig(preset or default_preset, context or default_context,
                         mode_list[0], precision, compile, attention, batch).validate()
     settings = ProfileSettings(warmup, steps, device).validate()
     if under_nsys:
