@@ -31,8 +31,9 @@ def test_nccl_collectives_and_data_parallel_steps(tmp_path):
     rows = with_memory_model(read_rows(bench_dir / "results.jsonl"))
     assert [r["strategy"] for r in rows] == ["ddp", "fsdp"] and all(r["status"] == "ok" for r in rows)
     for row in rows:
-        # Between steps: parameters, AdamW state (and DDP's buckets), as the sharding model says.
-        assert row["persistent_memory_gb"] == pytest.approx(row["model_persistent_gb"], rel=0.1)
+        # Between steps: parameters, AdamW state, rotary tables (and DDP's buckets), as the sharding
+        # model says, plus what it leaves out: cuBLAS workspaces and the last batch (under 0.1 GB).
+        assert row["persistent_memory_gb"] == pytest.approx(row["model_persistent_gb"], rel=0.1, abs=0.1)
         assert row["peak_memory_gb"] > row["persistent_memory_gb"] and len(row["peak_memory_gb_ranks"]) == nproc
         assert row["profiled_steps"] == 2 and 0 <= row["exposed_ms"] <= row["comm_ms"] <= row["mean_ms"] * 1.5
         if nproc > 1:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from lmperf.analysis.memory import memory_model
+from lmperf.analysis.memory import memory_model, rotary_table_bytes
 from lmperf.distributed.report import benchmark_page, with_memory_model, with_scaling
 from lmperf.distributed.sharding import state_memory, train_step_peak
 from lmperf.distributed.strategies import Strategy
@@ -10,18 +10,20 @@ from lmperf.model import parameter_count, preset
 
 XL = preset("xl")
 P = parameter_count(XL)["total"]
+ROTARY = rotary_table_bytes(XL)  # buffers: whole on every rank
 
 
 def test_replicated_strategies_keep_16_bytes_per_parameter_between_steps():
-    assert state_memory(XL, Strategy("none"), 1).persistent == 12 * P  # gradients released
-    assert state_memory(XL, Strategy("ddp"), 2).persistent == 16 * P  # buckets outlive them
-    assert state_memory(XL, Strategy("ddp"), 8).persistent == 16 * P  # nothing sharded
+    assert ROTARY == 48 * 2 * 8192 * 32 * 4  # layers x (cos, sin) x max context x head_dim/2 x fp32
+    assert state_memory(XL, Strategy("none"), 1).persistent == 12 * P + ROTARY  # gradients released
+    assert state_memory(XL, Strategy("ddp"), 2).persistent == 16 * P + ROTARY  # buckets outlive them
+    assert state_memory(XL, Strategy("ddp"), 8).persistent == 16 * P + ROTARY  # nothing sharded
 
 
 @pytest.mark.parametrize("n", [2, 4, 8])
 def test_fsdp_shards_parameters_and_optimizer_state(n):
     kept = state_memory(XL, Strategy("fsdp", reshard=True), n)
-    assert kept.persistent == pytest.approx(12 * P / n)
+    assert kept.persistent == pytest.approx(12 * P / n + ROTARY)
     whole = state_memory(XL, Strategy("fsdp", reshard=False), n)
     assert whole.gathered > kept.gathered  # without resharding every block stays gathered
 
@@ -55,7 +57,7 @@ def test_scaling_efficiency_is_against_one_plain_gpu_with_the_same_batch():
 
 def test_memory_columns_and_page():
     rows = with_memory_model([_row("fsdp", 2, 800.0, persistent_memory_gb=12.0, peak_memory_gb=40.0)])
-    assert rows[0]["model_persistent_gb"] == pytest.approx(12 * P / 2 / 1e9)
+    assert rows[0]["model_persistent_gb"] == pytest.approx((12 * P / 2 + ROTARY) / 1e9)
     env = {"device": "NVIDIA H200", "driver": "1", "torch": "2.11", "triton": "3", "commit": "abc", "date": "today"}
     page = benchmark_page([], [{**rows[0], "env": env}], "Data-parallel")
     assert page.startswith("# Data-parallel") and "NVIDIA H200" in page and "| fsdp | 2 |" in page

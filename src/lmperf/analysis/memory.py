@@ -85,6 +85,11 @@ def matmul_parameters(config: ModelConfig) -> int:
     return config.n_layers * (4 * d * d + 3 * d * f) + d * config.vocab_size
 
 
+def rotary_table_bytes(config: ModelConfig) -> int:
+    """The fp32 cos and sin buffers every attention layer keeps (max_seq_len × head_dim/2 each)."""
+    return config.n_layers * 2 * config.max_seq_len * (config.head_dim // 2) * FP32
+
+
 def activations_per_layer(config: ModelConfig, batch: int, seq_len: int, precision: str) -> int:
     """Bytes one block saves for its backward (see the module docstring for each term)."""
     tokens, d, f = batch * seq_len, config.d_model, config.d_ff
@@ -112,7 +117,7 @@ def memory_model(config: ModelConfig, batch: int, seq_len: int, precision: str) 
     per_layer = activations_per_layer(config, batch, seq_len, precision)
     return MemoryModel(
         parameters=params * FP32,
-        rotary_tables=config.n_layers * 2 * config.max_seq_len * (config.head_dim // 2) * FP32,
+        rotary_tables=rotary_table_bytes(config),
         gradients=params * FP32,
         optimizer_state=2 * params * FP32,
         autocast_weight_copies=matmul_parameters(config) * BF16 if bf16 else 0,

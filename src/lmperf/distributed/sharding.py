@@ -10,6 +10,8 @@ Bench keeps fp32 parameters (bf16 runs use autocast), fp32 gradients and AdamW's
   the one prefetched), without it every block gathered in the forward stays whole until its
   backward (the whole model, 4 P).
 
+Every strategy keeps the model's buffers (the rotary tables) whole on every rank.
+
 `persistent` is what stays allocated between steps once gradients are released (set to None),
 the figure bench measures as `persistent_memory_gb`. A train step's peak adds what data
 parallelism does not shard, taken from the single-GPU model (lmperf.analysis.memory): activations,
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from lmperf.analysis.memory import memory_model
+from lmperf.analysis.memory import memory_model, rotary_table_bytes
 from lmperf.distributed.strategies import Strategy
 from lmperf.model import ModelConfig, parameter_count
 
@@ -38,10 +40,11 @@ class StateMemory:
     optimizer: float
     buckets: float  # DDP gradient buckets that outlive the gradients
     gathered: float  # FSDP2 parameters all-gathered whole for compute (transient)
+    buffers: float  # the rotary tables: buffers, whole on every rank under every strategy
 
     @property
     def persistent(self) -> float:
-        return self.params + self.optimizer + self.buckets
+        return self.params + self.optimizer + self.buckets + self.buffers
 
     def to_dict(self) -> dict:
         return {**asdict(self), "persistent": self.persistent}
@@ -49,7 +52,7 @@ class StateMemory:
 
 def state_memory(config: ModelConfig, strategy: Strategy, world_size: int) -> StateMemory:
     counts = parameter_count(config)
-    total = counts["total"]
+    total, buffers = counts["total"], rotary_table_bytes(config)
     if strategy.name == "fsdp":
         n = world_size
         block = (counts["blocks"] / config.n_layers) * PARAM_BYTES
@@ -57,13 +60,13 @@ def state_memory(config: ModelConfig, strategy: Strategy, world_size: int) -> St
         root = (counts["embedding"] + counts["lm_head"] + counts["final_norm"]) * PARAM_BYTES
         blocks_whole = counts["blocks"] * PARAM_BYTES if strategy.key()["reshard"] is False else GATHERED_BLOCKS * block
         return StateMemory(total * PARAM_BYTES / n, total * GRAD_BYTES / n, total * ADAMW_BYTES / n,
-                           0.0, (root + blocks_whole) * (n - 1) / n)
+                           0.0, (root + blocks_whole) * (n - 1) / n, buffers)
     if strategy.name == "ddp":
         # With bucket views the gradients live in the buckets (which outlive them); without, the
         # gradients are a second copy that set_to_none frees.
         grads = 0.0 if strategy.gradient_as_bucket_view else total * GRAD_BYTES
-        return StateMemory(total * PARAM_BYTES, grads, total * ADAMW_BYTES, total * GRAD_BYTES, 0.0)
-    return StateMemory(total * PARAM_BYTES, total * GRAD_BYTES, total * ADAMW_BYTES, 0.0, 0.0)
+        return StateMemory(total * PARAM_BYTES, grads, total * ADAMW_BYTES, total * GRAD_BYTES, 0.0, buffers)
+    return StateMemory(total * PARAM_BYTES, total * GRAD_BYTES, total * ADAMW_BYTES, 0.0, 0.0, buffers)
 
 
 def train_step_peak(config: ModelConfig, batch: int, seq_len: int, precision: str,
@@ -74,6 +77,7 @@ def train_step_peak(config: ModelConfig, batch: int, seq_len: int, precision: st
     holds the larger of the two; DDP's buckets and FSDP2's gathered blocks are held besides.
     """
     single = memory_model(config, batch, seq_len, precision)
-    forward_live = single.peak("forward") - single.parameters  # activations, casts, logits
+    # activations, casts, logits (the rotary tables are in `persistent`)
+    forward_live = single.peak("forward") - single.parameters - single.rotary_tables
     state = state_memory(config, strategy, world_size)
     return state.persistent + state.gathered + max(forward_live, state.grads)
