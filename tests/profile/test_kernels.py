@@ -1,7 +1,7 @@
 """Kernel-name shortener and categories on real CUDA kernel names (collected on an H100 by
-benchmarks/profile-h100.sh with naive attention: cuBLAS/cuBLASLt xmma, nvjet, cutlass, split-K,
-elementwise, reduction, softmax, fused AdamW; no flash kernels yet, the script's sdpa run has
-not been made) and on the ATen op names a CPU profile shows."""
+benchmarks/profile-h100.sh and the pmc captures: cuBLAS/cuBLASLt xmma, nvjet, cutlass, split-K,
+elementwise, reduction, softmax, fused AdamW, cuDNN flash SDPA forward and backward with its
+helper kernels, mem-efficient fmha) and on the ATen op names a CPU profile shows."""
 
 from pathlib import Path
 
@@ -15,7 +15,7 @@ NAMES = (Path(__file__).parent / "fixtures" / "cuda_kernel_names.txt").read_text
 
 def test_fixture_covers_the_kernel_families():
     for family in ("nvjet", "xmma_gemm", "cutlass", "elementwise_kernel", "reduce_kernel", "softmax", "FusedAdam",
-                   "sdpa_sm90_flash", "fmha_cutlass"):
+                   "sdpa_sm90_flash", "fmha_cutlass", "compute_dot_do_o", "convert_dq_to_16bits"):
         assert any(family in name for name in NAMES), family
 
 
@@ -36,6 +36,8 @@ def test_every_real_name_gets_a_short_readable_name_and_a_category(name):
     ("at::<unnamed>::fused_dropout_kernel_vec<c10::Half", "fused_dropout_kernel_vec[fp16]", "elementwise"),
     ("cudnn_generated_fort_native_sdpa_sm90_flash_fprop", "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x1…", "attention"),
     ("fmha_cutlassF_f32_aligned_64x64_rf_sm80", "fmha_cutlassF_f32_aligned_64x64_rf_sm80", "attention"),
+    # The argument list's `float const*` is no dtype: the template holds none, so none is shown.
+    ("compute_dot_do_o_specialized<true, 64>", "compute_dot_do_o_specialized", "attention"),
     ("LogSoftMaxForwardEpilogue", "cunn_SoftMaxForwardSmem[logsoftmax, fp32]", "softmax"),
     ("FusedAdamMathFunctor", "multi_tensor_apply_kernel[fusedadam, fp32]", "optimizer"),
     ("bfloat16_copy_kernel_cuda", "vectorized_elementwise_kernel[bfloat16_copy, bf16]", "copy/memset"),

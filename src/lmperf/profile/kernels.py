@@ -28,7 +28,9 @@ _CATEGORY_RULES: list[tuple[str, re.Pattern]] = [
     (category, re.compile(pattern, re.IGNORECASE))
     for category, pattern in [
         ("copy/memset", r"^(memcpy|memset)|catarraybatchedcopy|copy_kernel|^aten::(copy_|_to_copy|clone|cat|stack|contiguous)$"),
-        ("attention", r"flash|fmha|sdpa|_attn_|attention|^aten::_?scaled_dot_product"),
+        # cuDNN's SDPA backward also launches two helpers: rowsum(dO * O) and dQ's cast to 16 bits.
+        ("attention", r"flash|fmha|sdpa|_attn_|attention|^aten::_?scaled_dot_product"
+                      r"|cudnn::fusion::(compute_dot_do_o|convert_dq)"),
         ("optimizer", r"adam|multi_tensor_apply|^aten::_foreach|^aten::_fused"),
         ("matmul", r"gemm|gemv|nvjet|xmma|cutlass|cublas|splitkreduce|^aten::(mm|bmm|addmm|matmul|linear|baddbmm)$"),
         ("softmax", r"softmax"),
@@ -82,7 +84,15 @@ def _split_signature(name: str) -> tuple[str, str]:
     name = name.removeprefix("void ").replace("(anonymous namespace)::", "").replace("<unnamed>::", "").strip()
     template, arguments = name.find("<"), name.find("(")
     if template >= 0 and (arguments < 0 or template < arguments):
-        return name[:template].split("::")[-1], name[template + 1:]
+        # Up to the '>' that closes the template: the argument list after it names only C types
+        # (`float const*` would pass for the kernel's dtype).
+        depth, end = 0, len(name)
+        for i in range(template, len(name)):
+            depth += {"<": 1, ">": -1}.get(name[i], 0)
+            if depth == 0:
+                end = i
+                break
+        return name[:template].split("::")[-1], name[template + 1:end]
     return (name[:arguments] if arguments >= 0 else name).split("::")[-1], ""
 
 
