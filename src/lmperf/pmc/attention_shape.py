@@ -42,13 +42,18 @@ def eager_shape(qk: KernelRecord, softmax: KernelRecord, tokens: int, d: int) ->
         return None
     T = max(seq_lens)
     B = tokens // T
+    # PyTorch's warp softmax pads each row to a power of two (its template's log2 length) and
+    # counts the padded elements too: T=384 rows of 512.
+    padded = 1 << (T - 1).bit_length()
     for count in sorted({softmax.metric(m) for m in (FMUL, FADD, FFMA)} - {0.0}):
-        heads = count / (B * T * T)
-        if heads == int(heads) and heads >= 1 and d % int(heads) == 0:
-            H = int(heads)
-            return AttentionShape(B, T, H, d // H, abs(t_est - T) / T,
-                                  f"QK^T matmul {macs(qk):,.0f} MACs = N·T·d gives T={T}; "
-                                  f"softmax counts {count:,.0f} = B·H·T² give H={H}")
+        for row in sorted({T, padded}):
+            heads = count / (B * T * row)
+            if heads == int(heads) and heads >= 1 and d % int(heads) == 0:
+                H = int(heads)
+                shape = "B·H·T²" if row == T else f"B·H·T·{row} (rows padded to {row})"
+                return AttentionShape(B, T, H, d // H, abs(t_est - T) / T,
+                                      f"QK^T matmul {macs(qk):,.0f} MACs = N·T·d gives T={T}; "
+                                      f"softmax counts {count:,.0f} = {shape} give H={H}")
     return None
 
 

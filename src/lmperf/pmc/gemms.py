@@ -37,6 +37,17 @@ def macs(kernel: KernelRecord) -> float:
     return tensor / 2 if tensor > 0 else kernel.metric(FFMA)
 
 
+def simt_widths(kernel: KernelRecord, tokens: int, k: int) -> list[int]:
+    """Output widths w that explain an fp32 SIMT GEMM (no tensor work) with N=`tokens` rows and
+    inner size k. Predicated-off threads are not counted, so there is no tile padding: the kernel
+    runs N·w·k FFMA, plus N·w more when its epilogue scales with an FFMA (some cuBLAS xmma variants
+    do, others not). Both readings are whole numbers when k divides w; the caller decides."""
+    if tensor_path(kernel) is not None or not kernel.metric(FFMA):
+        return []
+    ffma = kernel.metric(FFMA)
+    return sorted({int(w) for w in (ffma / (tokens * k), ffma / (tokens * (k + 1))) if w == int(w)})
+
+
 @dataclass(frozen=True)
 class Phases:
     """Kernels of the forward pass, the backward pass and the optimizer, in launch order."""

@@ -112,8 +112,16 @@ def _tokens_and_width(result: Inference, phases: g.Phases, out: KernelRecord, co
 
 
 def _width(result: Inference, name: str, kernel: KernelRecord, tokens: int, d: int,
-           counts: Counter, what: str, per: int = 1) -> int | None:
-    bound = g.macs(kernel) / (tokens * d) / per
+           counts: Counter, what: str, multiple: int = 1) -> int | None:
+    """The output width of a projection GEMM with inner size d (a multiple of `multiple`)."""
+    bound = g.macs(kernel) / (tokens * d)
+    simt = g.simt_widths(kernel, tokens, d)
+    simt = [w for w in simt if w % multiple == 0]
+    if len(simt) == 1:
+        result.set(name, simt[0], 0.9, f"{what}: fp32 SIMT GEMM, {g.macs(kernel):,.0f} FFMA = "
+                   f"N·{simt[0]}·{'(d + 1)' if simt[0] * d * tokens != g.macs(kernel) else 'd'} "
+                   f"(the only reading that is a whole number of {multiple}-wide heads)")
+        return simt[0]
     exact = exact_width(bound, tokens, counts)
     if exact:
         result.set(name, exact, 0.9, f"{what}: {g.macs(kernel):,.0f} MACs bound it by {bound:.0f}; "
@@ -210,10 +218,11 @@ def _attention(result: Inference, roles: dict, tokens: int, d: int) -> Attention
 
 def _kv_heads(result, roles, tokens, d, shape: AttentionShape, counts: Counter) -> None:
     qkv = roles["qkv"]
+    hd = shape.head_dim
     if len(qkv) >= 3:
-        kv_width = _width(result, "n_kv_heads", qkv[1], tokens, d, counts, "K projection")
+        kv_width = _width(result, "n_kv_heads", qkv[1], tokens, d, counts, "K projection", hd)
     else:
-        total = _width(result, "n_kv_heads", qkv[-1], tokens, d, counts, "fused QKV projection")
+        total = _width(result, "n_kv_heads", qkv[-1], tokens, d, counts, "fused QKV projection", hd)
         kv_width = (total - (d if len(qkv) == 1 else 0)) // 2
     kv_heads = max(1, min(shape.n_heads, kv_width // shape.head_dim))
     confidence = result.confidence["n_kv_heads"]
