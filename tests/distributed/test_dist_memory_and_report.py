@@ -61,3 +61,11 @@ def test_memory_columns_and_page():
     env = {"device": "NVIDIA H200", "driver": "1", "torch": "2.11", "triton": "3", "commit": "abc", "date": "today"}
     page = benchmark_page([], [{**rows[0], "env": env}], "Data-parallel")
     assert page.startswith("# Data-parallel") and "NVIDIA H200" in page and "| fsdp | 2 |" in page
+
+
+def test_ddp_peak_holds_the_first_buckets_through_the_second_step():
+    # Measured on 2 H200s (benchmarks/scripts/ddp_memory_probe.py, xl at 512, bf16): step 2's
+    # forward holds one fp32 gradient copy more than steps 3 and 4 (7.78 vs 6.78 copies).
+    single = train_step_peak(XL, 4, 512, "bf16", Strategy("none"), 1)
+    ddp = train_step_peak(XL, 4, 512, "bf16", Strategy("ddp"), 2)
+    assert ddp - single == 8 * P  # the live buckets and the first iteration's, 4 bytes each

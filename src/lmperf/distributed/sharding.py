@@ -4,7 +4,8 @@ Bench keeps fp32 parameters (bf16 runs use autocast), fp32 gradients and AdamW's
 4 + 4 + 8 bytes per parameter. Per rank, with P parameters on N ranks:
 
 - none / DDP: everything replicated, 16 P. DDP's gradient buckets hold the gradients
-  (gradient_as_bucket_view) or a second copy of them (4 P more), and stay allocated between steps.
+  (gradient_as_bucket_view) or a second copy of them (4 P more), and stay allocated between steps;
+  the second step also holds the first step's buckets (4 P), which DDP replaces by rebuilt ones.
 - FSDP2: parameters, gradients and optimizer state sharded, 16 P / N, plus the blocks gathered
   whole for compute: with reshard-after-forward about two blocks at a time (the one computing and
   the one prefetched), without it every block gathered in the forward stays whole until its
@@ -41,6 +42,7 @@ class StateMemory:
     buckets: float  # DDP gradient buckets that outlive the gradients
     gathered: float  # FSDP2 parameters all-gathered whole for compute (transient)
     buffers: float  # the rotary tables: buffers, whole on every rank under every strategy
+    rebuild: float = 0.0  # DDP's first-iteration buckets, alive through the second forward
 
     @property
     def persistent(self) -> float:
@@ -65,7 +67,11 @@ def state_memory(config: ModelConfig, strategy: Strategy, world_size: int) -> St
         # With bucket views the gradients live in the buckets (which outlive them); without, the
         # gradients are a second copy that set_to_none frees.
         grads = 0.0 if strategy.gradient_as_bucket_view else total * GRAD_BYTES
-        return StateMemory(total * PARAM_BYTES, grads, total * ADAMW_BYTES, total * GRAD_BYTES, 0.0, buffers)
+        # After the first iteration DDP rebuilds its buckets in the order the gradients arrived;
+        # the old ones stay allocated until the second backward (measured: a full extra gradient
+        # copy through the second forward, benchmarks/scripts/ddp_memory_probe.py).
+        return StateMemory(total * PARAM_BYTES, grads, total * ADAMW_BYTES, total * GRAD_BYTES, 0.0,
+                           buffers, rebuild=total * GRAD_BYTES)
     return StateMemory(total * PARAM_BYTES, total * GRAD_BYTES, total * ADAMW_BYTES, 0.0, 0.0, buffers)
 
 
@@ -74,10 +80,12 @@ def train_step_peak(config: ModelConfig, batch: int, seq_len: int, precision: st
     """Bytes at one rank's peak in a train step with `batch` sequences per rank.
 
     As in the single-GPU model, the gradients appear while the activations are freed, so the peak
-    holds the larger of the two; DDP's buckets and FSDP2's gathered blocks are held besides.
+    holds the larger of the two; DDP's buckets and FSDP2's gathered blocks are held besides. The
+    peak of a run includes its second step, where DDP still holds its first buckets (`rebuild`);
+    from the third step on, a DDP step peaks `rebuild` bytes lower.
     """
     single = memory_model(config, batch, seq_len, precision)
     # activations, casts, logits (the rotary tables are in `persistent`)
     forward_live = single.peak("forward") - single.parameters - single.rotary_tables
     state = state_memory(config, strategy, world_size)
-    return state.persistent + state.gathered + max(forward_live, state.grads)
+    return state.persistent + state.gathered + state.rebuild + max(forward_live, state.grads)
