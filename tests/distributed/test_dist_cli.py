@@ -31,6 +31,15 @@ def test_bench_dist_runs_ddp_and_fsdp_on_two_processes(tmp_path):
     assert (run_dir / "job.json").is_file() and "fsdp" in result.stdout
 
 
+def test_plain_bench_with_nproc_runs_the_data_parallel_sweep(tmp_path):
+    result = lmperf("bench", "--nproc", "2", "--strategy", "fsdp", "-p", "tiny", "-t", "32", "--modes", "train-step",
+                    "--warmup", "1", "--steps", "2", "--runs", str(tmp_path))
+    assert result.returncode == 0, result.stderr[-3000:]
+    (run_dir,) = tmp_path.iterdir()
+    (row,) = read_rows(run_dir / "results.jsonl")
+    assert (row["strategy"], row["nproc"], row["status"], row["preset"]) == ("fsdp", 2, "ok", "tiny")
+
+
 def _no_fsdp2(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch.distributed.fsdp", types.ModuleType("torch.distributed.fsdp"))
 
