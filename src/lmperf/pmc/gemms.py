@@ -7,6 +7,7 @@ cores count one FFMA per multiply-add (plus one per output element and split for
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from lmperf.pmc.kernels import ATTENTION, GEMM, OPTIMIZER, SOFTMAX, is_backward, kernel_class
@@ -38,14 +39,22 @@ def macs(kernel: KernelRecord) -> float:
 
 
 def simt_widths(kernel: KernelRecord, tokens: int, k: int) -> list[int]:
-    """Output widths w that explain an fp32 SIMT GEMM (no tensor work) with N=`tokens` rows and
-    inner size k. Predicated-off threads are not counted, so there is no tile padding: the kernel
-    runs N·w·k FFMA, plus N·w more when its epilogue scales with an FFMA (some cuBLAS xmma variants
-    do, others not). Both readings are whole numbers when k divides w; the caller decides."""
+    """Output widths w that could explain an fp32 SIMT GEMM (no tensor work) with N=`tokens` rows
+    and inner size k: it runs N·w·k FFMA, plus N·w more when its epilogue scales with an FFMA
+    (some cuBLAS xmma variants do, others not). Both readings are whole numbers when k divides w,
+    and a kernel that computes whole tiles (seen for LM heads: V=50257 counted as 50432) reads as a
+    padded width; the caller confirms a reading with other evidence."""
     if tensor_path(kernel) is not None or not kernel.metric(FFMA):
         return []
     ffma = kernel.metric(FFMA)
     return sorted({int(w) for w in (ffma / (tokens * k), ffma / (tokens * (k + 1))) if w == int(w)})
+
+
+def tile_extent(name: str) -> int | None:
+    """The larger side of the output tile a GEMM kernel's name declares (`..._128x256_...`,
+    `tilesize64x256x8`), i.e. how far tile padding can round a width up; None if unnamed."""
+    match = re.search(r"(?:tilesize|_)(\d+)x(\d+)(?:x\d+)?_", name)
+    return max(int(match.group(1)), int(match.group(2))) if match else None
 
 
 @dataclass(frozen=True)

@@ -181,6 +181,19 @@ def _d_ff(result: Inference, roles: dict, tokens: int, d: int, counts: Counter) 
         result.set("d_ff", exact, 0.9, f"down-projection {g.macs(down):,.0f} MACs bound d_ff by "
                    f"{bound:.0f}; elementwise counts {tokens * exact:,} = N·d_ff")
         return exact
+    # fp32 SIMT GEMMs: the down-projection reads d_ff or d_ff + 1 (epilogue), each up-projection
+    # d_ff (or 2·d_ff fused gate and up); a width both sides allow is the answer.
+    if g.tensor_path(down) is None and down.metric(g.FFMA):
+        per_row = down.metric(g.FFMA) / (tokens * d)
+        down_reads = {int(per_row) - e for e in (0, 1)} if per_row == int(per_row) else set()
+        up_reads = {w // n for k in roles["ups"] for w in g.simt_widths(k, tokens, d) for n in (1, 2)
+                    if w % n == 0}
+        both = sorted(down_reads & up_reads)
+        if len(both) == 1:
+            result.set("d_ff", both[0], 0.8, f"fp32 SIMT GEMMs: the down-projection's FFMA allow "
+                       f"{sorted(down_reads)}, the up-projection's {sorted(up_reads)}; only "
+                       f"{both[0]} fits both")
+            return both[0]
     ratio = g.macs(down) / g.macs(out) * d  # same output width d, same padding
     f = int(round(ratio))
     same_tile = down.name == out.name
@@ -250,8 +263,11 @@ def _vocab(result: Inference, head: KernelRecord, phases: g.Phases, tokens: int,
         result.set("vocab_size", exact, 0.9, f"LM head {g.macs(head):,.0f} MACs bound V by "
                    f"{bound:.0f}; the loss's log-softmax FFMA count gives V={exact}")
     else:
+        tile = g.tile_extent(head.name)
+        span = f"V is in [{int(round(bound)) - tile + 1}, {int(round(bound))}]" if tile else "V is at most that"
         result.set("vocab_size", int(round(bound)), 0.5, f"LM head {g.macs(head):,.0f} MACs = N·d·"
-                   f"{bound:.0f}: V rounded up to the GEMM tile (no loss kernel to pin it)")
+                   f"{bound:.0f}, rounded up to the GEMM's {tile or '?'}-wide tile: {span} "
+                   "(no loss kernel in the capture to pin it)")
 
 
 def infer_file(path: Path) -> Inference:
