@@ -263,9 +263,9 @@ def _vocab(result: Inference, head: KernelRecord, phases: g.Phases, tokens: int,
         result.set("vocab_size", exact, 0.9, f"LM head {g.macs(head):,.0f} MACs bound V by "
                    f"{bound:.0f}; the loss's log-softmax FFMA count gives V={exact}")
     else:
-        tile = g.tile_extent(head.name)
-        span = f"V is in [{int(round(bound)) - tile + 1}, {int(round(bound))}]" if tile else "V is at most that"
-        result.set("vocab_size", int(round(bound)), 0.5, f"LM head {g.macs(head):,.0f} MACs = N·d·"
+        upper, tile = int(round(bound)), g.tile_extent(head.name)
+        span = f"V is in [{upper - tile + 1}, {upper}]" if tile else "V is at most that"
+        result.set("vocab_size", upper, 0.5, f"LM head {g.macs(head):,.0f} MACs = N·d·"
                    f"{bound:.0f}, rounded up to the GEMM's {tile or '?'}-wide tile: {span} "
                    "(no loss kernel in the capture to pin it)")
 
