@@ -3,7 +3,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from lmperf.analysis.flops import MODES, forward_ops, step_flops
-from lmperf.bench.steps import ModelStep, StepConfig
+from lmperf.model.step import ModelStep, StepConfig
 from lmperf.model import preset
 
 

@@ -3,7 +3,7 @@ import json
 import pytest
 import torch
 
-from lmperf.bench.steps import ModelStep
+from lmperf.model.step import ModelStep
 from lmperf.bench.sweep import SweepSettings, grid, run_sweep
 from lmperf.errors import UsageError
 from lmperf.report.rundir import RunDir, read_rows

@@ -17,7 +17,7 @@ case $stage in
     timeout "$seconds" python3 -m pytest -q -rf -m gpu -p no:cacheprovider "${@:-tests/attention}" > "$OUT/tests.log" 2>&1
     tail -n 25 "$OUT/tests.log" ;;
   target)
-    timeout "${TARGET_TIMEOUT:-240}" python3 -c "from lmperf.attention.benchmark import time_compiled_triton as t; print('target (16,16384,64) causal compiled fwd+sum().backward(): %.3f ms' % t())" > "$OUT/target.log" 2>&1
+    timeout "${TARGET_TIMEOUT:-240}" python3 -c "from lmperf.attention_bench.benchmark import time_compiled_triton as t; print('target (16,16384,64) causal compiled fwd+sum().backward(): %.3f ms' % t())" > "$OUT/target.log" 2>&1
     tail -n 5 "$OUT/target.log" ;;
   sweep)
     timeout "${SWEEP_TIMEOUT:-400}" python3 -m lmperf.cli attention --runs "$RUNS" "$@" > "$OUT/sweep.log" 2>&1

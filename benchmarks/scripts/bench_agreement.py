@@ -10,7 +10,7 @@ import torch
 import torch.utils.benchmark as torch_benchmark
 import triton.testing
 
-from lmperf.bench.steps import ModelStep, StepConfig
+from lmperf.model.step import ModelStep, StepConfig
 from lmperf.bench.timing import time_steps
 from lmperf.report.environment import environment
 

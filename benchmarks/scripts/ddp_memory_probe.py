@@ -16,7 +16,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from lmperf.bench.steps import ModelStep, StepConfig
+from lmperf.model.step import ModelStep, StepConfig
 from lmperf.model import parameter_count
 
 

@@ -78,7 +78,7 @@ def bench(
 
 # Each area adds its commands from lmperf/<area>/commands.py (a register(app) function), so the
 # areas can grow without touching one another here.
-for _area in ("profile", "attention", "pmc", "distributed"):
+for _area in ("profile", "attention_bench", "pmc", "distributed"):
     importlib.import_module(f"lmperf.{_area}.commands").register(app)
 
 

@@ -6,7 +6,7 @@ import torch
 from hypothesis import strategies as st
 
 from lmperf.attention.naive import naive_attention_with_lse
-from lmperf.bench.steps import ModelStep, StepConfig
+from lmperf.model.step import ModelStep, StepConfig
 
 
 def random_qkv(lead, seq_q, seq_k, head_dim, dtype, device="cpu", seed=0):

@@ -6,8 +6,8 @@ import pytest
 from typer.testing import CliRunner
 
 from lmperf.analysis.flops import attention_kernel_flops
-from lmperf.attention import report
-from lmperf.attention.benchmark import AttentionRow, cases
+from lmperf.attention_bench import report
+from lmperf.attention_bench.benchmark import AttentionRow, cases
 from lmperf.cli import app
 from lmperf.errors import UsageError
 

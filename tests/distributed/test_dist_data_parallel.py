@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from lmperf.bench.steps import ModelStep, StepConfig
+from lmperf.model.step import ModelStep, StepConfig
 from lmperf.distributed.launch import joined_world
 from lmperf.distributed.strategies import WEIGHT_SEED, DistModelStep, Strategy
 from world_spawn import spawn_world

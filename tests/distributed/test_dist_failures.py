@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-from lmperf.bench.steps import ModelStep, StepConfig
+from lmperf.model.step import ModelStep, StepConfig
 from lmperf.bench.sweep import SweepSettings
 from lmperf.distributed.bench import DIST_KEY_FIELDS, DistBenchJob, fill_missing, row_key, run_dist_sweep
 from lmperf.distributed.launch import joined_world
@@ -55,7 +55,7 @@ def test_one_rank_out_of_memory_is_an_oom_row_and_the_sweep_goes_on(tmp_path):
 FAULT = """
 import os
 if os.environ.get("RANK") == "1":
-    from lmperf.bench.steps import ModelStep
+    from lmperf.model.step import ModelStep
     def failing_run(self, mode):
         raise RuntimeError("injected fault")
     ModelStep.run = failing_run

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from lmperf.bench.steps import StepConfig
+from lmperf.model.step import StepConfig
 from lmperf.profile.memory import MemorySettings, run_memory
 from lmperf.profile.run import ProfileSettings, run_profile
 from lmperf.report.rundir import RunDir

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from lmperf import regions
 from lmperf.errors import UsageError
 from lmperf.model.config import ModelConfig, parameter_count
+from lmperf.model.step import MODES
 
-MODES = ("forward", "forward-backward", "train-step")
 ADAMW_FLOPS_PER_PARAM = 13
 
 

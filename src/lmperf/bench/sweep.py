@@ -16,7 +16,7 @@ import torch
 
 from lmperf.analysis.flops import MODES, step_flops
 from lmperf.analysis.peaks import peak_tflops
-from lmperf.bench.steps import ModelStep, StepConfig
+from lmperf.model.step import ModelStep, StepConfig
 from lmperf.bench.timing import time_steps
 from lmperf.model import parameter_count
 from lmperf.report.environment import environment

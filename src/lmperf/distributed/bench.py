@@ -15,7 +15,7 @@ from typing import Callable
 import torch
 import torch.distributed as dist
 
-from lmperf.bench.steps import StepConfig
+from lmperf.model.step import StepConfig
 from lmperf.bench.sweep import KEY_FIELDS, BenchRow, SweepSettings, base_row, run_configs
 from lmperf.distributed import overlap
 from lmperf.distributed.launch import World

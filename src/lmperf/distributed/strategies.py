@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 
-from lmperf.bench.steps import ModelStep, StepConfig
+from lmperf.model.step import ModelStep, StepConfig
 from lmperf.distributed.guard import on_all_ranks
 from lmperf.distributed.launch import World
 from lmperf.errors import UsageError

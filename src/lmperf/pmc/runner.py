@@ -15,7 +15,7 @@ from typing import Callable
 
 import torch
 
-from lmperf.bench.steps import ModelStep, StepConfig
+from lmperf.model.step import ModelStep, StepConfig
 from lmperf.model import preset
 from lmperf.pmc.targets import RANGE, Target, torch_dtype
 

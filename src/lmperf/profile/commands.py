@@ -32,7 +32,7 @@ def profile(
     runs_root: Path = typer.Option(Path("runs"), "--runs", help="Where run directories are created."),
 ) -> None:
     """Where the step's time goes: kernels, model regions, FLOPs vs time, matmul share."""
-    from lmperf.bench.steps import StepConfig
+    from lmperf.model.step import StepConfig
     from lmperf.profile import nsys as nsys_capture
     from lmperf.profile import report
     from lmperf.profile import tables as profile_tables

@@ -22,7 +22,7 @@ import torch
 
 from lmperf import regions
 from lmperf.analysis.memory import memory_model
-from lmperf.bench.steps import ModelStep, StepConfig
+from lmperf.model.step import ModelStep, StepConfig
 from lmperf.errors import UsageError
 from lmperf.profile import snapshot as snap
 from lmperf.profile.plots import plot_memory_timeline

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lmperf.analysis.memory import memory_model
-from lmperf.bench.steps import StepConfig
+from lmperf.model.step import StepConfig
 from lmperf.report import tables
 from lmperf.report.rundir import read_rows
 

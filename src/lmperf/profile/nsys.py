@@ -16,7 +16,7 @@ from typing import Sequence
 
 import torch
 
-from lmperf.bench.steps import ModelStep, StepConfig
+from lmperf.model.step import ModelStep, StepConfig
 from lmperf.profile.run import ProfileSettings
 from lmperf.profile.trace import MEASURED, run_measured
 

@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 import torch
 
 from lmperf.analysis.flops import region_flops
-from lmperf.bench.steps import ModelStep, StepConfig
+from lmperf.model.step import ModelStep, StepConfig
 from lmperf.errors import UsageError
 from lmperf.profile import tables
 from lmperf.profile.trace import KernelCall, kernel_calls, profile_steps

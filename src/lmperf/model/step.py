@@ -8,11 +8,11 @@ from dataclasses import asdict, dataclass
 import torch
 
 from lmperf import regions
-from lmperf.analysis.flops import MODES
 from lmperf.errors import UsageError
 from lmperf.model import ModelConfig, TransformerLM, check_context, preset
 from lmperf.model.transformer import lm_loss
 
+MODES = ("forward", "forward-backward", "train-step")
 PRECISIONS = ("fp32", "bf16")
 COMPILE_MODES = ("eager", "compile")
 

@@ -1,4 +1,4 @@
-"""CLI commands of lmperf.attention, registered on the main app by lmperf.cli."""
+"""CLI command of lmperf.attention_bench, registered on the main app by lmperf.cli."""
 
 from __future__ import annotations
 
@@ -35,8 +35,8 @@ def attention_command(
     runs_root: Path = typer.Option(Path("runs"), "--runs", help="Where run directories are created."),
 ) -> None:
     """Time attention implementations: forward, backward, forward+backward, TFLOP/s, memory."""
-    from lmperf.attention import report
-    from lmperf.attention.benchmark import cases, run_attention_sweep
+    from lmperf.attention_bench import report
+    from lmperf.attention_bench.benchmark import cases, run_attention_sweep
     from lmperf.report import tables
     from lmperf.report.rundir import RunDir
 
