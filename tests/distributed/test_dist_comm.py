@@ -1,4 +1,4 @@
-"""`lmperf comm` over Gloo: sizes, the nccl-tests bandwidth definitions, and a real 2-process run."""
+"""`lmperf comm` over Gloo: sizes, the nccl-tests bandwidth definitions, and real 2- and 4-process runs."""
 
 import subprocess
 import sys
@@ -26,9 +26,15 @@ def test_bus_factors_follow_nccl_tests():
     assert bus_factor("all-gather", 2) == 0.5 and bus_factor("reduce-scatter", 8) == 0.875
 
 
-def test_comm_on_two_gloo_processes_writes_rows_table_and_plot(tmp_path):
+# nccl-tests' bus factors written out by hand: all-reduce 2(n-1)/n, all-gather and reduce-scatter (n-1)/n.
+HAND_BUS_FACTORS = {2: {"all-reduce": 1.0, "all-gather": 0.5, "reduce-scatter": 0.5},
+                    4: {"all-reduce": 1.5, "all-gather": 0.75, "reduce-scatter": 0.75}}
+
+
+@pytest.mark.parametrize("nproc", [2, 4])
+def test_comm_on_gloo_processes_writes_rows_table_and_plot(tmp_path, nproc):
     result = subprocess.run(
-        [sys.executable, "-m", "lmperf.cli", "comm", "--device", "cpu", "--nproc", "2", "--sizes", "64KB,1MB",
+        [sys.executable, "-m", "lmperf.cli", "comm", "--device", "cpu", "--nproc", str(nproc), "--sizes", "64KB,1MB",
          "--warmup", "1", "--iters", "3", "--runs", str(tmp_path)],
         capture_output=True, text=True, timeout=120,
     )
@@ -39,9 +45,9 @@ def test_comm_on_two_gloo_processes_writes_rows_table_and_plot(tmp_path):
         (op, size) for op in ("all-reduce", "all-gather", "reduce-scatter") for size in (2**16, 2**20)
     ]
     for row in rows:
-        assert row["status"] == "ok" and row["backend"] == "gloo" and row["nproc"] == 2
-        assert len(row["mean_us_ranks"]) == 2 and row["mean_us"] > 0
+        assert row["status"] == "ok" and row["backend"] == "gloo" and row["nproc"] == nproc
+        assert len(row["mean_us_ranks"]) == nproc and row["mean_us"] > 0
         assert row["algbw_gbps"] == pytest.approx(row["size_bytes"] / row["mean_us"] / 1e3)
-        assert row["busbw_gbps"] == pytest.approx(row["algbw_gbps"] * bus_factor(row["op"], 2))
+        assert row["busbw_gbps"] == pytest.approx(row["algbw_gbps"] * HAND_BUS_FACTORS[nproc][row["op"]])
     assert (run_dir / "busbw.png").stat().st_size > 0
     assert "all-reduce" in (run_dir / "results.md").read_text()

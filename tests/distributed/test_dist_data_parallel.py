@@ -1,4 +1,5 @@
-"""A 2-process DDP or FSDP2 step equals one process stepping on the two ranks' batches together."""
+"""An N-process DDP or FSDP2 step (N = 2 and 4 Gloo ranks) equals one process stepping on all the
+ranks' batches together."""
 
 from pathlib import Path
 
@@ -35,26 +36,28 @@ def _rank(out: Path) -> None:
                 torch.save(result, out / f"{index}.pt")
 
 
-def _single_process_on_both_batches() -> dict:
+def _single_process_on_all_batches(nproc: int) -> dict:
     torch.manual_seed(WEIGHT_SEED)
-    step = ModelStep(CONFIG, torch.device("cpu"), seed=0)  # rank 0's batch
-    other = ModelStep(CONFIG, torch.device("cpu"), seed=1)  # rank 1's batch
-    step.inputs = torch.cat([step.inputs, other.inputs])
-    step.targets = torch.cat([step.targets, other.targets])
+    ranks = [ModelStep(CONFIG, torch.device("cpu"), seed=rank) for rank in range(nproc)]  # rank r's batch
+    step = ranks[0]
+    step.inputs = torch.cat([r.inputs for r in ranks])
+    step.targets = torch.cat([r.targets for r in ranks])
     return _grads_and_params(step)
 
 
-@pytest.fixture(scope="module")
-def distributed_results(tmp_path_factory):
-    out = tmp_path_factory.mktemp("dp")
-    spawn_world(_rank, 2, out)
-    return [torch.load(out / f"{i}.pt") for i in range(len(STRATEGIES))]
+@pytest.fixture(scope="module", params=[2, 4], ids=["2-ranks", "4-ranks"])
+def distributed_results(request, tmp_path_factory):
+    nproc = request.param
+    out = tmp_path_factory.mktemp(f"dp{nproc}")
+    spawn_world(_rank, nproc, out)
+    return nproc, [torch.load(out / f"{i}.pt") for i in range(len(STRATEGIES))]
 
 
 @pytest.mark.parametrize("index", range(len(STRATEGIES)), ids=["ddp-small-buckets", "ddp-no-bucket-view", "fsdp-reshard", "fsdp-keep-gathered"])
-def test_two_ranks_match_one_process_on_the_concatenated_batch(distributed_results, index):
-    reference = _single_process_on_both_batches()
-    result = distributed_results[index]
+def test_ranks_match_one_process_on_the_concatenated_batch(distributed_results, index):
+    nproc, results = distributed_results
+    reference = _single_process_on_all_batches(nproc)
+    result = results[index]
     # Gradients first: one AdamW step is nearly blind to a gradient's scale (m / sqrt(v)).
     for name in ("grads", "params"):
         assert len(result[name]) == len(reference[name])
