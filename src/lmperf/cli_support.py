@@ -58,24 +58,3 @@ def resolve_device(device: str):
         raise UsageError(f"unknown device {device!r}; use auto, cpu or cuda")
     return device
 
-
-def default_preset_and_context(on_gpu: bool) -> tuple[str, int]:
-    """What a command runs when not told: tiny at 128 on a CPU (seconds), small at 512 on a GPU."""
-    return ("small", 512) if on_gpu else ("tiny", 128)
-
-
-def bench_grid(options: dict, on_gpu: bool) -> list:
-    """bench's configurations from its comma-separated options, with bench's defaults
-    (tiny at context 128 in fp32 on a CPU; small at 512 in fp32 and bf16 on a GPU)."""
-    from lmperf.bench.sweep import grid
-
-    preset, context = default_preset_and_context(on_gpu)
-    return grid(
-        split_list(options["presets"] or preset, "presets"),
-        split_list(options["contexts"] or str(context), "contexts", int),
-        split_list(options["modes"], "modes"),
-        split_list(options["precisions"] or ("fp32,bf16" if on_gpu else "fp32"), "precisions"),
-        split_list(options["compile"], "compile"),
-        split_list(options["attention"], "attention"),
-        options["batch"],
-    )

@@ -1,21 +1,22 @@
 """CLI commands of lmperf.distributed: `comm`, `bench-dist` and `dist-report`.
 
-`bench-dist` takes exactly bench's options (read from the registered `bench` command, so the two
-never drift apart) plus the data-parallel ones.
+`bench-dist` takes exactly bench's options (the annotated types of lmperf.bench.commands, read
+into one SweepOptions) plus the data-parallel ones.
 """
 
 from __future__ import annotations
 
-import inspect
 import os
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import Annotated, List, Optional
 
 import typer
 from rich.console import Console
 
-from lmperf.cli_support import bench_grid, clean_errors, resolve_device, split_list
+from lmperf.bench import commands as bench_commands
+from lmperf.bench.options import SweepOptions
+from lmperf.cli_support import clean_errors, resolve_device, split_list
 from lmperf.errors import UsageError
 
 console = Console(width=None if sys.stdout.isatty() else 200)
@@ -92,25 +93,55 @@ def _strategies(strategy: str, bucket_mb: str, reshard: str, bucket_view: bool, 
     return [s.validate(nproc) for s in out]
 
 
+_DEFAULT = SweepOptions()
+
+
 def bench_dist(
-    nproc: Optional[int] = None, strategy: str = "ddp", bucket_mb: str = "25", reshard: str = "true",
-    bucket_view: bool = True, profile_steps: int = 0, timeout_s: float = 600.0, **bench_options,
+    presets: bench_commands.Presets = _DEFAULT.presets,
+    contexts: bench_commands.Contexts = _DEFAULT.contexts,
+    modes: bench_commands.Modes = _DEFAULT.modes,
+    precisions: bench_commands.Precisions = _DEFAULT.precisions,
+    compile: bench_commands.Compile = _DEFAULT.compile,
+    attention: bench_commands.Attention = _DEFAULT.attention,
+    batch: bench_commands.Batch = _DEFAULT.batch,
+    warmup: bench_commands.Warmup = _DEFAULT.warmup,
+    steps: bench_commands.Steps = _DEFAULT.steps,
+    device: bench_commands.Device = _DEFAULT.device,
+    peak_tflops: bench_commands.PeakTflops = _DEFAULT.peak_tflops,
+    resume: bench_commands.Resume = _DEFAULT.resume,
+    runs_root: bench_commands.RunsRoot = _DEFAULT.runs_root,
+    nproc: Annotated[Optional[int], typer.Option(help="Processes, one per GPU (default: all GPUs; 2 on a CPU). Inside torchrun: the launch's.")] = None,
+    strategy: Annotated[str, typer.Option(help="ddp, fsdp (FSDP2 fully_shard), none (one plain process); comma-separated.")] = "ddp",
+    bucket_mb: Annotated[str, typer.Option(help="DDP gradient bucket sizes in MB, comma-separated (one row each).")] = "25",
+    reshard: Annotated[str, typer.Option(help="FSDP2 reshard_after_forward of the blocks (the root stays gathered): true, false or true,false.")] = "true",
+    bucket_view: Annotated[bool, typer.Option("--bucket-view/--no-bucket-view", help="DDP gradient_as_bucket_view.")] = True,
+    profile_steps: Annotated[int, typer.Option(help="Profile this many steps per configuration: NCCL share, overlap, timeline PNG.")] = 0,
+    timeout_s: Annotated[float, typer.Option(help="Process-group timeout: a dead or stuck rank ends the step after this.")] = 600.0,
 ) -> None:
     """bench's sweep on N processes, one per GPU, with DDP or FSDP2 (rank 0 writes the rows)."""
-    from lmperf.bench.sweep import SweepSettings
+    options = SweepOptions(presets, contexts, modes, precisions, compile, attention, batch,
+                           warmup, steps, device, peak_tflops, resume, runs_root)
+    run_bench_dist(options, nproc, strategy, bucket_mb, reshard, bucket_view, profile_steps, timeout_s)
+
+
+def run_bench_dist(
+    options: SweepOptions, nproc: Optional[int] = None, strategy: str = "ddp", bucket_mb: str = "25",
+    reshard: str = "true", bucket_view: bool = True, profile_steps: int = 0, timeout_s: float = 600.0,
+) -> None:
+    """Run the sweep data-parallel; rank 0 (or the launcher) writes the rows and the reports."""
     from lmperf.distributed.bench import DistBenchJob, fill_missing
     from lmperf.distributed.report import write_bench_reports
     from lmperf.distributed.worker import run_job
 
-    o = bench_options
-    device = resolve_device(o["device"])
-    if o["warmup"] < 0 or o["steps"] <= 0 or profile_steps < 0:
-        raise UsageError("need --warmup >= 0, --steps > 0 and --profile-steps >= 0")
-    configs = bench_grid(o, device.startswith("cuda"))
+    device = resolve_device(options.device)
+    if profile_steps < 0:
+        raise UsageError(f"need --profile-steps >= 0, got {profile_steps}")
+    settings = options.settings(device)
+    configs = options.configs(device.startswith("cuda"))
     count = _nproc(nproc, device)
     job = DistBenchJob(configs, _strategies(strategy, bucket_mb, reshard, bucket_view, count),
-                       SweepSettings(o["warmup"], o["steps"], device, o["peak_tflops"]), profile_steps, timeout_s)
-    run_dir = _run_dir("bench-dist", o["runs_root"], o["resume"])
+                       settings, profile_steps, timeout_s)
+    run_dir = _run_dir("bench-dist", options.runs_root, options.resume)
     status = run_job(job, count, run_dir)
     if status and run_dir is not None:
         missing = fill_missing(job, count, run_dir, f"the process group ended early (torchrun exit {status}): "
@@ -142,33 +173,7 @@ def dist_report(
     console.print(f"wrote {out}")
 
 
-_DIST_OPTIONS = {
-    "nproc": typer.Option(None, help="Processes, one per GPU (default: all GPUs; 2 on a CPU). Inside torchrun: the launch's."),
-    "strategy": typer.Option("ddp", help="ddp, fsdp (FSDP2 fully_shard), none (one plain process); comma-separated."),
-    "bucket_mb": typer.Option("25", help="DDP gradient bucket sizes in MB, comma-separated (one row each)."),
-    "reshard": typer.Option("true", help="FSDP2 reshard_after_forward of the blocks (the root stays gathered): true, false or true,false."),
-    "bucket_view": typer.Option(True, "--bucket-view/--no-bucket-view", help="DDP gradient_as_bucket_view."),
-    "profile_steps": typer.Option(0, help="Profile this many steps per configuration: NCCL share, overlap, timeline PNG."),
-    "timeout_s": typer.Option(600.0, help="Process-group timeout: a dead or stuck rank ends the step after this."),
-}
-
-
-def _bench_dist_signature(app: typer.Typer) -> inspect.Signature:
-    """bench's parameters (from its registered command) followed by the data-parallel ones."""
-    bench = next(c.callback for c in app.registered_commands if c.callback and c.callback.__name__ == "bench")
-    own = inspect.signature(bench_dist, eval_str=True).parameters
-    dist_params = [own[name].replace(kind=inspect.Parameter.KEYWORD_ONLY, default=option)
-                   for name, option in _DIST_OPTIONS.items()]
-    # Skips names bench may share with bench-dist (--nproc, --strategy when bench routes to it).
-    bench_params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
-                    for p in inspect.signature(bench, eval_str=True).parameters.values() if p.name not in _DIST_OPTIONS]
-    return inspect.Signature(bench_params + dist_params)
-
-
 def register(app: typer.Typer) -> None:
     """Add `comm`, `bench-dist` and `dist-report` to `app`."""
-    app.command("comm")(clean_errors(comm))
-    app.command("dist-report")(clean_errors(dist_report))
-    command = clean_errors(bench_dist)
-    command.__signature__ = _bench_dist_signature(app)
-    app.command("bench-dist")(command)
+    for name, command in (("comm", comm), ("dist-report", dist_report), ("bench-dist", bench_dist)):
+        app.command(name)(clean_errors(command))

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
 import typer
 from rich.console import Console
 
-from lmperf.cli_support import clean_errors, default_preset_and_context, resolve_device, split_list
+from lmperf.bench.options import SweepOptions
+from lmperf.cli_support import clean_errors, resolve_device, split_list
+from lmperf.errors import UsageError
 
 console = Console(width=None if sys.stdout.isatty() else 200)
 
@@ -32,7 +35,6 @@ def profile(
     runs_root: Path = typer.Option(Path("runs"), "--runs", help="Where run directories are created."),
 ) -> None:
     """Where the step's time goes: kernels, model regions, FLOPs vs time, matmul share."""
-    from lmperf.model.step import StepConfig
     from lmperf.profile import nsys as nsys_capture
     from lmperf.profile import report
     from lmperf.profile import tables as profile_tables
@@ -46,10 +48,10 @@ def profile(
         return
     device = resolve_device(device)
     on_gpu = device.startswith("cuda")
-    mode_list = split_list(modes, "modes")
-    default_preset, default_context = default_preset_and_context(on_gpu)
-    config = StepConfig(preset or default_preset, context or default_context,
-                        mode_list[0], precision, compile, attention, batch).validate()
+    configs = SweepOptions(preset, context and str(context), modes, precision, compile, attention, batch).configs(on_gpu)
+    config, mode_list = configs[0], [c.mode for c in configs]
+    if len({replace(c, mode="") for c in configs}) > 1:
+        raise UsageError("profile runs one configuration: give one --preset, --precision, --compile and --attention")
     settings = ProfileSettings(warmup, steps, device).validate()
     if under_nsys:
         nsys_capture.run_for_nsys(config, mode_list, settings)

@@ -1,0 +1,91 @@
+"""CLI command of lmperf.bench: `bench`, registered by lmperf.cli.
+
+The sweep's options are declared once here (as annotated types) and shared with `bench-dist`,
+which takes exactly bench's options plus the data-parallel ones.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import Progress
+
+from lmperf.bench.options import SweepOptions
+from lmperf.cli_support import clean_errors, resolve_device
+
+console = Console(width=None if sys.stdout.isatty() else 200)
+
+Presets = Annotated[Optional[str], typer.Option("--presets", "-p", help="Comma-separated presets (default: tiny on a CPU, small on a GPU).")]
+Contexts = Annotated[Optional[str], typer.Option("--contexts", "-t", help="Comma-separated context lengths (default: 128 on a CPU, 512 on a GPU).")]
+Modes = Annotated[str, typer.Option(help="forward, forward-backward, train-step.")]
+Precisions = Annotated[Optional[str], typer.Option(help="fp32, bf16 (bf16 autocast). Default: fp32 on a CPU, fp32,bf16 on a GPU.")]
+Compile = Annotated[str, typer.Option("--compile", help="eager, compile (torch.compile), or both.")]
+Attention = Annotated[str, typer.Option(help="naive, sdpa, torch, triton (comma-separated for several).")]
+Batch = Annotated[int, typer.Option(help="Batch size.")]
+Warmup = Annotated[int, typer.Option(help="Warm-up steps before measuring (0 allowed).")]
+Steps = Annotated[int, typer.Option(help="Measured steps.")]
+Device = Annotated[str, typer.Option(help="auto, cpu or cuda.")]
+PeakTflops = Annotated[Optional[float], typer.Option(help="Override the GPU's dense peak TFLOP/s used for MFU.")]
+Resume = Annotated[Optional[Path], typer.Option(help="Continue the sweep in this run directory, skipping finished rows.")]
+RunsRoot = Annotated[Path, typer.Option("--runs", help="Where run directories are created.")]
+
+_DEFAULT = SweepOptions()
+
+
+def bench(
+    presets: Presets = _DEFAULT.presets,
+    contexts: Contexts = _DEFAULT.contexts,
+    modes: Modes = _DEFAULT.modes,
+    precisions: Precisions = _DEFAULT.precisions,
+    compile: Compile = _DEFAULT.compile,
+    attention: Attention = _DEFAULT.attention,
+    batch: Batch = _DEFAULT.batch,
+    warmup: Warmup = _DEFAULT.warmup,
+    steps: Steps = _DEFAULT.steps,
+    device: Device = _DEFAULT.device,
+    peak_tflops: PeakTflops = _DEFAULT.peak_tflops,
+    resume: Resume = _DEFAULT.resume,
+    runs_root: RunsRoot = _DEFAULT.runs_root,
+    nproc: Annotated[Optional[int], typer.Option(help="Data-parallel on N processes, one per GPU (same as lmperf bench-dist).")] = None,
+    strategy: Annotated[str, typer.Option(help="With --nproc: ddp or fsdp (FSDP2); more options in lmperf bench-dist.")] = "ddp",
+) -> None:
+    """Time forward, forward-backward and training steps over a grid of configurations."""
+    options = SweepOptions(presets, contexts, modes, precisions, compile, attention, batch,
+                           warmup, steps, device, peak_tflops, resume, runs_root)
+    if nproc is not None:
+        from lmperf.distributed.commands import run_bench_dist
+
+        return run_bench_dist(options, nproc, strategy)
+    run_bench(options)
+
+
+def run_bench(options: SweepOptions) -> None:
+    """One process: run the grid into a (new or resumed) run directory, then render its reports."""
+    from lmperf.bench import report
+    from lmperf.bench.sweep import run_sweep
+    from lmperf.report import tables
+    from lmperf.report.rundir import RunDir
+
+    device = resolve_device(options.device)
+    settings = options.settings(device)
+    configs = options.configs(device.startswith("cuda"))
+    run_dir = RunDir.resume(options.resume) if options.resume else RunDir.create("bench", options.runs_root)
+    console.print(f"[bold]lmperf bench[/]: {len(configs)} configurations on {device}, rows -> {run_dir.results}")
+    try:
+        with Progress(console=console, transient=True) as progress:
+            task = progress.add_task("benchmarking", total=len(configs))
+            rows = run_sweep(configs, settings, run_dir, on_row=lambda row: progress.advance(task))
+    finally:
+        if run_dir.results.exists():
+            written = report.write_reports(run_dir.path)
+    console.print(tables.rich_table(rows, report.COLUMNS, title="lmperf bench"))
+    console.print("wrote " + ", ".join(str(p) for p in [run_dir.results, *written]))
+
+
+def register(app: typer.Typer) -> None:
+    """Add `bench` to `app`."""
+    app.command()(clean_errors(bench))

@@ -1,0 +1,56 @@
+"""The sweep grid as the commands take it: comma-separated strings, resolved to step configurations.
+
+`bench`, `bench-dist` and `profile` read their grid options into one SweepOptions, so the three
+share one set of defaults (tiny at context 128 in fp32 on a CPU; small at 512 in fp32 and bf16 on
+a GPU) and one way of turning options into validated StepConfigs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from lmperf.bench.sweep import SweepSettings, grid
+from lmperf.cli_support import split_list
+from lmperf.errors import UsageError
+from lmperf.model.step import StepConfig
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    """A sweep's options as given on the command line (None: the device's default)."""
+
+    presets: Optional[str] = None
+    contexts: Optional[str] = None
+    modes: str = "forward,forward-backward,train-step"
+    precisions: Optional[str] = None
+    compile: str = "eager"
+    attention: str = "naive"
+    batch: int = 4
+    warmup: int = 5
+    steps: int = 10
+    device: str = "auto"
+    peak_tflops: Optional[float] = None
+    resume: Optional[Path] = None
+    runs_root: Path = Path("runs")
+
+    def configs(self, on_gpu: bool) -> list[StepConfig]:
+        """Every configuration of the grid, validated, modes varying fastest."""
+        # What runs when not told: tiny at 128 on a CPU (seconds), small at 512 on a GPU.
+        preset, context = ("small", 512) if on_gpu else ("tiny", 128)
+        return grid(
+            split_list(self.presets or preset, "presets"),
+            split_list(self.contexts or str(context), "contexts", int),
+            split_list(self.modes, "modes"),
+            split_list(self.precisions or ("fp32,bf16" if on_gpu else "fp32"), "precisions"),
+            split_list(self.compile, "compile"),
+            split_list(self.attention, "attention"),
+            self.batch,
+        )
+
+    def settings(self, device: str) -> SweepSettings:
+        """How each configuration is timed on `device` (the resolved --device)."""
+        if self.warmup < 0 or self.steps <= 0:
+            raise UsageError(f"need --warmup >= 0 and --steps > 0, got {self.warmup} and {self.steps}")
+        return SweepSettings(self.warmup, self.steps, device, self.peak_tflops)
