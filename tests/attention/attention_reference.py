@@ -9,18 +9,22 @@ from lmperf.attention.naive import naive_attention_with_lse
 from lmperf.model.step import ModelStep, StepConfig
 
 
-def random_qkv(lead, seq_q, seq_k, head_dim, dtype, device="cpu", seed=0):
+def random_qkv(lead, seq_q, seq_k, head_dim, dtype, device="cpu", seed=0, kv_heads=None):
+    """q, k, v (requiring grad) and an output gradient; kv_heads replaces k's and v's lead[-1] (GQA)."""
     generator = torch.Generator(device="cpu").manual_seed(seed)
-    draw = lambda n: torch.randn(*lead, n, head_dim, generator=generator).to(device, dtype)  # noqa: E731
-    q, k, v = draw(seq_q), draw(seq_k), draw(seq_k)
-    do = draw(seq_q)
+    draw = lambda lead, n: torch.randn(*lead, n, head_dim, generator=generator).to(device, dtype)  # noqa: E731
+    kv_lead = (*lead[:-1], kv_heads) if kv_heads else lead
+    q, k, v = draw(lead, seq_q), draw(kv_lead, seq_k), draw(kv_lead, seq_k)
+    do = draw(lead, seq_q)
     return [t.requires_grad_() for t in (q, k, v)] + [do]
 
 
 def reference(q, k, v, do, is_causal):
-    """Output, LSE, dQ, dK, dV in float64."""
+    """Output, LSE, dQ, dK, dV in float64 (GQA: k, v repeated per query head; autograd sums dK, dV)."""
     q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
-    out, lse = naive_attention_with_lse(q64, k64, v64, is_causal)
+    group = q.shape[-3] // k.shape[-3] if q.dim() > 2 else 1
+    repeat = lambda t: t.repeat_interleave(group, dim=-3) if group > 1 else t  # noqa: E731
+    out, lse = naive_attention_with_lse(q64, repeat(k64), repeat(v64), is_causal)
     out.backward(do.double())
     return out, lse, q64.grad, k64.grad, v64.grad
 

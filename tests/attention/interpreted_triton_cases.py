@@ -10,21 +10,49 @@ import os
 import pytest
 import torch
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from attention_reference import shapes, check_against_reference, model_loss_and_grads, random_qkv
-from lmperf.attention.flash_triton import FlashAttention2Triton, flash_attention_triton_with_lse
+from lmperf.attention.flash_triton import (
+    BACKWARDS, FlashAttention2Triton, backward_mode, flash_attention_triton_with_lse,
+)
+from lmperf.errors import UsageError
 
 assert os.environ.get("TRITON_INTERPRET") == "1", "run through test_attention_flash_triton_interpreted.py"
 
 
+def _apply_with(backward):
+    return lambda q, k, v, is_causal: FlashAttention2Triton.apply(q, k, v, is_causal, backward)
+
+
 @settings(max_examples=12, deadline=None)
-@given(shapes(max_seq=50, max_lead=2))
-def test_matches_float64_reference_fp32(shape):
+@given(shapes(max_seq=50, max_lead=2), st.sampled_from(list(BACKWARDS)))
+def test_matches_float64_reference_fp32(shape, backward):
     lead, seq_q, seq_k, head_dim, is_causal, seed = shape
     q, k, v, do = random_qkv(lead, seq_q, seq_k, head_dim, torch.float32, seed=seed)
     check_against_reference(
-        flash_attention_triton_with_lse, FlashAttention2Triton.apply, q, k, v, do, is_causal, 1e-4
+        flash_attention_triton_with_lse, _apply_with(backward), q, k, v, do, is_causal, 1e-4
     )
+
+
+@pytest.mark.parametrize("backward", list(BACKWARDS))
+@pytest.mark.parametrize("heads, kv_heads, is_causal", [(4, 2, True), (3, 1, False)])
+def test_grouped_query_heads(backward, heads, kv_heads, is_causal):
+    q, k, v, do = random_qkv((2, heads), 37, 45, 16, torch.float32, seed=heads, kv_heads=kv_heads)
+    check_against_reference(
+        flash_attention_triton_with_lse, _apply_with(backward), q, k, v, do, is_causal, 1e-4
+    )
+
+
+def test_default_backward_follows_determinism_setting():
+    assert backward_mode() == "atomic"
+    torch.use_deterministic_algorithms(True)
+    try:
+        assert backward_mode() == "ordered"
+    finally:
+        torch.use_deterministic_algorithms(False)
+    with pytest.raises(UsageError):
+        backward_mode("racy")
 
 
 @pytest.mark.parametrize("is_causal", [False, True])
@@ -36,13 +64,15 @@ def test_fp16_with_non_contiguous_inputs(is_causal):
     )
 
 
-def test_forward_saves_inputs_output_and_lse_only():
-    q, k, v, _ = random_qkv((2,), 20, 24, 16, torch.float32)
+@pytest.mark.parametrize("lead", [(), (2,), (2, 3), (2, 1, 2)])
+def test_forward_saves_inputs_output_and_lse_in_the_callers_shapes(lead):
+    q, k, v, _ = random_qkv(lead, 20, 24, 16, torch.float32)
     saved = []
     with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
         FlashAttention2Triton.apply(q, k, v, True)
-    extra = [t for t in saved if t.numel() not in (q.numel(), k.numel())]
-    assert len(saved) == 5 and [t.numel() for t in extra] == [q.shape[:-1].numel()]
+    shapes = [tuple(t.shape) for t in saved]
+    qs, ks = tuple(q.shape), tuple(k.shape)
+    assert sorted(shapes) == sorted([qs, ks, ks, qs, qs[:-1]])  # q, k, v, output, log-sum-exp
 
 
 def test_model_with_triton_attention_matches_naive():

@@ -41,13 +41,22 @@ def test_default_tile_and_non_contiguous_inputs():
     check_against_reference(flash_attention_torch_with_lse, FlashAttention2Torch.apply, q_t, k_t, v_t, do, True, 1e-4)
 
 
-def test_forward_saves_inputs_output_and_lse_only():
-    q, k, v, _ = random_qkv((2, 3), 20, 24, 16, torch.float32)
+@pytest.mark.parametrize("lead", [(), (2,), (2, 3), (2, 1, 2)])
+def test_forward_saves_inputs_output_and_lse_in_the_callers_shapes(lead):
+    q, k, v, _ = random_qkv(lead, 20, 24, 16, torch.float32)
     saved = []
     with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
         FlashAttention2Torch.apply(q, k, v, True)
-    extra = [t for t in saved if t.shape not in (q.shape, k.shape)]
-    assert len(saved) == 5 and [t.shape for t in extra] == [q.shape[:-1]]
+    shapes = [tuple(t.shape) for t in saved]
+    qs, ks = tuple(q.shape), tuple(k.shape)
+    assert sorted(shapes) == sorted([qs, ks, ks, qs, qs[:-1]])  # q, k, v, output, log-sum-exp
+
+
+@pytest.mark.parametrize("heads, kv_heads", [(4, 2), (3, 1)])
+def test_grouped_query_heads(heads, kv_heads):
+    q, k, v, do = random_qkv((2, heads), 37, 45, 16, torch.float32, seed=heads, kv_heads=kv_heads)
+    forward = functools.partial(flash_attention_torch_with_lse, tile=TILE)
+    check_against_reference(forward, _apply, q, k, v, do, True, tolerance=1e-4)
 
 
 @pytest.mark.parametrize(
@@ -56,6 +65,8 @@ def test_forward_saves_inputs_output_and_lse_only():
         ((2, 8, 20), (2, 8, 20), torch.float32),  # head_dim not a multiple of 8
         ((2, 8, 264), (2, 8, 264), torch.float32),  # head_dim over 256
         ((2, 8, 16), (3, 8, 16), torch.float32),  # leading dims differ
+        ((2, 4, 8, 16), (2, 3, 8, 16), torch.float32),  # 3 kv heads do not divide 4 query heads
+        ((2, 4, 8, 16), (3, 2, 8, 16), torch.float32),  # batch differs
         ((2, 8, 16), (2, 8, 16), torch.float64),
         ((2, 0, 16), (2, 8, 16), torch.float32),
     ],

@@ -58,15 +58,29 @@ def test_triton_on_model_layout_and_five_dims():
     check_against_reference(*TRITON, q5, k5, v5, do5, True, 5e-3)
 
 
-def test_triton_backward_is_deterministic():
-    q, k, v, do = random_qkv((2, 4), 1024, 1024, 64, torch.bfloat16, device="cuda")
+@pytest.mark.parametrize("backward", list(flash_triton.BACKWARDS))
+@pytest.mark.parametrize("autotune", [False, True])
+@pytest.mark.parametrize(
+    "lead, kv_heads, seq_q, seq_k, head_dim, is_causal",
+    [((2, 8), 2, 1000, 1000, 64, True), ((1, 4), 1, 777, 1025, 128, False), ((2, 3), None, 1025, 777, 128, True)],
+)
+def test_backward_modes_and_gqa(monkeypatch, backward, autotune, lead, kv_heads, seq_q, seq_k, head_dim, is_causal):
+    monkeypatch.setattr(flash_triton, "AUTOTUNE", autotune)
+    q, k, v, do = random_qkv(lead, seq_q, seq_k, head_dim, torch.bfloat16, device="cuda", seed=7, kv_heads=kv_heads)
+    apply = lambda q, k, v, c: FlashAttention2Triton.apply(q, k, v, c, backward)  # noqa: E731
+    check_against_reference(flash_attention_triton_with_lse, apply, q, k, v, do, is_causal, 3e-2)
+
+
+@pytest.mark.parametrize("backward", ["ordered", "split"])
+def test_deterministic_backwards_are_bitwise_repeatable(backward):
+    q, k, v, do = random_qkv((4, 8), 2048, 2048, 64, torch.bfloat16, device="cuda", kv_heads=2)
     grads = []
-    for _ in range(2):
+    for _ in range(3):
         for t in (q, k, v):
             t.grad = None
-        FlashAttention2Triton.apply(q, k, v, True).backward(do)
+        FlashAttention2Triton.apply(q, k, v, True, backward).backward(do)
         grads.append([t.grad.clone() for t in (q, k, v)])
-    assert all(torch.equal(a, b) for a, b in zip(*grads))
+    assert all(torch.equal(a, b) for run in grads[1:] for a, b in zip(grads[0], run))
 
 
 def test_triton_under_torch_compile():

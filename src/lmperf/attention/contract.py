@@ -2,6 +2,8 @@
 
 Inputs are (..., seq, head_dim) with any leading dimensions; q, k and v share the leading
 dimensions and the head dimension, k and v share their length, and q's length may differ.
+Grouped-query attention: with three or more dimensions, the one before seq counts heads, and k
+and v may have fewer of them than q (a divisor: query head h reads key/value head h // group).
 """
 
 from __future__ import annotations
@@ -23,10 +25,10 @@ def check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
         )
     if min(q.dim(), k.dim(), v.dim()) < 2:
         raise UsageError("q, k, v need shape (..., seq, head_dim)")
-    if not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]) or k.shape != v.shape:
+    if k.shape != v.shape or q.dim() != k.dim() or q.shape[:-3] != k.shape[:-3] or group_size(q, k) == 0:
         raise UsageError(
             f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}: leading dimensions "
-            "must match and k, v must have one shape"
+            "must match (k, v may have fewer heads, a divisor of q's) and k, v must have one shape"
         )
     head_dim = q.shape[-1]
     # Multiples of 8 keep every row 16-byte aligned in fp16/bf16 (the kernels' vector loads).
@@ -39,6 +41,14 @@ def check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
         raise UsageError("sequence lengths must be positive")
     if not (q.device == k.device == v.device):
         raise UsageError(f"q, k, v are on different devices: {q.device}, {k.device}, {v.device}")
+
+
+def group_size(q: torch.Tensor, k: torch.Tensor) -> int:
+    """Query heads per key/value head (1 without GQA); 0 when k's heads do not divide q's."""
+    if q.dim() < 3:
+        return 1 if q.shape[:-2] == k.shape[:-2] else 0
+    heads, kv_heads = q.shape[-3], k.shape[-3]
+    return heads // kv_heads if kv_heads and heads % kv_heads == 0 else 0
 
 
 def as_4d(x: torch.Tensor) -> torch.Tensor:

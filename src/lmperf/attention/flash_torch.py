@@ -18,7 +18,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from lmperf.attention.contract import check_inputs
+from lmperf.attention.contract import check_inputs, group_size
 
 TILE = 128
 
@@ -38,9 +38,21 @@ def _visible(rows: torch.Tensor, cols: torch.Tensor, seq_k: int, is_causal: bool
     return keep & (cols <= rows) if is_causal else keep
 
 
+def _repeat_kv(x: torch.Tensor, group: int) -> torch.Tensor:
+    """GQA: each key/value head repeated for the `group` query heads that read it."""
+    return x if group == 1 else x.repeat_interleave(group, dim=-3)
+
+
+def _sum_groups(grad: torch.Tensor, group: int) -> torch.Tensor:
+    """Gradient of _repeat_kv: the query heads' shares summed per key/value head."""
+    return grad if group == 1 else grad.unflatten(-3, (-1, group)).sum(-3)
+
+
 def flash_attention_torch_with_lse(q, k, v, is_causal: bool = False, tile: int = TILE):
     """Output (..., seq_q, d) in q's dtype and log-sum-exp (..., seq_q) in fp32."""
     check_inputs(q, k, v)
+    group = group_size(q, k)
+    k, v = _repeat_kv(k, group), _repeat_kv(v, group)
     seq_q, seq_k = q.shape[-2], k.shape[-2]
     scale = 1.0 / math.sqrt(q.shape[-1])
     qt = _split(q.float() * scale, tile, -2)  # (..., Tq, tile, d)
@@ -72,6 +84,8 @@ def flash_attention_torch_with_lse(q, k, v, is_causal: bool = False, tile: int =
 
 def flash_attention_torch_backward(q, k, v, o, lse, do, is_causal: bool = False, tile: int = TILE):
     """dQ, dK, dV in the inputs' dtypes, recomputing P = exp(S - LSE) tile by tile."""
+    group = group_size(q, k)
+    k, v = _repeat_kv(k, group), _repeat_kv(v, group)
     seq_k = k.shape[-2]
     scale = 1.0 / math.sqrt(q.shape[-1])
     delta = (do.float() * o.float()).sum(-1)  # (..., seq_q): D = rowsum(dO * O)
@@ -99,8 +113,8 @@ def flash_attention_torch_backward(q, k, v, o, lse, do, is_causal: bool = False,
     seq_q = q.shape[-2]
     return (
         dq.flatten(-3, -2)[..., :seq_q, :].to(q.dtype),
-        dk.flatten(-3, -2)[..., :seq_k, :].to(k.dtype),
-        dv.flatten(-3, -2)[..., :seq_k, :].to(v.dtype),
+        _sum_groups(dk.flatten(-3, -2)[..., :seq_k, :], group).to(k.dtype),
+        _sum_groups(dv.flatten(-3, -2)[..., :seq_k, :], group).to(v.dtype),
     )
 
 

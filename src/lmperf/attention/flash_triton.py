@@ -2,10 +2,17 @@
 
 Forward: one program per (query tile, batch*head) streams the key tiles with the online softmax
 in base 2 (log2(e) folded into the scale) and stores O and the log-sum-exp (natural log).
-Backward, FA2's split that needs no atomics (so the result is deterministic):
-  1. D = rowsum(dO * O), one program per query tile;
-  2. dK, dV: one program per key tile streams the query tiles;
-  3. dQ: one program per query tile streams the key tiles.
+Backward: D = rowsum(dO * O) first, then one program per key tile streams the query tiles for
+dK and dV (summed over the query heads of its group under GQA). dQ comes one of three ways:
+  - "atomic": the dK/dV program adds its dS K share to an fp32 dQ with atomics (5 matmuls, the
+    FLOP convention's count; the order of the adds varies, so the bits may vary from run to run);
+  - "ordered": the same share added without atomics, in key-tile order, each dQ tile guarded by
+    a counter that lets key tile n in only after tile n-1 (5 matmuls, bitwise repeatable);
+  - "split": FA2's own split, a separate dQ kernel per query tile that recomputes S and dP
+    (7 matmuls, no shared writes, bitwise repeatable).
+The default follows torch.are_deterministic_algorithms_enabled(), as SDPA's does: "atomic" when
+it is False, "ordered" when True; `FlashAttention2Triton.apply(q, k, v, is_causal, backward)`
+names one. GQA/MQA: k and v may have fewer heads than q (see lmperf.attention.contract).
 Causal (query i sees keys j <= i): fully masked tiles are never visited, and each loop runs in two
 phases, the tiles that need no mask and then the few diagonal or ragged-edge tiles that do.
 Tile sizes are autotuned per (lengths, head_dim, causal, dtype) on the GPU; under
@@ -105,7 +112,7 @@ def _fwd_kernel(
     Q, K, V, O, LSE, qk_scale,
     stride_qb, stride_qh, stride_qn, stride_kb, stride_kh, stride_kn,
     stride_vb, stride_vh, stride_vn,
-    H, seq_q, seq_k,
+    H, group, seq_q, seq_k,
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
@@ -120,8 +127,8 @@ def _fwd_kernel(
     offs_d = tl.arange(0, BLOCK_D)
     q_ptrs = Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qn + offs_d[None, :]
     q = tl.load(q_ptrs, mask=_mask(offs_m, seq_q, offs_d, HEAD_DIM, BLOCK_D), other=0.0)
-    K += b * stride_kb + h * stride_kh
-    V += b * stride_vb + h * stride_vh
+    K += b * stride_kb + h // group * stride_kh
+    V += b * stride_vb + h // group * stride_vh
 
     acc = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
     m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
@@ -168,10 +175,25 @@ def _bwd_preprocess_kernel(
 
 
 @triton.jit
+def _add_dq_share(dq, DQ, LOCKS, offs_m, start_m, rows, turn, BLOCK_M: tl.constexpr, DQ_MODE: tl.constexpr):
+    """Add one key tile's share to fp32 dQ rows: with atomics (1), or in key-tile order (2)."""
+    if DQ_MODE == 1:
+        tl.atomic_add(DQ, dq, mask=rows, sem="relaxed")
+    else:
+        lock = LOCKS + start_m // BLOCK_M
+        while tl.atomic_add(lock, 0, sem="acquire") != turn:  # key tile `turn` - 1 has added
+            pass
+        # .cg reads L2, where the previous key tile's program (another SM) left its sum.
+        tl.store(DQ, tl.load(DQ, mask=rows, other=0.0, cache_modifier=".cg") + dq, mask=rows)
+        tl.debug_barrier()  # every thread's store issued before the next key tile is let in
+        tl.atomic_xchg(lock, turn + 1, sem="release")
+
+
+@triton.jit
 def _dkdv_tiles(
-    dk, dv, k, v, Q, DO, LSE, DELTA, stride_qn, stride_don, offs_n, lo, hi, seq_q, qk_scale,
-    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr, MASKED: tl.constexpr,
-    PRECISION: tl.constexpr,
+    dk, dv, k, v, Q, DO, LSE, DELTA, DQ, LOCKS, stride_qn, stride_don, offs_n, lo, hi, seq_q, qk_scale,
+    sm_scale, turn, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr,
+    MASKED: tl.constexpr, PRECISION: tl.constexpr, DQ_MODE: tl.constexpr,
 ):
     # Query rows past seq_q load as zeros with LSE = +inf, so their P is exactly 0.
     offs_d = tl.arange(0, BLOCK_D)
@@ -189,50 +211,64 @@ def _dkdv_tiles(
         dv = tl.dot(p_t.to(do.dtype), do, dv, input_precision=PRECISION)
         delta = tl.load(DELTA + offs_m, mask=row_ok, other=0.0)
         dp_t = tl.dot(v, tl.trans(do), input_precision=PRECISION)  # (BN, BM)
-        ds_t = p_t * (dp_t - delta[None, :])
-        dk = tl.dot(ds_t.to(q.dtype), q, dk, input_precision=PRECISION)
+        ds_t = (p_t * (dp_t - delta[None, :])).to(q.dtype)
+        dk = tl.dot(ds_t, q, dk, input_precision=PRECISION)
+        if DQ_MODE != 0:
+            dq = tl.dot(tl.trans(ds_t), k, input_precision=PRECISION) * sm_scale  # (BM, d)
+            dq_ptrs = DQ + offs_m[:, None] * HEAD_DIM + offs_d[None, :]
+            _add_dq_share(dq, dq_ptrs, LOCKS, offs_m, start_m, rows, turn, BLOCK_M, DQ_MODE)
     return dk, dv
 
 
 @triton.jit
 def _bwd_dkdv_kernel(
-    Q, K, V, DO, LSE, DELTA, DK, DV, qk_scale, sm_scale,
+    Q, K, V, DO, LSE, DELTA, DK, DV, DQ, LOCKS, qk_scale, sm_scale,
     stride_qb, stride_qh, stride_qn, stride_kb, stride_kh, stride_kn,
     stride_vb, stride_vh, stride_vn, stride_dob, stride_doh, stride_don,
-    H, seq_q, seq_k,
+    H, group, seq_q, seq_k,
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    DQ_MODE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
+    """One key tile of one key/value head: dK, dV over every query head of its group (and dQ shares)."""
     qk_scale, sm_scale = tl.cast(qk_scale, tl.float32), tl.cast(sm_scale, tl.float32)  # fp64 under torch.compile
-    start_n = tl.program_id(0) * BLOCK_N
-    bh = tl.program_id(1)
-    b, h = (bh // H).to(tl.int64), (bh % H).to(tl.int64)
+    key_tile = tl.program_id(0)
+    start_n = key_tile * BLOCK_N
+    bh_kv = tl.program_id(1)  # b * kv_heads + key/value head
+    kv_heads = H // group
+    b, h_kv = (bh_kv // kv_heads).to(tl.int64), (bh_kv % kv_heads).to(tl.int64)
     offs_n = start_n + tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, BLOCK_D)
     key_ok = _mask(offs_n, seq_k, offs_d, HEAD_DIM, BLOCK_D)
-    k = tl.load(K + b * stride_kb + h * stride_kh + offs_n[:, None] * stride_kn + offs_d[None, :], mask=key_ok, other=0.0)
-    v = tl.load(V + b * stride_vb + h * stride_vh + offs_n[:, None] * stride_vn + offs_d[None, :], mask=key_ok, other=0.0)
-    Q += b * stride_qb + h * stride_qh
-    DO += b * stride_dob + h * stride_doh
-    LSE += bh.to(tl.int64) * seq_q
-    DELTA += bh.to(tl.int64) * seq_q
+    k = tl.load(K + b * stride_kb + h_kv * stride_kh + offs_n[:, None] * stride_kn + offs_d[None, :], mask=key_ok, other=0.0)
+    v = tl.load(V + b * stride_vb + h_kv * stride_vh + offs_n[:, None] * stride_vn + offs_d[None, :], mask=key_ok, other=0.0)
+    n_query_tiles = tl.cdiv(seq_q, BLOCK_M)
+    if CAUSAL:  # rows < start_n see none of these keys; rows >= full_start see all of them
+        lo = start_n // BLOCK_M * BLOCK_M
+        full_start = tl.minimum(tl.cdiv(start_n + BLOCK_N - 1, BLOCK_M) * BLOCK_M, seq_q)
+    else:
+        lo = 0
+        full_start = 0
 
     dk = tl.zeros([BLOCK_N, BLOCK_D], dtype=tl.float32)
     dv = tl.zeros([BLOCK_N, BLOCK_D], dtype=tl.float32)
-    if CAUSAL:  # rows < start_n see none of these keys; rows >= full_start see all of them
-        lo = start_n // BLOCK_M * BLOCK_M
-        full_start = tl.cdiv(start_n + BLOCK_N - 1, BLOCK_M) * BLOCK_M
+    for g in range(0, group):
+        bh = b * H + h_kv * group + g  # the query head's row in LSE, DELTA, dQ
+        Qh = Q + b * stride_qb + (h_kv * group + g) * stride_qh
+        DOh = DO + b * stride_dob + (h_kv * group + g) * stride_doh
+        LSEh, DELTAh = LSE + bh * seq_q, DELTA + bh * seq_q
+        DQh, LOCKSh = DQ + bh * seq_q * HEAD_DIM, LOCKS + bh * n_query_tiles
+        if CAUSAL:
+            dk, dv = _dkdv_tiles(
+                dk, dv, k, v, Qh, DOh, LSEh, DELTAh, DQh, LOCKSh, stride_qn, stride_don, offs_n, lo,
+                full_start, seq_q, qk_scale, sm_scale, key_tile, HEAD_DIM, BLOCK_D, BLOCK_M, True,
+                PRECISION, DQ_MODE,
+            )
         dk, dv = _dkdv_tiles(
-            dk, dv, k, v, Q, DO, LSE, DELTA, stride_qn, stride_don, offs_n, lo,
-            tl.minimum(full_start, seq_q), seq_q, qk_scale, HEAD_DIM, BLOCK_D, BLOCK_M, True, PRECISION,
+            dk, dv, k, v, Qh, DOh, LSEh, DELTAh, DQh, LOCKSh, stride_qn, stride_don, offs_n, full_start,
+            seq_q, seq_q, qk_scale, sm_scale, key_tile, HEAD_DIM, BLOCK_D, BLOCK_M, False, PRECISION,
+            DQ_MODE,
         )
-    else:
-        full_start = 0
-    dk, dv = _dkdv_tiles(
-        dk, dv, k, v, Q, DO, LSE, DELTA, stride_qn, stride_don, offs_n, full_start, seq_q,
-        seq_q, qk_scale, HEAD_DIM, BLOCK_D, BLOCK_M, False, PRECISION,
-    )
-    out = bh.to(tl.int64) * seq_k * HEAD_DIM + offs_n[:, None] * HEAD_DIM + offs_d[None, :]
+    out = bh_kv.to(tl.int64) * seq_k * HEAD_DIM + offs_n[:, None] * HEAD_DIM + offs_d[None, :]
     tl.store(DK + out, (dk * sm_scale).to(DK.dtype.element_ty), mask=key_ok)
     tl.store(DV + out, dv.to(DV.dtype.element_ty), mask=key_ok)
 
@@ -263,7 +299,7 @@ def _bwd_dq_kernel(
     Q, K, V, DO, LSE, DELTA, DQ, qk_scale, sm_scale,
     stride_qb, stride_qh, stride_qn, stride_kb, stride_kh, stride_kn,
     stride_vb, stride_vh, stride_vn, stride_dob, stride_doh, stride_don,
-    H, seq_q, seq_k,
+    H, group, seq_q, seq_k,
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
@@ -282,8 +318,8 @@ def _bwd_dq_kernel(
     do = tl.load(DO + b * stride_dob + h * stride_doh + offs_m[:, None] * stride_don + offs_d[None, :], mask=rows, other=0.0)
     lse = tl.load(LSE + bh.to(tl.int64) * seq_q + offs_m, mask=row_ok, other=float("inf")) * _LOG2E
     delta = tl.load(DELTA + bh.to(tl.int64) * seq_q + offs_m, mask=row_ok, other=0.0)
-    K += b * stride_kb + h * stride_kh
-    V += b * stride_vb + h * stride_vh
+    K += b * stride_kb + h // group * stride_kh
+    V += b * stride_vb + h // group * stride_vh
 
     dq = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
     full_end, hi = _key_ranges(start_m, seq_k, BLOCK_M, BLOCK_N, CAUSAL)
@@ -321,11 +357,14 @@ INTERPRETED_TILES = {
     "dkdv": {"BLOCK_M": 16, "BLOCK_N": 32},
     "dq": {"BLOCK_M": 16, "BLOCK_N": 32},
 }
-# LMPERF_ATTENTION_AUTOTUNE=0 uses FIXED_TILES everywhere (quick first calls, e.g. in tests).
+# LMPERF_ATTENTION_AUTOTUNE=0 uses _fixed_tiles everywhere (quick first calls, e.g. in tests).
 AUTOTUNE = os.environ.get("LMPERF_ATTENTION_AUTOTUNE", "1") != "0"
 _TUNED = {
     "fwd": triton.autotune(_configs(FWD_TILES), key=TUNE_KEY)(_fwd_kernel),
-    "dkdv": triton.autotune(_configs(DKDV_TILES), key=TUNE_KEY)(_bwd_dkdv_kernel),
+    # Trial runs add into dQ and advance the counters: both are zeroed after each one.
+    "dkdv": triton.autotune(
+        _configs(DKDV_TILES), key=[*TUNE_KEY, "DQ_MODE"], reset_to_zero=["DQ", "LOCKS"]
+    )(_bwd_dkdv_kernel),
     "dq": triton.autotune(_configs(DQ_TILES), key=TUNE_KEY)(_bwd_dq_kernel),
 }
 _PLAIN = {"fwd": _fwd_kernel, "dkdv": _bwd_dkdv_kernel, "dq": _bwd_dq_kernel}
@@ -388,40 +427,60 @@ def triton_forward(
     grid = lambda meta: (triton.cdiv(seq_q, meta["BLOCK_M"]), B * H)  # noqa: E731
     _launch(
         "fwd", grid, q, k, v, o, lse, LOG2E / math.sqrt(head_dim),
-        *_strides(q), *_strides(k), *_strides(v), H, seq_q, seq_k,
+        *_strides(q), *_strides(k), *_strides(v), H, H // k.shape[1], seq_q, seq_k,
         HEAD_DIM=head_dim, BLOCK_D=_block_d(head_dim), CAUSAL=is_causal, PRECISION=_precision(q.dtype),
     )
     return o, lse
 
 
-def triton_backward(q, k, v, o, lse, do, is_causal: bool):
+BACKWARDS = {"split": 0, "atomic": 1, "ordered": 2}  # the dK/dV kernel's DQ_MODE
+
+
+def backward_mode(requested: str | None = None) -> str:
+    """The dQ strategy: the one requested, else "ordered" if PyTorch must be deterministic."""
+    if requested is None:
+        return "ordered" if torch.are_deterministic_algorithms_enabled() else "atomic"
+    if requested not in BACKWARDS:
+        raise UsageError(f"unknown backward {requested!r}; choose from {', '.join(BACKWARDS)}")
+    return requested
+
+
+def triton_backward(q, k, v, o, lse, do, is_causal: bool, mode: str = "atomic"):
     """dQ, dK, dV (4-d, contiguous) from the forward's inputs, O, LSE and the output gradient."""
     B, H, seq_q, head_dim = q.shape
-    seq_k = k.shape[2]
+    kv_heads, seq_k = k.shape[1], k.shape[2]
     delta = torch.empty_like(lse)
     preprocess_grid = (triton.cdiv(seq_q, 64), B * H)
     _bwd_preprocess_kernel[preprocess_grid](
         o, do, delta, *_strides(do), H, seq_q, HEAD_DIM=head_dim, BLOCK_D=_block_d(head_dim), BLOCK_M=64
     )
-    dq = torch.empty((B, H, seq_q, head_dim), dtype=q.dtype, device=q.device)
-    dk = torch.empty((B, H, seq_k, head_dim), dtype=k.dtype, device=k.device)
+    dk = torch.empty((B, kv_heads, seq_k, head_dim), dtype=k.dtype, device=k.device)
     dv = torch.empty_like(dk)
+    if mode == "split":
+        dq_acc = torch.empty((B, H, seq_q, head_dim), dtype=q.dtype, device=q.device)
+    else:  # fp32 sums of every key tile's share
+        dq_acc = torch.zeros((B, H, seq_q, head_dim), dtype=torch.float32, device=q.device)
+    # One counter per (query head, 16-row tile): enough for any BLOCK_M the tuner picks.
+    locks = torch.zeros((B * H, triton.cdiv(seq_q, 16)) if mode == "ordered" else (1,), dtype=torch.int32, device=q.device)
     scale = 1.0 / math.sqrt(head_dim)
     common = (
-        *_strides(q), *_strides(k), *_strides(v), *_strides(do), H, seq_q, seq_k,
+        *_strides(q), *_strides(k), *_strides(v), *_strides(do), H, H // kv_heads, seq_q, seq_k,
     )
     constexprs = dict(
         HEAD_DIM=head_dim, BLOCK_D=_block_d(head_dim), CAUSAL=is_causal, PRECISION=_precision(q.dtype)
     )
     _launch(
-        "dkdv", lambda meta: (triton.cdiv(seq_k, meta["BLOCK_N"]), B * H),
-        q, k, v, do, lse, delta, dk, dv, scale * LOG2E, scale, *common, **constexprs,
+        "dkdv", lambda meta: (triton.cdiv(seq_k, meta["BLOCK_N"]), B * kv_heads),
+        q, k, v, do, lse, delta, dk, dv, dq_acc, locks, scale * LOG2E, scale, *common, **constexprs,
+        DQ_MODE=BACKWARDS[mode],
     )
+    if mode != "split":
+        return dq_acc.to(q.dtype), dk, dv
     _launch(
         "dq", lambda meta: (triton.cdiv(seq_q, meta["BLOCK_M"]), B * H),
-        q, k, v, do, lse, delta, dq, scale * LOG2E, scale, *common, **constexprs,
+        q, k, v, do, lse, delta, dq_acc, scale * LOG2E, scale, *common, **constexprs,
     )
-    return dq, dk, dv
+    return dq_acc, dk, dv
 
 
 def flash_attention_triton_with_lse(q, k, v, is_causal: bool = False):
@@ -433,23 +492,29 @@ def flash_attention_triton_with_lse(q, k, v, is_causal: bool = False):
 
 
 class FlashAttention2Triton(torch.autograd.Function):
-    """`FlashAttention2Triton.apply(q, k, v, is_causal)` -> softmax(q k^T / sqrt(d)) v."""
+    """`FlashAttention2Triton.apply(q, k, v, is_causal[, backward])` -> softmax(q k^T / sqrt(d)) v.
+
+    backward: "atomic", "ordered" or "split" (module docstring); None follows
+    torch.are_deterministic_algorithms_enabled(). Saved for backward: q, k, v, the output and
+    the log-sum-exp (..., seq_q), each in the caller's shape.
+    """
 
     @staticmethod
-    def forward(ctx, q, k, v, is_causal=False):
+    def forward(ctx, q, k, v, is_causal=False, backward=None):
         check_inputs(q, k, v)
         _check_device(q)
-        q4, k4, v4 = as_4d(q), as_4d(k), as_4d(v)
-        o, lse = triton_forward(q4, k4, v4, is_causal)
-        ctx.save_for_backward(q4, k4, v4, o, lse)
+        ctx.backward_mode = backward_mode(backward)
+        o, lse = triton_forward(as_4d(q), as_4d(k), as_4d(v), is_causal)
+        o, lse = o.view(q.shape), lse.view(q.shape[:-1])
+        ctx.save_for_backward(q, k, v, o, lse)
         ctx.is_causal = is_causal
-        ctx.shapes = (q.shape, k.shape)
-        return o.view(q.shape)
+        return o
 
     @staticmethod
     def backward(ctx, grad_out):
-        q4, k4, v4, o, lse = ctx.saved_tensors
-        do = as_4d(grad_out)
-        dq, dk, dv = triton_backward(q4, k4, v4, o, lse, do, ctx.is_causal)
-        q_shape, k_shape = ctx.shapes
-        return dq.view(q_shape), dk.view(k_shape), dv.view(k_shape), None
+        q, k, v, o, lse = ctx.saved_tensors
+        q4, k4, o4, do = as_4d(q), as_4d(k), as_4d(o), as_4d(grad_out)
+        dq, dk, dv = triton_backward(
+            q4, k4, as_4d(v), o4, lse.view(o4.shape[:-1]), do, ctx.is_causal, ctx.backward_mode
+        )
+        return dq.view(q.shape), dk.view(k.shape), dv.view(k.shape), None, None

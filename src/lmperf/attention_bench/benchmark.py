@@ -24,7 +24,8 @@ from lmperf.report.environment import environment
 from lmperf.report.rundir import RunDir
 
 IMPLS = (
-    "naive", "naive-compiled", "sdpa-flash", "sdpa-cudnn", "sdpa-efficient", "torch-compiled", "triton",
+    "naive", "naive-compiled", "sdpa-flash", "sdpa-cudnn", "sdpa-efficient", "flex-compiled",
+    "torch-compiled", "triton", "triton-ordered", "triton-split",
 )
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 TOKENS_PER_BATCH = 16384  # FlashAttention's benchmark shapes: batch = 16k / seq
@@ -69,6 +70,27 @@ def _sdpa(backend_name: str) -> AttentionFn:
     return run
 
 
+def _flex_compiled() -> AttentionFn:
+    """torch.nn.attention.flex_attention compiled; the causal block mask is built once per length."""
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+    compiled = torch.compile(flex_attention, dynamic=False)
+    masks = {}
+
+    def causal(b, h, q_idx, kv_idx):
+        return q_idx >= kv_idx
+
+    def run(q, k, v, is_causal):
+        if not is_causal:
+            return compiled(q, k, v)
+        key = (q.shape[-2], k.shape[-2], q.device)
+        if key not in masks:
+            masks[key] = create_block_mask(causal, None, None, q.shape[-2], k.shape[-2], device=q.device)
+        return compiled(q, k, v, block_mask=masks[key])
+
+    return run
+
+
 def attention_function(impl: str) -> AttentionFn:
     """The callable a case times; compiled ones are compiled afresh (dynamo is reset)."""
     if impl not in IMPLS:
@@ -86,9 +108,13 @@ def attention_function(impl: str) -> AttentionFn:
         from lmperf.attention.flash_torch import FlashAttention2Torch
 
         return torch.compile(FlashAttention2Torch.apply, dynamic=False)
+    if impl == "flex-compiled":
+        return _flex_compiled()
     from lmperf.attention.flash_triton import FlashAttention2Triton
 
-    return FlashAttention2Triton.apply
+    # triton: dQ by atomics (PyTorch's default, non-deterministic); the others are repeatable.
+    backward = impl.partition("-")[2] or None
+    return lambda q, k, v, is_causal: FlashAttention2Triton.apply(q, k, v, is_causal, backward)
 
 
 def cases(
@@ -181,13 +207,18 @@ def run_attention_sweep(
 
 
 
-def time_compiled_triton(shape=(16, 16384, 64), is_causal: bool = True, dtype: str = "bf16") -> float:
-    """Median ms of torch.compile(FlashAttention2Triton.apply) forward, then .sum().backward()."""
+def time_compiled_fwd_sum_bwd(
+    impl: str = "triton", shape=(16, 16384, 64), is_causal: bool = True, dtype: str = "bf16"
+) -> float:
+    """Median ms of torch.compile(impl's function) forward, then .sum().backward(): the issue's target.
+
+    SDPA backends need (B, H, S, d): a 3-d shape gets a leading 1 for them (same work).
+    """
     from triton.testing import do_bench
 
-    from lmperf.attention.flash_triton import FlashAttention2Triton
-
+    if impl.startswith("sdpa-"):
+        shape = (1, *shape) if len(shape) == 3 else shape
     q, k, v = (torch.randn(shape, device="cuda", dtype=DTYPES[dtype], requires_grad=True) for _ in range(3))
-    compiled = torch.compile(FlashAttention2Triton.apply)
+    compiled = torch.compile(attention_function(impl))
     step = lambda: compiled(q, k, v, is_causal).sum().backward()  # noqa: E731
     return do_bench(step, warmup=100, rep=500, grad_to_none=[q, k, v], return_mode="median")
