@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # One device call for lmperf attention (~300 s): GPU tests, the issue's compiled target shape,
+# forward variants (benchmarks/attention/variants.py),
 # the sweep (Triton's three backwards beside SDPA cuDNN/flash), 32k context at d=128, FlexAttention.
 # Usage, in the repo root: LMPERF_COMMIT=<sha> bash benchmarks/attention/gpu_run.sh
 # Logs and run directories go to $OUT (runs packed as runs.tgz); the last lines are a short table.
@@ -11,9 +12,9 @@ SWEEP="python3 -m lmperf.cli attention --runs $RUNS --dtypes bf16 --rep-ms 50"
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
   python3 -c "import torch, triton; print(torch.__version__, triton.__version__)"; } > "$OUT/info.log" 2>&1
 
-timeout "${TESTS_S:-100}" python3 -m pytest -q -rf -m gpu -p no:cacheprovider tests/attention > "$OUT/tests.log" 2>&1
+timeout "${TESTS_S:-75}" python3 -m pytest -q -rf -m gpu -p no:cacheprovider tests/attention > "$OUT/tests.log" 2>&1
 
-timeout "${TARGET_S:-45}" python3 - > "$OUT/target.log" 2>&1 <<'PY'
+timeout "${TARGET_S:-35}" python3 - > "$OUT/target.log" 2>&1 <<'PY'
 from lmperf.attention_bench.benchmark import time_compiled_fwd_sum_bwd as t
 for impl in ("triton", "triton-ordered", "sdpa-cudnn"):
     try:
@@ -22,15 +23,17 @@ for impl in ("triton", "triton-ordered", "sdpa-cudnn"):
         print(f"target {impl}: failed: {str(error).splitlines()[0][:160]}")
 PY
 
-timeout "${SWEEP_S:-110}" $SWEEP --impls triton,triton-ordered,sdpa-cudnn,sdpa-flash --seqs 1024,4096,16384 \
+timeout "${VARIANTS_S:-30}" python3 benchmarks/attention/variants.py "$OUT/fwd-variants.jsonl" > "$OUT/variants.log" 2>&1
+
+timeout "${SWEEP_S:-95}" $SWEEP --impls triton,triton-ordered,sdpa-cudnn,sdpa-flash --seqs 1024,4096,16384 \
   --head-dims 64,128 --causal both > "$OUT/sweep.log" 2>&1
-timeout "${LONG_S:-25}" $SWEEP --impls triton,triton-ordered,sdpa-cudnn --seqs 32768 --head-dims 128 \
+timeout "${LONG_S:-20}" $SWEEP --impls triton,triton-ordered,sdpa-cudnn --seqs 32768 --head-dims 128 \
   --causal both > "$OUT/sweep32k.log" 2>&1
-timeout "${FLEX_S:-45}" $SWEEP --impls flex-compiled,triton-split --seqs 4096,16384 --head-dims 64,128 \
+timeout "${FLEX_S:-30}" $SWEEP --impls flex-compiled,triton-split --seqs 4096,16384 --head-dims 64,128 \
   --causal causal > "$OUT/flex.log" 2>&1
 tar -czf "$OUT/runs.tgz" -C "$RUNS" .
 
-tail -n 4 "$OUT/tests.log"; cat "$OUT/target.log" | grep -v "^Autotun"
+tail -n 4 "$OUT/tests.log"; grep -v "^Autotun" "$OUT/target.log"; grep "^fwd" "$OUT/variants.log"
 python3 - "$RUNS" <<'PY'
 import json, sys, pathlib
 rows = [json.loads(l) for f in sorted(pathlib.Path(sys.argv[1]).glob("*/results.jsonl")) for l in open(f)]

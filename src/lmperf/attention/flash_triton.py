@@ -87,10 +87,10 @@ def _visible(offs_m, offs_n, seq_k, CAUSAL: tl.constexpr):
 def _fwd_tiles(
     acc, m_i, l_i, q, K, V, stride_kn, stride_vn, offs_m, lo, hi, seq_k, qk_scale,
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, MASKED: tl.constexpr,
-    CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
+    CAUSAL: tl.constexpr, PRECISION: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
 ):
     offs_d = tl.arange(0, BLOCK_D)
-    for start_n in range(lo, hi, BLOCK_N):
+    for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
         offs_n = start_n + tl.arange(0, BLOCK_N)
         k = _load_rows(K + offs_n[:, None] * stride_kn + offs_d[None, :], offs_n, seq_k, offs_d, HEAD_DIM, BLOCK_D, MASKED)
         qk = tl.dot(q, tl.trans(k), input_precision=PRECISION)  # (BM, BN), unscaled
@@ -114,7 +114,7 @@ def _fwd_kernel(
     stride_vb, stride_vh, stride_vn,
     H, group, seq_q, seq_k,
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     qk_scale = tl.cast(qk_scale, tl.float32)  # torch.compile passes Python floats as fp64
     tile = tl.program_id(0)
@@ -136,11 +136,11 @@ def _fwd_kernel(
     full_end, hi = _key_ranges(start_m, seq_k, BLOCK_M, BLOCK_N, CAUSAL)
     acc, m_i, l_i = _fwd_tiles(
         acc, m_i, l_i, q, K, V, stride_kn, stride_vn, offs_m, 0, full_end, seq_k, qk_scale,
-        HEAD_DIM, BLOCK_D, BLOCK_N, False, CAUSAL, PRECISION,
+        HEAD_DIM, BLOCK_D, BLOCK_N, False, CAUSAL, PRECISION, WARP_SPECIALIZE,
     )
     acc, m_i, l_i = _fwd_tiles(
         acc, m_i, l_i, q, K, V, stride_kn, stride_vn, offs_m, full_end, hi, seq_k, qk_scale,
-        HEAD_DIM, BLOCK_D, BLOCK_N, True, CAUSAL, PRECISION,
+        HEAD_DIM, BLOCK_D, BLOCK_N, True, CAUSAL, PRECISION, False,
     )
     row_ok = offs_m < seq_q
     o_ptrs = O + bh.to(tl.int64) * seq_q * HEAD_DIM + offs_m[:, None] * HEAD_DIM + offs_d[None, :]
@@ -357,6 +357,9 @@ INTERPRETED_TILES = {
     "dkdv": {"BLOCK_M": 16, "BLOCK_N": 32},
     "dq": {"BLOCK_M": 16, "BLOCK_N": 32},
 }
+# Softmax of one tile overlapped with the next tile's matmuls by Triton's warp specialisation
+# (sm90: compiles only with 8 warps). Off: measured in docs/attention.md.
+FWD_WARP_SPECIALIZE = False
 # LMPERF_ATTENTION_AUTOTUNE=0 uses _fixed_tiles everywhere (quick first calls, e.g. in tests).
 AUTOTUNE = os.environ.get("LMPERF_ATTENTION_AUTOTUNE", "1") != "0"
 _TUNED = {
@@ -429,6 +432,7 @@ def triton_forward(
         "fwd", grid, q, k, v, o, lse, LOG2E / math.sqrt(head_dim),
         *_strides(q), *_strides(k), *_strides(v), H, H // k.shape[1], seq_q, seq_k,
         HEAD_DIM=head_dim, BLOCK_D=_block_d(head_dim), CAUSAL=is_causal, PRECISION=_precision(q.dtype),
+        WARP_SPECIALIZE=FWD_WARP_SPECIALIZE,
     )
     return o, lse
 
