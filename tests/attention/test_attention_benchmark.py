@@ -37,9 +37,9 @@ def test_flop_count_follows_flashattention_convention():
 def test_reports_render_ok_and_oom_rows(tmp_path):
     env = dict(device="H100", driver="1", torch="2", triton="3", commit="abc", date="today", host="h")
     rows = [
-        AttentionRow("triton", 1024, 64, "bf16", True, 16, 32, "ok", fwd_ms=1.0, bwd_ms=2.0, fwd_bwd_ms=3.0, fwd_tflops=100.0, bwd_tflops=200.0, fwd_bwd_tflops=150.0, peak_memory_gb=1.5, env=env),
-        AttentionRow("sdpa-flash", 1024, 64, "bf16", True, 16, 32, "ok", fwd_bwd_tflops=100.0, env=env),
-        AttentionRow("naive", 65536, 64, "bf16", True, 1, 32, "oom", env=env),
+        AttentionRow("triton", 1024, 64, "bf16", True, 16, 32, status="ok", fwd_ms=1.0, bwd_ms=2.0, fwd_bwd_ms=3.0, fwd_tflops=100.0, bwd_tflops=200.0, fwd_bwd_tflops=150.0, peak_memory_gb=1.5, env=env),
+        AttentionRow("sdpa-flash", 1024, 64, "bf16", True, 16, 32, status="ok", fwd_bwd_tflops=100.0, env=env),
+        AttentionRow("naive", 65536, 64, "bf16", True, 1, 32, status="oom", env=env),
     ]
     (tmp_path / "results.jsonl").write_text("".join(json.dumps(vars(r)) + "\n" for r in rows))
     md, csv_file, png = report.write_reports(tmp_path)

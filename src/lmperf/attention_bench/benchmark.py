@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import gc
 import itertools
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Callable, Iterable, Sequence
 
 import torch
@@ -21,6 +21,7 @@ from lmperf.analysis.flops import attention_kernel_flops
 from lmperf.attention.naive import naive_attention
 from lmperf.errors import UsageError
 from lmperf.report.environment import environment
+from lmperf.report.rows import ResultRow, failure_row
 from lmperf.report.rundir import RunDir
 
 IMPLS = (
@@ -45,9 +46,9 @@ class AttentionCase:
 
 
 @dataclass
-class AttentionRow(AttentionCase):
-    status: str = "ok"  # ok | oom | unavailable | skipped
-    error: str = ""
+class AttentionRow(ResultRow, AttentionCase):
+    """status: ok | oom | unavailable (a backend that refuses these inputs) | skipped."""
+
     fwd_ms: float | None = None
     bwd_ms: float | None = None
     fwd_bwd_ms: float | None = None
@@ -55,7 +56,6 @@ class AttentionRow(AttentionCase):
     bwd_tflops: float | None = None
     fwd_bwd_tflops: float | None = None
     peak_memory_gb: float | None = None
-    env: dict = field(default_factory=dict)
 
 
 def _sdpa(backend_name: str) -> AttentionFn:
@@ -170,13 +170,8 @@ def measure(case: AttentionCase, device: str = "cuda", rep_ms: int = 100, torch_
     torch.cuda.reset_peak_memory_stats(device)
     try:
         times = _time(case, attention_function(case.impl), device, rep_ms)
-    except torch.cuda.OutOfMemoryError:
-        row.status = "oom"
-    except RuntimeError as error:  # an SDPA backend that refuses these inputs
-        if "out of memory" in str(error).lower():
-            row.status = "oom"
-        else:
-            row.status, row.error = "unavailable", str(error).splitlines()[0][:200]
+    except RuntimeError as error:  # out of memory, or an SDPA backend that refuses these inputs
+        row = failure_row(row, error, status="unavailable")
     else:
         flops = attention_kernel_flops(case.batch * case.heads, case.seq, case.seq, case.head_dim, case.causal)
         for phase, key in (("fwd", "forward"), ("bwd", "backward"), ("fwd_bwd", "forward_backward")):

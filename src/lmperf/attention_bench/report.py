@@ -6,7 +6,9 @@ from pathlib import Path
 from typing import Sequence
 
 from lmperf.report import tables
-from lmperf.report.rundir import read_rows
+from lmperf.report.environment import measured_on
+from lmperf.report.plots import pyplot
+from lmperf.report.rundir import RunDir
 
 COLUMNS: list[tables.Column] = [
     ("impl", "impl", ""),
@@ -29,11 +31,7 @@ COLUMNS: list[tables.Column] = [
 
 def plot_tflops(rows: Sequence[dict], path: Path) -> None:
     """Forward+backward TFLOP/s against sequence length, one panel per (dtype, head_dim, causal)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     ok = [r for r in rows if r["status"] == "ok"]
     panels = sorted({(r["dtype"], r["head_dim"], r["causal"]) for r in ok})
     columns = min(4, max(len(panels), 1))
@@ -58,12 +56,9 @@ def plot_tflops(rows: Sequence[dict], path: Path) -> None:
 
 def write_reports(run_path: Path) -> list[Path]:
     """results.md, results.csv and tflops.png beside results.jsonl; returns their paths."""
-    rows = read_rows(run_path / "results.jsonl")
+    rows = RunDir(run_path).rows()
     md, csv_file, png = run_path / "results.md", run_path / "results.csv", run_path / "tflops.png"
-    header = ""
-    if rows:
-        header = "Measured on {device} (driver {driver}), torch {torch}, triton {triton}, commit {commit}, {date}.\n\n".format(**rows[-1]["env"])
-    text = header + tables.markdown(rows, COLUMNS)
+    text = measured_on(rows) + tables.markdown(rows, COLUMNS)
     if any(r["impl"] == "triton" and r["status"] == "ok" for r in rows):
         text += "\n## FlashAttention2Triton beside SDPA (TFLOP/s)\n\n" + comparison(rows)
     md.write_text(text, encoding="utf-8")

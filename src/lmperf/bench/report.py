@@ -6,7 +6,9 @@ from pathlib import Path
 from typing import Sequence
 
 from lmperf.report import tables
-from lmperf.report.rundir import read_rows
+from lmperf.report.environment import measured_on
+from lmperf.report.plots import pyplot
+from lmperf.report.rundir import RunDir
 
 COLUMNS: list[tables.Column] = [
     ("preset", "preset", ""),
@@ -31,11 +33,7 @@ COLUMNS: list[tables.Column] = [
 
 def plot_time_per_step(rows: Sequence[dict], path: Path) -> None:
     """Mean time per step against parameters, one line per (mode, precision, compile)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     ok = [r for r in rows if r["status"] == "ok"]
     contexts = sorted({r["seq_len"] for r in ok})
     fig, axes = plt.subplots(1, max(len(contexts), 1), figsize=(5 * max(len(contexts), 1), 4), squeeze=False)
@@ -58,13 +56,9 @@ def plot_time_per_step(rows: Sequence[dict], path: Path) -> None:
 
 def write_reports(run_path: Path) -> list[Path]:
     """results.md, results.csv and time_per_step.png beside results.jsonl; returns their paths."""
-    rows = read_rows(run_path / "results.jsonl")
+    rows = RunDir(run_path).rows()
     md, csv_file, png = run_path / "results.md", run_path / "results.csv", run_path / "time_per_step.png"
-    header = ""
-    if rows:
-        env = rows[-1]["env"]
-        header = "Measured on {device} (driver {driver}), torch {torch}, triton {triton}, commit {commit}, {date}.\n\n".format(**env)
-    md.write_text(header + tables.markdown(rows, COLUMNS), encoding="utf-8")
+    md.write_text(measured_on(rows) + tables.markdown(rows, COLUMNS), encoding="utf-8")
     csv_file.write_text(tables.csv_text(rows, COLUMNS), encoding="utf-8")
     plot_time_per_step(rows, png)
     return [md, csv_file, png]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gc
 import itertools
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
 import torch
@@ -20,13 +20,14 @@ from lmperf.model.step import ModelStep, StepConfig
 from lmperf.bench.timing import time_steps
 from lmperf.model import parameter_count
 from lmperf.report.environment import environment
+from lmperf.report.rows import ResultRow, failure_row
 from lmperf.report.rundir import RunDir, completed_keys
 
 KEY_FIELDS = ("preset", "seq_len", "mode", "precision", "compile", "attention", "batch")
 
 
 @dataclass
-class BenchRow:
+class BenchRow(ResultRow):
     preset: str
     seq_len: int
     mode: str
@@ -34,12 +35,10 @@ class BenchRow:
     compile: str
     attention: str
     batch: int
-    status: str  # ok | oom | error
     warmup: int
     steps: int
     params: int
     matmul_flops: float
-    error: str = ""
     cold_ms: float | None = None
     mean_ms: float | None = None
     std_ms: float | None = None
@@ -51,10 +50,6 @@ class BenchRow:
     tflops: float | None = None
     mfu: float | None = None
     peak_memory_gb: float | None = None
-    env: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -144,15 +139,9 @@ def run_configs(
                 if step is None:
                     step = make_step(config, device)
                 row = _measure(step, config, settings)
-            except torch.OutOfMemoryError as error:
-                row = base_row(config, settings, "oom")
-                row.error = str(error).splitlines()[0][:200]
+            except RuntimeError as error:  # out of memory, or e.g. a compiler failure: record it, go on
+                row = failure_row(base_row(config, settings, "ok"), error)
                 step = None  # drop every reference before emptying the cache
-                _release(device)
-            except RuntimeError as error:  # e.g. a compiler failure: record it, go on
-                row = base_row(config, settings, "error")
-                row.error = f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"
-                step = None
                 _release(device)
             yield row
         step = None

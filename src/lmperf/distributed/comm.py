@@ -22,6 +22,7 @@ from lmperf.distributed.guard import on_all_ranks
 from lmperf.distributed.launch import World
 from lmperf.errors import UsageError
 from lmperf.report.environment import environment
+from lmperf.report.rows import ResultRow, failure_row
 from lmperf.report.rundir import RunDir
 
 OPS = ("all-reduce", "all-gather", "reduce-scatter")
@@ -72,16 +73,14 @@ class CommJob:
 
 
 @dataclass
-class CommRow:
+class CommRow(ResultRow):
     op: str
     size_bytes: int
     dtype: str
     nproc: int
     backend: str
-    status: str  # ok | oom | error
     warmup: int
     iters: int
-    error: str = ""
     mean_us: float | None = None  # mean over ranks of each rank's mean
     median_us: float | None = None  # rank 0
     min_us: float | None = None  # rank 0
@@ -89,10 +88,6 @@ class CommRow:
     mean_us_ranks: list[float] = field(default_factory=list)
     algbw_gbps: float | None = None
     busbw_gbps: float | None = None
-    env: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def collective(op: str, size_bytes: int, dtype: torch.dtype, world: World) -> tuple[Callable[[], None], int]:
@@ -110,17 +105,13 @@ def collective(op: str, size_bytes: int, dtype: torch.dtype, world: World) -> tu
 
 
 def _measure(op: str, size: int, job: CommJob, world: World) -> CommRow:
-    row = CommRow(op, size, job.dtype, world.size, dist.get_backend(), "ok", job.warmup, job.iters,
+    row = CommRow(op, size, job.dtype, world.size, dist.get_backend(), job.warmup, job.iters,
                   env=environment(str(world.device)))
     try:
         call, row.size_bytes = on_all_ranks(lambda: collective(op, size, DTYPES[job.dtype], world), world)
         times = on_all_ranks(lambda: time_steps(call, job.warmup, job.iters, world.device), world)
-    except torch.OutOfMemoryError as error:
-        row.status, row.error = "oom", str(error)[:200]
-        return row
-    except RuntimeError as error:
-        row.status, row.error = "error", str(error)[:200]
-        return row
+    except RuntimeError as error:  # out of memory included: every rank records the same row
+        return failure_row(row, error)
     stats = times.stats
     ranks = [None] * world.size
     dist.all_gather_object(ranks, stats.mean * 1e3)

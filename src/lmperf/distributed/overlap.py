@@ -17,6 +17,8 @@ from typing import Callable, Sequence
 
 import torch
 
+from lmperf.report.plots import pyplot
+
 STEP_MARK = "lmperf_step"
 
 Interval = tuple[float, float]  # (start, end) in microseconds
@@ -137,12 +139,9 @@ def profile_trace(step: Callable[[], None], steps: int) -> dict:
 
 def plot_timeline(kernels: Sequence[Kernel], window: Interval, path: Path, title: str) -> None:
     """One lane per CUDA stream over one step: compute kernels blue, NCCL kernels red."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
 
+    plt = pyplot()
     inside = in_window(kernels, window)
     streams = sorted({k.stream for k in inside})
     fig, ax = plt.subplots(figsize=(12, 1 + 0.5 * max(len(streams), 1)))

@@ -11,7 +11,9 @@ from lmperf.distributed.sharding import state_memory, train_step_peak
 from lmperf.distributed.strategies import Strategy
 from lmperf.model import preset
 from lmperf.report import tables
-from lmperf.report.rundir import read_rows
+from lmperf.report.environment import measured_on
+from lmperf.report.plots import pyplot
+from lmperf.report.rundir import RunDir
 
 COMM_COLUMNS: list[tables.Column] = [
     ("collective", "op", ""), ("size MiB", "size_mib", ",.0f"), ("dtype", "dtype", ""),
@@ -70,23 +72,13 @@ def with_memory_model(rows: Sequence[dict]) -> list[dict]:
     return out
 
 
-def env_line(rows: Sequence[dict]) -> str:
-    if not rows:
-        return ""
-    return "Measured on {device} (driver {driver}), torch {torch}, triton {triton}, commit {commit}, {date}.\n\n".format(**rows[-1]["env"])
-
-
 def comm_rows(rows: Sequence[dict]) -> list[dict]:
     return [{**r, "size_mib": r["size_bytes"] / 2**20} for r in rows]
 
 
 def plot_busbw(rows: Sequence[dict], path: Path) -> None:
     """Bus bandwidth against message size, one line per collective."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     for op in dict.fromkeys(r["op"] for r in rows):
         points = sorted((r["size_bytes"], r["busbw_gbps"]) for r in rows if r["op"] == op and r["status"] == "ok")
@@ -101,9 +93,9 @@ def plot_busbw(rows: Sequence[dict], path: Path) -> None:
 
 
 def write_comm_reports(run_path: Path) -> list[Path]:
-    rows = comm_rows(read_rows(run_path / "results.jsonl"))
+    rows = comm_rows(RunDir(run_path).rows())
     md, csv_file, png = run_path / "results.md", run_path / "results.csv", run_path / "busbw.png"
-    md.write_text(env_line(rows) + tables.markdown(rows, COMM_COLUMNS), encoding="utf-8")
+    md.write_text(measured_on(rows) + tables.markdown(rows, COMM_COLUMNS), encoding="utf-8")
     csv_file.write_text(tables.csv_text(rows, COMM_COLUMNS), encoding="utf-8")
     plot_busbw(rows, png)
     return [md, csv_file, png]
@@ -128,9 +120,9 @@ def bench_markdown(rows: Sequence[dict]) -> str:
 
 
 def write_bench_reports(run_path: Path) -> list[Path]:
-    rows = read_rows(run_path / "results.jsonl")
+    rows = RunDir(run_path).rows()
     md, csv_file = run_path / "results.md", run_path / "results.csv"
-    md.write_text(env_line(rows) + bench_markdown(rows), encoding="utf-8")
+    md.write_text(measured_on(rows) + bench_markdown(rows), encoding="utf-8")
     csv_file.write_text(tables.csv_text(with_memory_model(with_scaling(rows)), BENCH_COLUMNS + MEMORY_COLUMNS[len(_CONFIG):]), encoding="utf-8")
     return [md, csv_file]
 
@@ -143,7 +135,7 @@ def _kind(run_path: Path) -> str:
 
 def benchmark_page(comm: Sequence[dict], bench: Sequence[dict], title: str) -> str:
     """The committed page: environment, collectives, steps, overlap and memory, from rows alone."""
-    text = f"# {title}\n\n" + env_line([*comm, *bench])
+    text = f"# {title}\n\n" + measured_on([*comm, *bench])
     text += "Rendered by `lmperf dist-report` from the run directories' results.jsonl. Scaling efficiency = "
     text += "total tokens/s on N GPUs / (N x tokens/s of one plain process with the same per-GPU batch).\n\n"
     if comm:
@@ -156,6 +148,6 @@ def benchmark_page(comm: Sequence[dict], bench: Sequence[dict], title: str) -> s
 def write_benchmark_page(run_paths: Sequence[Path], out: Path, title: str) -> Path:
     comm, bench = [], []
     for path in run_paths:
-        (comm if _kind(path) == "comm" else bench).extend(read_rows(Path(path) / "results.jsonl"))
+        (comm if _kind(path) == "comm" else bench).extend(RunDir(path).rows())
     Path(out).write_text(benchmark_page(comm, bench, title), encoding="utf-8")
     return Path(out)

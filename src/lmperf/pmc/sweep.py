@@ -13,6 +13,7 @@ from pathlib import Path
 
 from lmperf.analysis.flops import causal_tile_fraction, forward_ops
 from lmperf.pmc.explain import KnownModel
+from lmperf.report.plots import pyplot
 
 COLUMNS = [("axis", "axis", ""), ("value", "value", "d"), ("full square", "full", ".4g"),
            ("causal half", "half", ".4g"), ("counted (128 tiles)", "counted", ".4g"),
@@ -47,10 +48,7 @@ def sweep_rows(model: KnownModel, batch: int, seq_lens: list[int], layers: list[
 
 
 def plot(rows: list[dict], path: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     axes_names = ("seq_len", "n_layers", "d_model")
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))

@@ -44,7 +44,7 @@ def profile(
 
     if rebuild is not None:
         rebuild_from_traces(rebuild)
-        console.print("wrote " + ", ".join(str(p) for p in [rebuild / "results.jsonl", *report.write_reports(rebuild)]))
+        console.print("wrote " + ", ".join(str(p) for p in [RunDir(rebuild).results, *report.write_reports(rebuild)]))
         return
     device = resolve_device(device)
     on_gpu = device.startswith("cuda")

@@ -27,6 +27,7 @@ from lmperf.errors import UsageError
 from lmperf.profile import snapshot as snap
 from lmperf.profile.plots import plot_memory_timeline
 from lmperf.report.environment import environment
+from lmperf.report.rows import failure_row
 from lmperf.report.rundir import RunDir
 
 GB = 1e9
@@ -94,7 +95,7 @@ def measure(step: ModelStep) -> dict[str, int]:
     return measured
 
 
-def peak_rows(config: StepConfig, measured: dict[str, int], error: str = "") -> list[dict]:
+def peak_rows(config: StepConfig, measured: dict[str, int]) -> list[dict]:
     """One row per mode (forward, train-step): measured peak beside the analytic one; a mode
     with no measured peak ran out of memory."""
     model = memory_model(config.model_config(), config.batch, config.seq_len, config.precision)
@@ -102,7 +103,7 @@ def peak_rows(config: StepConfig, measured: dict[str, int], error: str = "") -> 
     for mode in ("forward", "train-step"):
         peak = measured.get(f"peak_{mode}")
         row = {**config.to_dict(), "mode": mode, "kind": "peak", "status": "ok" if peak else "oom",
-               "error": "" if peak else error or "CUDA out of memory", "analytic": model.to_dict(),
+               "error": "" if peak else "CUDA out of memory", "analytic": model.to_dict(),
                "analytic_peak_gb": model.peak(mode) / GB, "measured": {k: v / GB for k, v in measured.items()},
                "env": environment("cuda")}
         if peak:
@@ -187,14 +188,14 @@ def _measure_config(config: StepConfig, settings: MemorySettings, run_dir: RunDi
     except torch.OutOfMemoryError as error:
         step = None
         _release()
-        return peak_rows(config, {}, str(error).splitlines()[0][:200])
+        return [failure_row(row, error) for row in peak_rows(config, {})]
     rows = peak_rows(config, measured)
     wanted = settings.snapshot_context or max(settings.contexts)
     if config.seq_len == wanted and config.precision == settings.precisions[0]:
         try:
             rows.append(snapshot_row(step, run_dir))
         except torch.OutOfMemoryError as error:
-            rows.append({**config.to_dict(), "kind": "snapshot", "status": "oom", "error": str(error)[:200]})
+            rows.append(failure_row({**config.to_dict(), "kind": "snapshot"}, error))
     step = None
     _release()
     return rows

@@ -7,7 +7,8 @@ from pathlib import Path
 from lmperf.analysis.memory import memory_model
 from lmperf.model.step import StepConfig
 from lmperf.report import tables
-from lmperf.report.rundir import read_rows
+from lmperf.report.environment import measured_on
+from lmperf.report.rundir import RunDir
 
 GB = 1e9
 PEAK_COLUMNS: list[tables.Column] = [
@@ -76,13 +77,11 @@ def with_current_model(row: dict) -> dict:
 
 
 def write_memory_report(run_path: Path) -> list[Path]:
-    rows = read_rows(run_path / "results.jsonl")
+    rows = RunDir(run_path).rows()
     peaks = [with_current_model(row) for row in rows if row["kind"] == "peak"]
     forward_rows = [row for row in peaks if row["mode"] == "forward" and row.get("measured")]
-    env = next((row["env"] for row in rows if "env" in row), None)
-    header = "Measured on {device} (driver {driver}), torch {torch}, triton {triton}, commit {commit}, {date}.\n\n".format(**env) if env else ""
     text = (
-        header + "Peak memory (torch.cuda.max_memory_allocated):\n\n" + tables.markdown(peaks, PEAK_COLUMNS)
+        measured_on(rows) + "Peak memory (torch.cuda.max_memory_allocated):\n\n" + tables.markdown(peaks, PEAK_COLUMNS)
         + "\n" + EXPLANATION + "\nParts, measured and analytic:\n\n"
         + tables.markdown([part for row in forward_rows for part in component_rows(row)], COMPONENT_COLUMNS)
         + "".join(_snapshot_section(row) for row in rows if row["kind"] == "snapshot")

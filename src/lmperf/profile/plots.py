@@ -6,20 +6,12 @@ from pathlib import Path
 from typing import Sequence
 
 from lmperf.profile.trace import PHASES
-
-
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+from lmperf.report.plots import pyplot
 
 
 def plot_region_time(rows: Sequence[dict], path: Path) -> None:
     """One panel per profiled mode: a bar per region, stacked by phase (ms per step)."""
-    plt = _pyplot()
+    plt = pyplot()
     ok = [row for row in rows if row["status"] == "ok"]
     fig, axes = plt.subplots(1, max(len(ok), 1), figsize=(6 * max(len(ok), 1), 4.5), squeeze=False)
     for ax, row in zip(axes[0], ok):
@@ -44,7 +36,7 @@ def plot_memory_timeline(
     allocated_gb: Sequence[float], phase_starts: dict[str, int], title: str, path: Path
 ) -> None:
     """Allocated memory after each allocator event, with a line where each phase begins."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(9, 4))
     ax.plot(range(len(allocated_gb)), allocated_gb, linewidth=1)
     for phase, index in phase_starts.items():

@@ -7,7 +7,8 @@ from pathlib import Path
 from lmperf.profile import tables as profile_tables
 from lmperf.profile.plots import plot_region_time
 from lmperf.report import tables
-from lmperf.report.rundir import read_rows
+from lmperf.report.environment import measured_on
+from lmperf.report.rundir import RunDir
 
 TOP_KERNELS = 15
 MATMUL_COLUMNS: list[tables.Column] = [
@@ -41,11 +42,9 @@ def render_row(row: dict, top: int = TOP_KERNELS) -> str:
 
 def write_reports(run_path: Path) -> list[Path]:
     """profile.md (matmul shares, then each mode's tables) and region_time.png."""
-    rows = read_rows(run_path / "results.jsonl")
+    rows = RunDir(run_path).rows()
     md, png = run_path / "profile.md", run_path / "region_time.png"
-    env = rows[-1]["env"] if rows else {}
-    header = "Measured on {device} (driver {driver}), torch {torch}, triton {triton}, commit {commit}, {date}.\n\n".format(**env) if env else ""
     body = "\n".join(render_row(row) for row in rows)
-    md.write_text(header + "Matmul share of the step:\n\n" + tables.markdown(rows, MATMUL_COLUMNS) + "\n" + body, encoding="utf-8")
+    md.write_text(measured_on(rows) + "Matmul share of the step:\n\n" + tables.markdown(rows, MATMUL_COLUMNS) + "\n" + body, encoding="utf-8")
     plot_region_time(rows, png)
     return [md, png]

@@ -22,6 +22,7 @@ from lmperf.profile import tables
 from lmperf.profile.trace import KernelCall, kernel_calls, profile_steps
 from lmperf.profile.trace_file import read_trace
 from lmperf.report.environment import environment
+from lmperf.report.rows import failure_row
 from lmperf.report.rundir import RunDir
 
 
@@ -126,8 +127,7 @@ def run_profile(
             step = step or ModelStep(mode_config, torch.device(settings.device))
             row = profile_mode(step, mode_config.mode, settings, run_dir)
         except torch.OutOfMemoryError as error:
-            row = _base_row(mode_config, settings, "oom")
-            row["error"] = str(error).splitlines()[0][:200]
+            row = failure_row(_base_row(mode_config, settings, "ok"), error)
             step = None  # drop every reference before emptying the cache
             _release()
         run_dir.append(row)

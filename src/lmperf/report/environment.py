@@ -8,6 +8,7 @@ import os
 import platform
 import subprocess
 from pathlib import Path
+from typing import Sequence
 
 import torch
 
@@ -71,3 +72,12 @@ def environment(device: str = "cpu") -> dict[str, str]:
         "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "host": platform.node(),
     }
+
+
+def measured_on(rows: Sequence[dict]) -> str:
+    """The provenance paragraph every report opens with, from the last row that carries an
+    environment ("" for a run with none yet)."""
+    env = next((row["env"] for row in reversed(rows) if row.get("env")), None)
+    if env is None:
+        return ""
+    return "Measured on {device} (driver {driver}), torch {torch}, triton {triton}, commit {commit}, {date}.\n\n".format(**env)
