@@ -7,7 +7,8 @@ from lmperf.cli import app
 from lmperf.errors import UsageError
 from lmperf.pmc import ncu
 from lmperf.pmc.collect import kernel_rows, sibling
-from lmperf.pmc.kernels import ATTENTION, GEMM, LOSS, NORM, OPTIMIZER, SOFTMAX, kernel_class, short_name
+from lmperf.analysis.kernels import ATTENTION, LOSS, MATMUL, NORM, OPTIMIZER, SOFTMAX, kernel_category
+from lmperf.pmc.kernels import short_name
 from lmperf.pmc.parse import read_capture
 from lmperf.pmc.targets import Target
 
@@ -50,9 +51,9 @@ def test_missing_ncu_is_a_usage_error():
 
 
 @pytest.mark.parametrize("name, cls", [
-    ("nvjet_sm90_tst_64x48_64x15_2x4_h_bz_TNT", GEMM),
-    ("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize32x32x8_stage3", GEMM),
-    ("void cutlass::Kernel2<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>(T1::Params)", GEMM),
+    ("nvjet_sm90_tst_64x48_64x15_2x4_h_bz_TNT", MATMUL),
+    ("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize32x32x8_stage3", MATMUL),
+    ("void cutlass::Kernel2<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>(T1::Params)", MATMUL),
     ("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64", ATTENTION),
     ("fmha_cutlassF_f32_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<float>)", ATTENTION),
     ("void flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 64, 4>>(Flash_fwd_params)", ATTENTION),
@@ -62,7 +63,7 @@ def test_missing_ncu_is_a_usage_error():
     ("void at::<unnamed>::multi_tensor_apply_kernel<FusedAdamMathFunctor<float, 4>>", OPTIMIZER),
 ])
 def test_kernel_classes(name, cls):
-    assert kernel_class(name) == cls
+    assert kernel_category(name) == cls
 
 
 def test_short_name_drops_templates_and_arguments():
@@ -71,7 +72,7 @@ def test_short_name_drops_templates_and_arguments():
 
 def test_tidy_table_has_classes_and_the_requested_counters_only():
     rows = kernel_rows(read_capture(FIXTURES / "gpt2_l4_d512.csv.gz"))
-    assert rows[-1]["class"] == "gemm"  # the LM head
+    assert rows[-1]["class"] == "matmul"  # the LM head
     assert "gpu__time_duration.sum" in rows[0]
     assert not any(key.startswith("device__") for key in rows[0])
     assert sibling("runs/x.csv.gz", ".kernels.csv").name == "x.kernels.csv"

@@ -42,7 +42,7 @@ def test_class_rows_cover_gemm_and_attention():
                          target.batch, target.seq_len)
     by_class = {r["kernel_class"]: r for r in rows}
     assert by_class["attention"]["residual"] == pytest.approx(0.0, abs=1e-9)
-    assert 0 < by_class["gemm"]["residual"] < 0.05  # a few padded widths
+    assert 0 < by_class["matmul"]["residual"] < 0.05  # a few padded widths
 
 
 def test_causal_tile_fraction_counts_whole_tiles():

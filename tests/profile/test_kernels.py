@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from lmperf import regions
-from lmperf.profile.kernels import CATEGORIES, MAX_SHORT, category, short_name
+from lmperf.analysis.kernels import CATEGORIES
+from lmperf.profile.kernels import MAX_SHORT, category, short_name
 
 NAMES = (Path(__file__).parent / "fixtures" / "cuda_kernel_names.txt").read_text().splitlines()
 
@@ -38,11 +39,11 @@ def test_every_real_name_gets_a_short_readable_name_and_a_category(name):
     ("fmha_cutlassF_f32_aligned_64x64_rf_sm80", "fmha_cutlassF_f32_aligned_64x64_rf_sm80", "attention"),
     # The argument list's `float const*` is no dtype: the template holds none, so none is shown.
     ("compute_dot_do_o_specialized<true, 64>", "compute_dot_do_o_specialized", "attention"),
-    ("LogSoftMaxForwardEpilogue", "cunn_SoftMaxForwardSmem[logsoftmax, fp32]", "softmax"),
+    ("LogSoftMaxForwardEpilogue", "cunn_SoftMaxForwardSmem[logsoftmax, fp32]", "loss"),
     ("FusedAdamMathFunctor", "multi_tensor_apply_kernel[fusedadam, fp32]", "optimizer"),
     ("bfloat16_copy_kernel_cuda", "vectorized_elementwise_kernel[bfloat16_copy, bf16]", "copy/memset"),
     ("cutlass_80_simt_sgemm_256x128_8x4_nn_align1", "Kernel2[cutlass_80_simt_sgemm_256x128_8x4_nn_align1]", "matmul"),
-    ("splitKreduce_kernel", "splitKreduce_kernel[fp32]", "matmul"),
+    ("splitKreduce_kernel", "splitKreduce_kernel[fp32]", "matmul_aux"),
 ])
 def test_known_kernels(fragment, short, cat):
     (name,) = [n for n in NAMES if fragment in n and short_name(n) == short][:1]
@@ -59,7 +60,7 @@ def test_short_names_keep_plain_cublas_and_nvjet_names():
 def test_generic_kernels_are_placed_by_region_and_phase():
     mul = next(n for n in NAMES if short_name(n) == "elementwise_kernel[mul, fp32]")
     assert category(mul, regions.FFN, regions.FORWARD) == "elementwise"
-    assert category(mul, regions.ATTN_NORM, regions.BACKWARD) == "normalisation"
+    assert category(mul, regions.ATTN_NORM, regions.BACKWARD) == "norm"
     assert category(mul, regions.ATTN_SOFTMAX, regions.BACKWARD) == "softmax"
     assert category(mul, "", regions.OPTIMIZER) == "optimizer"
     gemm = next(n for n in NAMES if n.startswith("nvjet"))

@@ -12,7 +12,7 @@ from lmperf import regions
 from lmperf.analysis.flops import region_flops, step_flops
 from lmperf.cli import app
 from lmperf.model import preset
-from lmperf.profile.kernels import CATEGORIES
+from lmperf.analysis.kernels import CATEGORIES
 from lmperf.profile.run import rebuild_from_traces
 from lmperf.profile.tables import KERNEL_COLUMNS, REGION_COLUMNS
 from lmperf.report.rundir import read_rows

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lmperf.pmc import ncu
-from lmperf.pmc.kernels import kernel_class, short_name
+from lmperf.analysis.kernels import kernel_category
+from lmperf.pmc.kernels import short_name
 from lmperf.pmc.parse import Capture, read_capture
 from lmperf.pmc.targets import RANGE, Target
 from lmperf.report import tables
@@ -48,7 +49,7 @@ def kernel_rows(capture: Capture) -> list[dict]:
     """One tidy row per kernel: class, short name, launch shape and the counters."""
     rows = []
     for k in capture.kernels:
-        row = {"index": k.index, "class": kernel_class(k.name), "kernel": short_name(k.name),
+        row = {"index": k.index, "class": kernel_category(k.name), "kernel": short_name(k.name),
                "grid": "x".join(map(str, k.grid)), "block": "x".join(map(str, k.block))}
         row.update({name: k.metrics.get(name) for name in counter_columns(capture)})
         rows.append(row)

@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lmperf.analysis.flops import Op, causal_tile_fraction, forward_ops
+from lmperf.analysis.kernels import ATTENTION, MATMUL, kernel_category
 from lmperf.errors import UsageError
 from lmperf.model import ModelConfig, preset
 from lmperf.pmc import gemms as g
 from lmperf.pmc.infer import layer_roles
-from lmperf.pmc.kernels import ATTENTION, GEMM, kernel_class
 from lmperf.pmc.parse import Capture, KernelRecord
 
 GATED_FAMILIES = {"llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2", "phi3"}
@@ -66,15 +66,15 @@ def class_rows(capture: Capture, model: KnownModel, batch: int, seq_len: int) ->
     """Forward pass per kernel class: measured vs predicted FLOPs and the residual."""
     forward = g.split_phases(capture).forward
     ops = predicted_ops(model, batch, seq_len)
-    fused = any(kernel_class(k.name) == ATTENTION for k in forward)
+    fused = any(kernel_category(k.name) == ATTENTION for k in forward)
     eager = forward_ops(model.config, batch, seq_len, 1.0, model.n_kv_heads, model.gated_mlp)
     full_square = sum(op.total_forward for op in eager if op.name in _ATTENTION_OPS)
     attention = sum(ops[name].total_forward for name in _ATTENTION_OPS)
     gemm = sum(op.total_forward for name, op in ops.items() if name not in _ATTENTION_OPS)
-    predicted = {GEMM: gemm if fused else gemm + full_square, ATTENTION: attention if fused else 0.0}
+    predicted = {MATMUL: gemm if fused else gemm + full_square, ATTENTION: attention if fused else 0.0}
     rows = []
     for cls, expected in predicted.items():
-        kernels = [k for k in forward if kernel_class(k.name) == cls]
+        kernels = [k for k in forward if kernel_category(k.name) == cls]
         measured = sum(measured_flops(k) for k in kernels)
         rows.append(dict(kernel_class=cls, kernels=len(kernels), measured=measured,
                          predicted=expected, residual=_residual(measured, expected)))

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from lmperf.pmc.kernels import ATTENTION, GEMM, OPTIMIZER, SOFTMAX, is_backward, kernel_class
+from lmperf.analysis.kernels import ATTENTION, MATMUL, OPTIMIZER, SOFTMAX, kernel_category
+from lmperf.pmc.kernels import is_backward
 from lmperf.pmc.parse import Capture, KernelRecord
 
 TENSOR_PATHS = {
@@ -69,16 +70,16 @@ class Phases:
 def split_phases(capture: Capture) -> Phases:
     """Forward ends at the first gradient or optimizer kernel (AdamW/SGD by name)."""
     kernels = capture.kernels
-    optimizer = [k for k in kernels if kernel_class(k.name) == OPTIMIZER]
+    optimizer = [k for k in kernels if kernel_category(k.name) == OPTIMIZER]
     end = next((i for i, k in enumerate(kernels)
-                if is_backward(k.name) or kernel_class(k.name) == OPTIMIZER), len(kernels))
-    backward = [k for k in kernels[end:] if kernel_class(k.name) != OPTIMIZER]
+                if is_backward(k.name) or kernel_category(k.name) == OPTIMIZER), len(kernels))
+    backward = [k for k in kernels[end:] if kernel_category(k.name) != OPTIMIZER]
     return Phases(kernels[:end], backward, optimizer)
 
 
 def forward_gemms(forward: list[KernelRecord]) -> list[KernelRecord]:
     """Forward GEMMs big enough to be model layers (drops rotary-table and similar matmuls)."""
-    gemms = [k for k in forward if kernel_class(k.name) == GEMM and macs(k) > 0]
+    gemms = [k for k in forward if kernel_category(k.name) == MATMUL and macs(k) > 0]
     if not gemms:
         return []
     typical = sorted(macs(k) for k in gemms)[len(gemms) // 2]
@@ -124,7 +125,7 @@ def find_layers(forward: list[KernelRecord]) -> Layers | None:
 def attention_marker(kernels: list[KernelRecord]) -> tuple[str, KernelRecord] | None:
     """The fused attention kernel, or the softmax of eager attention, in a layer's kernels."""
     for k in kernels:
-        cls = kernel_class(k.name)
+        cls = kernel_category(k.name)
         if cls in (ATTENTION, SOFTMAX):
             return cls, k
     return None

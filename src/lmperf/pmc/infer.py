@@ -19,7 +19,7 @@ from pathlib import Path
 
 from lmperf.pmc import gemms as g
 from lmperf.pmc.attention_shape import AttentionShape, eager_shape, fused_shape
-from lmperf.pmc.kernels import ATTENTION, GEMM, NORM, REDUCTION, kernel_class
+from lmperf.analysis.kernels import ATTENTION, MATMUL, NORM, REDUCTION, kernel_category
 from lmperf.pmc.params import add_parameter_counts
 from lmperf.pmc.parse import Capture, KernelRecord, read_capture
 from lmperf.pmc.result import Inference
@@ -31,7 +31,7 @@ def element_counts(kernels: list[KernelRecord]) -> Counter:
     """How often each exact FFMA / FADD / FMUL count occurs among non-GEMM, non-attention kernels."""
     counts: Counter = Counter()
     for k in kernels:
-        if kernel_class(k.name) not in (GEMM, ATTENTION):
+        if kernel_category(k.name) not in (MATMUL, ATTENTION):
             counts.update(v for v in (k.metric(g.FFMA), k.metric(g.FADD), k.metric(g.FMUL)) if v)
     return counts
 
@@ -47,7 +47,7 @@ def token_candidates(forward: list[KernelRecord]) -> Counter:
     """Row counts = N: LayerNorm and embedding-gather grids, row-reduction FMUL counts."""
     rows: Counter = Counter()
     for k in forward:
-        name, cls = k.name.lower(), kernel_class(k.name)
+        name, cls = k.name.lower(), kernel_category(k.name)
         if (cls == NORM and "layer_norm" in name) or "gather" in name or "index_select" in name:
             rows[k.grid[0]] += 1
         if cls == REDUCTION and k.metric(g.FMUL):

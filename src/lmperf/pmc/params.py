@@ -4,7 +4,7 @@ with its assumptions stated (counters cannot tell tied embeddings or a position 
 from __future__ import annotations
 
 from lmperf.pmc.gemms import FADD, Phases
-from lmperf.pmc.kernels import NORM, kernel_class
+from lmperf.analysis.kernels import NORM, kernel_category
 from lmperf.pmc.parse import Capture
 from lmperf.pmc.result import Inference
 
@@ -40,7 +40,7 @@ def add_parameter_counts(result: Inference, roles: dict, capture: Capture, phase
         return
     layer_gemms = roles["qkv"] + [roles["out"], *roles["ups"], roles["down"]]
     biases = any("bias" in k.name.lower() for k in layer_gemms)
-    layer_norm = any(kernel_class(k.name) == NORM and "layer_norm" in k.name.lower()
+    layer_norm = any(kernel_category(k.name) == NORM and "layer_norm" in k.name.lower()
                      for k in capture.kernels)
     per_block = block_parameters(v["d_model"], v["d_ff"], v["n_heads"], v["n_kv_heads"],
                                  v["head_dim"], v["mlp"] == "gated", biases, layer_norm)

@@ -5,9 +5,9 @@ of nested templates. `short_name` keeps what a reader needs: the kernel's own na
 or op it runs (mul, mean, silu, FusedAdam) and the element type. On a CPU the profiled "kernels"
 are ATen ops (aten::mm), shortened by dropping the namespace.
 
-`category` classifies by name first (matmul, attention, softmax, ...); a generic elementwise or
-reduction kernel is then placed by where it ran: inside a norm region it is normalisation, inside
-the softmax region softmax, inside the optimizer step optimizer.
+`category` classifies by name first (lmperf.analysis.kernels: matmul, attention, softmax, ...); a
+generic elementwise or reduction kernel is then placed by where it ran: inside a norm region it is
+norm, inside the softmax region softmax, inside the optimizer step optimizer.
 """
 
 from __future__ import annotations
@@ -15,48 +15,26 @@ from __future__ import annotations
 import re
 
 from lmperf import regions
+from lmperf.analysis.kernels import ELEMENTWISE, NORM, OPTIMIZER, OTHER, REDUCTION, SOFTMAX, kernel_category
 
-CATEGORIES = (
-    "matmul", "attention", "softmax", "elementwise", "reduction", "normalisation",
-    "optimizer", "copy/memset", "other",
-)
 NORM_REGIONS = (regions.ATTN_NORM, regions.FFN_NORM, regions.FINAL_NORM)
-
-# Checked in order: attention before matmul (flash kernels carry cutlass templates), softmax
-# before reduction, copies before elementwise (a cast is an elementwise copy kernel).
-_CATEGORY_RULES: list[tuple[str, re.Pattern]] = [
-    (category, re.compile(pattern, re.IGNORECASE))
-    for category, pattern in [
-        ("copy/memset", r"^(memcpy|memset)|catarraybatchedcopy|copy_kernel|^aten::(copy_|_to_copy|clone|cat|stack|contiguous)$"),
-        # cuDNN's SDPA backward also launches two helpers: rowsum(dO * O) and dQ's cast to 16 bits.
-        ("attention", r"flash|fmha|sdpa|_attn_|attention|^aten::_?scaled_dot_product"
-                      r"|cudnn::fusion::(compute_dot_do_o|convert_dq)"),
-        ("optimizer", r"adam|multi_tensor_apply|^aten::_foreach|^aten::_fused"),
-        ("matmul", r"gemm|gemv|nvjet|xmma|cutlass|cublas|splitkreduce|^aten::(mm|bmm|addmm|matmul|linear|baddbmm)$"),
-        ("softmax", r"softmax"),
-        ("normalisation", r"layer_?norm|rms_?norm|group_?norm|batch_?norm"),
-        ("reduction", r"reduce|scan|nll_loss|triton_(red|per)_|^aten::(sum|mean|max|min|amax|logsumexp|nll_loss\w*)$"),
-        ("elementwise", r"elementwise|dropout|triton_poi_|index|gather|scatter|embedding|fill|^aten::"),
-    ]
-]
 
 
 def _region_refinement(category: str, region: str, phase: str) -> str:
-    if category not in ("elementwise", "reduction", "other"):
+    if category not in (ELEMENTWISE, REDUCTION, OTHER):
         return category
     if phase == regions.OPTIMIZER:
-        return "optimizer"
+        return OPTIMIZER
     if region in NORM_REGIONS:
-        return "normalisation"
+        return NORM
     if region == regions.ATTN_SOFTMAX:
-        return "softmax"
+        return SOFTMAX
     return category
 
 
 def category(name: str, region: str = "", phase: str = "") -> str:
     """One of CATEGORIES for a kernel (or ATen op) `name` that ran in `region` during `phase`."""
-    by_name = next((cat for cat, pattern in _CATEGORY_RULES if pattern.search(name)), "other")
-    return _region_refinement(by_name, region, phase)
+    return _region_refinement(kernel_category(name), region, phase)
 
 
 _DTYPES = [("c10::BFloat16", "bf16"), ("bfloat16", "bf16"), ("c10::Half", "fp16"), ("half", "fp16"),

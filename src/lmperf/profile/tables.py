@@ -14,7 +14,8 @@ from collections import defaultdict
 from typing import Sequence
 
 from lmperf import regions
-from lmperf.profile.kernels import CATEGORIES, category, short_name
+from lmperf.analysis.kernels import CATEGORIES, MATMUL, MATMUL_AUX
+from lmperf.profile.kernels import category, short_name
 from lmperf.profile.trace import PHASES, KernelCall
 from lmperf.report.tables import Column
 
@@ -119,10 +120,10 @@ def category_rows(calls: Sequence[KernelCall], steps: int) -> list[dict]:
 
 
 def matmul_share(calls: Sequence[KernelCall]) -> float:
-    """Fraction of kernel time spent in matmul kernels."""
+    """Fraction of kernel time spent in matmul kernels (split-K's reduction included)."""
     total = sum(call.duration_us for call in calls)
     matmul = sum(
         call.duration_us for call in calls
-        if category(call.name, call.region, call.phase) == "matmul"
+        if category(call.name, call.region, call.phase) in (MATMUL, MATMUL_AUX)
     )
     return matmul / total if total else 0.0
