@@ -59,8 +59,8 @@ def test_padded_matmul_flops_rounds_output_tiles_up():
 
 
 def test_forward_ops_models_grouped_query_and_two_matrix_mlp():
-    config = preset("small")
-    ops = {op.name: op for op in forward_ops(config, 1, 128, n_kv_heads=4, gated_mlp=False)}
+    config = preset("small", n_kv_heads=4, mlp="gelu")
+    ops = {op.name: op for op in forward_ops(config, 1, 128)}
     assert ops["qkv_proj"].shape == (128, 768, 768 + 2 * 4 * 64)
     assert ops["ffn_w1_w3"].shape == (128, 768, config.d_ff)
 

@@ -74,26 +74,27 @@ def padded_matmul_flops(op: Op, tile_m: int = 1, tile_n: int = 1) -> float:
 
 
 def forward_ops(
-    config: ModelConfig, batch: int, seq_len: int, causal_fraction: float = 1.0,
-    n_kv_heads: int | None = None, gated_mlp: bool = True,
+    config: ModelConfig, batch: int, seq_len: int, causal_fraction: float = 1.0
 ) -> list[Op]:
     """Every op of one forward pass (embedding lookup is a gather: 0 FLOPs).
 
-    `n_kv_heads` (grouped-query attention) narrows the K and V projections; `gated_mlp=False`
-    is a two-matrix MLP (GPT-2, OPT, GPT-NeoX) instead of SwiGLU's three.
+    Grouped-query attention (`n_kv_heads` < `n_heads`) narrows the K and V projections and the
+    rotary work on k; the score and weighted-sum matmuls still run per query head. A GELU MLP
+    (`mlp="gelu"`) has one up-projection instead of SwiGLU's two.
     """
     if batch <= 0 or seq_len <= 0:
         raise UsageError(f"batch and context length must be positive, got {batch}, {seq_len}")
     B, T, d, f = batch, seq_len, config.d_model, config.d_ff
     H, hd, L, V = config.n_heads, config.head_dim, config.n_layers, config.vocab_size
-    kv_width = (n_kv_heads or H) * hd
-    up_width = 2 * f if gated_mlp else f
+    kv_width = config.kv_width
+    gated = config.mlp == "swiglu"
+    up_width = 2 * f if gated else f
     tokens = B * T
     square = int(round(B * H * T * T * causal_fraction))
     return [
         _vector("attn_norm", regions.ATTN_NORM, tokens * d, 4, L),  # square, mean, rsqrt·x, ·g
         _matmul("qkv_proj", regions.QKV_PROJ, tokens, d, d + 2 * kv_width, L),
-        _vector("rope", regions.ROPE, 2 * tokens * d, 3, L),  # q and k: 2 mul + 1 add each
+        _vector("rope", regions.ROPE, tokens * (d + kv_width), 3, L),  # q and k: 2 mul + 1 add each
         Op("attn_scores", regions.ATTN_SCORES, True, 2.0 * square * hd, L, (B * H * T, hd, T)),
         _vector("attn_softmax", regions.ATTN_SOFTMAX, square, 5, L),  # scale, max, exp, sum, div
         Op("attn_weighted_sum", regions.ATTN_WEIGHTED_SUM, True, 2.0 * square * hd, L, (B * H * T, T, hd)),
@@ -101,7 +102,8 @@ def forward_ops(
         _vector("attn_residual", regions.OUT_PROJ, tokens * d, 1, L),
         _vector("ffn_norm", regions.FFN_NORM, tokens * d, 4, L),
         _matmul("ffn_w1_w3", regions.FFN, tokens, d, up_width, L),
-        _vector("ffn_gate", regions.FFN, tokens * f, 5, L),  # silu (≈4) and the product
+        # silu (≈4) and the product; GELU's tanh form ≈8 (cube, two multiply-adds, tanh, product)
+        _vector("ffn_gate", regions.FFN, tokens * f, 5 if gated else 8, L),
         _matmul("ffn_w2", regions.FFN, tokens, f, d, L),
         _vector("ffn_residual", regions.FFN, tokens * d, 1, L),
         _vector("final_norm", regions.FINAL_NORM, tokens * d, 4, 1),

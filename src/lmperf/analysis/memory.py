@@ -17,10 +17,13 @@ Counting rules (bytes; N = batch·context tokens, S = batch·heads·context² at
     and the fp32 norm output is freed;
   - rotated q and k: 2·N·d·a; v, which the weighted sum copies to a contiguous tensor because it
     is a permuted view of the QKV output: N·d·a; the head-merged output saved by out_proj: N·d·a.
-    The QKV output itself is not kept: rope multiplies by constants, which saves only them;
+    The QKV output itself is not kept: rope multiplies by constants, which saves only them.
+    Grouped-query K/V are repeated to every query head before naive attention (the copies are
+    what its matmuls save), so these terms are the same for any n_kv_heads;
   - attention probabilities: fp32 in fp32 (S·4); under bf16 softmax runs in fp32 (autocast's
     fp32 list) and the weighted sum saves a bf16 copy too (S·6); the causal mask, context² bytes;
-  - SwiGLU: w1 and w3 outputs, silu output and the gated product: 4·N·d_ff·a.
+  - SwiGLU: w1 and w3 outputs, silu output and the gated product: 4·N·d_ff·a; a GELU MLP: the
+    up-projection's output and GELU's: 2·N·d_ff·a.
 - Head: the last residual and the final norm's normalised x (fp32, 2·N·d·4), its output (fp32,
   N·d·4; under bf16 the LM head's cast, N·d·2), its rsqrt (N·4), and the log-probabilities the
   loss saves (N·V·4).
@@ -41,7 +44,7 @@ from dataclasses import asdict, dataclass
 
 from lmperf.analysis.flops import MODES
 from lmperf.errors import UsageError
-from lmperf.model.config import ModelConfig, parameter_count
+from lmperf.model.config import ModelConfig, block_matmul_parameters, parameter_count
 
 FP32, BF16 = 4, 2
 MEMORY_PRECISIONS = ("fp32", "bf16")
@@ -80,9 +83,9 @@ class MemoryModel:
 
 
 def matmul_parameters(config: ModelConfig) -> int:
-    """Parameters that are matmul weights (everything but the embedding and the norm gains)."""
-    d, f = config.d_model, config.d_ff
-    return config.n_layers * (4 * d * d + 3 * d * f) + d * config.vocab_size
+    """Parameters that are matmul weights (everything but the embedding and the norm gains;
+    a tied LM head is the embedding matrix used as a matmul weight, so it counts here too)."""
+    return config.n_layers * block_matmul_parameters(config) + config.d_model * config.vocab_size
 
 
 def rotary_table_bytes(config: ModelConfig) -> int:
@@ -101,7 +104,7 @@ def activations_per_layer(config: ModelConfig, batch: int, seq_len: int, precisi
     attention_vectors = (2 + 1 + 1) * tokens * d * a  # rotated q and k, v copy, merged heads
     probabilities = square * (FP32 + BF16 if bf16 else FP32)
     mask = seq_len * seq_len
-    ffn = 4 * tokens * f * a
+    ffn = (4 if config.mlp == "swiglu" else 2) * tokens * f * a
     return fp32_vectors + norm_outputs + attention_vectors + probabilities + mask + ffn
 
 

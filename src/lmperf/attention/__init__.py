@@ -6,6 +6,12 @@
 - torch: FlashAttention-2 tiled in PyTorch (lmperf.attention.flash_torch);
 - triton: FlashAttention-2 in Triton (lmperf.attention.flash_triton).
 The FlashAttention modules are imported on first use, so Triton is needed only by `triton`.
+
+Grouped-query attention: k and v may have fewer heads than q (dimension -3), each shared by
+H_q / H_kv consecutive query heads (query head h reads K/V head h // group, as Hugging Face's
+`repeat_kv` and SDPA's `enable_gqa`). SDPA and lmperf's FlashAttention kernels take that
+directly; naive attention gets K and V repeated to H_q heads first (a copy: the FLOPs are the
+same, the K/V memory is not).
 """
 
 from __future__ import annotations
@@ -23,9 +29,15 @@ from lmperf.errors import UsageError
 AttentionFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, bool], torch.Tensor]
 
 
+def _grouped(q: torch.Tensor, k: torch.Tensor) -> bool:
+    """True when k has fewer heads (dimension -3) than q: grouped-query attention."""
+    return q.dim() >= 3 and k.shape[-3] != q.shape[-3]
+
+
 def _sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) -> torch.Tensor:
     with regions.region(regions.ATTN_FUSED):
-        return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+        grouped = _grouped(q, k)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, enable_gqa=grouped)
 
 
 def _flash_function(module: str, name: str) -> AttentionFn:
@@ -43,6 +55,15 @@ IMPLEMENTATIONS: dict[str, AttentionFn] = {
     "torch": _flash_function("lmperf.attention.flash_torch", "FlashAttention2Torch"),
     "triton": _flash_function("lmperf.attention.flash_triton", "FlashAttention2Triton"),
 }
+NATIVE_GQA = frozenset({"sdpa", "torch", "triton"})  # implementations that take fewer K/V heads than query heads
+
+
+def repeat_kv(q: torch.Tensor, kv: torch.Tensor) -> torch.Tensor:
+    """K or V (..., H_kv, T, d) repeated to q's H_q heads, each K/V head serving a group in turn."""
+    heads_q, heads_kv = q.shape[-3], kv.shape[-3]
+    if heads_q % heads_kv:
+        raise UsageError(f"{heads_q} query heads cannot share {heads_kv} K/V heads evenly")
+    return kv.repeat_interleave(heads_q // heads_kv, dim=-3)
 
 
 def attention(
@@ -57,7 +78,9 @@ def attention(
         raise UsageError(
             f"unknown attention implementation {impl!r}; choose from {', '.join(IMPLEMENTATIONS)}"
         )
+    if _grouped(q, k) and impl not in NATIVE_GQA:
+        k, v = repeat_kv(q, k), repeat_kv(q, v)
     return IMPLEMENTATIONS[impl](q, k, v, is_causal)
 
 
-__all__ = ["IMPLEMENTATIONS", "attention", "naive_attention", "naive_attention_with_lse"]
+__all__ = ["IMPLEMENTATIONS", "NATIVE_GQA", "attention", "naive_attention", "naive_attention_with_lse", "repeat_kv"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gc
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Iterator
 
 import torch
@@ -21,9 +21,9 @@ from lmperf.bench.timing import time_steps
 from lmperf.model import parameter_count
 from lmperf.report.environment import environment
 from lmperf.report.rows import ResultRow, failure_row
-from lmperf.report.rundir import RunDir, completed_keys
+from lmperf.report.rundir import RunDir, key_of
 
-KEY_FIELDS = ("preset", "seq_len", "mode", "precision", "compile", "attention", "batch")
+KEY_FIELDS = ("preset", "model", "seq_len", "mode", "precision", "compile", "attention", "batch")
 
 
 @dataclass
@@ -35,6 +35,8 @@ class BenchRow(ResultRow):
     compile: str
     attention: str
     batch: int
+    model: dict  # the full shape (ModelConfig's fields but attention)
+    approximations: str
     warmup: int
     steps: int
     params: int
@@ -61,7 +63,7 @@ class SweepSettings:
 
 
 def grid(
-    presets: Iterable[str],
+    presets: Iterable[StepConfig | str],
     seq_lens: Iterable[int],
     modes: Iterable[str],
     precisions: Iterable[str],
@@ -69,11 +71,15 @@ def grid(
     attentions: Iterable[str],
     batch: int,
 ) -> list[StepConfig]:
-    """All configurations, validated up front so bad input fails before anything runs."""
+    """All configurations, validated up front so bad input fails before anything runs.
+
+    `presets` are preset names, or StepConfigs whose model fields (`preset`, `model`,
+    `approximations`) name a shape of the user's own; their other fields are the grid's."""
+    bases = [StepConfig(p, 0, "") if isinstance(p, str) else p for p in presets]
     configs = [
-        StepConfig(p, t, m, pr, c, a, batch)
-        for p, t, pr, c, a, m in itertools.product(
-            presets, seq_lens, precisions, compiles, attentions, modes
+        replace(base, seq_len=t, mode=m, precision=pr, compile=c, attention=a, batch=batch)
+        for base, t, pr, c, a, m in itertools.product(
+            bases, seq_lens, precisions, compiles, attentions, modes
         )
     ]
     for config in configs:
@@ -81,8 +87,14 @@ def grid(
     return configs
 
 
-def _group_key(config: StepConfig) -> tuple:
-    return tuple(v for k, v in config.to_dict().items() if k != "mode")
+def row_key(values: dict) -> tuple:
+    """What makes a row the same configuration: its KEY_FIELDS, the full shape included (rows
+    written before the shape was recorded get their preset's)."""
+    return key_of(StepConfig.from_dict(values).to_dict(), KEY_FIELDS)
+
+
+def _group_key(config: StepConfig) -> StepConfig:
+    return replace(config, mode="")
 
 
 def base_row(config: StepConfig, settings: SweepSettings, status: str) -> BenchRow:
@@ -156,12 +168,12 @@ def run_sweep(
     on_row: Callable[[BenchRow], None] = lambda row: None,
 ) -> list[dict]:
     """Run the configurations not already in `run_dir`, appending each row as it finishes."""
-    done = completed_keys(run_dir.rows() if run_dir.results.exists() else [], KEY_FIELDS)
-    todo = [c for c in configs if tuple(c.to_dict()[k] for k in KEY_FIELDS) not in done]
+    done = {row_key(row) for row in (run_dir.rows() if run_dir.results.exists() else [])}
+    todo = [c for c in configs if row_key(c.to_dict()) not in done]
     for row in run_configs(todo, settings, make_step):
         run_dir.append(row.to_dict())
         on_row(row)
     return run_dir.rows()
 
 
-__all__ = ["BenchRow", "KEY_FIELDS", "MODES", "SweepSettings", "grid", "run_configs", "run_sweep"]
+__all__ = ["BenchRow", "KEY_FIELDS", "MODES", "SweepSettings", "grid", "row_key", "run_configs", "run_sweep"]

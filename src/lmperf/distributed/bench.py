@@ -20,7 +20,7 @@ from lmperf.bench.sweep import KEY_FIELDS, BenchRow, SweepSettings, base_row, ru
 from lmperf.distributed import overlap
 from lmperf.distributed.launch import World
 from lmperf.distributed.strategies import DistModelStep, Strategy
-from lmperf.report.rundir import RunDir, completed_keys
+from lmperf.report.rundir import RunDir, completed_keys, key_of
 
 DIST_KEY_FIELDS = KEY_FIELDS + ("strategy", "nproc", "bucket_mb", "reshard")
 
@@ -60,7 +60,7 @@ class DistBenchJob:
     @classmethod
     def from_dict(cls, spec: dict) -> "DistBenchJob":
         return cls(
-            [StepConfig(**c) for c in spec["configs"]], [Strategy(**s) for s in spec["strategies"]],
+            [StepConfig.from_dict(c) for c in spec["configs"]], [Strategy(**s) for s in spec["strategies"]],
             SweepSettings(**spec["settings"]), spec["profile_steps"], spec["timeout_s"],
         )
 
@@ -69,8 +69,7 @@ class DistBenchJob:
 
 
 def row_key(config: StepConfig, strategy: Strategy, nproc: int) -> tuple:
-    values = {**config.to_dict(), **strategy.key(), "nproc": nproc}
-    return tuple(values[k] for k in DIST_KEY_FIELDS)
+    return key_of({**config.to_dict(), **strategy.key(), "nproc": nproc}, DIST_KEY_FIELDS)
 
 
 class _StepMaker:

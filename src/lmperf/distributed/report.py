@@ -9,11 +9,11 @@ from typing import Sequence
 from lmperf.bench.sweep import KEY_FIELDS
 from lmperf.distributed.sharding import state_memory, train_step_peak
 from lmperf.distributed.strategies import Strategy
-from lmperf.model import preset
+from lmperf.model.step import StepConfig
 from lmperf.report import tables
 from lmperf.report.environment import measured_on
 from lmperf.report.plots import pyplot
-from lmperf.report.rundir import RunDir
+from lmperf.report.rundir import RunDir, key_of
 
 COMM_COLUMNS: list[tables.Column] = [
     ("collective", "op", ""), ("size MiB", "size_mib", ",.0f"), ("dtype", "dtype", ""),
@@ -44,12 +44,12 @@ def with_scaling(rows: Sequence[dict]) -> list[dict]:
     """Rows with `scaling_efficiency`: total tokens/s over N x one GPU's, same per-GPU batch."""
     baselines: dict[tuple, dict] = {}
     for row in rows:  # one-GPU rows; a plain one ('none') wins over a one-process DDP or FSDP
-        key = tuple(row[k] for k in KEY_FIELDS)
+        key = key_of(row, KEY_FIELDS)
         if row["status"] == "ok" and row.get("nproc") == 1 and (key not in baselines or row["strategy"] == "none"):
             baselines[key] = row
     out = []
     for row in rows:
-        base = baselines.get(tuple(row[k] for k in KEY_FIELDS))
+        base = baselines.get(key_of(row, KEY_FIELDS))
         efficiency = None
         if row["status"] == "ok" and base and row.get("nproc", 1) > 1:
             efficiency = row["tokens_per_s_total"] / (row["nproc"] * base["tokens_per_s"])
@@ -62,7 +62,7 @@ def with_memory_model(rows: Sequence[dict]) -> list[dict]:
     out = []
     for row in rows:
         strategy = Strategy(row["strategy"], row.get("bucket_mb"), row.get("reshard"))
-        config, nproc = preset(row["preset"]), row.get("nproc", 1)
+        config, nproc = StepConfig.from_dict(row).model_config(), row.get("nproc", 1)
         peak = None
         # The single-GPU model counts naive attention's saved probabilities; fused kernels save none.
         if row["mode"] == "train-step" and row.get("attention", "naive") == "naive":

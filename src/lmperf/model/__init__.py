@@ -3,6 +3,7 @@
 from lmperf.model.config import (
     ATTENTION_IMPLS,
     DEFAULT_BATCH,
+    MLP_KINDS,
     PRESETS,
     REFERENCE_PRESETS,
     ModelConfig,
@@ -15,6 +16,7 @@ from lmperf.model.transformer import TransformerLM
 __all__ = [
     "ATTENTION_IMPLS",
     "DEFAULT_BATCH",
+    "MLP_KINDS",
     "PRESETS",
     "REFERENCE_PRESETS",
     "ModelConfig",

@@ -7,11 +7,17 @@ from dataclasses import asdict, dataclass, replace
 from lmperf.errors import UsageError
 
 ATTENTION_IMPLS = ("naive", "sdpa", "torch", "triton")
+MLP_KINDS = ("swiglu", "gelu")  # SwiGLU (Llama: w1, w3, w2) or a two-matrix GELU MLP (GPT-2)
 
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """A decoder-only Transformer LM: pre-norm RMSNorm blocks, rotary, SwiGLU, untied LM head."""
+    """A decoder-only Transformer LM: pre-norm RMSNorm blocks, rotary, SwiGLU (or GELU) MLP.
+
+    `n_kv_heads` below `n_heads` is grouped-query attention (1: multi-query): K and V are projected
+    to that many heads, each shared by n_heads / n_kv_heads query heads; None means n_heads.
+    `tie_embeddings` makes the LM head reuse the embedding matrix.
+    """
 
     d_model: int
     d_ff: int
@@ -22,18 +28,34 @@ class ModelConfig:
     rope_theta: float = 10_000.0
     norm_eps: float = 1e-5
     attention: str = "naive"
+    n_kv_heads: int | None = None
+    tie_embeddings: bool = False
+    mlp: str = "swiglu"
+
+    def __post_init__(self):
+        if self.n_kv_heads is None:  # rows and resume keys carry the resolved number
+            object.__setattr__(self, "n_kv_heads", self.n_heads)
 
     @property
     def head_dim(self) -> int:
         return self.d_model // self.n_heads
 
+    @property
+    def kv_width(self) -> int:
+        """Width of the K (and of the V) projection: n_kv_heads · head_dim."""
+        return self.n_kv_heads * self.head_dim
+
     def validate(self) -> "ModelConfig":
-        for name in ("d_model", "d_ff", "n_layers", "n_heads", "vocab_size", "max_seq_len"):
+        for name in ("d_model", "d_ff", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "max_seq_len"):
             if getattr(self, name) <= 0:
                 raise UsageError(f"{name} must be positive, got {getattr(self, name)}")
         if self.d_model % self.n_heads:
             raise UsageError(
                 f"d_model {self.d_model} is not divisible by n_heads {self.n_heads}"
+            )
+        if self.n_heads % self.n_kv_heads:
+            raise UsageError(
+                f"n_heads {self.n_heads} is not a multiple of n_kv_heads {self.n_kv_heads}"
             )
         if self.head_dim % 2:
             raise UsageError(
@@ -44,6 +66,8 @@ class ModelConfig:
                 f"unknown attention implementation {self.attention!r}; "
                 f"choose from {', '.join(ATTENTION_IMPLS)}"
             )
+        if self.mlp not in MLP_KINDS:
+            raise UsageError(f"unknown mlp {self.mlp!r}; choose from {', '.join(MLP_KINDS)}")
         return self
 
     def with_(self, **changes) -> "ModelConfig":
@@ -82,15 +106,26 @@ def check_context(config: ModelConfig, seq_len: int) -> None:
         )
 
 
+def mlp_matrices(config: ModelConfig) -> int:
+    """Weight matrices of d_model × d_ff in one MLP: w1, w3, w2 for SwiGLU; w1, w2 for GELU."""
+    return 3 if config.mlp == "swiglu" else 2
+
+
+def block_matmul_parameters(config: ModelConfig) -> int:
+    """One block's matmul weights: q and o (d×d), k and v (d×kv_width), the MLP's matrices."""
+    d = config.d_model
+    return 2 * d * d + 2 * d * config.kv_width + mlp_matrices(config) * d * config.d_ff
+
+
 def parameter_count(config: ModelConfig) -> dict[str, int]:
-    """Closed-form parameter counts: embedding, blocks, final norm, LM head (untied)."""
-    d, f = config.d_model, config.d_ff
-    per_block = 4 * d * d + 3 * d * f + 2 * d  # q,k,v,o + w1,w2,w3 + two RMSNorm gains
+    """Closed-form parameter counts: embedding, blocks, final norm, LM head (0 when tied)."""
+    d = config.d_model
+    per_block = block_matmul_parameters(config) + 2 * d  # + two RMSNorm gains
     counts = {
         "embedding": config.vocab_size * d,
         "blocks": config.n_layers * per_block,
         "final_norm": d,
-        "lm_head": d * config.vocab_size,
+        "lm_head": 0 if config.tie_embeddings else d * config.vocab_size,
     }
     counts["total"] = sum(counts.values())
     return counts

@@ -19,6 +19,10 @@ COMPILE_MODES = ("eager", "compile")
 
 @dataclass(frozen=True)
 class StepConfig:
+    """One step to run. `preset` names the model (a preset, or a Hugging Face config's name);
+    `model` is its shape when that is not the preset's own (a Hugging Face config, explicit
+    widths), and `approximations` says what lmperf's block does differently from that model."""
+
     preset: str
     seq_len: int
     mode: str
@@ -26,6 +30,8 @@ class StepConfig:
     compile: str = "eager"
     attention: str = "naive"
     batch: int = 4
+    model: ModelConfig | None = None
+    approximations: str = ""
 
     def validate(self) -> "StepConfig":
         check_context(self.model_config(), self.seq_len)
@@ -41,10 +47,24 @@ class StepConfig:
         return self
 
     def model_config(self) -> ModelConfig:
-        return preset(self.preset, attention=self.attention)
+        if self.model is None:
+            return preset(self.preset, attention=self.attention)
+        return self.model.with_(attention=self.attention)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """Flat fields, with `model` the full shape (without `attention`, a field of its own)."""
+        shape = self.model_config().to_dict()
+        del shape["attention"]
+        return {**asdict(self), "model": shape}
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "StepConfig":
+        """The configuration a row (or `to_dict`) was written from; rows written before the
+        shape was recorded have none, and get their preset's."""
+        fields = {k: values[k] for k in cls.__dataclass_fields__ if k in values}
+        if fields.get("model") is not None:
+            fields["model"] = ModelConfig(**fields["model"])
+        return cls(**fields)
 
 
 def autocast(precision: str, device: torch.device) -> contextlib.AbstractContextManager:

@@ -1,5 +1,6 @@
-"""TransformerLM: token embedding, pre-norm blocks (RMSNorm, rotary causal attention, SwiGLU),
-final norm, LM head and cross-entropy loss. Every part of a block runs inside a named region."""
+"""TransformerLM: token embedding, pre-norm blocks (RMSNorm, rotary causal attention with
+grouped-query K/V, SwiGLU or GELU MLP), final norm, LM head (optionally tied to the embedding)
+and cross-entropy loss. Every part of a block runs inside a named region."""
 
 from __future__ import annotations
 
@@ -49,19 +50,20 @@ class RotaryEmbedding(nn.Module):
 class CausalSelfAttention(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
-        self.n_heads = config.n_heads
+        self.n_heads, self.n_kv_heads, self.head_dim = config.n_heads, config.n_kv_heads, config.head_dim
         self.impl = config.attention
-        self.qkv_proj = nn.Linear(config.d_model, 3 * config.d_model, bias=False)
+        self.qkv_proj = nn.Linear(config.d_model, config.d_model + 2 * config.kv_width, bias=False)
         self.out_proj = nn.Linear(config.d_model, config.d_model, bias=False)
         self.rope = RotaryEmbedding(config.head_dim, config.max_seq_len, config.rope_theta)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, T, C = x.shape
         with regions.region(regions.QKV_PROJ):
-            qkv = self.qkv_proj(x)  # (B, T, 3C)
-            q, k, v = qkv.view(B, T, 3, self.n_heads, C // self.n_heads).permute(2, 0, 3, 1, 4)
+            qkv = self.qkv_proj(x)  # (B, T, C + 2·Hkv·hd)
+            heads = qkv.view(B, T, self.n_heads + 2 * self.n_kv_heads, self.head_dim).transpose(1, 2)
+            q, k, v = heads.split((self.n_heads, self.n_kv_heads, self.n_kv_heads), dim=1)
         with regions.region(regions.ROPE):
-            q, k = self.rope(q), self.rope(k)  # (B, H, T, hd)
+            q, k = self.rope(q), self.rope(k)  # (B, H, T, hd), (B, Hkv, T, hd)
         y = attention(q, k, v, is_causal=True, impl=self.impl)  # (B, H, T, hd)
         with regions.region(regions.OUT_PROJ):
             return self.out_proj(y.transpose(1, 2).reshape(B, T, C))
@@ -78,13 +80,28 @@ class SwiGLU(nn.Module):
         return self.w2(F.silu(self.w1(x)) * self.w3(x))
 
 
+class GeluMLP(nn.Module):
+    """GPT-2's MLP: up-projection, GELU (tanh approximation, as GPT-2's gelu_new), down."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.w1 = nn.Linear(config.d_model, config.d_ff, bias=False)
+        self.w2 = nn.Linear(config.d_ff, config.d_model, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.w2(F.gelu(self.w1(x), approximate="tanh"))
+
+
+MLPS = {"swiglu": SwiGLU, "gelu": GeluMLP}
+
+
 class Block(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.attn_norm = RMSNorm(config.d_model, config.norm_eps)
         self.attn = CausalSelfAttention(config)
         self.ffn_norm = RMSNorm(config.d_model, config.norm_eps)
-        self.ffn = SwiGLU(config)
+        self.ffn = MLPS[config.mlp](config)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, C)
         with regions.region(regions.ATTN_NORM):
@@ -107,6 +124,8 @@ class TransformerLM(nn.Module):
         self.final_norm = RMSNorm(config.d_model, config.norm_eps)
         self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         self.apply(self._init_weights)
+        if config.tie_embeddings:  # one (V, d) matrix: gathered from at the input, multiplied at the output
+            self.lm_head.weight = self.embedding.weight
 
     @staticmethod
     def _init_weights(module: nn.Module) -> None:

@@ -45,7 +45,8 @@ def collect(
 ) -> None:
     """Profile one step with ncu: a preset, a Hugging Face config, or `-- CMD ...` (one NVTX range)."""
     from lmperf.pmc.collect import collect_command, collect_target
-    from lmperf.pmc.targets import Target, read_hf_config
+    from lmperf.model.hf_config import read_fields
+    from lmperf.pmc.targets import Target
 
     program = list(ctx.args)
     chosen = [name for name, given in (("--preset", preset), ("--hf-config", hf_config),
@@ -58,7 +59,7 @@ def collect(
         target = Target(
             batch=batch, seq_len=seq_len, mode=mode, dtype=dtype, attention=attention,
             preset=preset, overrides=_overrides(set_) if set_ else {},
-            hf_config=read_hf_config(hf_config) if hf_config else None,
+            hf_config=read_fields(hf_config)[0] if hf_config else None,
         )
         result = collect_target(target, out, ncu_path)
     written = [result.raw_csv, result.kernels_csv] + ([result.truth_json] if result.truth_json else [])
@@ -83,14 +84,14 @@ def infer(
 
 
 def _known_model(preset: Optional[str], set_: str, hf_config: Optional[Path]):
-    from lmperf.pmc.explain import from_hf_config, from_preset
-    from lmperf.pmc.targets import read_hf_config
+    from lmperf.model.hf_config import read_hf_config
+    from lmperf.pmc.explain import from_preset
 
     if (preset is None) == (hf_config is None):
         raise UsageError("name the known model: --preset NAME or --hf-config PATH")
     if preset:
         return from_preset(preset, _overrides(set_) if set_ else None)
-    return from_hf_config(read_hf_config(hf_config))
+    return read_hf_config(hf_config).config
 
 
 @pmc_app.command()

@@ -7,48 +7,25 @@ the counters add: tile padding of GEMM widths, executed causal tiles, 3xTF32 pas
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from lmperf.analysis.flops import Op, causal_tile_fraction, forward_ops
 from lmperf.analysis.kernels import ATTENTION, MATMUL, kernel_category
 from lmperf.errors import UsageError
 from lmperf.model import ModelConfig, preset
+from lmperf.model.hf_config import from_fields
 from lmperf.pmc import gemms as g
 from lmperf.pmc.infer import layer_roles
 from lmperf.pmc.parse import Capture, KernelRecord
 
-GATED_FAMILIES = {"llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2", "phi3"}
 _ATTENTION_OPS = ("attn_scores", "attn_weighted_sum")
 
 
-@dataclass(frozen=True)
-class KnownModel:
-    config: ModelConfig
-    n_kv_heads: int
-    gated_mlp: bool
+def from_preset(name: str, overrides: dict | None = None) -> ModelConfig:
+    return preset(name, **(overrides or {}))
 
 
-def from_preset(name: str, overrides: dict | None = None) -> KnownModel:
-    config = preset(name, **(overrides or {}))
-    return KnownModel(config, config.n_heads, True)
-
-
-def from_hf_config(fields: dict) -> KnownModel:
-    """The shapes of a Hugging Face config.json (GPT-2, Llama-like, GPT-NeoX, OPT key names)."""
-    def first(*keys, default=None):
-        return next((fields[k] for k in keys if fields.get(k) is not None), default)
-
-    d = first("hidden_size", "n_embd", "d_model")
-    heads = first("num_attention_heads", "n_head")
-    layers = first("num_hidden_layers", "n_layer")
-    if not (d and heads and layers):
-        raise UsageError("the Hugging Face config lacks hidden size, heads or layers")
-    if first("head_dim", default=d // heads) != d // heads:
-        raise UsageError("configs whose head_dim differs from hidden_size / heads are not modelled")
-    config = ModelConfig(d_model=d, d_ff=first("intermediate_size", "ffn_dim", "n_inner", default=4 * d),
-                         n_layers=layers, n_heads=heads, vocab_size=first("vocab_size", default=50257))
-    return KnownModel(config.validate(), first("num_key_value_heads", default=heads),
-                      fields.get("model_type") in GATED_FAMILIES)
+def from_hf_config(fields: dict) -> ModelConfig:
+    """The shapes of a Hugging Face config.json (lmperf.model.hf_config reads every family)."""
+    return from_fields(fields).config
 
 
 def measured_flops(kernel: KernelRecord) -> float:
@@ -56,18 +33,17 @@ def measured_flops(kernel: KernelRecord) -> float:
     return 2.0 * g.macs(kernel)
 
 
-def predicted_ops(model: KnownModel, batch: int, seq_len: int) -> dict[str, Op]:
-    ops = forward_ops(model.config, batch, seq_len, causal_tile_fraction(seq_len),
-                      n_kv_heads=model.n_kv_heads, gated_mlp=model.gated_mlp)
+def predicted_ops(model: ModelConfig, batch: int, seq_len: int) -> dict[str, Op]:
+    ops = forward_ops(model, batch, seq_len, causal_tile_fraction(seq_len))
     return {op.name: op for op in ops if op.is_matmul}
 
 
-def class_rows(capture: Capture, model: KnownModel, batch: int, seq_len: int) -> list[dict]:
+def class_rows(capture: Capture, model: ModelConfig, batch: int, seq_len: int) -> list[dict]:
     """Forward pass per kernel class: measured vs predicted FLOPs and the residual."""
     forward = g.split_phases(capture).forward
     ops = predicted_ops(model, batch, seq_len)
     fused = any(kernel_category(k.name) == ATTENTION for k in forward)
-    eager = forward_ops(model.config, batch, seq_len, 1.0, model.n_kv_heads, model.gated_mlp)
+    eager = forward_ops(model, batch, seq_len, 1.0)
     full_square = sum(op.total_forward for op in eager if op.name in _ATTENTION_OPS)
     attention = sum(ops[name].total_forward for name in _ATTENTION_OPS)
     gemm = sum(op.total_forward for name, op in ops.items() if name not in _ATTENTION_OPS)
@@ -81,7 +57,7 @@ def class_rows(capture: Capture, model: KnownModel, batch: int, seq_len: int) ->
     return rows
 
 
-def role_rows(capture: Capture, model: KnownModel, batch: int, seq_len: int) -> list[dict]:
+def role_rows(capture: Capture, model: ModelConfig, batch: int, seq_len: int) -> list[dict]:
     """First layer's GEMMs by role (and the LM head): counted vs predicted, per instance."""
     layer = g.find_layers(g.split_phases(capture).forward)
     roles = layer_roles(layer) if layer else None
@@ -93,7 +69,7 @@ def role_rows(capture: Capture, model: KnownModel, batch: int, seq_len: int) -> 
     if roles["kind"] == ATTENTION:
         pairs.append(("attention (fused)", [roles["marker"]]))
     else:  # eager: the score and weighted-sum matmuls run over the full square
-        ops.update({op.name: op for op in forward_ops(model.config, batch, seq_len, 1.0)
+        ops.update({op.name: op for op in forward_ops(model, batch, seq_len, 1.0)
                     if op.name in _ATTENTION_OPS})
         pairs += [("attn_scores", [roles["qk"]]), ("attn_weighted_sum", [roles["pv"]])]
     rows = []

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -17,32 +16,25 @@ import torch
 
 from lmperf.model.step import ModelStep, StepConfig
 from lmperf.model import preset
+from lmperf.model.hf_config import from_fields
 from lmperf.pmc.targets import RANGE, Target, torch_dtype
 
 
-@dataclass(frozen=True)
-class _PresetStepConfig(StepConfig):
-    """A StepConfig whose preset takes field overrides (small corpus sizes of a preset)."""
-
-    overrides: tuple = ()
-
-    def model_config(self):
-        return preset(self.preset, attention=self.attention, **dict(self.overrides))
-
-
 def _preset_step(target: Target, device: torch.device) -> tuple[Callable[[], None], dict]:
-    config = _PresetStepConfig(
+    config = StepConfig(
         target.preset, target.seq_len, target.mode, target.dtype, "eager",
         "naive" if target.attention == "eager" else "sdpa", target.batch,
-        tuple(sorted(target.overrides.items())),
+        model=preset(target.preset, **target.overrides),
     )
     step = ModelStep(config, device)
     model_config = config.model_config()
     truth = dict(
         family="lmperf", n_layers=model_config.n_layers, d_model=model_config.d_model,
-        n_heads=model_config.n_heads, n_kv_heads=model_config.n_heads,
-        head_dim=model_config.head_dim, d_ff=model_config.d_ff, mlp="gated",
-        vocab_size=model_config.vocab_size, tied_embeddings=False, position_table=False,
+        n_heads=model_config.n_heads, n_kv_heads=model_config.n_kv_heads,
+        head_dim=model_config.head_dim, d_ff=model_config.d_ff,
+        mlp="gated" if model_config.mlp == "swiglu" else "gelu",
+        vocab_size=model_config.vocab_size, tied_embeddings=model_config.tie_embeddings,
+        position_table=False,
     )
     truth.update(_param_counts(step.model, step.model.blocks))
     return (lambda: step.run(target.mode)), truth
@@ -58,18 +50,15 @@ def _hf_model(target: Target):
 
 
 def _hf_truth(config, model) -> dict:
-    d, heads = config.hidden_size, config.num_attention_heads
-    d_ff = (getattr(config, "intermediate_size", None) or getattr(config, "ffn_dim", None)
-            or getattr(config, "n_inner", None) or 4 * d)
+    shape = from_fields(config.to_dict()).config
     layers = max((m for m in model.modules() if isinstance(m, torch.nn.ModuleList)),
                  key=lambda m: sum(p.numel() for p in m.parameters()))
     truth = dict(
-        family=config.model_type, n_layers=config.num_hidden_layers, d_model=d, n_heads=heads,
-        n_kv_heads=getattr(config, "num_key_value_heads", None) or heads,
-        head_dim=getattr(config, "head_dim", None) or d // heads, d_ff=d_ff,
+        family=config.model_type, n_layers=shape.n_layers, d_model=shape.d_model,
+        n_heads=shape.n_heads, n_kv_heads=shape.n_kv_heads, head_dim=shape.head_dim,
+        d_ff=shape.d_ff,
         mlp="gated" if any("gate_proj" in name for name, _ in layers[0].named_modules()) else "gelu",
-        vocab_size=config.vocab_size,
-        tied_embeddings=bool(getattr(config, "tie_word_embeddings", False)),
+        vocab_size=shape.vocab_size, tied_embeddings=shape.tie_embeddings,
         position_table=config.model_type in ("gpt2", "opt"),
     )
     truth.update(_param_counts(model, layers))

@@ -8,11 +8,11 @@ with a true configuration can be laid over them as measured points.
 
 from __future__ import annotations
 
-from dataclasses import replace
+import math
 from pathlib import Path
 
 from lmperf.analysis.flops import causal_tile_fraction, forward_ops
-from lmperf.pmc.explain import KnownModel
+from lmperf.model import ModelConfig
 from lmperf.report.plots import pyplot
 
 COLUMNS = [("axis", "axis", ""), ("value", "value", "d"), ("full square", "full", ".4g"),
@@ -20,30 +20,30 @@ COLUMNS = [("axis", "axis", ""), ("value", "value", "d"), ("full square", "full"
            ("counted / half", "ratio", ".3f")]
 
 
-def _matmul_flops(model: KnownModel, batch: int, seq_len: int, fraction: float) -> float:
-    ops = forward_ops(model.config, batch, seq_len, fraction, model.n_kv_heads, model.gated_mlp)
+def _matmul_flops(model: ModelConfig, batch: int, seq_len: int, fraction: float) -> float:
+    ops = forward_ops(model, batch, seq_len, fraction)
     return sum(op.total_forward for op in ops if op.is_matmul)
 
 
-def _row(axis: str, value: int, model: KnownModel, batch: int, seq_len: int) -> dict:
+def _row(axis: str, value: int, model: ModelConfig, batch: int, seq_len: int) -> dict:
     counted = _matmul_flops(model, batch, seq_len, causal_tile_fraction(seq_len))
     half = _matmul_flops(model, batch, seq_len, 0.5)
     return dict(axis=axis, value=value, full=_matmul_flops(model, batch, seq_len, 1.0),
                 half=half, counted=counted, ratio=counted / half)
 
 
-def sweep_rows(model: KnownModel, batch: int, seq_lens: list[int], layers: list[int],
+def sweep_rows(model: ModelConfig, batch: int, seq_lens: list[int], layers: list[int],
                widths: list[int], seq_len: int) -> list[dict]:
     """Rows over T (model fixed), n_layers and d_model (T = seq_len, head_dim kept)."""
     rows = [_row("seq_len", t, model, batch, t) for t in seq_lens]
     for n in layers:
-        rows.append(_row("n_layers", n, replace(model, config=model.config.with_(n_layers=n)),
-                         batch, seq_len))
-    head_dim = model.config.head_dim
-    for d in widths:
-        config = model.config.with_(d_model=d, n_heads=max(1, d // head_dim), d_ff=4 * d)
-        kv = min(model.n_kv_heads, config.n_heads)
-        rows.append(_row("d_model", d, replace(model, config=config, n_kv_heads=kv), batch, seq_len))
+        rows.append(_row("n_layers", n, model.with_(n_layers=n), batch, seq_len))
+    for d in widths:  # head_dim and the query heads per K/V head kept
+        heads = max(1, d // model.head_dim)
+        group = model.n_heads // model.n_kv_heads
+        kv_heads = math.gcd(heads, max(1, heads // group))  # must divide the query heads
+        config = model.with_(d_model=d, n_heads=heads, n_kv_heads=kv_heads, d_ff=4 * d)
+        rows.append(_row("d_model", d, config, batch, seq_len))
     return rows
 
 

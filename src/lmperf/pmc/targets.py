@@ -55,16 +55,6 @@ class Target:
         return json.dumps(asdict(self), sort_keys=True)
 
 
-def read_hf_config(path: Path) -> dict:
-    """A Hugging Face config.json as a dict; unreadable or not JSON is a UsageError."""
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as error:
-        raise UsageError(f"cannot read {path}: {error.strerror}") from None
-    except json.JSONDecodeError as error:
-        raise UsageError(f"{path} is not JSON: {error.msg} at line {error.lineno}") from None
-
-
 def torch_dtype(name: str):
     import torch
 

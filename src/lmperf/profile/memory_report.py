@@ -68,7 +68,7 @@ def _snapshot_section(row: dict) -> str:
 def with_current_model(row: dict) -> dict:
     """The peak row with its analytic figures from the current memory model (the rows keep what
     the model said when they were measured; a corrected model re-renders old measurements)."""
-    config = StepConfig(**{key: row[key] for key in StepConfig.__dataclass_fields__})
+    config = StepConfig.from_dict(row)
     model = memory_model(config.model_config(), config.batch, config.seq_len, config.precision)
     row = {**row, "analytic": model.to_dict(), "analytic_peak_gb": model.peak(row["mode"]) / GB}
     if row.get("measured_peak_gb") is not None:

@@ -50,7 +50,7 @@ def _base_row(config: StepConfig, settings: ProfileSettings, status: str) -> dic
 
 def analyse(row: dict, calls: list[KernelCall], device_activities: int | None) -> dict:
     """Fill `row` (configuration, mode, steps) with the tables computed from `calls`."""
-    config = StepConfig(**{key: row[key] for key in StepConfig.__dataclass_fields__})
+    config = StepConfig.from_dict(row)
     steps = row["steps"]
     flops = region_flops(config.model_config(), config.batch, config.seq_len, config.mode)
     row.update(

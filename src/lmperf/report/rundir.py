@@ -71,5 +71,14 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def key_of(row: dict[str, Any], key_fields: tuple[str, ...]) -> tuple:
+    """A row's identity over `key_fields`, hashable: a nested value (a model's shape) becomes
+    canonical JSON text."""
+    return tuple(
+        json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
+        for v in (row.get(field) for field in key_fields)
+    )
+
+
 def completed_keys(rows: Iterable[dict[str, Any]], key_fields: tuple[str, ...]) -> set[tuple]:
-    return {tuple(row.get(field) for field in key_fields) for row in rows}
+    return {key_of(row, key_fields) for row in rows}
