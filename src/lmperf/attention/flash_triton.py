@@ -227,14 +227,14 @@ def _bwd_dkdv_kernel(
     stride_vb, stride_vh, stride_vn, stride_dob, stride_doh, stride_don,
     H, group, seq_q, seq_k,
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
-    DQ_MODE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    DQ_MODE: tl.constexpr, GROUP: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     """One key tile of one key/value head: dK, dV over every query head of its group (and dQ shares)."""
     qk_scale, sm_scale = tl.cast(qk_scale, tl.float32), tl.cast(sm_scale, tl.float32)  # fp64 under torch.compile
     key_tile = tl.program_id(0)
     start_n = key_tile * BLOCK_N
     bh_kv = tl.program_id(1)  # b * kv_heads + key/value head
-    kv_heads = H // group
+    kv_heads = H // GROUP
     b, h_kv = (bh_kv // kv_heads).to(tl.int64), (bh_kv % kv_heads).to(tl.int64)
     offs_n = start_n + tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, BLOCK_D)
@@ -251,10 +251,11 @@ def _bwd_dkdv_kernel(
 
     dk = tl.zeros([BLOCK_N, BLOCK_D], dtype=tl.float32)
     dv = tl.zeros([BLOCK_N, BLOCK_D], dtype=tl.float32)
-    for g in range(0, group):
-        bh = b * H + h_kv * group + g  # the query head's row in LSE, DELTA, dQ
-        Qh = Q + b * stride_qb + (h_kv * group + g) * stride_qh
-        DOh = DO + b * stride_dob + (h_kv * group + g) * stride_doh
+    # Unrolled (GROUP is constexpr): no run-time loop around the pipelined tile loops.
+    for g in tl.static_range(GROUP):
+        bh = b * H + h_kv * GROUP + g  # the query head's row in LSE, DELTA, dQ
+        Qh = Q + b * stride_qb + (h_kv * GROUP + g) * stride_qh
+        DOh = DO + b * stride_dob + (h_kv * GROUP + g) * stride_doh
         LSEh, DELTAh = LSE + bh * seq_q, DELTA + bh * seq_q
         DQh, LOCKSh = DQ + bh * seq_q * HEAD_DIM, LOCKS + bh * n_query_tiles
         if CAUSAL:
@@ -476,7 +477,7 @@ def triton_backward(q, k, v, o, lse, do, is_causal: bool, mode: str = "atomic"):
     _launch(
         "dkdv", lambda meta: (triton.cdiv(seq_k, meta["BLOCK_N"]), B * kv_heads),
         q, k, v, do, lse, delta, dk, dv, dq_acc, locks, scale * LOG2E, scale, *common, **constexprs,
-        DQ_MODE=BACKWARDS[mode],
+        DQ_MODE=BACKWARDS[mode], GROUP=H // kv_heads,
     )
     if mode != "split":
         return dq_acc.to(q.dtype), dk, dv
