@@ -66,6 +66,13 @@ def repeat_kv(q: torch.Tensor, kv: torch.Tensor) -> torch.Tensor:
     return kv.repeat_interleave(heads_q // heads_kv, dim=-3)
 
 
+def check_implementation(impl: str) -> str:
+    """`impl` if it names an implementation; otherwise a UsageError listing them."""
+    if impl not in IMPLEMENTATIONS:
+        raise UsageError(f"unknown attention implementation {impl!r}; choose from {', '.join(IMPLEMENTATIONS)}")
+    return impl
+
+
 def attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -74,13 +81,10 @@ def attention(
     impl: str = "sdpa",
 ) -> torch.Tensor:
     """Scaled dot-product attention over (..., seq, head_dim) inputs with the chosen `impl`."""
-    if impl not in IMPLEMENTATIONS:
-        raise UsageError(
-            f"unknown attention implementation {impl!r}; choose from {', '.join(IMPLEMENTATIONS)}"
-        )
     if _grouped(q, k) and impl not in NATIVE_GQA:
         k, v = repeat_kv(q, k), repeat_kv(q, v)
-    return IMPLEMENTATIONS[impl](q, k, v, is_causal)
+    return IMPLEMENTATIONS[check_implementation(impl)](q, k, v, is_causal)
 
 
-__all__ = ["IMPLEMENTATIONS", "NATIVE_GQA", "attention", "naive_attention", "naive_attention_with_lse", "repeat_kv"]
+__all__ = ["IMPLEMENTATIONS", "NATIVE_GQA", "attention", "check_implementation", "naive_attention",
+           "naive_attention_with_lse", "repeat_kv"]

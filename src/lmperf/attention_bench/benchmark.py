@@ -19,6 +19,7 @@ import torch.nn.functional as F
 
 from lmperf.analysis.flops import attention_kernel_flops
 from lmperf.attention.naive import naive_attention
+from lmperf.dtypes import torch_dtype
 from lmperf.errors import UsageError
 from lmperf.report.environment import environment
 from lmperf.report.rows import ResultRow, failure_row
@@ -28,7 +29,6 @@ IMPLS = (
     "naive", "naive-compiled", "sdpa-flash", "sdpa-cudnn", "sdpa-efficient", "flex-compiled",
     "torch-compiled", "triton", "triton-ordered", "triton-split",
 )
-DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 TOKENS_PER_BATCH = 16384  # FlashAttention's benchmark shapes: batch = 16k / seq
 MODEL_WIDTH = 2048  # ... and heads = 2048 / head_dim
 AttentionFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, bool], torch.Tensor]
@@ -91,10 +91,14 @@ def _flex_compiled() -> AttentionFn:
     return run
 
 
-def attention_function(impl: str) -> AttentionFn:
-    """The callable a case times; compiled ones are compiled afresh (dynamo is reset)."""
+def _check_impl(impl: str) -> None:
     if impl not in IMPLS:
         raise UsageError(f"unknown attention benchmark implementation {impl!r}; choose from {', '.join(IMPLS)}")
+
+
+def attention_function(impl: str) -> AttentionFn:
+    """The callable a case times; compiled ones are compiled afresh (dynamo is reset)."""
+    _check_impl(impl)
     if impl.endswith("-compiled"):
         torch._dynamo.reset()  # one compilation per shape without hitting the recompile limit
     if impl == "naive":
@@ -123,11 +127,9 @@ def cases(
 ) -> list[AttentionCase]:
     """The grid, validated up front; batch/heads 0 mean 16k tokens per batch and width 2048."""
     for impl in impls:
-        if impl not in IMPLS:
-            raise UsageError(f"unknown implementation {impl!r}; choose from {', '.join(IMPLS)}")
+        _check_impl(impl)
     for dtype in dtypes:
-        if dtype not in DTYPES:
-            raise UsageError(f"unknown dtype {dtype!r}; choose from {', '.join(DTYPES)}")
+        torch_dtype(dtype)
     if min(seqs) <= 0 or min(head_dims) <= 0 or batch < 0 or heads < 0:
         raise UsageError("sequence lengths and head dims must be positive, batch and heads >= 0")
     return [
@@ -141,7 +143,7 @@ def cases(
 
 def _inputs(case: AttentionCase, device: str) -> tuple[torch.Tensor, ...]:
     shape = (case.batch, case.heads, case.seq, case.head_dim)
-    dtype = DTYPES[case.dtype]
+    dtype = torch_dtype(case.dtype)
     return tuple(
         torch.randn(shape, device=device, dtype=dtype, requires_grad=True) for _ in range(3)
     )
@@ -213,7 +215,7 @@ def time_compiled_fwd_sum_bwd(
 
     if impl.startswith("sdpa-"):
         shape = (1, *shape) if len(shape) == 3 else shape
-    q, k, v = (torch.randn(shape, device="cuda", dtype=DTYPES[dtype], requires_grad=True) for _ in range(3))
+    q, k, v = (torch.randn(shape, device="cuda", dtype=torch_dtype(dtype), requires_grad=True) for _ in range(3))
     compiled = torch.compile(attention_function(impl))
     step = lambda: compiled(q, k, v, is_causal).sum().backward()  # noqa: E731
     return do_bench(step, warmup=100, rep=500, grad_to_none=[q, k, v], return_mode="median")

@@ -20,13 +20,14 @@ import torch.distributed as dist
 from lmperf.bench.timing import time_steps
 from lmperf.distributed.guard import on_all_ranks
 from lmperf.distributed.launch import World
+from lmperf.dtypes import torch_dtype
 from lmperf.errors import UsageError
 from lmperf.report.environment import environment
 from lmperf.report.rows import ResultRow, failure_row
 from lmperf.report.rundir import RunDir
 
 OPS = ("all-reduce", "all-gather", "reduce-scatter")
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+COMM_DTYPES = ("fp32", "bf16")
 # Newer torch deprecates these two names for *_single ones; the old names work in every torch lmperf supports.
 warnings.filterwarnings("ignore", r".*(all_gather_into_tensor|reduce_scatter_tensor)` is deprecated", FutureWarning)
 UNITS = {"": 1, "B": 1, "KB": 2**10, "MB": 2**20, "GB": 2**30}
@@ -58,8 +59,7 @@ class CommJob:
         for op in self.ops:
             if op not in OPS:
                 raise UsageError(f"unknown collective {op!r}; choose from {', '.join(OPS)}")
-        if self.dtype not in DTYPES:
-            raise UsageError(f"unknown dtype {self.dtype!r}; choose from {', '.join(DTYPES)}")
+        torch_dtype(self.dtype, COMM_DTYPES)
         if self.warmup < 0 or self.iters <= 0:
             raise UsageError(f"need --warmup >= 0 and --iters > 0, got {self.warmup} and {self.iters}")
         return self
@@ -108,7 +108,7 @@ def _measure(op: str, size: int, job: CommJob, world: World) -> CommRow:
     row = CommRow(op, size, job.dtype, world.size, dist.get_backend(), job.warmup, job.iters,
                   env=environment(str(world.device)))
     try:
-        call, row.size_bytes = on_all_ranks(lambda: collective(op, size, DTYPES[job.dtype], world), world)
+        call, row.size_bytes = on_all_ranks(lambda: collective(op, size, torch_dtype(job.dtype), world), world)
         times = on_all_ranks(lambda: time_steps(call, job.warmup, job.iters, world.device), world)
     except RuntimeError as error:  # out of memory included: every rank records the same row
         return failure_row(row, error)

@@ -1,7 +1,6 @@
 """The Transformer LM, its configuration and presets."""
 
 from lmperf.model.config import (
-    ATTENTION_IMPLS,
     DEFAULT_BATCH,
     MLP_KINDS,
     PRESETS,
@@ -14,7 +13,6 @@ from lmperf.model.config import (
 from lmperf.model.transformer import TransformerLM
 
 __all__ = [
-    "ATTENTION_IMPLS",
     "DEFAULT_BATCH",
     "MLP_KINDS",
     "PRESETS",

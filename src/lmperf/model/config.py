@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
+from lmperf.attention import check_implementation
 from lmperf.errors import UsageError
 
-ATTENTION_IMPLS = ("naive", "sdpa", "torch", "triton")
 MLP_KINDS = ("swiglu", "gelu")  # SwiGLU (Llama: w1, w3, w2) or a two-matrix GELU MLP (GPT-2)
 
 
@@ -61,11 +61,7 @@ class ModelConfig:
             raise UsageError(
                 f"head dimension {self.head_dim} is odd; rotary embeddings need an even one"
             )
-        if self.attention not in ATTENTION_IMPLS:
-            raise UsageError(
-                f"unknown attention implementation {self.attention!r}; "
-                f"choose from {', '.join(ATTENTION_IMPLS)}"
-            )
+        check_implementation(self.attention)
         if self.mlp not in MLP_KINDS:
             raise UsageError(f"unknown mlp {self.mlp!r}; choose from {', '.join(MLP_KINDS)}")
         return self

@@ -38,7 +38,7 @@ def collect(
     seq_len: int = typer.Option(256, help="Sequence length."),
     mode: str = typer.Option("forward", help="forward or train-step (forward, backward, AdamW)."),
     dtype: str = typer.Option("bf16", help="fp32, fp16, bf16 (train steps use autocast)."),
-    attention: str = typer.Option("sdpa", help="eager or sdpa."),
+    attention: str = typer.Option("sdpa", help="naive or sdpa (naive runs a Hugging Face model with its eager attention; eager is read as naive)."),
     range_name: str = typer.Option("step", "--range", help="NVTX range of the step, for -- CMD."),
     ncu_path: Optional[str] = typer.Option(None, "--ncu", help="The ncu executable (default: ncu on the PATH)."),
     out: Path = typer.Option(Path("capture.csv.gz"), "--out", "-o", help="Raw CSV to write (.gz to compress)."),
@@ -133,14 +133,9 @@ def _sweep(model, batch, seq_len, seq_lens, layers, widths, runs_root) -> None:
     rows = sweep.sweep_rows(model, batch, split_list(seq_lens, "seq-lens", int),
                             split_list(layers, "layers", int), split_list(widths, "widths", int),
                             seq_len)
-    run_dir = RunDir.create("pmc-sweep", runs_root)
-    for row in rows:
-        run_dir.append(row)
-    table = tables.markdown(rows, sweep.COLUMNS)
-    (run_dir.path / "sweep.md").write_text(table, encoding="utf-8")
-    png = sweep.plot(rows, run_dir.path / "sweep.png")
-    typer.echo(table)
-    typer.echo(f"wrote {run_dir.results}, {run_dir.path / 'sweep.md'}, {png}")
+    written = sweep.write_sweep(rows, RunDir.create("pmc-sweep", runs_root))
+    typer.echo(tables.markdown(rows, sweep.COLUMNS))
+    typer.echo("wrote " + ", ".join(str(path) for path in written))
 
 
 def register(app: typer.Typer) -> None:

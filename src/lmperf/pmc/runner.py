@@ -14,16 +14,17 @@ from typing import Callable
 
 import torch
 
-from lmperf.model.step import ModelStep, StepConfig
+from lmperf.dtypes import torch_dtype
 from lmperf.model import preset
 from lmperf.model.hf_config import from_fields
-from lmperf.pmc.targets import RANGE, Target, torch_dtype
+from lmperf.model.step import ModelStep, StepConfig
+from lmperf.pmc.targets import RANGE, Target
 
 
 def _preset_step(target: Target, device: torch.device) -> tuple[Callable[[], None], dict]:
     config = StepConfig(
         target.preset, target.seq_len, target.mode, target.dtype, "eager",
-        "naive" if target.attention == "eager" else "sdpa", target.batch,
+        target.attention, target.batch,
         model=preset(target.preset, **target.overrides),
     )
     step = ModelStep(config, device)
@@ -45,7 +46,7 @@ def _hf_model(target: Target):
 
     fields = dict(target.hf_config)
     config = AutoConfig.for_model(fields.pop("model_type"), **fields)
-    impl = "eager" if target.attention == "eager" else "sdpa"
+    impl = "eager" if target.attention == "naive" else "sdpa"  # Hugging Face's word for naive
     return config, AutoModelForCausalLM.from_config(config, attn_implementation=impl)
 
 

@@ -13,7 +13,9 @@ from pathlib import Path
 
 from lmperf.analysis.flops import causal_tile_fraction, forward_ops
 from lmperf.model import ModelConfig
+from lmperf.report import tables
 from lmperf.report.plots import pyplot
+from lmperf.report.rundir import RunDir
 
 COLUMNS = [("axis", "axis", ""), ("value", "value", "d"), ("full square", "full", ".4g"),
            ("causal half", "half", ".4g"), ("counted (128 tiles)", "counted", ".4g"),
@@ -67,3 +69,12 @@ def plot(rows: list[dict], path: Path) -> Path:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def write_sweep(rows: list[dict], run_dir: RunDir) -> list[Path]:
+    """The rows appended to the run's results.jsonl, then sweep.md and sweep.png rendered from them."""
+    for row in rows:
+        run_dir.append(row)
+    md = run_dir.path / "sweep.md"
+    md.write_text(tables.markdown(rows, COLUMNS), encoding="utf-8")
+    return [run_dir.results, md, plot(rows, run_dir.path / "sweep.png")]

@@ -17,7 +17,8 @@ from lmperf.errors import UsageError
 
 MODES = ("forward", "train-step")
 DTYPES = ("fp32", "fp16", "bf16")
-ATTENTIONS = ("eager", "sdpa")
+ATTENTIONS = ("naive", "sdpa")  # lmperf's names; a Hugging Face model runs "naive" as its "eager"
+OLD_ATTENTION_NAMES = {"eager": "naive"}  # what specs and truth files written before said
 RANGE = "lmperf_pmc_step"
 
 
@@ -33,6 +34,9 @@ class Target:
     preset: str | None = None
     overrides: dict = field(default_factory=dict)
     hf_config: dict | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "attention", OLD_ATTENTION_NAMES.get(self.attention, self.attention))
 
     def validate(self) -> "Target":
         if (self.preset is None) == (self.hf_config is None):
@@ -53,9 +57,3 @@ class Target:
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
-
-
-def torch_dtype(name: str):
-    import torch
-
-    return {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[name]

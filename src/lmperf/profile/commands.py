@@ -10,11 +10,13 @@ from typing import Optional
 import typer
 from rich.console import Console
 
+from lmperf.attention import IMPLEMENTATIONS
 from lmperf.bench.options import SweepOptions
 from lmperf.cli_support import clean_errors, resolve_device, split_list
 from lmperf.errors import UsageError
 
 console = Console(width=None if sys.stdout.isatty() else 200)
+ATTENTION_HELP = ", ".join(IMPLEMENTATIONS) + "."
 
 
 def profile(
@@ -23,7 +25,7 @@ def profile(
     modes: str = typer.Option("forward,train-step", help="Comma-separated: forward, forward-backward, train-step."),
     precision: str = typer.Option("fp32", help="fp32 or bf16 (bf16 autocast)."),
     compile: str = typer.Option("eager", "--compile", help="eager or compile (torch.compile)."),
-    attention: str = typer.Option("naive", help="naive, sdpa, torch or triton."),
+    attention: str = typer.Option("naive", help=ATTENTION_HELP),
     batch: int = typer.Option(4, help="Batch size."),
     warmup: int = typer.Option(3, help="Warm-up steps per mode, not profiled."),
     steps: int = typer.Option(3, help="Profiled steps per mode."),
@@ -81,7 +83,7 @@ def memory(
     contexts: str = typer.Option("128,256,512", "--contexts", "-t", help="Comma-separated context lengths."),
     precisions: str = typer.Option("fp32,bf16", help="Comma-separated: fp32, bf16."),
     batch: int = typer.Option(4, help="Batch size."),
-    attention: str = typer.Option("naive", help="naive, sdpa, torch or triton."),
+    attention: str = typer.Option("naive", help=ATTENTION_HELP),
     compile: str = typer.Option("eager", "--compile", help="eager or compile."),
     snapshot_context: Optional[int] = typer.Option(None, help="Context of the snapshots (default: the longest; first precision)."),
     render: Optional[Path] = typer.Option(None, "--render", help="Render memory.md of this memory run directory again (no GPU needed)."),

@@ -16,11 +16,11 @@ import warnings
 
 import torch
 
-from lmperf.errors import UsageError
+from lmperf.dtypes import torch_dtype
 from lmperf.model import TransformerLM, preset
 from lmperf.model.transformer import lm_loss
 
-AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+AUTOCAST_DTYPES = ("bf16", "fp16")
 DTYPE_COLUMNS = [
     ("module", "module", ""), ("type", "type", ""), ("param dtype", "param_dtype", ""),
     ("output dtype", "output_dtype", ""), ("output grad dtype", "output_grad_dtype", ""),
@@ -64,8 +64,7 @@ def dtype_table(
     preset_name: str = "tiny", autocast: str = "bf16", device: str = "cpu", batch: int = 2, seq_len: int = 16
 ) -> tuple[list[dict], str]:
     """(one row per module, the loss dtype) from a real forward/backward under autocast."""
-    if autocast not in AUTOCAST_DTYPES:
-        raise UsageError(f"unknown autocast dtype {autocast!r}; choose from {', '.join(AUTOCAST_DTYPES)}")
+    dtype = torch_dtype(autocast, AUTOCAST_DTYPES, "autocast dtype")
     torch.manual_seed(0)
     with torch.device(device):
         model = TransformerLM(preset(preset_name))
@@ -73,7 +72,7 @@ def dtype_table(
     seen: dict[str, dict] = {}
     handles = _attach_hooks(model, seen)
     try:
-        with torch.autocast(torch.device(device).type, dtype=AUTOCAST_DTYPES[autocast]):
+        with torch.autocast(torch.device(device).type, dtype=dtype):
             loss = lm_loss(model(data[:, :-1]), data[:, 1:])
         with warnings.catch_warnings():  # the model's own input (token ids) needs no gradient: expected
             warnings.filterwarnings("ignore", message="Full backward hook is firing")
