@@ -44,11 +44,14 @@ def test_grouped_query_heads(backward, heads, kv_heads, is_causal):
     )
 
 
-def test_default_backward_follows_determinism_setting():
-    assert backward_mode() == "atomic"
+def test_atomic_backward_is_refused_when_determinism_is_required():
+    assert backward_mode() == "split" and backward_mode("atomic") == "atomic"
+    q, k, v, _ = random_qkv((2,), 20, 24, 16, torch.float32)
     torch.use_deterministic_algorithms(True)
     try:
-        assert backward_mode() == "ordered"
+        assert backward_mode() == "split" and backward_mode("ordered") == "ordered"
+        with pytest.raises(UsageError, match="atomic"):
+            FlashAttention2Triton.apply(q, k, v, True, "atomic")
     finally:
         torch.use_deterministic_algorithms(False)
     with pytest.raises(UsageError):

@@ -10,9 +10,10 @@ dK and dV (summed over the query heads of its group under GQA). dQ comes one of 
     a counter that lets key tile n in only after tile n-1 (5 matmuls, bitwise repeatable);
   - "split": FA2's own split, a separate dQ kernel per query tile that recomputes S and dP
     (7 matmuls, no shared writes, bitwise repeatable).
-The default follows torch.are_deterministic_algorithms_enabled(), as SDPA's does: "atomic" when
-it is False, "ordered" when True; `FlashAttention2Triton.apply(q, k, v, is_causal, backward)`
-names one. GQA/MQA: k and v may have fewer heads than q (see lmperf.attention.contract).
+The default is "split": on the H100 it was as fast as "atomic" or faster at 7 of 9 measured points
+and "ordered" ran 2-3x slower (docs/attention.md). `FlashAttention2Triton.apply(q, k, v,
+is_causal, backward)` names one; "atomic" is refused while
+torch.are_deterministic_algorithms_enabled() is True. GQA/MQA: k and v may have fewer heads than q (see lmperf.attention.contract).
 Causal (query i sees keys j <= i): fully masked tiles are never visited, and each loop runs in two
 phases, the tiles that need no mask and then the few diagonal or ragged-edge tiles that do.
 Tile sizes are autotuned per (lengths, head_dim, causal, dtype) on the GPU; under
@@ -441,16 +442,23 @@ def triton_forward(
 BACKWARDS = {"split": 0, "atomic": 1, "ordered": 2}  # the dK/dV kernel's DQ_MODE
 
 
+DEFAULT_BACKWARD = "split"
+
+
 def backward_mode(requested: str | None = None) -> str:
-    """The dQ strategy: the one requested, else "ordered" if PyTorch must be deterministic."""
-    if requested is None:
-        return "ordered" if torch.are_deterministic_algorithms_enabled() else "atomic"
-    if requested not in BACKWARDS:
-        raise UsageError(f"unknown backward {requested!r}; choose from {', '.join(BACKWARDS)}")
-    return requested
+    """The dQ strategy: the one requested (checked against PyTorch's determinism), else the split."""
+    mode = requested or DEFAULT_BACKWARD
+    if mode not in BACKWARDS:
+        raise UsageError(f"unknown backward {mode!r}; choose from {', '.join(BACKWARDS)}")
+    if mode == "atomic" and torch.are_deterministic_algorithms_enabled():
+        raise UsageError(
+            'backward="atomic" adds dQ in a varying order; torch.use_deterministic_algorithms(True) '
+            'is set, so use "split" or "ordered"'
+        )
+    return mode
 
 
-def triton_backward(q, k, v, o, lse, do, is_causal: bool, mode: str = "atomic"):
+def triton_backward(q, k, v, o, lse, do, is_causal: bool, mode: str = DEFAULT_BACKWARD):
     """dQ, dK, dV (4-d, contiguous) from the forward's inputs, O, LSE and the output gradient."""
     B, H, seq_q, head_dim = q.shape
     kv_heads, seq_k = k.shape[1], k.shape[2]
@@ -499,8 +507,7 @@ def flash_attention_triton_with_lse(q, k, v, is_causal: bool = False):
 class FlashAttention2Triton(torch.autograd.Function):
     """`FlashAttention2Triton.apply(q, k, v, is_causal[, backward])` -> softmax(q k^T / sqrt(d)) v.
 
-    backward: "atomic", "ordered" or "split" (module docstring); None follows
-    torch.are_deterministic_algorithms_enabled(). Saved for backward: q, k, v, the output and
+    backward: "split" (None: the default), "atomic" or "ordered" (module docstring). Saved for backward: q, k, v, the output and
     the log-sum-exp (..., seq_q), each in the caller's shape.
     """
 

@@ -27,7 +27,7 @@ from lmperf.report.rundir import RunDir
 
 IMPLS = (
     "naive", "naive-compiled", "sdpa-flash", "sdpa-cudnn", "sdpa-efficient", "flex-compiled",
-    "torch-compiled", "triton", "triton-ordered", "triton-split",
+    "torch-compiled", "triton", "triton-atomic", "triton-ordered", "triton-split",
 )
 TOKENS_PER_BATCH = 16384  # FlashAttention's benchmark shapes: batch = 16k / seq
 MODEL_WIDTH = 2048  # ... and heads = 2048 / head_dim
@@ -116,7 +116,7 @@ def attention_function(impl: str) -> AttentionFn:
         return _flex_compiled()
     from lmperf.attention.flash_triton import FlashAttention2Triton
 
-    # triton: dQ by atomics (PyTorch's default, non-deterministic); the others are repeatable.
+    # triton: the default backward; triton-<mode>: that backward (flash_triton.BACKWARDS)
     backward = impl.partition("-")[2] or None
     return lambda q, k, v, is_causal: FlashAttention2Triton.apply(q, k, v, is_causal, backward)
 

@@ -24,7 +24,7 @@ def _causal_flags(text: str) -> list[bool]:
 def attention_command(
     impls: str = typer.Option(
         "naive,naive-compiled,sdpa-flash,sdpa-cudnn,sdpa-efficient,flex-compiled,torch-compiled,triton",
-        help="Implementations to time (also triton-ordered, triton-split: the deterministic backwards).",
+        help="Implementations to time (also triton-atomic, triton-ordered, triton-split: its backwards).",
     ),
     seqs: str = typer.Option(ALL_SEQS, help="Sequence lengths."),
     head_dims: str = typer.Option("16,32,64,128", help="Head dimensions."),
