@@ -17,6 +17,7 @@ from rich.progress import Progress
 from lmperf.attention import IMPLEMENTATIONS
 from lmperf.bench.options import SweepOptions
 from lmperf.cli_support import clean_errors, resolve_device
+from lmperf.model.choice import ModelChoice
 
 console = Console(width=None if sys.stdout.isatty() else 200)
 
@@ -33,6 +34,17 @@ Device = Annotated[str, typer.Option(help="auto, cpu or cuda.")]
 PeakTflops = Annotated[Optional[float], typer.Option(help="Override the GPU's dense peak TFLOP/s used for MFU.")]
 Resume = Annotated[Optional[Path], typer.Option(help="Continue the sweep in this run directory, skipping finished rows.")]
 RunsRoot = Annotated[Path, typer.Option("--runs", help="Where run directories are created.")]
+# The model's own shape: a Hugging Face config instead of presets, and fields laid over either.
+HfConfig = Annotated[Optional[str], typer.Option(help="A Hugging Face config.json (or its folder, or a model name already in the local HF cache) instead of presets.")]
+DModel = Annotated[Optional[int], typer.Option(help="Model width, over the preset or config.")]
+DFf = Annotated[Optional[int], typer.Option(help="MLP width.")]
+Layers = Annotated[Optional[int], typer.Option(help="Transformer blocks.")]
+Heads = Annotated[Optional[int], typer.Option(help="Query heads.")]
+KvHeads = Annotated[Optional[int], typer.Option(help="K/V heads (fewer than --heads: grouped-query; 1: multi-query).")]
+Vocab = Annotated[Optional[int], typer.Option(help="Vocabulary size.")]
+MaxSeqLen = Annotated[Optional[int], typer.Option(help="Longest context (rotary table length).")]
+TieEmbeddings = Annotated[Optional[bool], typer.Option("--tie-embeddings/--untie-embeddings", help="LM head shares the embedding matrix (or not).")]
+Mlp = Annotated[Optional[str], typer.Option(help="swiglu or gelu (a two-matrix GELU MLP).")]
 
 _DEFAULT = SweepOptions()
 
@@ -51,12 +63,26 @@ def bench(
     peak_tflops: PeakTflops = _DEFAULT.peak_tflops,
     resume: Resume = _DEFAULT.resume,
     runs_root: RunsRoot = _DEFAULT.runs_root,
+    hf_config: HfConfig = None,
+    d_model: DModel = None,
+    d_ff: DFf = None,
+    layers: Layers = None,
+    heads: Heads = None,
+    kv_heads: KvHeads = None,
+    vocab: Vocab = None,
+    max_seq_len: MaxSeqLen = None,
+    tie_embeddings: TieEmbeddings = None,
+    mlp: Mlp = None,
     nproc: Annotated[Optional[int], typer.Option(help="Data-parallel on N processes, one per GPU (same as lmperf bench-dist).")] = None,
     strategy: Annotated[str, typer.Option(help="With --nproc: ddp or fsdp (FSDP2); more options in lmperf bench-dist.")] = "ddp",
 ) -> None:
     """Time forward, forward-backward and training steps over a grid of configurations."""
+    model = ModelChoice.from_options(
+        hf_config, d_model=d_model, d_ff=d_ff, n_layers=layers, n_heads=heads, n_kv_heads=kv_heads,
+        vocab_size=vocab, max_seq_len=max_seq_len, tie_embeddings=tie_embeddings, mlp=mlp,
+    )
     options = SweepOptions(presets, contexts, modes, precisions, compile, attention, batch,
-                           warmup, steps, device, peak_tflops, resume, runs_root)
+                           warmup, steps, device, peak_tflops, resume, runs_root, model)
     if nproc is not None:
         from lmperf.distributed.commands import run_bench_dist
 

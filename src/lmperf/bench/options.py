@@ -7,13 +7,14 @@ a GPU) and one way of turning options into validated StepConfigs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
 from lmperf.bench.sweep import SweepSettings, grid
 from lmperf.cli_support import split_list
 from lmperf.errors import UsageError
+from lmperf.model.choice import ModelChoice
 from lmperf.model.step import StepConfig
 
 
@@ -34,13 +35,17 @@ class SweepOptions:
     peak_tflops: Optional[float] = None
     resume: Optional[Path] = None
     runs_root: Path = Path("runs")
+    model: ModelChoice = field(default_factory=ModelChoice)  # --hf-config and explicit shapes
 
     def configs(self, on_gpu: bool) -> list[StepConfig]:
         """Every configuration of the grid, validated, modes varying fastest."""
         # What runs when not told: tiny at 128 on a CPU (seconds), small at 512 on a GPU.
         preset, context = ("small", 512) if on_gpu else ("tiny", 128)
+        presets = split_list(self.presets, "presets") if self.presets else None
+        if not (presets or self.model.hf_config):
+            presets = [preset]
         return grid(
-            split_list(self.presets or preset, "presets"),
+            self.model.bases(presets),
             split_list(self.contexts or str(context), "contexts", int),
             split_list(self.modes, "modes"),
             split_list(self.precisions or ("fp32,bf16" if on_gpu else "fp32"), "precisions"),

@@ -1,0 +1,123 @@
+"""One Hugging Face config reader: families mapped onto ModelConfig, bench --hf-config on a CPU."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from lmperf.cli import app
+from lmperf.errors import UsageError
+from lmperf.model import parameter_count
+from lmperf.model.hf_config import from_fields, read_hf_config
+from lmperf.report.rundir import read_rows
+
+CONFIGS = Path(__file__).parents[1] / "benchmarks" / "configs"
+TINY = ["--d-model", "64", "--d-ff", "96", "--layers", "2", "--heads", "4", "--vocab", "300",
+        "-t", "24", "--batch", "2", "--warmup", "0", "--steps", "1", "--modes", "train-step"]
+
+
+def test_llama_gqa_config_maps_exactly_and_counts_the_published_parameters():
+    model = read_hf_config(CONFIGS / "llama-1b-gqa.json")
+    config = model.config
+    assert (model.name, model.approximations) == ("llama-1b-gqa", ())
+    assert (config.d_model, config.d_ff, config.n_layers, config.n_heads, config.n_kv_heads) == (2048, 8192, 16, 32, 8)
+    assert (config.vocab_size, config.max_seq_len, config.tie_embeddings, config.mlp) == (128256, 131072, True, "swiglu")
+    assert config.rope_theta == 500000.0
+    # Llama-3.2-1B's model card: 1,235,814,400 parameters (tied head counted once).
+    assert parameter_count(config)["total"] == 1_235_814_400
+
+
+def test_gpt2_config_runs_as_a_gelu_mlp_and_says_what_is_approximated():
+    model = read_hf_config(CONFIGS / "gpt2.json")
+    config = model.config
+    assert (config.d_model, config.d_ff, config.n_heads, config.n_kv_heads) == (768, 3072, 12, 12)
+    assert (config.mlp, config.tie_embeddings, config.max_seq_len) == ("gelu", True, 1024)
+    assert "learned position table run as rotary" in model.approximations
+    # GPT-2 small has 124,439,808 parameters. lmperf lacks, by hand: per block the linear biases
+    # (3d + d + 4d + d) and two LayerNorm shifts (2d); the final LayerNorm's shift (d); the
+    # 1024 x d position table.
+    d = 768
+    missing = 12 * (3 * d + d + 4 * d + d + 2 * d) + d + 1024 * d
+    assert parameter_count(config)["total"] == 124_439_808 - missing
+
+
+@pytest.mark.parametrize("fields, expected", [
+    ({"model_type": "opt", "hidden_size": 512, "ffn_dim": 2048, "num_hidden_layers": 2, "num_attention_heads": 8, "vocab_size": 50272},
+     dict(d_ff=2048, mlp="gelu", tie_embeddings=True, max_seq_len=2048)),
+    ({"model_type": "gpt_neox", "hidden_size": 512, "intermediate_size": 2048, "num_hidden_layers": 2, "num_attention_heads": 8, "vocab_size": 32000},
+     dict(d_ff=2048, mlp="gelu", tie_embeddings=False, n_kv_heads=8)),
+    ({"model_type": "qwen2", "hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 2, "num_attention_heads": 14, "num_key_value_heads": 2, "vocab_size": 151936, "tie_word_embeddings": True},
+     dict(n_kv_heads=2, mlp="swiglu", tie_embeddings=True)),
+    ({"model_type": "mistral", "hidden_size": 512, "intermediate_size": 1536, "num_hidden_layers": 3, "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 32000},
+     dict(n_kv_heads=2, max_seq_len=32768)),
+])
+def test_families_map_onto_model_config(fields, expected):
+    config = from_fields(fields).config
+    assert {k: getattr(config, k) for k in expected} == expected
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"model_type": "bert", "hidden_size": 64}, "not mapped"),
+    ({"model_type": "gpt2"}, "lacks"),
+    ({"model_type": "llama", "hidden_size": 512, "num_attention_heads": 4, "num_hidden_layers": 2, "head_dim": 64, "intermediate_size": 8}, "head_dim"),
+    ({"model_type": "llama", "hidden_size": 512, "num_attention_heads": 8, "num_key_value_heads": 3, "num_hidden_layers": 2, "intermediate_size": 8}, "multiple"),
+])
+def test_configs_lmperf_cannot_run_are_usage_errors(fields, message):
+    with pytest.raises(UsageError, match=message):
+        from_fields(fields)
+
+
+def test_a_name_that_is_no_file_needs_transformers(monkeypatch):
+    monkeypatch.setitem(sys.modules, "transformers", None)  # as if not installed
+    with pytest.raises(UsageError, match="needs transformers"):
+        read_hf_config("meta-llama/Llama-3.2-1B")
+
+
+def test_a_file_that_is_not_json_is_a_usage_error(tmp_path):
+    (tmp_path / "config.json").write_text("{nope")
+    with pytest.raises(UsageError, match="not JSON"):
+        read_hf_config(tmp_path)  # a folder reads its config.json
+
+
+@pytest.mark.parametrize("name", ["llama-1b-gqa", "gpt2"])
+def test_bench_hf_config_runs_on_a_cpu_with_tiny_widths(tmp_path, name):
+    args = ["bench", "--hf-config", str(CONFIGS / f"{name}.json"), *TINY, "--runs", str(tmp_path)]
+    if name == "llama-1b-gqa":  # the config's 8 K/V heads do not divide the new 4 query heads
+        args += ["--kv-heads", "2"]
+    out = CliRunner().invoke(app, args)
+    assert out.exit_code == 0, out.output
+    (row,) = read_rows(next(tmp_path.iterdir()) / "results.jsonl")
+    assert row["status"] == "ok" and row["preset"] == f"{name}+custom"
+    shape = row["model"]
+    assert (shape["d_model"], shape["n_layers"], shape["vocab_size"], shape["tie_embeddings"]) == (64, 2, 300, True)
+    if name == "gpt2":
+        assert shape["mlp"] == "gelu" and "rotary" in row["approximations"]
+    else:
+        assert shape["n_kv_heads"] == 2 and row["approximations"] == ""
+
+
+def test_resume_keys_on_the_model_shape(tmp_path):
+    runner = CliRunner()
+    first = ["bench", "-p", "tiny", *TINY[6:], "--runs", str(tmp_path)]
+    assert runner.invoke(app, first).exit_code == 0
+    run_dir = next(tmp_path.iterdir())
+    same = ["bench", "-p", "tiny", *TINY[6:], "--resume", str(run_dir)]
+    assert runner.invoke(app, same).exit_code == 0
+    assert len(read_rows(run_dir / "results.jsonl")) == 1  # same shape: nothing to do
+    grouped = same + ["--kv-heads", "2"]
+    assert runner.invoke(app, grouped).exit_code == 0
+    rows = read_rows(run_dir / "results.jsonl")
+    assert [r["model"]["n_kv_heads"] for r in rows] == [4, 2]
+
+
+@pytest.mark.parametrize("extra", [
+    ["--hf-config", str(CONFIGS / "gpt2.json"), "-p", "tiny"],
+    ["--hf-config", "/no/such/config.json"],
+    ["-p", "tiny", "--kv-heads", "3"],
+])
+def test_bad_model_options_are_one_line_and_exit_2(tmp_path, extra):
+    out = CliRunner().invoke(app, ["bench", *extra, "--runs", str(tmp_path)])
+    assert out.exit_code == 2, out.output
+    assert len(out.stderr.strip().splitlines()) == 1
