@@ -147,11 +147,6 @@ def step_flops(
     return StepFlops(matmul, vector, by_region)
 
 
-def model_flops_per_token(config: ModelConfig, seq_len: int) -> float:
-    """Training matmul FLOPs per token (the 6N + attention rule of thumb, computed exactly)."""
-    return step_flops(config, 1, seq_len, "train-step").matmul / seq_len
-
-
 def attention_kernel_flops(
     batch_heads: int, seq_q: int, seq_k: int, head_dim: int, is_causal: bool
 ) -> dict[str, float]:

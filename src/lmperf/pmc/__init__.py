@@ -1,1 +1,2 @@
-"""lmperf.pmc (see ../shared/DESIGN.md)."""
+"""What model ran on this GPU: collect a step's hardware counters with ncu (collect.py), infer the
+architecture from them (infer.py), and explain measured counters with the FLOP model (explain.py)."""

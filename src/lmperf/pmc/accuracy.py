@@ -16,8 +16,6 @@ from lmperf.pmc.infer import infer_file
 from lmperf.pmc.result import FIELDS
 from lmperf.report import tables
 
-STRUCTURAL = ("n_layers", "d_model", "d_ff", "mlp", "vocab_size", "head_dim")
-HEADS = ("n_heads", "n_kv_heads")
 PARAMS_TOLERANCE = 0.01
 
 

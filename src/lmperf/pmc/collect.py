@@ -7,14 +7,13 @@ targets, the true configuration that ran (`NAME.truth.json`).
 
 from __future__ import annotations
 
-import json
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from lmperf.pmc import ncu
 from lmperf.analysis.kernels import kernel_category
+from lmperf.pmc import ncu
 from lmperf.pmc.kernels import short_name
 from lmperf.pmc.parse import Capture, read_capture
 from lmperf.pmc.targets import RANGE, Target
@@ -90,6 +89,3 @@ def collect_target(
         program = [sys.executable, "-m", "lmperf.pmc.runner", str(spec_path), str(truth_json)]
         return collect_command(program, RANGE, raw_csv, ncu_path, timeout_s, truth_json)
 
-
-def read_truth(path: Path) -> dict:
-    return json.loads(Path(path).read_text(encoding="utf-8"))
