@@ -36,9 +36,14 @@ def collect(
     hf_config: Optional[Path] = typer.Option(None, help="A Hugging Face config.json (random weights; needs transformers)."),
     batch: int = typer.Option(2, help="Batch size."),
     seq_len: int = typer.Option(256, help="Sequence length."),
-    mode: str = typer.Option("forward", help="forward or train-step (forward, backward, AdamW)."),
+    mode: str = typer.Option("forward", help="forward, train-step (forward, backward, AdamW) or "
+                             "generate (prefill, then decode steps with a KV cache; --hf-config)."),
     dtype: str = typer.Option("bf16", help="fp32, fp16, bf16 (train steps use autocast)."),
-    attention: str = typer.Option("sdpa", help="naive or sdpa (naive runs a Hugging Face model with its eager attention; eager is read as naive)."),
+    attention: str = typer.Option("sdpa", help="naive, sdpa or triton (lmperf's kernel, presets); "
+                                  "naive runs a Hugging Face model with its eager attention."),
+    sdpa_backend: Optional[str] = typer.Option(None, help="Pin SDPA to flash_attention, "
+                                               "efficient_attention, cudnn_attention or math."),
+    new_tokens: int = typer.Option(0, help="generate: tokens to generate after a --seq-len prompt."),
     range_name: str = typer.Option("step", "--range", help="NVTX range of the step, for -- CMD."),
     ncu_path: Optional[str] = typer.Option(None, "--ncu", help="The ncu executable (default: ncu on the PATH)."),
     out: Path = typer.Option(Path("capture.csv.gz"), "--out", "-o", help="Raw CSV to write (.gz to compress)."),
@@ -58,7 +63,8 @@ def collect(
     else:
         target = Target(
             batch=batch, seq_len=seq_len, mode=mode, dtype=dtype, attention=attention,
-            preset=preset, overrides=_overrides(set_) if set_ else {},
+            sdpa_backend=sdpa_backend, new_tokens=new_tokens, preset=preset,
+            overrides=_overrides(set_) if set_ else {},
             hf_config=read_fields(hf_config)[0] if hf_config else None,
         )
         result = collect_target(target, out, ncu_path)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -93,19 +94,81 @@ _ENTRIES = [
 ]
 
 
-def _target(model: dict, batch: int, seq_len: int, mode: str, dtype: str, attention: str) -> Target:
-    common = dict(batch=batch, seq_len=seq_len, mode=mode, dtype=dtype, attention=attention)
+FLASH, EFFICIENT, CUDNN = ({"sdpa_backend": b} for b in
+                          ("flash_attention", "efficient_attention", "cudnn_attention"))
+
+# The generalisation sweep (issue 12): head counts that are not powers of two, GQA ratios 1, 2, 4,
+# 7, 8, sequence lengths that are no tile's multiple, and every attention path (eager, SDPA as
+# PyTorch picks it, SDPA pinned to flash / memory-efficient / cuDNN, lmperf's Triton kernel).
+# Names say the model; the last tuple item pins the SDPA backend or sets generate's new tokens.
+_SWEEP = [
+    ("s_gpt2_h20_t1024", gpt2(2, 1280, 20, 50257), 1, 1024, "forward", "bf16", "sdpa", {}),
+    ("g_gpt2_h12_p37", gpt2(2, 768, 12, 50257), 1, 37, "generate", "fp16", "sdpa", {"new_tokens": 4}),
+    ("s_gpt2_h25_t333_flash", gpt2(2, 1600, 25, 50257), 1, 333, "forward", "fp16", "sdpa", FLASH),
+    ("s_llama_h14_kv2_t200", llama(2, 896, 14, 2, 2432, 32000), 2, 200, "forward", "bf16", "sdpa", {}),
+    ("s_gpt2_h12_t200_fp32", gpt2(2, 768, 12, 8000), 3, 200, "forward", "fp32", "sdpa", {}),
+    ("s_lmperf_h12_t200_triton", _small(n_layers=2, d_model=768, n_heads=12, d_ff=2048), 2, 200,
+     "forward", "bf16", "triton", {}),
+    ("g_llama_h14_kv2_p64", llama(2, 896, 14, 2, 2432, 32000), 1, 64, "generate", "bf16", "eager",
+     {"new_tokens": 4}),
+    ("s_llama_h56_kv8_t129_flash", llama(2, 3584, 56, 8, 4096, 16000), 1, 129, "forward", "bf16",
+     "sdpa", FLASH),
+    ("s_mistral_h20_t1000_cudnn", llama(2, 1280, 20, 20, 3456, 32000, "mistral"), 1, 1000, "forward",
+     "fp16", "sdpa", CUDNN),
+    ("s_gpt2_h14_t77_eager", gpt2(2, 896, 14, 50257), 2, 77, "forward", "bf16", "eager", {}),
+    ("s_llama_h40_kv5_t300_eager", llama(2, 2560, 40, 5, 3072, 32000), 1, 300, "forward", "fp16",
+     "eager", {}),
+    ("g_qwen2_h14_kv2_p50", llama(2, 896, 14, 2, 4864, 151936, "qwen2"), 1, 50, "generate", "bf16",
+     "sdpa", {"new_tokens": 4}),
+    ("s_llama_h25_t257_eff_fp32", llama(2, 1600, 25, 25, 4096, 32000), 2, 257, "forward", "fp32",
+     "sdpa", EFFICIENT),
+    ("s_qwen2_h14_kv2_t200", llama(2, 896, 14, 2, 4864, 151936, "qwen2"), 1, 200, "forward", "bf16",
+     "sdpa", {}),
+    ("s_gpt2_h56_t127_cudnn", gpt2(2, 3584, 56, 8000), 2, 127, "forward", "bf16", "sdpa", CUDNN),
+    ("s_llama_h20_kv5_t250_eff", llama(2, 1280, 20, 5, 3456, 32001), 2, 250, "forward", "bf16",
+     "sdpa", EFFICIENT),
+    ("g_mistral_h8_kv2_p100", llama(2, 512, 8, 2, 1536, 32000, "mistral"), 2, 100, "generate",
+     "bf16", "sdpa", {"new_tokens": 4}),
+    ("s_mistral_h40_kv10_t513_flash", llama(2, 2560, 40, 10, 4096, 32000, "mistral"), 1, 513,
+     "forward", "bf16", "sdpa", FLASH),
+    ("s_qwen2_h12_kv6_t100_eager_fp32", llama(2, 768, 12, 6, 2048, 32000, "qwen2"), 2, 100,
+     "forward", "fp32", "eager", {}),
+    ("s_gpt2_h40_t96_eff", gpt2(2, 2560, 40, 50257), 3, 96, "forward", "fp16", "sdpa", EFFICIENT),
+    ("s_llama_hd128_h12_kv3_t400_cudnn", llama(2, 1536, 12, 3, 4096, 32000), 1, 400, "forward",
+     "bf16", "sdpa", CUDNN),
+    ("s_qwen2_h28_kv4_t211_flash", llama(2, 1792, 28, 4, 4864, 32000, "qwen2"), 2, 211, "forward",
+     "fp16", "sdpa", FLASH),
+    ("s_mistral_h14_kv7_t1000_eager", llama(2, 896, 14, 7, 2432, 32000, "mistral"), 1, 1000,
+     "forward", "bf16", "eager", {}),
+    ("s_gpt2_h12_t200_train", gpt2(2, 768, 12, 50257), 2, 200, "train-step", "bf16", "sdpa", {}),
+    ("s_llama_h14_kv2_t77_flash_train", llama(2, 896, 14, 2, 2432, 32000), 4, 77, "train-step",
+     "fp16", "sdpa", FLASH),
+    ("s_lmperf_h14_t333_triton_train", _small(n_layers=2, d_model=896, n_heads=14, d_ff=2432), 1,
+     333, "train-step", "bf16", "triton", {}),
+    ("s_mistral_h20_kv10_t150_eager_train", llama(2, 1280, 20, 10, 3456, 32000, "mistral"), 2, 150,
+     "train-step", "fp32", "eager", {}),
+    ("s_gpt2_h20_t1024_flash", gpt2(2, 1280, 20, 50257), 2, 1024, "forward", "bf16", "sdpa", FLASH),
+]
+SWEEP_SEED = 12  # the held-out third of the sweep: a seeded draw, fixed before any capture
+
+
+def _target(model: dict, batch: int, seq_len: int, mode: str, dtype: str, attention: str,
+            extra: dict | None = None) -> Target:
+    common = dict(batch=batch, seq_len=seq_len, mode=mode, dtype=dtype, attention=attention,
+                  **(extra or {}))
     if "preset" in model:
         return Target(preset=model["preset"], overrides=model["overrides"], **common)
     return Target(hf_config=model, **common)
 
 
 def corpus() -> list[tuple[str, Target, bool]]:
-    """(name, target, held_out) for every entry, in collection order."""
-    return [
-        (name, _target(*rest), (i + 1) % HELD_OUT_EVERY == 0)
-        for i, (name, *rest) in enumerate(_ENTRIES)
-    ]
+    """(name, target, held_out) for every entry, in collection order: the first corpus, then the
+    sweep. Generate captures are scored on their own, never held out."""
+    first = [(name, _target(*rest), (i + 1) % HELD_OUT_EVERY == 0)
+             for i, (name, *rest) in enumerate(_ENTRIES)]
+    forward_or_train = [name for name, *rest in _SWEEP if rest[3] != "generate"]
+    held = set(random.Random(SWEEP_SEED).sample(forward_or_train, len(forward_or_train) // 3))
+    return first + [(name, _target(*rest), name in held) for name, *rest in _SWEEP]
 
 
 def _collect_one(name: str, target: Target, out_dir: Path, log: Path, deadline: float) -> None:
@@ -116,7 +179,9 @@ def _collect_one(name: str, target: Target, out_dir: Path, log: Path, deadline: 
         status = "skipped: time budget spent"
     else:
         try:
-            result = collect_target(target, out_dir / f"{name}.csv.gz", timeout_s=180)
+            # Never past the deadline: a capture in flight then would be lost with the call.
+            timeout = min(240.0, deadline - start)
+            result = collect_target(target, out_dir / f"{name}.csv.gz", timeout_s=timeout)
             status = f"ok: {result.kernels} kernels, dropped metrics {result.dropped_metrics}"
         except UsageError as error:
             status = f"failed: {error}"
@@ -134,8 +199,10 @@ def main() -> None:
     parser.add_argument("--budget-s", type=float, default=300.0)
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--only", default="", help="comma-separated entry names to collect")
+    parser.add_argument("--sweep", action="store_true", help="collect the generalisation sweep")
     args = parser.parse_args()
-    wanted = set(filter(None, args.only.split(",")))
+    wanted = set(filter(None, args.only.split(","))) or (
+        {name for name, *_ in _SWEEP} if args.sweep else set())
     args.out_dir.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + args.budget_s
     log = args.out_dir / "collect_log.jsonl"

@@ -30,6 +30,9 @@ METRICS = (
     "sm__sass_thread_inst_executed_op_fmul_pred_on.sum",
     "dram__bytes_read.sum",
     "dram__bytes_write.sum",
+    # Bytes requested by global stores: exactly N·V·bytes for an LM head that stores with st.global
+    # (fp32 GEMMs, and 16-bit ones whose V is not a multiple of 8); 0 for TMA-store kernels.
+    "sm__sass_data_bytes_mem_global_op_st.sum",
     "launch__grid_size",
     "launch__block_size",
     "launch__cluster_dim_x",

@@ -66,11 +66,30 @@ def _hf_truth(config, model) -> dict:
     return truth
 
 
+def _generate_step(model, tokens: torch.Tensor, new_tokens: int) -> Callable[[], None]:
+    """Greedy generate with the KV cache: one prefill over the prompt, then new_tokens - 1
+    decode steps (the prefill yields the first new token); no early stop at an end token."""
+    mask = torch.ones_like(tokens)
+
+    def step() -> None:
+        with torch.no_grad():
+            model.generate(input_ids=tokens, attention_mask=mask, max_new_tokens=new_tokens,
+                           min_new_tokens=new_tokens, do_sample=False, use_cache=True,
+                           pad_token_id=0)
+
+    return step
+
+
 def _hf_step(target: Target, device: torch.device) -> tuple[Callable[[], None], dict]:
     config, model = _hf_model(target)
     truth = _hf_truth(config, model)
     dtype = torch_dtype(target.dtype)
     tokens = torch.randint(0, config.vocab_size, (target.batch, target.seq_len), device=device)
+    if target.mode == "generate":
+        truth.update(prompt_len=target.seq_len, new_tokens=target.new_tokens,
+                     decode_steps=target.new_tokens - 1)
+        return _generate_step(model.to(device=device, dtype=dtype).eval(), tokens,
+                              target.new_tokens), truth
     if target.mode == "forward":
         model = model.to(device=device, dtype=dtype).eval()
 
@@ -100,12 +119,26 @@ def _param_counts(model: torch.nn.Module, blocks: torch.nn.Module) -> dict:
     )
 
 
+def _pinned_backend(step: Callable[[], None], backend: str | None) -> Callable[[], None]:
+    """The step with SDPA restricted to one backend (an error if that backend cannot run it)."""
+    if backend is None:
+        return step
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    def pinned() -> None:
+        with sdpa_kernel([getattr(SDPBackend, backend.upper())]):
+            step()
+
+    return pinned
+
+
 def run_target(target: Target) -> dict:
     """Warm up, then run one step inside the NVTX range; returns the true configuration."""
     device = torch.device("cuda")
     torch.manual_seed(0)
     build = _preset_step if target.preset is not None else _hf_step
     step, truth = build(target.validate(), device)
+    step = _pinned_backend(step, target.sdpa_backend)
     step()  # warm-up, outside the range
     torch.cuda.synchronize()
     # A start/end range, not push/pop: push/pop ranges belong to one thread, and autograd runs
@@ -115,7 +148,7 @@ def run_target(target: Target) -> dict:
     torch.cuda.synchronize()
     torch.cuda.nvtx.range_end(range_id)
     truth.update(batch=target.batch, seq_len=target.seq_len, mode=target.mode.replace("-", "_"),
-                 dtype=target.dtype, attention=target.attention)
+                 dtype=target.dtype, attention=target.attention, sdpa_backend=target.sdpa_backend)
     return truth
 
 

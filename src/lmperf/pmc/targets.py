@@ -14,10 +14,15 @@ from dataclasses import asdict, dataclass, field
 
 from lmperf.errors import UsageError
 
-MODES = ("forward", "train-step")
+MODES = ("forward", "train-step", "generate")
 DTYPES = ("fp32", "fp16", "bf16")
-ATTENTIONS = ("naive", "sdpa")  # lmperf's names; a Hugging Face model runs "naive" as its "eager"
+# lmperf's names; a Hugging Face model runs "naive" as its "eager". "triton" is lmperf's own
+# FlashAttention kernel, so only lmperf presets run it.
+ATTENTIONS = ("naive", "sdpa", "triton")
 OLD_ATTENTION_NAMES = {"eager": "naive"}  # what specs and truth files written before said
+# The SDPA backends PyTorch can be pinned to (torch.nn.attention.SDPBackend names, lower case);
+# None lets PyTorch pick, as a user's program would.
+SDPA_BACKENDS = ("flash_attention", "efficient_attention", "cudnn_attention", "math")
 RANGE = "lmperf_pmc_step"
 
 
@@ -33,6 +38,8 @@ class Target:
     preset: str | None = None
     overrides: dict = field(default_factory=dict)
     hf_config: dict | None = None
+    sdpa_backend: str | None = None
+    new_tokens: int = 0  # generate: tokens generated after a prompt of seq_len tokens
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "attention", OLD_ATTENTION_NAMES.get(self.attention, self.attention))
@@ -46,6 +53,16 @@ class Target:
         ):
             if value not in allowed:
                 raise UsageError(f"unknown {name} {value!r}; choose from {', '.join(allowed)}")
+        if self.sdpa_backend is not None and (self.sdpa_backend not in SDPA_BACKENDS
+                                                or self.attention != "sdpa"):
+            raise UsageError(f"sdpa backend {self.sdpa_backend!r} needs --attention sdpa and one "
+                             f"of {', '.join(SDPA_BACKENDS)}")
+        if self.attention == "triton" and self.preset is None:
+            raise UsageError("attention 'triton' (lmperf's kernel) runs only with an lmperf preset")
+        if (self.mode == "generate") != (self.new_tokens > 0):
+            raise UsageError("mode generate needs new tokens > 0 (and only generate takes them)")
+        if self.mode == "generate" and self.hf_config is None:
+            raise UsageError("mode generate runs a Hugging Face config (its generate() and KV cache)")
         if self.batch <= 0 or self.seq_len <= 0:
             raise UsageError(f"batch and seq_len must be positive, got {self.batch}, {self.seq_len}")
         if self.hf_config is not None and "model_type" not in self.hf_config:
