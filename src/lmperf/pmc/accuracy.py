@@ -1,7 +1,8 @@
 """Scoring `infer` against captures with true configurations (NAME.csv.gz + NAME.truth.json).
 
-Per field: exact-match rate; params_blocks counts as right within 1%. Held-out captures (the
-corpus's every fourth entry) are scored apart from the development ones.
+Per field: exact-match rate; parameter counts count as right within 1%; the vocabulary also as
+"exact or in its interval". Held-out captures (the first corpus's every fourth entry, the sweep's
+seeded third) are scored apart from the development ones, and every attention path on its own.
 `python -m lmperf.pmc.accuracy FIXTURE_DIR OUT.md` writes the report's tables.
 """
 
@@ -16,6 +17,10 @@ from lmperf.pmc.infer import infer_file
 from lmperf.pmc.result import FIELDS
 from lmperf.report import tables
 
+# The issue's structural fields: each exact on >= 95% of held-out captures.
+STRUCTURE = ("mode", "dtype", "batch", "seq_len", "n_layers", "d_model", "n_heads", "n_kv_heads",
+             "head_dim", "d_ff", "mlp")
+VOCAB_BOUNDED = "vocab exact or in interval"
 PARAMS_TOLERANCE = 0.01
 
 
@@ -29,26 +34,45 @@ def held_out_names() -> set[str]:
     return {name for name, _, held in corpus() if held}
 
 
+def attention_path(truth: dict) -> str:
+    """The attention path that ran: eager, triton, sdpa (PyTorch's pick) or the pinned backend."""
+    backend = truth.get("sdpa_backend")
+    return f"sdpa:{backend.removesuffix('_attention')}" if backend else truth.get("attention", "?")
+
+
 def score_dir(directory: Path) -> list[dict]:
-    """One row per capture with a truth file: its name, split and right/wrong per field."""
+    """One row per forward or training capture with a truth file: its name, split, attention
+    path and right/wrong per field (generate captures are scored on their own)."""
     held = held_out_names()
     rows = []
     for truth_path in sorted(Path(directory).glob("*.truth.json")):
         name = truth_path.name.removesuffix(".truth.json")
         truth = json.loads(truth_path.read_text(encoding="utf-8"))
-        values = infer_file(truth_path.with_name(f"{name}.csv.gz")).values
-        row = dict(name=name, split="held-out" if name in held else "dev")
+        if truth.get("mode") == "generate":
+            continue
+        result = infer_file(truth_path.with_name(f"{name}.csv.gz"))
+        values = result.values
+        row = dict(name=name, split="held-out" if name in held else "dev", path=attention_path(truth))
         row.update({f: correct(f, values[f], truth.get(f)) for f in FIELDS})
-        row["wrong"] = ", ".join(f"{f}={values[f]} (true {truth.get(f)})"
+        low, high = result.intervals.get("vocab_size", (values["vocab_size"],) * 2)
+        row[VOCAB_BOUNDED] = low is not None and low <= truth["vocab_size"] <= high
+        row["structure"] = all(row[f] for f in STRUCTURE)
+        row["wrong"] = ", ".join(f"{f}={_shown(result, f)} (true {truth.get(f)})"
                                  for f in FIELDS if not row[f])
         rows.append(row)
     return rows
 
 
+def _shown(result, field: str) -> str:
+    if field in result.intervals:
+        return "[{}, {}]".format(*result.intervals[field])
+    return str(result.values[field])
+
+
 def field_rates(rows: list[dict]) -> list[dict]:
     """Per field and split: the share of captures inferred right."""
     out = []
-    for field in FIELDS:
+    for field in (*FIELDS, VOCAB_BOUNDED, "structure"):
         rate = {"field": field}
         for split in ("held-out", "dev"):
             part = [r[field] for r in rows if r["split"] == split]
@@ -58,9 +82,22 @@ def field_rates(rows: list[dict]) -> list[dict]:
     return out
 
 
+def path_rates(rows: list[dict]) -> list[dict]:
+    """Per attention path: captures, and the share with every structural field right."""
+    paths = sorted({r["path"] for r in rows})
+    return [{"path": p, "n": sum(r["path"] == p for r in rows),
+             "structure": sum(r["structure"] for r in rows if r["path"] == p)
+             / sum(r["path"] == p for r in rows),
+             "vocab exact": sum(r["vocab_size"] for r in rows if r["path"] == p)
+             / sum(r["path"] == p for r in rows)} for p in paths]
+
+
 RATE_COLUMNS = [("field", "field", ""), ("held-out exact", "held-out", ".0%"),
                 ("held-out n", "held-out n", "d"), ("dev exact", "dev", ".0%"), ("dev n", "dev n", "d")]
-CAPTURE_COLUMNS = [("capture", "name", ""), ("split", "split", ""), ("wrong fields", "wrong", "")]
+CAPTURE_COLUMNS = [("capture", "name", ""), ("split", "split", ""), ("attention", "path", ""),
+                   ("wrong fields", "wrong", "")]
+PATH_COLUMNS = [("attention path", "path", ""), ("captures", "n", "d"),
+                ("all structural fields exact", "structure", ".0%"), ("vocab exact", "vocab exact", ".0%")]
 
 
 def environment_lines(directory: Path) -> str:
@@ -76,6 +113,7 @@ def environment_lines(directory: Path) -> str:
 def main(argv: list[str]) -> None:
     rows = score_dir(Path(argv[0]))
     text = (environment_lines(Path(argv[0])) + tables.markdown(field_rates(rows), RATE_COLUMNS)
+            + "\n" + tables.markdown(path_rates(rows), PATH_COLUMNS)
             + "\n" + tables.markdown(rows, CAPTURE_COLUMNS))
     Path(argv[1]).write_text(text, encoding="utf-8")
     print(text)

@@ -35,7 +35,10 @@ def _divisors(n: int) -> list[int]:
     return [b for b in range(1, n + 1) if n % b == 0]
 
 
-def eager_shape(qk: KernelRecord, softmax: KernelRecord, tokens: int, d: int) -> AttentionShape | None:
+def eager_shape(qk: KernelRecord, softmax: KernelRecord, tokens: int, d: int,
+                scores: list[KernelRecord] = ()) -> AttentionShape | None:
+    """`scores`: the elementwise kernels on the score matrix around the softmax (scaling, mask
+    add), which count B·H·T² elements exactly where the warp softmax counts padded rows."""
     t_est = macs(qk) / (tokens * d)
     seq_lens = [t for t in _divisors(tokens) if t <= t_est * 1.001]
     if not seq_lens:
@@ -45,7 +48,8 @@ def eager_shape(qk: KernelRecord, softmax: KernelRecord, tokens: int, d: int) ->
     # PyTorch's warp softmax pads each row to a power of two (its template's log2 length) and
     # counts the padded elements too: T=384 rows of 512.
     padded = 1 << (T - 1).bit_length()
-    for count in sorted({softmax.metric(m) for m in (FMUL, FADD, FFMA)} - {0.0}):
+    counts = {k.metric(m) for k in (softmax, *scores) for m in (FMUL, FADD, FFMA)} - {0.0}
+    for count in sorted(counts):
         for row in sorted({T, padded}):
             heads = count / (B * T * row)
             if heads == int(heads) and heads >= 1 and d % int(heads) == 0:
@@ -74,6 +78,22 @@ def _flops_error(kernel: KernelRecord, B: int, H: int, hd: int, T: int) -> float
     return min(abs(counted - 4 * B * H * hd * area * n) / counted for area in areas for n in passes)
 
 
+def _cudnn_persistent_heads(kernel: KernelRecord, B: int, T: int) -> int | None:
+    """H of a cuDNN flash forward whose grid is persistent (one block per SM, not one per tile):
+    it runs 4 FFMA per row of each executed causal (128 x 128) tile pair, plus 4 per row when it
+    keeps the softmax statistics for a backward pass (measured on the H100 captures: 512 FFMA per
+    tile pair in forward passes at T = 128..1000, +4·T per head in training steps)."""
+    if "cudnn" not in kernel.name or not kernel.metric(FFMA):
+        return None
+    tiles = math.ceil(T / 128)
+    pairs = tiles * (tiles + 1) // 2
+    for per_head in (512 * pairs, 512 * pairs + 4 * T):
+        heads = kernel.metric(FFMA) / (B * per_head)
+        if heads == int(heads) and heads >= 1:
+            return int(heads)
+    return None
+
+
 def fused_shape(kernel: KernelRecord, tokens: int, d: int) -> AttentionShape | None:
     """The (B, T, H, hd) that best explains a fused attention kernel's grid and counts."""
     grid_dims = {g for g in kernel.grid if g > 1}
@@ -98,4 +118,23 @@ def fused_shape(kernel: KernelRecord, tokens: int, d: int) -> AttentionShape | N
                     B, T, H, hd, error,
                     f"{kernel.grid} grid = B·H·ceil(T/{tq}) blocks and the counted tensor work "
                     f"(causal tiles, relative error {error:.3f}) give B={B}, T={T}, H={H}"))
-    return best[1] if best else None
+    return best[1] if best else _persistent_candidates(kernel, tokens, d)
+
+
+def _persistent_candidates(kernel: KernelRecord, tokens: int, d: int) -> AttentionShape | None:
+    """A persistent cuDNN grid (fewer blocks than tiles) says nothing of B·H: H from its FFMA."""
+    best = None
+    for B in _divisors(tokens):
+        T = tokens // B
+        H = _cudnn_persistent_heads(kernel, B, T)
+        if H is None or d % H or d // H not in PLAUSIBLE_HEAD_DIMS:
+            continue
+        if kernel.blocks >= B * H * math.ceil(T / 128):
+            continue  # not persistent: the grid itself counts the tiles
+        error = _flops_error(kernel, B, H, d // H, T)
+        if best is None or error < best.error:
+            best = AttentionShape(B, T, H, d // H, error,
+                                  f"persistent cuDNN grid {kernel.grid}: FFMA {kernel.metric(FFMA):,.0f}"
+                                  f" = B·H·512 per causal 128-tile pair gives H={H}; tensor work "
+                                  f"(relative error {error:.3f}) gives B={B}, T={T}")
+    return best

@@ -23,6 +23,7 @@ TENSOR_PATHS = {
 FFMA = "sm__sass_thread_inst_executed_op_ffma_pred_on.sum"
 FADD = "sm__sass_thread_inst_executed_op_fadd_pred_on.sum"
 FMUL = "sm__sass_thread_inst_executed_op_fmul_pred_on.sum"
+STORE_BYTES = "sm__sass_data_bytes_mem_global_op_st.sum"  # absent from older captures
 # A GEMM this much smaller than the typical one is bookkeeping (rotary tables), not a layer.
 _TINY = 0.02
 
@@ -56,6 +57,21 @@ def tile_extent(name: str) -> int | None:
     `tilesize64x256x8`), i.e. how far tile padding can round a width up; None if unnamed."""
     match = re.search(r"(?:tilesize|_)(\d+)x(\d+)(?:x\d+)?_", name)
     return max(int(match.group(1)), int(match.group(2))) if match else None
+
+
+_NVJET = re.compile(r"nvjet_\w*?_(\d+)x(\d+)_\d+x\d+_(\d+)x(\d+)_([hv])_")
+
+
+def nvjet_tiles(name: str) -> tuple[int, int] | None:
+    """(row granularity, column granularity) of a cuBLAS nvjet GEMM from its name
+    `nvjet_sm90_tst_AxB_KxS_CxD_h|v`: tile A x B in clusters of C x D; `h` tiles the token rows
+    with A (padded to A·C) and the output width with B (B·D), `v` the other way round (measured on
+    the H100 captures: 400 rows run as 512 with 64x80_4x2_h, as 416 with 128x208_2x1_v)."""
+    match = _NVJET.search(name)
+    if not match:
+        return None
+    a, b, c, d = map(int, match.groups()[:4])
+    return (a * c, b * d) if match.group(5) == "h" else (b * d, a * c)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,13 @@ from lmperf.pmc.parse import Capture, KernelRecord, read_capture
 from lmperf.pmc.result import Inference
 
 SLACK = 1.35  # tile padding makes a GEMM count at most this much more than its true width
+ROW_TILE = 256  # GEMMs pad the token rows too: up to a 64-128 row tile times a cluster of 2-4
+
+
+def row_padding(tokens: int) -> float:
+    """How much a GEMM's M = N rows can be padded: N=400 runs as 512 rows (64-row tiles, 8 of
+    them for a cluster of 4x2), so widths read from the work are bounded by this factor more."""
+    return -(-tokens // ROW_TILE) * ROW_TILE / tokens
 
 
 def element_counts(kernels: list[KernelRecord]) -> Counter:
@@ -83,7 +90,7 @@ def layer_roles(layer: g.Layers) -> dict | None:
     kind, at = marker
     before = [k for k in layer.layer_gemms if k.index < at.index]
     after = [k for k in layer.layer_gemms if k.index > at.index]
-    roles = dict(kind=kind, marker=at, qk=None, pv=None)
+    roles = dict(kind=kind, marker=at, qk=None, pv=None, first_layer=layer.first_layer)
     if kind == "softmax":
         if len(before) < 2 or len(after) < 3:
             return None
@@ -99,7 +106,8 @@ def _tokens_and_width(result: Inference, phases: g.Phases, out: KernelRecord, co
     """(N, d): the row count and exact width that explain the attention output projection."""
     best = None
     for tokens, support in token_candidates(phases.forward).most_common():
-        width = exact_width((g.macs(out) / tokens) ** 0.5, tokens, counts, SLACK ** 0.5)
+        width = exact_width((g.macs(out) / tokens) ** 0.5, tokens, counts,
+                            (SLACK * row_padding(tokens)) ** 0.5)
         if width and (best is None or support > best[2]):
             best = (tokens, width, support)
     if best is None:
@@ -122,7 +130,7 @@ def _width(result: Inference, name: str, kernel: KernelRecord, tokens: int, d: i
                    f"N·{simt[0]}·{'(d + 1)' if simt[0] * d * tokens != g.macs(kernel) else 'd'} "
                    f"(the only reading that is a whole number of {multiple}-wide heads)")
         return simt[0]
-    exact = exact_width(bound, tokens, counts)
+    exact = exact_width(bound, tokens, counts, SLACK * row_padding(tokens))
     if exact:
         result.set(name, exact, 0.9, f"{what}: {g.macs(kernel):,.0f} MACs bound it by {bound:.0f}; "
                    f"elementwise counts {tokens * exact:,} = N·{exact}")
@@ -176,7 +184,13 @@ def _d_ff(result: Inference, roles: dict, tokens: int, d: int, counts: Counter) 
     """d_ff is the down-projection's K; its output (width d) is padded like the out-projection's."""
     down, out = roles["down"], roles["out"]
     bound = g.macs(down) / (tokens * d)
-    exact = exact_width(bound, tokens, counts)
+    # The activation between the up- and the down-projection counts N·d_ff exactly; counts from
+    # there alone cannot be confused with N·d when row padding widens the search (N=129: 2x).
+    first_up = (roles["ups"] or [down])[0]
+    mlp_counts = element_counts([k for k in roles["first_layer"]
+                                 if first_up.index < k.index < down.index])
+    exact = (exact_width(bound, tokens, mlp_counts, SLACK * row_padding(tokens))
+             or exact_width(bound, tokens, counts, SLACK * row_padding(tokens)))
     if exact:
         result.set("d_ff", exact, 0.9, f"down-projection {g.macs(down):,.0f} MACs bound d_ff by "
                    f"{bound:.0f}; elementwise counts {tokens * exact:,} = N·d_ff")
@@ -215,7 +229,8 @@ def _mlp(result: Inference, roles: dict, tokens: int, d: int, counts: Counter) -
 
 def _attention(result: Inference, roles: dict, tokens: int, d: int) -> AttentionShape | None:
     if roles["kind"] == "softmax":
-        shape = eager_shape(roles["qk"], roles["marker"], tokens, d)
+        between = [k for k in roles["first_layer"] if roles["qk"].index < k.index < roles["pv"].index]
+        shape = eager_shape(roles["qk"], roles["marker"], tokens, d, between)
     else:
         shape = fused_shape(roles["marker"], tokens, d)
     if shape is None:
@@ -254,20 +269,45 @@ def loss_vocab(kernels: list[KernelRecord], tokens: int) -> int | None:
     return None
 
 
+def store_vocab(head: KernelRecord, tokens: int, dtype: str | None) -> int | None:
+    """V from the LM head's requested global-store bytes, N·V·(bytes per logit): exact for GEMMs
+    that store with st.global (fp32 ones, and 16-bit ones whose V is no multiple of 8); Hopper
+    TMA-store kernels count 0 (shared/facts/ncu-store-bytes.md)."""
+    stored = head.metric(g.STORE_BYTES)
+    size = 4 if dtype == "fp32" else 2
+    vocab = stored / (tokens * size)
+    return int(vocab) if stored and vocab == int(vocab) else None
+
+
 def _vocab(result: Inference, head: KernelRecord, phases: g.Phases, tokens: int, d: int) -> None:
     # An fp32 FFMA GEMM adds one FFMA per output element (the epilogue): K counts as d + 1.
     bound = g.macs(head) / (tokens * (d if g.tensor_path(head) else d + 1))
+    low = bound / (SLACK * row_padding(tokens))
     after_head = [k for k in phases.forward + phases.backward if k.index > head.index]
-    exact = loss_vocab(after_head[:12], tokens)
-    if exact and bound / SLACK <= exact <= bound * 1.0001:
-        result.set("vocab_size", exact, 0.9, f"LM head {g.macs(head):,.0f} MACs bound V by "
-                   f"{bound:.0f}; the loss's log-softmax FFMA count gives V={exact}")
-    else:
-        upper, tile = int(round(bound)), g.tile_extent(head.name)
-        span = f"V is in [{upper - tile + 1}, {upper}]" if tile else "V is at most that"
-        result.set("vocab_size", upper, 0.5, f"LM head {g.macs(head):,.0f} MACs = N·d·"
-                   f"{bound:.0f}, rounded up to the GEMM's {tile or '?'}-wide tile: {span} "
-                   "(no loss kernel in the capture to pin it)")
+    for exact, how in ((loss_vocab(after_head[:12], tokens), "the loss's log-softmax FFMA count"),
+                       (store_vocab(head, tokens, result.values["dtype"]),
+                        "its global store bytes = N·V·bytes per logit")):
+        if exact and low <= exact <= bound * 1.0001:
+            result.set("vocab_size", exact, 0.9, f"LM head {g.macs(head):,.0f} MACs bound V by "
+                       f"{bound:.0f}; {how} gives V={exact}")
+            return
+    # Tiles pad both the rows (N) and the vocabulary: V is at most the work / (N·d), and at least
+    # that with the largest row and column padding the GEMM's tiles allow; an nvjet kernel's name
+    # says both paddings, which leaves one column tile.
+    tile = g.tile_extent(head.name) or 256
+    high, low = int(bound), max(1, int(low) - tile + 1)
+    tiles = g.nvjet_tiles(head.name) if g.tensor_path(head) else None
+    if tiles:
+        rows, cols = tiles
+        padded_vocab = g.macs(head) / (d * -(-tokens // rows) * rows)
+        if padded_vocab == int(padded_vocab) and padded_vocab % cols == 0:
+            high, low = int(padded_vocab), int(padded_vocab) - cols + 1
+    tma_store = head.metrics.get(g.STORE_BYTES) == 0  # None: a capture without the counter
+    if g.tensor_path(head) in ("bf16", "fp16") and tma_store:
+        high, low = high // 8 * 8, -(-low // 8) * 8  # a TMA store (0 bytes counted) needs V % 8 == 0
+    result.bound("vocab_size", low, high, 0.5,
+                 f"LM head {g.macs(head):,.0f} MACs = padded rows x padded V x d: V is in "
+                 f"[{low}, {high}] (no loss kernel, and no store count, pins it)")
 
 
 def infer_file(path: Path) -> Inference:

@@ -34,7 +34,7 @@ def optimizer_parameters(phases: Phases) -> int | None:
 
 def add_parameter_counts(result: Inference, roles: dict, capture: Capture, phases: Phases) -> None:
     v = result.values
-    if any(v[name] is None for name in _NEEDED):
+    if any(v[name] is None for name in _NEEDED if name not in result.intervals):
         result.unknown("params_blocks", "needs every shape field")
         result.unknown("params_total", "needs every shape field")
         return
@@ -55,11 +55,19 @@ def add_parameter_counts(result: Inference, roles: dict, capture: Capture, phase
         result.set("params_total", trained, 0.6, "fused AdamW FADD count / "
                    f"{ADAMW_FADD_PER_PARAM} per parameter (±3%); counts tied weights once")
         return
-    embedding = v["vocab_size"] * v["d_model"]
     final_norm = (2 if layer_norm else 1) * v["d_model"]
-    result.set("params_total", blocks + 2 * embedding + final_norm,
-               min(confidence, result.confidence["vocab_size"], 0.5),
-               "blocks + token embedding + untied LM head + final norm")
+
+    def total(vocab: int) -> int:
+        return blocks + 2 * vocab * v["d_model"] + final_norm
+
+    why = "blocks + token embedding + untied LM head + final norm"
+    if "vocab_size" in result.intervals:
+        low, high = result.intervals["vocab_size"]
+        result.bound("params_total", total(low), total(high), min(confidence, 0.5),
+                     f"{why}, over the vocabulary's interval")
+    else:
+        result.set("params_total", total(v["vocab_size"]),
+                   min(confidence, result.confidence["vocab_size"], 0.5), why)
     result.assumptions.append("params_total assumes an untied LM head and no learned position "
                               "table; tied embeddings subtract vocab_size·d_model, a position "
                               "table adds max_positions·d_model (neither shows in the counters)")

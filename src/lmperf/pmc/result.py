@@ -18,6 +18,8 @@ class Inference:
     evidence: dict[str, str] = field(default_factory=dict)
     assumptions: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    # Fields the counters only bound: (lowest, highest) possible value; the point value is None.
+    intervals: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def set(self, name: str, value: Any, confidence: float, evidence: str) -> None:
         self.values[name] = value
@@ -31,8 +33,15 @@ class Inference:
         self.evidence[name] = why
         self.missing.append(f"{name}: {why}")
 
+    def bound(self, name: str, low: int, high: int, confidence: float, evidence: str) -> None:
+        """Record that `name` lies in [low, high] but no counter pins it: no point value."""
+        self.set(name, None, confidence, evidence)
+        self.intervals[name] = (low, high)
+
     def to_json(self) -> dict:
         out = dict(self.values)
+        for name, (low, high) in self.intervals.items():
+            out.update({f"{name}_min": low, f"{name}_max": high})
         out.update(confidence=self.confidence, evidence=self.evidence,
                    assumptions=self.assumptions, missing=self.missing)
         return out
@@ -44,6 +53,8 @@ class Inference:
         for name in FIELDS:
             value = self.values[name]
             shown = "?" if value is None else (f"{value:,}" if isinstance(value, int) else str(value))
+            if name in self.intervals:
+                shown = "[{:,}, {:,}]".format(*self.intervals[name])
             lines.append(f"  {name:<{width}}  {shown:>14}  {self.confidence[name]:.2f}  "
                          f"{self.evidence.get(name, '')}")
         for title, items in (("Assumptions", self.assumptions), ("Missing evidence", self.missing)):
