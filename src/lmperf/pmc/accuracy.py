@@ -15,6 +15,7 @@ from pathlib import Path
 from lmperf.pmc.corpus import corpus
 from lmperf.pmc.infer import infer_file
 from lmperf.pmc.result import FIELDS
+from lmperf.pmc.targets import OLD_ATTENTION_NAMES
 from lmperf.report import tables
 
 # The issue's structural fields: each exact on >= 95% of held-out captures.
@@ -37,7 +38,8 @@ def held_out_names() -> set[str]:
 def attention_path(truth: dict) -> str:
     """The attention path that ran: eager, triton, sdpa (PyTorch's pick) or the pinned backend."""
     backend = truth.get("sdpa_backend")
-    return f"sdpa:{backend.removesuffix('_attention')}" if backend else truth.get("attention", "?")
+    attention = OLD_ATTENTION_NAMES.get(truth.get("attention"), truth.get("attention", "?"))
+    return f"sdpa:{backend.removesuffix('_attention')}" if backend else attention
 
 
 def score_dir(directory: Path) -> list[dict]:
