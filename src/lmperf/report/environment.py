@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import hashlib
+import importlib.metadata
 import os
 import platform
 import subprocess
@@ -13,23 +15,48 @@ from typing import Sequence
 import torch
 
 
-def _git_commit() -> str:
-    # A copy of the tree without .git (e.g. on a lent GPU machine) gets the commit from outside.
+PACKAGE = Path(__file__).resolve().parents[1]  # lmperf's own source folder
+
+
+def source_commit(package: Path = PACKAGE) -> str:
+    """The version of lmperf that measured: LMPERF_COMMIT when set (a copy of the tree shipped
+    to a lent GPU machine); else the git commit of the checkout that holds `package` (not the
+    current directory's repository), "-dirty" with uncommitted changes; else, for a copy
+    without .git or an installed wheel, the package version and a hash of its source files."""
     if os.environ.get("LMPERF_COMMIT"):
         return os.environ["LMPERF_COMMIT"]
-    repo = Path(__file__).resolve().parents[3]
+    return _git_commit(package) or _source_fingerprint(package)
+
+
+def _git(package: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", str(package), *args], capture_output=True, text=True, timeout=5)
+
+
+def _git_commit(package: Path) -> str | None:
     try:
-        out = subprocess.run(
-            ["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],
-            capture_output=True, text=True, timeout=5, check=True,
-        )
-        dirty = subprocess.run(
-            ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True, text=True, timeout=5,
-        ).stdout.strip()
-        return out.stdout.strip() + ("-dirty" if dirty else "")
+        # The package's files must be tracked there: an installed copy inside some other
+        # repository (a virtual environment in a project) is not that repository's commit.
+        if _git(package, "ls-files", "--error-unmatch", "__init__.py").returncode != 0:
+            return None
+        head = _git(package, "rev-parse", "--short", "HEAD")
+        dirty = _git(package, "status", "--porcelain", "--untracked-files=no").stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        return "unknown"
+        return None
+    if head.returncode != 0:
+        return None
+    return head.stdout.strip() + ("-dirty" if dirty else "")
+
+
+def _source_fingerprint(package: Path) -> str:
+    """`<version>+sources.<12 hex>`: SHA-256 over every .py file's relative path and bytes."""
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
+    try:
+        version = importlib.metadata.version("lmperf")
+    except importlib.metadata.PackageNotFoundError:
+        version = "uninstalled"
+    return f"{version}+sources.{digest.hexdigest()[:12]}"
 
 
 def _driver_version() -> str:
@@ -68,7 +95,7 @@ def environment(device: str = "cpu") -> dict[str, str]:
         "cuda": torch.version.cuda or "n/a",
         "torch": torch.__version__,
         "triton": _triton_version(),
-        "commit": _git_commit(),
+        "commit": source_commit(),
         "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "host": platform.node(),
     }
