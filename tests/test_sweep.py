@@ -75,7 +75,8 @@ def test_interrupted_sweep_keeps_rows_and_resume_skips_them(tmp_path):
         again.append(config)
         return ModelStep(config, device)
 
-    rows = run_sweep(configs, SETTINGS, RunDir.resume(run_dir.path), counting)
+    run_dir.release()
+    rows = run_sweep(configs, SETTINGS, RunDir.resume(run_dir.path, "bench"), counting)
     assert len(rows) == 4
     assert [c.seq_len for c in again] == [24]  # one group left, built once for both modes
 
@@ -88,7 +89,7 @@ def test_a_line_cut_short_by_a_crash_is_skipped(tmp_path):
 
 def test_resume_needs_a_results_file(tmp_path):
     with pytest.raises(UsageError, match="cannot resume"):
-        RunDir.resume(tmp_path)
+        RunDir.resume(tmp_path, "bench")
 
 
 def test_grid_validates_before_running():

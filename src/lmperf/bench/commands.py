@@ -100,7 +100,7 @@ def run_bench(options: SweepOptions) -> None:
     device = resolve_device(options.device)
     settings = options.settings(device)
     configs = options.configs(device.startswith("cuda"))
-    run_dir = RunDir.resume(options.resume) if options.resume else RunDir.create("bench", options.runs_root)
+    run_dir = RunDir.resume(options.resume, "bench") if options.resume else RunDir.create("bench", options.runs_root)
     console.print(f"[bold]lmperf bench[/]: {len(configs)} configurations on {device}, rows -> {run_dir.results}")
     try:
         with Progress(console=console, transient=True) as progress:

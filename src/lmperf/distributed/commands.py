@@ -47,7 +47,7 @@ def _run_dir(command: str, runs_root: Path, resume: Optional[Path] = None):
 
     if launched() and int(os.environ["RANK"]) != 0:
         return None
-    return RunDir.resume(resume) if resume else RunDir.create(command, runs_root)
+    return RunDir.resume(resume, command) if resume else RunDir.create(command, runs_root)
 
 
 def comm(

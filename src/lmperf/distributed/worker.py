@@ -56,7 +56,7 @@ def log_row(row) -> None:
 
 
 def main(argv: list[str]) -> None:
-    run_dir = RunDir.resume(Path(argv[0]))
+    run_dir = RunDir.attach(Path(argv[0]))
     run_in_world(load_job(run_dir.path), run_dir, log_row)
 
 

@@ -96,7 +96,7 @@ def memory(
     from lmperf.report.rundir import RunDir
 
     if render is not None:
-        console.print("wrote " + ", ".join(str(p) for p in write_memory_report(RunDir.resume(render).path)))
+        console.print("wrote " + ", ".join(str(p) for p in write_memory_report(RunDir.resume(render, "memory").path)))
         return
     require_cuda()
     settings = MemorySettings(preset, tuple(split_list(contexts, "contexts", int)), tuple(split_list(precisions, "precisions")),

@@ -88,7 +88,7 @@ def profile_mode(step: ModelStep, mode: str, settings: ProfileSettings, run_dir:
 def rebuild_from_traces(run_path: Path) -> list[dict]:
     """Recompute every profiled row of a run from its trace files with the current attribution
     code; the rows as first recorded are kept in results-before-rebuild.jsonl."""
-    run_dir = RunDir.resume(run_path)
+    run_dir = RunDir.resume(run_path, "profile")
     rows = run_dir.rows()
     first_recorded = run_dir.path / "results-before-rebuild.jsonl"
     if first_recorded.exists():

@@ -2,41 +2,71 @@
 
 Each row is appended and flushed to disk the moment it is finished, so an interrupted sweep
 keeps every finished row, and tables or plots can be rebuilt from the file alone.
+
+A directory also records which command made it and that command's arguments (`manifest.json`),
+so `--resume DIR` continues exactly that sweep and no command writes into another's directory.
+While a command writes, it holds a lock on the directory: a second writer is refused.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
 import json
 import os
+import re
+import sys
 from pathlib import Path
 from typing import Any, Iterable
 
 from lmperf.errors import UsageError
 
 RESULTS = "results.jsonl"
+MANIFEST = "manifest.json"
+SET_ASIDE = "results.partial.jsonl"  # cut-off last lines, kept for a human to look at
+_LOCK = ".lock"
+COMMANDS = ("bench-dist", "bench", "comm", "profile", "memory", "attention", "pmc-sweep")
+_NAME = re.compile(r"^\d{8}-\d{6}-(?P<command>[a-z-]+?)(-\d+)?$")
 
 
 class RunDir:
     def __init__(self, path: Path):
         self.path = Path(path)
+        self._lock_file = None
 
     @classmethod
-    def create(cls, command: str, root: Path = Path("runs")) -> "RunDir":
+    def create(cls, command: str, root: Path = Path("runs"), arguments: dict | None = None) -> "RunDir":
+        """A new directory for `command`, locked, with its manifest written first."""
         stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-        path = Path(root) / f"{stamp}-{command}"
+        root = Path(root)
+        path = root / f"{stamp}-{command}"
         suffix = 1
-        while path.exists():  # two runs in the same second must not share a file
-            suffix += 1
-            path = Path(root) / f"{stamp}-{command}-{suffix}"
-        path.mkdir(parents=True)
-        return cls(path)
+        try:
+            while path.exists():  # two runs in the same second must not share a file
+                suffix += 1
+                path = root / f"{stamp}-{command}-{suffix}"
+            path.mkdir(parents=True)
+        except OSError as error:
+            raise UsageError(f"cannot create a run directory under {root}: {error.strerror}") from None
+        run_dir = cls(path)
+        run_dir._lock()
+        run_dir._write_manifest(command, arguments or {})
+        return run_dir
 
     @classmethod
-    def resume(cls, path: Path) -> "RunDir":
-        path = Path(path)
-        if not (path / RESULTS).is_file():
-            raise UsageError(f"cannot resume {path}: no {RESULTS} there")
+    def resume(cls, path: Path, command: str) -> "RunDir":
+        """An existing directory of `command`, locked for writing, its cut-off last row set aside.
+
+        Another command's directory is refused before any file in it is touched."""
+        check_resumable(path, command)
+        run_dir = cls(path)
+        run_dir._lock()
+        run_dir._set_aside_cut_off_row()
+        return run_dir
+
+    @classmethod
+    def attach(cls, path: Path) -> "RunDir":
+        """The directory of the launcher that started this process (it holds the lock)."""
         return cls(path)
 
     @property
@@ -52,22 +82,117 @@ class RunDir:
     def rows(self) -> list[dict[str, Any]]:
         return read_rows(self.results)
 
+    def record_arguments(self, command: str, arguments: dict) -> None:
+        """Give a directory made before manifests existed the arguments it is resumed with."""
+        self._write_manifest(command, arguments)
+
+    def _write_manifest(self, command: str, arguments: dict) -> None:
+        manifest = {"command": command, "arguments": arguments,
+                    "created": dt.datetime.now().isoformat(timespec="seconds")}
+        partial = self.path / (MANIFEST + ".tmp")
+        partial.write_text(json.dumps(manifest, indent=1, sort_keys=True, default=str) + "\n", encoding="utf-8")
+        partial.replace(self.path / MANIFEST)  # whole or absent, never half-written
+
+    def release(self) -> None:
+        """Let another writer in before this process ends."""
+        if self._lock_file is not None:
+            self._lock_file.close()
+            self._lock_file = None
+
+    def _lock(self) -> None:
+        """An exclusive lock for this process's lifetime; the OS drops it when the process ends."""
+        try:
+            self._lock_file = open(self.path / _LOCK, "a")
+        except OSError as error:
+            raise UsageError(f"cannot write in {self.path}: {error.strerror}") from None
+        try:
+            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock_file.close()
+            raise UsageError(f"{self.path} is in use by another lmperf process; wait for it to finish") from None
+
+    def _set_aside_cut_off_row(self) -> None:
+        """A last line a killed writer left unfinished moves to SET_ASIDE; its row runs again."""
+        data = self.results.read_bytes()
+        body = data.rstrip(b"\n")
+        start = body.rfind(b"\n") + 1
+        last = body[start:]
+        if not last.strip():
+            return
+        try:
+            json.loads(last)
+        except ValueError:
+            with open(self.path / SET_ASIDE, "ab") as aside:
+                aside.write(last + b"\n")
+            with open(self.results, "r+b") as f:
+                f.truncate(start)
+            print(f"lmperf: the last row of {self.results} was cut off ({len(last)} bytes); "
+                  f"kept in {SET_ASIDE}, that configuration runs again", file=sys.stderr)
+            return
+        if not data.endswith(b"\n"):  # a whole row whose newline was lost
+            with open(self.results, "ab") as f:
+                f.write(b"\n")
+
+
+def read_manifest(path: Path) -> dict | None:
+    try:
+        return json.loads((Path(path) / MANIFEST).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        raise UsageError(f"{Path(path) / MANIFEST} is unreadable or not JSON") from None
+
+
+def command_of(path: Path) -> str | None:
+    """Which command made the run directory: its manifest, else its name, else its rows."""
+    manifest = read_manifest(path)
+    if manifest is not None:
+        return manifest.get("command")
+    match = _NAME.match(Path(path).name)
+    if match and match["command"] in COMMANDS:
+        return match["command"]
+    rows = read_rows(Path(path) / RESULTS) if (Path(path) / RESULTS).is_file() else []
+    return command_of_row(rows[0]) if rows else None
+
+
+def command_of_row(row: dict) -> str | None:
+    """The command whose rows carry these fields (for directories made before manifests)."""
+    if "op" in row and "size_bytes" in row:
+        return "comm"
+    if "strategy" in row:
+        return "bench-dist"
+    if "kind" in row:
+        return "memory"
+    if "impl" in row and "head_dim" in row:
+        return "attention"
+    if "axis" in row:
+        return "pmc-sweep"
+    if "mode" in row:
+        return "bench" if "matmul_flops" in row else "profile"
+    return None
+
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
     """Rows of a results file; a last line cut short by a crash is skipped, not fatal."""
     rows = []
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as error:
-        raise UsageError(f"cannot read {path}: {error.strerror}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"cannot read {path}: {getattr(error, 'strerror', None) or error}") from None
+    while lines and not lines[-1].strip():
+        lines.pop()
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            rows.append(json.loads(line))
+            row = json.loads(line)
         except json.JSONDecodeError:
             if number != len(lines):
                 raise UsageError(f"{path}:{number} is not a JSON row") from None
+            continue
+        if not isinstance(row, dict):
+            raise UsageError(f"{path}:{number} is not a JSON object")
+        rows.append(row)
     return rows
 
 
@@ -82,3 +207,48 @@ def key_of(row: dict[str, Any], key_fields: tuple[str, ...]) -> tuple:
 
 def completed_keys(rows: Iterable[dict[str, Any]], key_fields: tuple[str, ...]) -> set[tuple]:
     return {key_of(row, key_fields) for row in rows}
+
+
+def check_resumable(path: Path, command: str) -> None:
+    """Refuse a directory that is missing or that another command made (reads only)."""
+    path = Path(path)
+    if not (path / RESULTS).is_file():
+        raise UsageError(f"cannot resume {path}: no {RESULTS} there")
+    made_by = command_of(path)
+    if made_by is None:
+        raise UsageError(f"{path} has no {MANIFEST} and its rows do not say which command made it; "
+                         f"not resuming it as `lmperf {command}`")
+    if made_by != command:
+        raise UsageError(f"{path} is a run directory of `lmperf {made_by}`, not of `lmperf {command}`")
+
+
+def open_run_dir(command: str, arguments: dict, resume: Path | None = None, root: Path = Path("runs"),
+                 given: set[str] | None = None) -> tuple[RunDir, dict]:
+    """A new run directory recording `arguments`, or `resume` continued with its own arguments.
+
+    On resume an argument named in `given` (None: every argument) must equal the recorded one: a
+    different value would mix two sweeps in one file. A directory made before manifests existed
+    runs with `arguments`, which it records from then on."""
+    if resume is None:
+        return RunDir.create(command, root, arguments), dict(arguments)
+    check_resumable(resume, command)
+    recorded = read_manifest(resume)
+    effective = dict(arguments) if recorded is None else _recorded_arguments(resume, recorded, arguments, given)
+    run_dir = RunDir.resume(resume, command)
+    if recorded is None:
+        run_dir.record_arguments(command, arguments)
+    return run_dir, effective
+
+
+def _recorded_arguments(path: Path, manifest: dict, arguments: dict, given: set[str] | None) -> dict:
+    recorded = manifest.get("arguments", {})
+    for name in sorted(arguments if given is None else given):
+        if name in recorded and _comparable(recorded[name]) != _comparable(arguments.get(name)):
+            flag = "--" + name.replace("_", "-")
+            raise UsageError(f"{path} was made with {flag} {recorded[name]}, not {arguments.get(name)}; "
+                             f"resume it without {flag}, or start a new run")
+    return {**arguments, **recorded}
+
+
+def _comparable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
