@@ -35,6 +35,12 @@ def clean_errors(function: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def given_options(context: typer.Context) -> set[str]:
+    """Names of the options typed on this command line, not left at their defaults."""
+    return {name for name in context.params
+            if getattr(context.get_parameter_source(name), "name", "") in ("COMMANDLINE", "ENVIRONMENT")}
+
+
 def split_list(text: str, name: str, convert: Callable = str) -> list:
     """'a,b,c' -> [a, b, c] with `convert` applied; a bad item is a UsageError naming `name`."""
     items = [item.strip() for item in text.split(",") if item.strip()]

@@ -74,7 +74,7 @@ def test_a_rank_failing_inside_collectives_ends_the_launch_with_error_rows(tmp_p
          "--runs", str(tmp_path / "runs")],
         capture_output=True, text=True, timeout=120, env=env,
     )
-    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.returncode not in (0, 2), result.stderr[-3000:]  # a failed sweep is no success
     assert "lmperf: rank 1: RuntimeError: injected fault" in result.stderr
     (run_dir,) = (tmp_path / "runs").iterdir()
     rows = RunDir(run_dir).rows()

@@ -7,6 +7,7 @@ which takes exactly bench's options plus the data-parallel ones.
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -16,7 +17,7 @@ from rich.progress import Progress
 
 from lmperf.attention import IMPLEMENTATIONS
 from lmperf.bench.options import SweepOptions
-from lmperf.cli_support import clean_errors, resolve_device
+from lmperf.cli_support import clean_errors, given_options, resolve_device
 from lmperf.model.choice import ModelChoice
 
 console = Console(width=None if sys.stdout.isatty() else 200)
@@ -50,6 +51,7 @@ _DEFAULT = SweepOptions()
 
 
 def bench(
+    context: typer.Context,
     presets: Presets = _DEFAULT.presets,
     contexts: Contexts = _DEFAULT.contexts,
     modes: Modes = _DEFAULT.modes,
@@ -86,21 +88,34 @@ def bench(
     if nproc is not None:
         from lmperf.distributed.commands import run_bench_dist
 
-        return run_bench_dist(options, nproc, strategy)
-    run_bench(options)
+        return run_bench_dist(options, nproc, strategy, given=given_sweep_options(context))
+    run_bench(options, given_sweep_options(context))
 
 
-def run_bench(options: SweepOptions) -> None:
-    """One process: run the grid into a (new or resumed) run directory, then render its reports."""
+MODEL_OPTIONS = ("hf_config", "d_model", "d_ff", "layers", "heads", "kv_heads", "vocab", "max_seq_len",
+                 "tie_embeddings", "mlp")
+
+
+def given_sweep_options(context: typer.Context) -> set[str]:
+    """The SweepOptions fields given on the command line (any model option gives `model`)."""
+    return {"model" if name in MODEL_OPTIONS else name for name in given_options(context)}
+
+
+def run_bench(options: SweepOptions, given: set[str] | None = None) -> None:
+    """One process: run the grid into a (new or resumed) run directory, then render its reports.
+
+    Resuming, the directory's recorded options are used; those in `given` (None: all) must match."""
     from lmperf.bench import report
     from lmperf.bench.sweep import run_sweep
     from lmperf.report import tables
-    from lmperf.report.rundir import RunDir
+    from lmperf.report.rundir import open_run_dir
 
-    device = resolve_device(options.device)
+    options = replace(options, device=resolve_device(options.device)).validate()
+    run_dir, recorded = open_run_dir("bench", options.arguments(), options.resume, options.runs_root, given)
+    options = options.with_arguments(recorded)
+    device = resolve_device(options.device)  # a resumed directory's device may be missing here
     settings = options.settings(device)
     configs = options.configs(device.startswith("cuda"))
-    run_dir = RunDir.resume(options.resume, "bench") if options.resume else RunDir.create("bench", options.runs_root)
     console.print(f"[bold]lmperf bench[/]: {len(configs)} configurations on {device}, rows -> {run_dir.results}")
     try:
         with Progress(console=console, transient=True) as progress:

@@ -7,7 +7,7 @@ a GPU) and one way of turning options into validated StepConfigs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Optional
 
@@ -53,6 +53,26 @@ class SweepOptions:
             split_list(self.attention, "attention"),
             self.batch,
         )
+
+    def validate(self) -> "SweepOptions":
+        """Bad input fails here, before a run directory is made (needs a resolved --device)."""
+        self.settings(self.device)
+        self.configs(self.device.startswith("cuda"))
+        return self
+
+    def arguments(self) -> dict:
+        """What a run directory records (JSON): every option but where the directories are."""
+        arguments = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("resume", "runs_root")}
+        arguments["model"] = {"hf_config": self.model.hf_config, "overrides": dict(self.model.overrides)}
+        return arguments
+
+    def with_arguments(self, arguments: dict) -> "SweepOptions":
+        """These options with the recorded `arguments` of a resumed run directory."""
+        changes = {name: arguments[name] for name in self.arguments() if name in arguments}
+        if "model" in changes:
+            recorded = changes["model"]
+            changes["model"] = ModelChoice(recorded["hf_config"], tuple(recorded["overrides"].items()))
+        return replace(self, **changes)
 
     def settings(self, device: str) -> SweepSettings:
         """How each configuration is timed on `device` (the resolved --device)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, List, Optional
 
@@ -40,14 +41,17 @@ def _nproc(nproc: Optional[int], device: str) -> int:
     return nproc
 
 
-def _run_dir(command: str, runs_root: Path, resume: Optional[Path] = None):
-    """Rank 0 (or the launcher) owns the run directory; other ranks of a launch get None."""
+def _run_dir(command: str, arguments: dict, runs_root: Path, resume: Optional[Path] = None,
+             given: set[str] | None = None):
+    """(run directory, the arguments to run with). Rank 0 (or the launcher) owns the directory;
+    other ranks of a launch get None. Every rank of a launch must run the same sweep, so there a
+    resume takes nothing from the directory: every argument must match what it recorded."""
     from lmperf.distributed.launch import launched
-    from lmperf.report.rundir import RunDir
+    from lmperf.report.rundir import open_run_dir
 
     if launched() and int(os.environ["RANK"]) != 0:
-        return None
-    return RunDir.resume(resume, command) if resume else RunDir.create(command, runs_root)
+        return None, arguments
+    return open_run_dir(command, arguments, resume, runs_root, None if launched() else given)
 
 
 def comm(
@@ -71,7 +75,7 @@ def comm(
     job = CommJob(split_list(ops, "ops"), [parse_size(s) for s in split_list(sizes or default_sizes, "sizes")],
                   dtype, warmup, iters, device, timeout_s).validate()
     count = _nproc(nproc, device)
-    run_dir = _run_dir("comm", runs_root)
+    run_dir, _ = _run_dir("comm", {**job.to_dict(), "nproc": count}, runs_root)
     status = run_job(job, count, run_dir)
     _finish(run_dir, status, write_comm_reports)
 
@@ -97,6 +101,7 @@ _DEFAULT = SweepOptions()
 
 
 def bench_dist(
+    context: typer.Context,
     presets: bench_commands.Presets = _DEFAULT.presets,
     contexts: bench_commands.Contexts = _DEFAULT.contexts,
     modes: bench_commands.Modes = _DEFAULT.modes,
@@ -121,33 +126,52 @@ def bench_dist(
     """bench's sweep on N processes, one per GPU, with DDP or FSDP2 (rank 0 writes the rows)."""
     options = SweepOptions(presets, contexts, modes, precisions, compile, attention, batch,
                            warmup, steps, device, peak_tflops, resume, runs_root)
-    run_bench_dist(options, nproc, strategy, bucket_mb, reshard, bucket_view, profile_steps, timeout_s)
+    run_bench_dist(options, nproc, strategy, bucket_mb, reshard, bucket_view, profile_steps, timeout_s,
+                   bench_commands.given_sweep_options(context))
 
 
 def run_bench_dist(
     options: SweepOptions, nproc: Optional[int] = None, strategy: str = "ddp", bucket_mb: str = "25",
     reshard: str = "true", bucket_view: bool = True, profile_steps: int = 0, timeout_s: float = 600.0,
+    given: set[str] | None = None,
 ) -> None:
-    """Run the sweep data-parallel; rank 0 (or the launcher) writes the rows and the reports."""
-    from lmperf.distributed.bench import DistBenchJob, fill_missing
+    """Run the sweep data-parallel; rank 0 (or the launcher) writes the rows and the reports.
+
+    Resuming, the directory's recorded options are used; those in `given` (None: all) must match."""
+    from lmperf.distributed.bench import fill_missing
     from lmperf.distributed.report import write_bench_reports
     from lmperf.distributed.worker import run_job
 
-    device = resolve_device(options.device)
-    if profile_steps < 0:
-        raise UsageError(f"need --profile-steps >= 0, got {profile_steps}")
-    settings = options.settings(device)
-    configs = options.configs(device.startswith("cuda"))
-    count = _nproc(nproc, device)
-    job = DistBenchJob(configs, _strategies(strategy, bucket_mb, reshard, bucket_view, count),
-                       settings, profile_steps, timeout_s)
-    run_dir = _run_dir("bench-dist", options.runs_root, options.resume)
+    options = replace(options, device=resolve_device(options.device)).validate()
+    data_parallel = dict(nproc=_nproc(nproc, options.device), strategy=strategy, bucket_mb=bucket_mb, reshard=reshard,
+                         bucket_view=bucket_view, profile_steps=profile_steps, timeout_s=timeout_s)
+    _bench_job(options, data_parallel)  # bad input fails before a run directory is made
+    run_dir, recorded = _run_dir("bench-dist", {**options.arguments(), **data_parallel}, options.runs_root,
+                                 options.resume, given)
+    options = options.with_arguments(recorded)
+    data_parallel = {name: recorded[name] for name in data_parallel}
+    job, count = _bench_job(options, data_parallel)
     status = run_job(job, count, run_dir)
     if status and run_dir is not None:
         missing = fill_missing(job, count, run_dir, f"the process group ended early (torchrun exit {status}): "
                                "a rank died, failed inside a collective or timed out; see the log above")
         console.print(f"[red]torchrun exited with status {status}[/]; {missing} configuration(s) recorded as errors")
-    _finish(run_dir, 0, write_bench_reports)
+    _finish(run_dir, status, write_bench_reports)
+
+
+def _bench_job(options: SweepOptions, data_parallel: dict):
+    """The job and its world size from bench's options and the data-parallel ones."""
+    from lmperf.distributed.bench import DistBenchJob
+
+    device = resolve_device(options.device)
+    dp = data_parallel
+    if dp["profile_steps"] < 0:
+        raise UsageError(f"need --profile-steps >= 0, got {dp['profile_steps']}")
+    count = _nproc(dp["nproc"], device)
+    strategies = _strategies(dp["strategy"], dp["bucket_mb"], dp["reshard"], dp["bucket_view"], count)
+    job = DistBenchJob(options.configs(device.startswith("cuda")), strategies, options.settings(device),
+                       dp["profile_steps"], dp["timeout_s"])
+    return job, count
 
 
 def _finish(run_dir, status: int, write_reports) -> None:
