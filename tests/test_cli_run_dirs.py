@@ -98,3 +98,13 @@ def test_a_second_writer_is_one_line_and_exit_2(bench_dir):
         one_line_exit_2(lmperf("bench", "--resume", bench_dir), "in use by another lmperf process")
     finally:
         holder.communicate("")
+
+
+def test_recorded_sweep_options_come_back_whole_model_shape_included():
+    from lmperf.bench.options import SweepOptions
+    from lmperf.model.choice import ModelChoice
+
+    options = SweepOptions("tiny", "16", steps=3, device="cpu",
+                           model=ModelChoice.from_options(None, d_model=64, n_layers=1))
+    recorded = json.loads(json.dumps(options.arguments()))  # as manifest.json holds them
+    assert SweepOptions().with_arguments(recorded) == options
