@@ -10,8 +10,8 @@ dK and dV (summed over the query heads of its group under GQA). dQ comes one of 
     a counter that lets key tile n in only after tile n-1 (5 matmuls, bitwise repeatable);
   - "split": FA2's own split, a separate dQ kernel per query tile that recomputes S and dP
     (7 matmuls, no shared writes, bitwise repeatable).
-The default is "split": on the H100 it was as fast as "atomic" or faster at 7 of 9 measured points
-and "ordered" ran 2-3x slower (docs/attention.md). `FlashAttention2Triton.apply(q, k, v,
+The default is "split": on the H100 it led "atomic" at 7 of 12 grid points and trailed at 5 (by
+at most 10%), and "ordered" ran at 0.39-0.63x of "atomic" (docs/attention.md). `FlashAttention2Triton.apply(q, k, v,
 is_causal, backward)` names one; "atomic" is refused while
 torch.are_deterministic_algorithms_enabled() is True. GQA/MQA: k and v may have fewer heads than q (see lmperf.attention.contract).
 Causal (query i sees keys j <= i): fully masked tiles are never visited, and each loop runs in two
