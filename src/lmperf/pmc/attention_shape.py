@@ -109,8 +109,11 @@ def fused_shape(kernel: KernelRecord, tokens: int, d: int) -> AttentionShape | N
             hd = d // H
             if hd not in PLAUSIBLE_HEAD_DIMS:
                 continue
-            if len(grid_dims) > 1 and sorted(kernel.grid) != sorted((math.ceil(T / tq), B, H)):
-                continue  # a 3-D grid is (query tiles, batch, heads) in some order
+            tiles = math.ceil(T / tq)
+            if len(grid_dims) > 1 and sorted(kernel.grid) != sorted((tiles, B, H)) \
+                    and kernel.grid != (tiles, B * H, 1):
+                continue  # a 3-D grid is (query tiles, batch, heads) in some order; lmperf's
+                          # Triton kernel runs (query tiles, batch x heads)
             error = _flops_error(kernel, B, H, hd, T)
             score = error + (0.0 if not hinted or hd in hinted else 0.1)
             if best is None or score < best[0]:

@@ -119,7 +119,7 @@ _SWEEP = [
     ("s_llama_h40_kv5_t300_eager", llama(2, 2560, 40, 5, 3072, 32000), 1, 300, "forward", "fp16",
      "eager", {}),
     ("g_qwen2_h14_kv2_p50", llama(2, 896, 14, 2, 4864, 151936, "qwen2"), 1, 50, "generate", "bf16",
-     "sdpa", {"new_tokens": 4}),
+     "sdpa", {"new_tokens": 3}),
     ("s_llama_h25_t257_eff_fp32", llama(2, 1600, 25, 25, 4096, 32000), 2, 257, "forward", "fp32",
      "sdpa", EFFICIENT),
     ("s_qwen2_h14_kv2_t200", llama(2, 896, 14, 2, 4864, 151936, "qwen2"), 1, 200, "forward", "bf16",
@@ -128,7 +128,7 @@ _SWEEP = [
     ("s_llama_h20_kv5_t250_eff", llama(2, 1280, 20, 5, 3456, 32001), 2, 250, "forward", "bf16",
      "sdpa", EFFICIENT),
     ("g_mistral_h8_kv2_p100", llama(2, 512, 8, 2, 1536, 32000, "mistral"), 2, 100, "generate",
-     "bf16", "sdpa", {"new_tokens": 4}),
+     "bf16", "sdpa", {"new_tokens": 3}),
     ("s_mistral_h40_kv10_t513_flash", llama(2, 2560, 40, 10, 4096, 32000, "mistral"), 1, 513,
      "forward", "bf16", "sdpa", FLASH),
     ("s_qwen2_h12_kv6_t100_eager_fp32", llama(2, 768, 12, 6, 2048, 32000, "qwen2"), 2, 100,
@@ -206,11 +206,11 @@ def main() -> None:
     args.out_dir.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + args.budget_s
     log = args.out_dir / "collect_log.jsonl"
+    entries = {name: target for name, target, _ in corpus()}
+    order = [n for n in args.only.split(",") if n in entries] or [n for n in entries if n in wanted or not wanted]
     with ThreadPoolExecutor(args.jobs) as pool:
-        for name, target, _ in corpus():
-            if wanted and name not in wanted:
-                continue
-            pool.submit(_collect_one, name, target, args.out_dir, log, deadline)
+        for name in order:  # --only's order: the most wanted first, in case the budget runs out
+            pool.submit(_collect_one, name, entries[name], args.out_dir, log, deadline)
 
 
 if __name__ == "__main__":

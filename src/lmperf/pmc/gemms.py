@@ -59,19 +59,25 @@ def tile_extent(name: str) -> int | None:
     return max(int(match.group(1)), int(match.group(2))) if match else None
 
 
-_NVJET = re.compile(r"nvjet_\w*?_(\d+)x(\d+)_\d+x\d+_(\d+)x(\d+)_([hv])_")
+_NVJET = re.compile(r"nvjet_\w*?_(\d+)x(\d+)_\d+x\d+_(\d+)x(\d+)_[hv]_")
 
 
-def nvjet_tiles(name: str) -> tuple[int, int] | None:
-    """(row granularity, column granularity) of a cuBLAS nvjet GEMM from its name
-    `nvjet_sm90_tst_AxB_KxS_CxD_h|v`: tile A x B in clusters of C x D; `h` tiles the token rows
-    with A (padded to A·C) and the output width with B (B·D), `v` the other way round (measured on
-    the H100 captures: 400 rows run as 512 with 64x80_4x2_h, as 416 with 128x208_2x1_v)."""
-    match = _NVJET.search(name)
+def width_interval(kernel: KernelRecord, tokens: int, k: int) -> tuple[int, int] | None:
+    """[low, high] holding the output width of a cuBLAS nvjet GEMM with N=`tokens` rows and inner
+    size k. Its name `nvjet_sm90_tst_AxB_KxS_CxD_...` declares an A x B tile in clusters of C x D;
+    its work is (rows padded to one side's tile x cluster) x (width padded to the other's) x k.
+    Which side holds the rows is not in the name, nor reliably in the grid (both seen on the H100
+    captures, and grids of the same tile count fit either), so both readings count."""
+    match = _NVJET.search(kernel.name) if tensor_path(kernel) else None
     if not match:
         return None
-    a, b, c, d = map(int, match.groups()[:4])
-    return (a * c, b * d) if match.group(5) == "h" else (b * d, a * c)
+    a, b, c, d = map(int, match.groups())
+    readings = []
+    for rows, cols in ((a * c, b * d), (b * d, a * c)):
+        padded = macs(kernel) / (k * -(-tokens // rows) * rows)
+        if padded == int(padded) and padded % cols == 0:
+            readings.append((int(padded) - cols + 1, int(padded)))
+    return (min(r[0] for r in readings), max(r[1] for r in readings)) if readings else None
 
 
 @dataclass(frozen=True)

@@ -130,8 +130,15 @@ def _width(result: Inference, name: str, kernel: KernelRecord, tokens: int, d: i
                    f"N·{simt[0]}·{'(d + 1)' if simt[0] * d * tokens != g.macs(kernel) else 'd'} "
                    f"(the only reading that is a whole number of {multiple}-wide heads)")
         return simt[0]
+    span = g.width_interval(kernel, tokens, d)
+    heads = [w for w in range(span[0], span[1] + 1) if w % multiple == 0] if span else []
+    if len(heads) == 1:
+        result.set(name, heads[0], 0.9, f"{what}: {g.macs(kernel):,.0f} MACs of {kernel.name[:40]} "
+                   f"tiles put the width in [{span[0]}, {span[1]}], one whole number of "
+                   f"{multiple}-wide heads: {heads[0]}")
+        return heads[0]
     exact = exact_width(bound, tokens, counts, SLACK * row_padding(tokens))
-    if exact:
+    if exact and (not span or span[0] <= exact <= span[1]):
         result.set(name, exact, 0.9, f"{what}: {g.macs(kernel):,.0f} MACs bound it by {bound:.0f}; "
                    f"elementwise counts {tokens * exact:,} = N·{exact}")
         return exact
@@ -296,12 +303,7 @@ def _vocab(result: Inference, head: KernelRecord, phases: g.Phases, tokens: int,
     # says both paddings, which leaves one column tile.
     tile = g.tile_extent(head.name) or 256
     high, low = int(bound), max(1, int(low) - tile + 1)
-    tiles = g.nvjet_tiles(head.name) if g.tensor_path(head) else None
-    if tiles:
-        rows, cols = tiles
-        padded_vocab = g.macs(head) / (d * -(-tokens // rows) * rows)
-        if padded_vocab == int(padded_vocab) and padded_vocab % cols == 0:
-            high, low = int(padded_vocab), int(padded_vocab) - cols + 1
+    low, high = g.width_interval(head, tokens, d) or (low, high)
     tma_store = head.metrics.get(g.STORE_BYTES) == 0  # None: a capture without the counter
     if g.tensor_path(head) in ("bf16", "fp16") and tma_store:
         high, low = high // 8 * 8, -(-low // 8) * 8  # a TMA store (0 bytes counted) needs V % 8 == 0
