@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 
 from lmperf.attention import check_implementation
 from lmperf.errors import UsageError
@@ -90,6 +90,9 @@ def preset(name: str, **overrides) -> ModelConfig:
     """The named preset, with any field overridden; unknown names are a UsageError."""
     if name not in PRESETS:
         raise UsageError(f"unknown preset {name!r}; choose from {', '.join(PRESETS)}")
+    unknown = sorted(set(overrides) - {f.name for f in fields(ModelConfig)})
+    if unknown:
+        raise UsageError(f"unknown model field(s) {', '.join(unknown)}")
     return ModelConfig(**{**PRESETS[name], **overrides}).validate()
 
 

@@ -127,8 +127,14 @@ def explain(
     if capture is None:
         raise UsageError("give a CAPTURE to explain, or --sweep")
     recorded = read_capture(capture)
-    typer.echo(tables.markdown(ex.class_rows(recorded, model, batch, seq_len), ex.CLASS_COLUMNS))
-    typer.echo(tables.markdown(ex.role_rows(recorded, model, batch, seq_len), ex.ROLE_COLUMNS))
+    class_rows, role_rows = ex.class_rows(recorded, model, batch, seq_len), ex.role_rows(recorded, model, batch, seq_len)
+    typer.echo(tables.markdown(class_rows, ex.CLASS_COLUMNS))
+    typer.echo(tables.markdown(role_rows, ex.ROLE_COLUMNS))
+    flagged = ex.implausible(class_rows + role_rows)
+    if flagged:
+        low, high = ex.PLAUSIBLE_RESIDUAL
+        typer.echo(f"lmperf: warning: {len(flagged)} residual(s) beyond what tile padding and 3xTF32 allow "
+                   f"({low:+.0%} to {high:+.0%}): was this the model, batch and length that ran?", err=True)
 
 
 def _sweep(model, batch, seq_len, seq_lens, layers, widths, runs_root) -> None:

@@ -13,7 +13,7 @@ from lmperf.errors import UsageError
 from lmperf.model import ModelConfig, preset
 from lmperf.model.hf_config import from_fields
 from lmperf.pmc import gemms as g
-from lmperf.pmc.infer import layer_roles
+from lmperf.pmc.infer import SLACK, layer_roles
 from lmperf.pmc.parse import Capture, KernelRecord
 
 _ATTENTION_OPS = ("attn_scores", "attn_weighted_sum")
@@ -80,6 +80,18 @@ def role_rows(capture: Capture, model: ModelConfig, batch: int, seq_len: int) ->
         rows.append(dict(op=name, kernels=", ".join(k.name.removeprefix("void ")[:40] for k in kernels),
                          measured=measured, predicted=expected, residual=_residual(measured, expected)))
     return rows
+
+
+# The residuals the model's own error allows: tile padding counts up to SLACK more per padded
+# dimension (token rows and width), fp32 GEMMs run as 3xTF32 count three passes, and nothing
+# counts much less than the model (a kernel class the capture lacks is the exception it flags).
+PLAUSIBLE_RESIDUAL = (1 / SLACK - 1, 3 * SLACK * SLACK - 1)
+
+
+def implausible(rows: list[dict]) -> list[dict]:
+    """Rows whose residual lies beyond PLAUSIBLE_RESIDUAL: a different model, batch or length ran."""
+    low, high = PLAUSIBLE_RESIDUAL
+    return [row for row in rows if row["residual"] is not None and not low <= row["residual"] <= high]
 
 
 def _residual(measured: float, predicted: float) -> float | None:

@@ -10,17 +10,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from lmperf.analysis.kernels import ATTENTION, MATMUL, OPTIMIZER, SOFTMAX, kernel_category
+from lmperf.analysis.kernels import ATTENTION, LOSS, MATMUL, OPTIMIZER, SOFTMAX, kernel_category
 from lmperf.pmc.kernels import is_backward
-from lmperf.pmc.parse import Capture, KernelRecord
+from lmperf.pmc.parse import FFMA, TENSOR_PATHS, Capture, KernelRecord
 
-TENSOR_PATHS = {
-    "bf16": "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
-    "fp16": "sm__ops_path_tensor_src_fp16.sum",
-    "tf32": "sm__ops_path_tensor_src_tf32_dst_fp32.sum",
-    "fp8": "sm__ops_path_tensor_src_fp8.sum",
-}
-FFMA = "sm__sass_thread_inst_executed_op_ffma_pred_on.sum"
 FADD = "sm__sass_thread_inst_executed_op_fadd_pred_on.sum"
 FMUL = "sm__sass_thread_inst_executed_op_fmul_pred_on.sum"
 STORE_BYTES = "sm__sass_data_bytes_mem_global_op_st.sum"  # absent from older captures
@@ -97,6 +90,18 @@ def split_phases(capture: Capture) -> Phases:
                 if is_backward(k.name) or kernel_category(k.name) == OPTIMIZER), len(kernels))
     backward = [k for k in kernels[end:] if kernel_category(k.name) != OPTIMIZER]
     return Phases(kernels[:end], backward, optimizer)
+
+
+def cut_short(phases: Phases) -> str | None:
+    """Why a forward-only range ends before its step does, or None: a forward pass ends with its
+    LM head or its loss (every forward capture we have does). A range cut inside the backward or
+    the optimizer reads as a shorter step and is not detected here."""
+    if phases.backward or phases.optimizer or not phases.forward:
+        return None
+    last = kernel_category(phases.forward[-1].name)
+    if last in (MATMUL, LOSS):
+        return None
+    return f"the range ends with a {last} kernel, not with the LM head or the loss: it was cut mid-step"
 
 
 def forward_gemms(forward: list[KernelRecord]) -> list[KernelRecord]:

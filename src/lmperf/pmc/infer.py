@@ -22,7 +22,7 @@ from lmperf.pmc.attention_shape import AttentionShape, eager_shape, fused_shape
 from lmperf.analysis.kernels import ATTENTION, MATMUL, NORM, REDUCTION, kernel_category
 from lmperf.pmc.params import add_parameter_counts
 from lmperf.pmc.parse import Capture, KernelRecord, read_capture
-from lmperf.pmc.result import Inference
+from lmperf.pmc.result import FIELDS, Inference
 
 SLACK = 1.35  # tile padding makes a GEMM count at most this much more than its true width
 ROW_TILE = 256  # GEMMs pad the token rows too: up to a 64-128 row tile times a cluster of 2-4
@@ -150,10 +150,23 @@ def _width(result: Inference, name: str, kernel: KernelRecord, tokens: int, d: i
 def infer(capture: Capture) -> Inference:
     """Infer every field of `result.FIELDS` that the capture supports; the rest say why not."""
     result = _infer_fields(capture)
+    _distrust_damage(result, capture)
     for name, value in result.values.items():
         if value is None and name not in result.evidence:
             result.evidence[name] = "not determined: " + ("; ".join(result.missing) or "no evidence")
     return result
+
+
+def _distrust_damage(result: Inference, capture: Capture) -> None:
+    """Missing counter columns or a range cut mid-step leave every width, count and parameter
+    unsupported: they become undetermined (only the mode, read from kernel names, stays)."""
+    damage = [*capture.problems, g.cut_short(g.split_phases(capture))]
+    for why in filter(None, damage):
+        result.missing.append(why)
+        for name in FIELDS:
+            if name != "mode":
+                result.set(name, None, 0.0, f"not determined: {why}")
+                result.intervals.pop(name, None)
 
 
 def _infer_fields(capture: Capture) -> Inference:

@@ -13,6 +13,7 @@ import gzip
 import io
 import math
 import re
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +22,18 @@ from lmperf.errors import UsageError
 _HEADER_START = '"ID",'
 _DIMS = re.compile(r"\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)")
 # Columns that describe the launch, not counters.
+# GEMM work: tensor-pipe ops per source type, or FFMA instructions for fp32 without tensor cores.
+TENSOR_PATHS = {
+    "bf16": "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
+    "fp16": "sm__ops_path_tensor_src_fp16.sum",
+    "tf32": "sm__ops_path_tensor_src_tf32_dst_fp32.sum",
+    "fp8": "sm__ops_path_tensor_src_fp8.sum",
+}
+FFMA = "sm__sass_thread_inst_executed_op_ffma_pred_on.sum"
+# What every answer rests on: kernel names (phases, roles), and the counters of GEMM work.
+REQUIRED_COLUMNS = ("Kernel Name", FFMA)
+# The tensor pipes every GPU since Ampere offers (fp8 is newer, so its absence says nothing).
+TENSOR_PIPE_COLUMNS = tuple(TENSOR_PATHS[path] for path in ("bf16", "fp16", "tf32"))
 _DESCRIPTIVE = {"ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context",
                 "Stream", "Block Size", "Grid Size", "Device", "CC"}
 
@@ -54,6 +67,8 @@ class Capture:
     metric_names: tuple[str, ...]  # the counter columns the file has
     units: dict[str, str]
     source: str = ""
+    # Damage that leaves the table readable but some answers unsupported (missing columns).
+    problems: tuple[str, ...] = ()
 
     def has(self, metric: str) -> bool:
         return metric in self.metric_names
@@ -87,7 +102,7 @@ def read_text(path: Path) -> str:
             with gzip.open(path, "rt", encoding="utf-8", errors="replace") as f:
                 return f.read()
         return path.read_text(encoding="utf-8", errors="replace")
-    except (OSError, EOFError) as error:
+    except (OSError, EOFError, zlib.error) as error:
         reason = getattr(error, "strerror", None) or str(error)
         raise UsageError(f"cannot read {path}: {reason}") from None
 
@@ -100,8 +115,16 @@ def parse_text(text: str, source: str = "") -> Capture:
         raise UsageError(f"{source or 'input'}: no ncu raw CSV table (a line starting "
                          f"{_HEADER_START}) found; was it written with --csv --page raw?")
     table = [line for line in lines[start:] if line.startswith('"')]  # drop ==PROF== and output
-    rows = list(csv.reader(io.StringIO("\n".join(table))))
-    header, body = rows[0], [row for row in rows[1:] if len(row) == len(rows[0])]
+    try:
+        rows = list(csv.reader(io.StringIO("\n".join(table))))
+    except csv.Error as error:
+        raise UsageError(f"{source or 'input'}: the ncu table is damaged ({error})") from None
+    header, body = rows[0], rows[1:]
+    _check_rows(header, body, source or "input")
+    missing = [name for name in REQUIRED_COLUMNS if name not in header]
+    if missing:
+        raise UsageError(f"{source or 'input'}: the ncu table lacks the column(s) {', '.join(missing)}; "
+                         "collect it again with `lmperf pmc collect`")
     units: dict[str, str] = {}
     if body and body[0][0] == "":  # the units row
         units = dict(zip(header, body.pop(0)))
@@ -109,7 +132,20 @@ def parse_text(text: str, source: str = "") -> Capture:
     kernels = [_record(i, dict(zip(header, row)), counters) for i, row in enumerate(body)]
     if not kernels:
         raise UsageError(f"{source or 'input'}: the ncu table has no kernel rows")
-    return Capture(kernels, counters, units, source)
+    unseen = [name for name in TENSOR_PIPE_COLUMNS if name not in header]
+    problems = (f"the tensor-pipe column(s) {', '.join(unseen)} are missing: GEMM work on that pipe is "
+                "invisible",) if unseen else ()
+    return Capture(kernels, counters, units, source, problems)
+
+
+def _check_rows(header: list[str], body: list[list[str]], source: str) -> None:
+    """Every row has the header's number of fields; a short last row is a file cut off mid-write."""
+    for number, row in enumerate(body, 1):
+        if len(row) != len(header):
+            where = "the last row" if number == len(body) else f"row {number}"
+            cause = "the file was cut off" if number == len(body) else "the table is damaged"
+            raise UsageError(f"{source}: {where} of the ncu table has {len(row)} of {len(header)} fields "
+                             f"({cause}); no answer can be trusted from it")
 
 
 def _record(index: int, row: dict[str, str], counters: tuple[str, ...]) -> KernelRecord:
