@@ -115,3 +115,28 @@ def test_collect_on_a_gpu_captures_forward_backward_and_optimizer(tmp_path):
     inferred = infer_file(result.raw_csv)
     assert inferred.values["mode"] == "train_step" and inferred.values["n_layers"] == 2
     assert "backward kernels" in inferred.evidence["mode"] and "after 0 backward" not in inferred.evidence["mode"]
+
+
+@pytest.mark.parametrize("fields, message", [
+    (dict(hf_config={"model_type": "gpt2"}, attention="naive", sdpa_backend="flash_attention"),
+     "needs --attention sdpa"),
+    (dict(hf_config={"model_type": "gpt2"}, sdpa_backend="flash"), "one of flash_attention"),
+    (dict(hf_config={"model_type": "gpt2"}, attention="triton"), "only with an lmperf preset"),
+    (dict(hf_config={"model_type": "gpt2"}, mode="generate"), "new tokens > 0"),
+    (dict(hf_config={"model_type": "gpt2"}, new_tokens=4), "new tokens > 0"),
+    (dict(preset="tiny", mode="generate", new_tokens=4), "Hugging Face config"),
+])
+def test_a_target_that_cannot_run_is_refused_with_its_reason(fields, message):
+    with pytest.raises(UsageError, match=message):
+        Target(**fields).validate()
+
+
+def test_generate_and_pinned_backends_are_valid_targets():
+    Target(hf_config={"model_type": "llama"}, mode="generate", new_tokens=4, seq_len=37).validate()
+    Target(hf_config={"model_type": "gpt2"}, sdpa_backend="cudnn_attention").validate()
+    Target(preset="tiny", attention="triton").validate()
+
+
+@pytest.mark.parametrize("name", ["_fwd_kernel", "_bwd_dkdv_kernel", "_bwd_dq_kernel"])
+def test_lmperfs_triton_attention_kernels_are_attention(name):
+    assert kernel_category(name) == ATTENTION
