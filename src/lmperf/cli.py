@@ -4,6 +4,7 @@ lmperf/<area>/commands.py and adds them here through its register(app)."""
 from __future__ import annotations
 
 import importlib
+import sys
 
 import typer
 
@@ -21,7 +22,18 @@ for _area in AREAS:
 
 
 def main() -> None:
-    app()
+    """Run the app; a usage error (unknown option, missing value) is one line and exit 2."""
+    try:
+        status = app(standalone_mode=False)
+    except Exception as error:  # typer's usage errors are click's, whose module typer may vendor
+        if getattr(error, "exit_code", None) != 2 or not hasattr(error, "format_message"):
+            raise
+        if type(error).__name__ == "NoArgsIsHelpError":  # bare `lmperf` or `lmperf pmc`: the help
+            error.show()
+        else:
+            print(f"lmperf: error: {error.format_message()}", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(status if isinstance(status, int) else 0)
 
 
 if __name__ == "__main__":

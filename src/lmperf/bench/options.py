@@ -41,14 +41,15 @@ class SweepOptions:
         """Every configuration of the grid, validated, modes varying fastest."""
         # What runs when not told: tiny at 128 on a CPU (seconds), small at 512 on a GPU.
         preset, context = ("small", 512) if on_gpu else ("tiny", 128)
-        presets = split_list(self.presets, "presets") if self.presets else None
+        # An option given empty (-p '') is refused by split_list, not read as "not given".
+        presets = split_list(self.presets, "presets") if self.presets is not None else None
         if not (presets or self.model.hf_config):
             presets = [preset]
         return grid(
             self.model.bases(presets),
-            split_list(self.contexts or str(context), "contexts", int),
+            split_list(str(context) if self.contexts is None else self.contexts, "contexts", int),
             split_list(self.modes, "modes"),
-            split_list(self.precisions or ("fp32,bf16" if on_gpu else "fp32"), "precisions"),
+            split_list(("fp32,bf16" if on_gpu else "fp32") if self.precisions is None else self.precisions, "precisions"),
             split_list(self.compile, "compile"),
             split_list(self.attention, "attention"),
             self.batch,

@@ -9,11 +9,12 @@ from typing import Sequence
 from lmperf.bench.sweep import KEY_FIELDS
 from lmperf.distributed.sharding import state_memory, train_step_peak
 from lmperf.distributed.strategies import Strategy
+from lmperf.errors import UsageError
 from lmperf.model.step import StepConfig
 from lmperf.report import tables
 from lmperf.report.environment import measured_on
 from lmperf.report.plots import pyplot
-from lmperf.report.rundir import RunDir, key_of
+from lmperf.report.rundir import RESULTS, RunDir, command_of, key_of
 
 COMM_COLUMNS: list[tables.Column] = [
     ("collective", "op", ""), ("size MiB", "size_mib", ",.0f"), ("dtype", "dtype", ""),
@@ -127,12 +128,6 @@ def write_bench_reports(run_path: Path) -> list[Path]:
     return [md, csv_file]
 
 
-def _kind(run_path: Path) -> str:
-    import json
-
-    return json.loads((Path(run_path) / "job.json").read_text(encoding="utf-8"))["kind"]
-
-
 def benchmark_page(comm: Sequence[dict], bench: Sequence[dict], title: str) -> str:
     """The committed page: environment, collectives, steps, overlap and memory, from rows alone."""
     text = f"# {title}\n\n" + measured_on([*comm, *bench])
@@ -146,8 +141,18 @@ def benchmark_page(comm: Sequence[dict], bench: Sequence[dict], title: str) -> s
 
 
 def write_benchmark_page(run_paths: Sequence[Path], out: Path, title: str) -> Path:
+    """The page from comm and bench-dist run directories; anything else is a UsageError."""
     comm, bench = [], []
     for path in run_paths:
-        (comm if _kind(path) == "comm" else bench).extend(RunDir(path).rows())
-    Path(out).write_text(benchmark_page(comm, bench, title), encoding="utf-8")
+        made_by = command_of(path) if (Path(path) / RESULTS).is_file() else None
+        if made_by not in ("comm", "bench-dist"):
+            raise UsageError(f"{path} is not a run directory of `lmperf comm` or `lmperf bench-dist`")
+        rows = RunDir(path).rows()
+        if not rows:
+            raise UsageError(f"{path} has no rows yet")
+        (comm if made_by == "comm" else bench).extend(rows)
+    try:
+        Path(out).write_text(benchmark_page(comm, bench, title), encoding="utf-8")
+    except OSError as error:
+        raise UsageError(f"cannot write {out}: {error.strerror}") from None
     return Path(out)

@@ -50,7 +50,7 @@ def profile(
         return
     device = resolve_device(device)
     on_gpu = device.startswith("cuda")
-    configs = SweepOptions(preset, context and str(context), modes, precision, compile, attention, batch).configs(on_gpu)
+    configs = SweepOptions(preset, None if context is None else str(context), modes, precision, compile, attention, batch).configs(on_gpu)
     config, mode_list = configs[0], [c.mode for c in configs]
     if len({replace(c, mode="") for c in configs}) > 1:
         raise UsageError("profile runs one configuration: give one --preset, --precision, --compile and --attention")
