@@ -226,7 +226,7 @@ def _bwd_dkdv_kernel(
     Q, K, V, DO, LSE, DELTA, DK, DV, DQ, LOCKS, qk_scale, sm_scale,
     stride_qb, stride_qh, stride_qn, stride_kb, stride_kh, stride_kn,
     stride_vb, stride_vh, stride_vn, stride_dob, stride_doh, stride_don,
-    H, group, seq_q, seq_k,
+    H, seq_q, seq_k,
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
     DQ_MODE: tl.constexpr, GROUP: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
@@ -476,22 +476,21 @@ def triton_backward(q, k, v, o, lse, do, is_causal: bool, mode: str = DEFAULT_BA
     # One counter per (query head, 16-row tile): enough for any BLOCK_M the tuner picks.
     locks = torch.zeros((B * H, triton.cdiv(seq_q, 16)) if mode == "ordered" else (1,), dtype=torch.int32, device=q.device)
     scale = 1.0 / math.sqrt(head_dim)
-    common = (
-        *_strides(q), *_strides(k), *_strides(v), *_strides(do), H, H // kv_heads, seq_q, seq_k,
-    )
+    strides = (*_strides(q), *_strides(k), *_strides(v), *_strides(do))
     constexprs = dict(
         HEAD_DIM=head_dim, BLOCK_D=_block_d(head_dim), CAUSAL=is_causal, PRECISION=_precision(q.dtype)
     )
     _launch(
         "dkdv", lambda meta: (triton.cdiv(seq_k, meta["BLOCK_N"]), B * kv_heads),
-        q, k, v, do, lse, delta, dk, dv, dq_acc, locks, scale * LOG2E, scale, *common, **constexprs,
-        DQ_MODE=BACKWARDS[mode], GROUP=H // kv_heads,
+        q, k, v, do, lse, delta, dk, dv, dq_acc, locks, scale * LOG2E, scale, *strides, H, seq_q, seq_k,
+        **constexprs, DQ_MODE=BACKWARDS[mode], GROUP=H // kv_heads,
     )
     if mode != "split":
         return dq_acc.to(q.dtype), dk, dv
     _launch(
         "dq", lambda meta: (triton.cdiv(seq_q, meta["BLOCK_M"]), B * H),
-        q, k, v, do, lse, delta, dq_acc, scale * LOG2E, scale, *common, **constexprs,
+        q, k, v, do, lse, delta, dq_acc, scale * LOG2E, scale, *strides, H, H // kv_heads, seq_q, seq_k,
+        **constexprs,
     )
     return dq_acc, dk, dv
 
