@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from lmperf.analysis.kernels import ATTENTION, LOSS, MATMUL, OPTIMIZER, SOFTMAX, kernel_category
+from lmperf.analysis.kernels import ATTENTION, MATMUL, NORM, OPTIMIZER, SOFTMAX, kernel_category
 from lmperf.pmc.kernels import is_backward
 from lmperf.pmc.parse import FFMA, TENSOR_PATHS, Capture, KernelRecord
 
@@ -93,15 +93,16 @@ def split_phases(capture: Capture) -> Phases:
 
 
 def cut_short(phases: Phases) -> str | None:
-    """Why a forward-only range ends before its step does, or None: a forward pass ends with its
-    LM head or its loss (every forward capture we have does). A range cut inside the backward or
-    the optimizer reads as a shorter step and is not detected here."""
+    """Why a forward-only range ends before its step does, or None. No forward pass ends with a
+    norm (the LM head follows the final one) or with attention (the output projection follows).
+    A range cut elsewhere (after a GEMM, inside the backward or the optimizer) reads as a shorter
+    step and is not detected here."""
     if phases.backward or phases.optimizer or not phases.forward:
         return None
     last = kernel_category(phases.forward[-1].name)
-    if last in (MATMUL, LOSS):
+    if last not in (NORM, ATTENTION):
         return None
-    return f"the range ends with a {last} kernel, not with the LM head or the loss: it was cut mid-step"
+    return f"the range ends with a {last} kernel, which no forward pass ends with: it was cut mid-step"
 
 
 def forward_gemms(forward: list[KernelRecord]) -> list[KernelRecord]:
