@@ -96,3 +96,12 @@ def test_usage_errors_are_one_line(args, message):
     result = subprocess.run([sys.executable, "-m", "lmperf.cli", *args], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [result.stderr.strip()] and message in result.stderr
+
+
+def test_progress_lines_show_rounded_figures(capsys):
+    from types import SimpleNamespace
+
+    from lmperf.distributed.worker import log_row
+
+    log_row(SimpleNamespace(op="all-reduce", size_bytes=1048576, status="ok", mean_us=3553.1307249584643))
+    assert capsys.readouterr().out == "lmperf row: op=all-reduce size_bytes=1048576 status=ok mean_us=3553\n"

@@ -51,8 +51,13 @@ def load_job(run_path: Path) -> Job:
 def log_row(row) -> None:
     """One line per finished row in the launch's log, so a run cut short shows how far it got."""
     fields = ("op", "size_bytes", "preset", "seq_len", "strategy", "bucket_mb", "reshard", "status", "mean_us", "mean_ms", "error")
-    shown = (f"{name}={getattr(row, name)}" for name in fields if getattr(row, name, None) not in (None, ""))
+    shown = (f"{name}={_rounded(getattr(row, name))}" for name in fields if getattr(row, name, None) not in (None, ""))
     print("lmperf row: " + " ".join(shown), flush=True)
+
+
+def _rounded(value):
+    """Four significant figures are what a progress line needs (the row keeps every digit)."""
+    return f"{value:.4g}" if isinstance(value, float) else value
 
 
 def main(argv: list[str]) -> None:
