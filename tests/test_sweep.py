@@ -99,3 +99,11 @@ def test_grid_validates_before_running():
         tiny_grid(modes=["inference"])
     with pytest.raises(UsageError, match="unknown precision"):
         tiny_grid(precisions=["fp8"])
+
+
+def test_a_configuration_beyond_the_host_ram_is_an_oom_row_not_a_kill(tmp_path):
+    configs = grid(["tiny"], [16], ["forward"], ["fp32"], ["eager"], ["naive"], 10**9)  # ~PB of activations
+    built = []
+    rows = run_sweep(configs, SETTINGS, RunDir.create("bench", tmp_path), lambda c, d: built.append(c))
+    assert built == [] and rows[0]["status"] == "oom"
+    assert "predicted, not run" in rows[0]["error"] and "host RAM" in rows[0]["error"]

@@ -15,6 +15,7 @@ from typing import Callable, Iterable, Iterator
 import torch
 
 from lmperf.analysis.flops import MODES, step_flops
+from lmperf.analysis.memory import MEMORY_PRECISIONS, memory_model
 from lmperf.analysis.peaks import peak_tflops
 from lmperf.model.step import ModelStep, StepConfig
 from lmperf.bench.timing import time_steps
@@ -137,6 +138,30 @@ def _release(device: torch.device) -> None:
         torch.cuda.empty_cache()
 
 
+def device_memory_bytes(device: torch.device) -> int | None:
+    """What a step may use: the GPU's memory, or the host RAM available now on a CPU."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).total_memory
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            available = next(line for line in meminfo if line.startswith("MemAvailable:"))
+        return int(available.split()[1]) * 1024
+    except (OSError, StopIteration, ValueError):
+        return None
+
+
+def memory_shortfall(config: StepConfig, device: torch.device) -> str | None:
+    """Why the analytic peak of `config` cannot fit `device`, or None when it may."""
+    have = device_memory_bytes(device)
+    if have is None or config.precision not in MEMORY_PRECISIONS:
+        return None
+    need = memory_model(config.model_config(), config.batch, config.seq_len, config.precision).peak(config.mode)
+    if need <= have:
+        return None
+    where = "GPU memory" if device.type == "cuda" else "host RAM available"
+    return f"out of memory (predicted, not run): the analytic peak {need / 1e9:,.1f} GB exceeds the {have / 1e9:,.1f} GB of {where}"
+
+
 def run_configs(
     configs: list[StepConfig],
     settings: SweepSettings,
@@ -147,6 +172,10 @@ def run_configs(
     for _, group in itertools.groupby(configs, key=_group_key):
         step = None
         for config in group:
+            shortfall = memory_shortfall(config, device)
+            if shortfall:  # the operating system would kill the process, not raise: a row instead
+                yield failure_row(base_row(config, settings, "ok"), torch.OutOfMemoryError(shortfall))
+                continue
             try:
                 if step is None:
                     step = make_step(config, device)
