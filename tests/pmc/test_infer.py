@@ -9,7 +9,8 @@ from lmperf.cli import app
 from lmperf.pmc.infer import infer_file
 from lmperf.pmc.result import FIELDS
 
-from pmc_fixtures import FIXTURES, MODEL_CAPTURES, SWEEP_CAPTURES, capture_path, truth
+from pmc_fixtures import (FIXTURES, GENERATE_CAPTURES, MODEL_CAPTURES, SWEEP_CAPTURES,
+                          capture_path, truth)
 
 EXACT = ("mode", "dtype", "batch", "seq_len", "n_layers", "d_model", "n_heads", "n_kv_heads",
          "head_dim", "d_ff", "mlp")
@@ -105,3 +106,17 @@ def test_the_lm_heads_store_bytes_pin_the_vocabulary_without_a_loss(name, vocab)
 def test_a_capture_without_the_store_counter_is_still_read():
     result = infer_file(FIXTURES / "gpt2_l4_d768.csv.gz")  # collected before the counter was added
     assert result.values["d_model"] == 768 and "vocab_size" in result.intervals
+
+
+@pytest.mark.parametrize("name", GENERATE_CAPTURES)
+def test_a_generate_capture_gives_prompt_decode_steps_and_the_architecture(name):
+    result, expected = infer_file(capture_path(name)), truth(name)
+    assert result.values["mode"] == "generate"
+    assert result.values["prompt_len"] == expected["prompt_len"]
+    assert result.values["decode_steps"] == expected["decode_steps"]
+    for field in ("dtype", "batch", "n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim",
+                  "d_ff", "mlp"):
+        assert result.values[field] == expected[field], (field, result.evidence.get(field))
+    assert_vocabulary_is_exact_or_bounded(result, expected["vocab_size"])
+    payload = result.to_json()
+    assert payload["prompt_len"] == expected["prompt_len"] and "decode_steps" in result.report()

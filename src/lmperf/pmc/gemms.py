@@ -55,21 +55,27 @@ def tile_extent(name: str) -> int | None:
 _NVJET = re.compile(r"nvjet_\w*?_(\d+)x(\d+)_\d+x\d+_(\d+)x(\d+)_[hv]_")
 
 
-def width_interval(kernel: KernelRecord, tokens: int, k: int) -> tuple[int, int] | None:
-    """[low, high] holding the output width of a cuBLAS nvjet GEMM with N=`tokens` rows and inner
+def width_readings(kernel: KernelRecord, tokens: int, k: int) -> list[tuple[int, int]]:
+    """Intervals [low, high], one per reading, one of which holds the output width of a cuBLAS nvjet GEMM with N=`tokens` rows and inner
     size k. Its name `nvjet_sm90_tst_AxB_KxS_CxD_...` declares an A x B tile in clusters of C x D;
     its work is (rows padded to one side's tile x cluster) x (width padded to the other's) x k.
     Which side holds the rows is not in the name, nor reliably in the grid (both seen on the H100
     captures, and grids of the same tile count fit either), so both readings count."""
     match = _NVJET.search(kernel.name) if tensor_path(kernel) else None
     if not match:
-        return None
+        return []
     a, b, c, d = map(int, match.groups())
     readings = []
     for rows, cols in ((a * c, b * d), (b * d, a * c)):
         padded = macs(kernel) / (k * -(-tokens // rows) * rows)
         if padded == int(padded) and padded % cols == 0:
             readings.append((int(padded) - cols + 1, int(padded)))
+    return readings
+
+
+def width_interval(kernel: KernelRecord, tokens: int, k: int) -> tuple[int, int] | None:
+    """The interval that holds every reading of `width_readings`, or None without one."""
+    readings = width_readings(kernel, tokens, k)
     return (min(r[0] for r in readings), max(r[1] for r in readings)) if readings else None
 
 

@@ -14,12 +14,14 @@ Fields it cannot pin down are reported as missing, not guessed.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from pathlib import Path
 
 from lmperf.pmc import gemms as g
 from lmperf.pmc.attention_shape import AttentionShape, eager_shape, fused_shape
 from lmperf.analysis.kernels import ATTENTION, MATMUL, NORM, REDUCTION, kernel_category
+from lmperf.pmc.generate import Steps, split_steps
 from lmperf.pmc.params import add_parameter_counts
 from lmperf.pmc.parse import Capture, KernelRecord, read_capture
 from lmperf.pmc.result import FIELDS, Inference
@@ -120,9 +122,17 @@ def _tokens_and_width(result: Inference, phases: g.Phases, out: KernelRecord, co
 
 
 def _width(result: Inference, name: str, kernel: KernelRecord, tokens: int, d: int,
-           counts: Counter, what: str, multiple: int = 1) -> int | None:
+           counts: Counter, what: str, multiple: int = 1, allowed: tuple = ()) -> int | None:
     """The output width of a projection GEMM with inner size d (a multiple of `multiple`)."""
     bound = g.macs(kernel) / (tokens * d)
+    span = g.width_interval(kernel, tokens, d)
+    readings = g.width_readings(kernel, tokens, d)
+    fitting = sorted({w for w in allowed for low, high in readings if low <= w <= high})
+    if len(fitting) == 1:
+        result.set(name, fitting[0], 0.9, f"{what}: {g.macs(kernel):,.0f} MACs of "
+                   f"{kernel.name[:40]} tiles put the width in {readings}; of the widths whole "
+                   f"K/V head counts allow, only {fitting[0]} lies there")
+        return fitting[0]
     simt = g.simt_widths(kernel, tokens, d)
     simt = [w for w in simt if w % multiple == 0]
     if len(simt) == 1:
@@ -130,7 +140,6 @@ def _width(result: Inference, name: str, kernel: KernelRecord, tokens: int, d: i
                    f"N·{simt[0]}·{'(d + 1)' if simt[0] * d * tokens != g.macs(kernel) else 'd'} "
                    f"(the only reading that is a whole number of {multiple}-wide heads)")
         return simt[0]
-    span = g.width_interval(kernel, tokens, d)
     heads = [w for w in range(span[0], span[1] + 1) if w % multiple == 0] if span else []
     if len(heads) == 1:
         result.set(name, heads[0], 0.9, f"{what}: {g.macs(kernel):,.0f} MACs of {kernel.name[:40]} "
@@ -149,7 +158,13 @@ def _width(result: Inference, name: str, kernel: KernelRecord, tokens: int, d: i
 
 def infer(capture: Capture) -> Inference:
     """Infer every field of `result.FIELDS` that the capture supports; the rest say why not."""
-    result = _infer_fields(capture)
+    steps = split_steps(capture)
+    if steps and steps.prefill:
+        # generate's range ends with sampling kernels after the last LM head: judge the prefill
+        capture = dataclasses.replace(capture, kernels=steps.steps[0])
+        result = _infer_generate(capture, steps)
+    else:
+        result = _infer_fields(capture)
     _distrust_damage(result, capture)
     for name, value in result.values.items():
         if value is None and name not in result.evidence:
@@ -169,7 +184,22 @@ def _distrust_damage(result: Inference, capture: Capture) -> None:
                 result.intervals.pop(name, None)
 
 
-def _infer_fields(capture: Capture) -> Inference:
+def _infer_generate(capture: Capture, steps: Steps) -> Inference:
+    """A generate capture (`capture` holds its prefill): the architecture from the prefill, whose LM head sees the last
+    position only (B rows); prompt length and decode steps from the step structure."""
+    result = _infer_fields(capture, last_position_logits=True)
+    result.set("mode", "generate", 0.85, f"{len(steps.steps)} steps end at the same LM head "
+               f"({steps.steps[0][-1].name[:40]}); the first covers more token rows: a prefill, "
+               f"then {steps.decode_steps} decode steps")
+    result.extra("decode_steps", steps.decode_steps, 0.85, "LM-head repeats after the prefill")
+    prompt = result.values["seq_len"]
+    if prompt is not None:
+        result.extra("prompt_len", prompt, result.confidence["seq_len"],
+                     "the prefill's sequence length: " + result.evidence["seq_len"])
+    return result
+
+
+def _infer_fields(capture: Capture, last_position_logits: bool = False) -> Inference:
     result = Inference()
     phases = g.split_phases(capture)
     layer = g.find_layers(phases.forward)
@@ -195,7 +225,11 @@ def _infer_fields(capture: Capture) -> Inference:
     shape = _attention(result, roles, tokens, d)
     if shape:
         _kv_heads(result, roles, tokens, d, shape, counts)
-    _vocab(result, layer.lm_head, phases, tokens, d)
+    head_rows = result.values["batch"] if last_position_logits else tokens
+    if head_rows:
+        _vocab(result, layer.lm_head, phases, head_rows, d)
+    else:
+        result.unknown("vocab_size", "the LM head's rows (the batch) are not determined")
     add_parameter_counts(result, roles, capture, phases)
     return result
 
@@ -267,10 +301,14 @@ def _attention(result: Inference, roles: dict, tokens: int, d: int) -> Attention
 def _kv_heads(result, roles, tokens, d, shape: AttentionShape, counts: Counter) -> None:
     qkv = roles["qkv"]
     hd = shape.head_dim
+    kv_widths = [kv * hd for kv in range(1, shape.n_heads + 1) if shape.n_heads % kv == 0]
     if len(qkv) >= 3:
-        kv_width = _width(result, "n_kv_heads", qkv[1], tokens, d, counts, "K projection", hd)
+        kv_width = _width(result, "n_kv_heads", qkv[1], tokens, d, counts, "K projection", hd,
+                          tuple(kv_widths))
     else:
-        total = _width(result, "n_kv_heads", qkv[-1], tokens, d, counts, "fused QKV projection", hd)
+        q_width = d if len(qkv) == 1 else 0  # one fused GEMM, or Q apart and K, V fused
+        total = _width(result, "n_kv_heads", qkv[-1], tokens, d, counts, "fused QKV projection", hd,
+                       tuple(q_width + 2 * w for w in kv_widths))
         kv_width = (total - (d if len(qkv) == 1 else 0)) // 2
     kv_heads = max(1, min(shape.n_heads, kv_width // shape.head_dim))
     confidence = result.confidence["n_kv_heads"]
@@ -300,8 +338,9 @@ def store_vocab(head: KernelRecord, tokens: int, dtype: str | None) -> int | Non
 
 
 def _vocab(result: Inference, head: KernelRecord, phases: g.Phases, tokens: int, d: int) -> None:
-    # An fp32 FFMA GEMM adds one FFMA per output element (the epilogue): K counts as d + 1.
-    bound = g.macs(head) / (tokens * (d if g.tensor_path(head) else d + 1))
+    # An fp32 FFMA GEMM may add one FFMA per output element (the epilogue: K counts as d + 1, or
+    # d for a gemv): dividing by d keeps the bound an upper one either way.
+    bound = g.macs(head) / (tokens * d)
     low = bound / (SLACK * row_padding(tokens))
     after_head = [k for k in phases.forward + phases.backward if k.index > head.index]
     for exact, how in ((loss_vocab(after_head[:12], tokens), "the loss's log-softmax FFMA count"),

@@ -20,6 +20,7 @@ class Inference:
     missing: list[str] = field(default_factory=list)
     # Fields the counters only bound: (lowest, highest) possible value; the point value is None.
     intervals: dict[str, tuple[int, int]] = field(default_factory=dict)
+    extras: list[str] = field(default_factory=list)  # fields beyond FIELDS, in the order set
 
     def set(self, name: str, value: Any, confidence: float, evidence: str) -> None:
         self.values[name] = value
@@ -32,6 +33,12 @@ class Inference:
         self.confidence[name] = 0.0
         self.evidence[name] = why
         self.missing.append(f"{name}: {why}")
+
+    def extra(self, name: str, value: Any, confidence: float, evidence: str) -> None:
+        """A field only some captures have (a generate capture's prompt_len, decode_steps)."""
+        self.set(name, value, confidence, evidence)
+        if name not in self.extras:
+            self.extras.append(name)
 
     def bound(self, name: str, low: int, high: int, confidence: float, evidence: str) -> None:
         """Record that `name` lies in [low, high] but no counter pins it: no point value."""
@@ -50,7 +57,7 @@ class Inference:
         """A readable report: one line per field, then assumptions and what is missing."""
         width = max(map(len, FIELDS))
         lines = ["Inferred architecture (value, confidence, evidence):"]
-        for name in FIELDS:
+        for name in (*FIELDS, *self.extras):
             value = self.values[name]
             shown = "?" if value is None else (f"{value:,}" if isinstance(value, int) else str(value))
             if name in self.intervals:
