@@ -1,20 +1,41 @@
 import pytest
 import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
-from lmperf.analysis.flops import MODES, forward_ops, step_flops
+from lmperf import regions
+from lmperf.analysis.flops import MODES, forward_ops, region_flops, step_flops
 from lmperf.model.step import ModelStep, StepConfig
 from lmperf.model import preset
 
 
+@pytest.mark.parametrize("attention", ["naive", "sdpa"])
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("batch, seq_len", [(2, 16), (3, 37)])
-def test_matmul_flops_match_flop_counter_mode(mode, batch, seq_len):
-    step = ModelStep(StepConfig("tiny", seq_len, mode, batch=batch), torch.device("cpu"))
-    with FlopCounterMode(display=False) as counter:
+def test_matmul_flops_match_flop_counter_mode(attention, mode, batch, seq_len):
+    """The model's causal step, counted by PyTorch. SDPA runs its math backend here: PyTorch's
+    CPU flash kernel has no FLOP formula, while the math backend is the matmuls it computes
+    (the full T×T square, masked: causal attention does the square's work unless it skips tiles)."""
+    config = StepConfig("tiny", seq_len, mode, batch=batch, attention=attention)
+    step = ModelStep(config, torch.device("cpu"))
+    with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
         step.run(mode)
     analytic = step_flops(step.model.config, batch, seq_len, mode)
     assert counter.get_total_flops() == analytic.matmul
+
+
+@pytest.mark.parametrize("mode, passes", [("forward", 1), ("forward-backward", 3), ("train-step", 3)])
+def test_attention_region_flops_by_hand(mode, passes):
+    """QK^T and PV each cost 2·T·T·head_dim FLOPs (T·T·head_dim multiply-adds) per head, batch row
+    and layer; the backward costs each twice that again (two matmuls per product). Halving them
+    anywhere in the region model shows here."""
+    B, T, L, H, hd = 2, 40, 2, 4, 16  # tiny: d_model 64 = 4 heads of 16
+    one_product = 2 * B * H * T * T * hd * L
+    naive = region_flops(preset("tiny"), B, T, mode)
+    assert naive[regions.ATTN_SCORES] == naive[regions.ATTN_WEIGHTED_SUM] == passes * one_product
+    fused = region_flops(preset("tiny", attention="sdpa"), B, T, mode)
+    assert fused[regions.ATTN_FUSED] == naive[regions.ATTN_SCORES] + naive[regions.ATTN_SOFTMAX] + naive[regions.ATTN_WEIGHTED_SUM]
+    assert fused[regions.ATTN_FUSED] >= 2 * passes * one_product
 
 
 def test_regions_add_up_to_the_total():

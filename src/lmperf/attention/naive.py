@@ -36,7 +36,8 @@ def naive_attention_with_lse(
     """Output (..., seq_q, d) and log-sum-exp of the scaled, masked scores (..., seq_q)."""
     scores = _masked_scores(q, k, is_causal)
     with regions.region(regions.ATTN_SOFTMAX):
-        lse = torch.logsumexp(scores.float(), dim=-1)
+        # At least fp32 (a bf16 LSE would lose the kernels' precision), float64 kept for references.
+        lse = torch.logsumexp(scores.to(torch.promote_types(scores.dtype, torch.float32)), dim=-1)
         probs = torch.softmax(scores, dim=-1)
     with regions.region(regions.ATTN_WEIGHTED_SUM):
         return torch.matmul(probs, v), lse  # (..., Tq, d), (..., Tq)
