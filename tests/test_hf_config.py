@@ -106,10 +106,10 @@ def test_resume_keys_on_the_model_shape(tmp_path):
     same = ["bench", "-p", "tiny", *TINY[6:], "--resume", str(run_dir)]
     assert runner.invoke(app, same).exit_code == 0
     assert len(read_rows(run_dir / "results.jsonl")) == 1  # same shape: nothing to do
-    grouped = same + ["--kv-heads", "2"]
-    assert runner.invoke(app, grouped).exit_code == 0
-    rows = read_rows(run_dir / "results.jsonl")
-    assert [r["model"]["n_kv_heads"] for r in rows] == [4, 2]
+    grouped = same + ["--kv-heads", "2"]  # another shape is another sweep: refused, not mixed in
+    refused = runner.invoke(app, grouped)
+    assert refused.exit_code == 2 and "was made with --model" in refused.stderr
+    assert len(read_rows(run_dir / "results.jsonl")) == 1
 
 
 @pytest.mark.parametrize("extra", [

@@ -124,6 +124,7 @@ def run_bench(options: SweepOptions, given: set[str] | None = None) -> None:
     finally:
         if run_dir.results.exists():
             written = report.write_reports(run_dir.path)
+        run_dir.release()  # a caller in the same process may resume it next
     console.print(tables.rich_table(rows, report.COLUMNS, title="lmperf bench"))
     console.print("wrote " + ", ".join(str(p) for p in [run_dir.results, *written]))
 

@@ -179,6 +179,7 @@ def _finish(run_dir, status: int, write_reports) -> None:
     if run_dir is None:
         return
     written = write_reports(run_dir.path)
+    run_dir.release()  # a caller in the same process may resume it next
     console.print((run_dir.path / "results.md").read_text(encoding="utf-8"), markup=False)
     console.print("wrote " + ", ".join(str(p) for p in [run_dir.results, *written]))
     if status:
