@@ -183,7 +183,8 @@ def memory_shortfall(config: StepConfig, device: torch.device) -> str | None:
     have = device_memory_bytes(device)
     if have is None or config.precision not in MEMORY_PRECISIONS:
         return None
-    need = memory_model(config.model_config(), config.batch, config.seq_len, config.precision).peak(config.mode)
+    need = memory_model(config.model_config(), config.batch, config.seq_len, config.precision,
+                        config.param_dtype, config.checkpoint, config.loss).peak(config.mode)
     if need <= have:
         return None
     where = "GPU memory" if device.type == "cuda" else "host RAM available"
@@ -194,13 +195,17 @@ def run_configs(
     configs: list[StepConfig],
     settings: SweepSettings,
     make_step: Callable[[StepConfig, torch.device], ModelStep] = ModelStep,
+    check_memory: bool = True,
 ) -> Iterator[BenchRow]:
-    """Yield one row per configuration, in order; out-of-memory and failures become rows."""
+    """Yield one row per configuration, in order; out-of-memory and failures become rows.
+
+    `check_memory` refuses, before building it, a step whose single-process analytic peak exceeds
+    the device; a data-parallel caller whose state is sharded across ranks turns it off."""
     device = torch.device(settings.device)
     for _, group in itertools.groupby(configs, key=_group_key):
         step = None
         for config in group:
-            shortfall = memory_shortfall(config, device)
+            shortfall = memory_shortfall(config, device) if check_memory else None
             if shortfall:  # the operating system would kill the process, not raise: a row instead
                 yield failure_row(base_row(config, settings, "ok"), torch.OutOfMemoryError(shortfall))
                 continue
