@@ -40,6 +40,24 @@ def test_plain_bench_with_nproc_runs_the_data_parallel_sweep(tmp_path):
     assert (row["strategy"], row["nproc"], row["status"], row["preset"]) == ("fsdp", 2, "ok", "tiny")
 
 
+def test_two_single_process_nodes_meet_at_the_rendezvous_endpoint(tmp_path):
+    # Two launches of the same command, as on two machines: node 0's rank 0 writes the row.
+    from lmperf.distributed.launch import free_port
+
+    endpoint = f"127.0.0.1:{free_port()}"
+    command = [sys.executable, "-m", "lmperf.cli", "bench-dist", "--device", "cpu", "--nproc", "1", "--nnodes", "2",
+               "--rdzv-endpoint", endpoint, "--strategy", "fsdp", "-p", "tiny", "-t", "32", "--modes", "train-step",
+               "--warmup", "0", "--steps", "1"]
+    nodes = [subprocess.Popen([*command, "--node-rank", str(rank), "--runs", str(tmp_path / f"node{rank}")],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for rank in (0, 1)]
+    outputs = [node.communicate(timeout=240) for node in nodes]
+    assert [node.returncode for node in nodes] == [0, 0], outputs[0][1][-2000:] + outputs[1][1][-2000:]
+    (run_dir,) = (tmp_path / "node0").iterdir()
+    (row,) = read_rows(run_dir / "results.jsonl")
+    assert (row["status"], row["nproc"], len(row["mean_ms_ranks"])) == ("ok", 2, 2)
+    assert "node 0 writes the rows" in outputs[1][0]
+
+
 def _no_fsdp2(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch.distributed.fsdp", types.ModuleType("torch.distributed.fsdp"))
 
@@ -61,6 +79,12 @@ BAD_INPUTS = [
     (["comm", "--device", "cuda", "--nproc", "4"], _gpus(2), "more processes than the 2 GPU(s)"),
     (["comm", "--device", "cpu", "--ops", "all-to-all"], None, "unknown collective"),
     (["comm", "--device", "cpu", "--sizes", "1TB"], None, "cannot read message size"),
+    (["bench", "--device", "cuda", "--nproc", "2", "--strategy", "fsdp"], _gpus(1), "more processes than the 1 GPU(s)"),
+    (["bench", "--device", "cpu", "-p", "cs336-8b", "-t", "65536", "--nproc", "2"], None, "exceeds the model's maximum 32768"),
+    (["bench", "--device", "cpu", "--checkpoint", "sometimes", "--nproc", "2"], None, "unknown checkpoint policy 'sometimes'"),
+    (["bench", "--device", "cpu", "--loss", "liger"], None, "unknown loss 'liger'"),
+    (["bench-dist", "--device", "cpu", "--nnodes", "2"], None, "needs --rdzv-endpoint"),
+    (["bench-dist", "--device", "cpu", "--nnodes", "2", "--node-rank", "2", "--rdzv-endpoint", "h:1"], None, "--node-rank"),
 ]
 
 

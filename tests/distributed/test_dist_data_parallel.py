@@ -1,6 +1,7 @@
 """An N-process DDP or FSDP2 step (N = 2 and 4 Gloo ranks) equals one process stepping on all the
-ranks' batches together."""
+ranks' batches together, also with the fused loss and activation checkpointing under FSDP2."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,8 +13,13 @@ from lmperf.distributed.strategies import WEIGHT_SEED, DistModelStep, Strategy
 from world_spawn import spawn_world
 
 CONFIG = StepConfig("tiny", 32, "train-step", batch=2)
-STRATEGIES = [Strategy("ddp", bucket_mb=0.01), Strategy("ddp", gradient_as_bucket_view=False),
-              Strategy("fsdp", reshard=True), Strategy("fsdp", reshard=False)]
+FSDP_OPTIONS = replace(CONFIG, attention="sdpa", loss="fused")
+CASES = [(Strategy("ddp", bucket_mb=0.01), CONFIG), (Strategy("ddp", gradient_as_bucket_view=False), CONFIG),
+         (Strategy("fsdp", reshard=True), CONFIG), (Strategy("fsdp", reshard=False), CONFIG),
+         (Strategy("fsdp", reshard=True), replace(FSDP_OPTIONS, checkpoint="selective")),
+         (Strategy("fsdp", reshard=False), replace(FSDP_OPTIONS, checkpoint="full"))]
+CASE_IDS = ["ddp-small-buckets", "ddp-no-bucket-view", "fsdp-reshard", "fsdp-keep-gathered",
+            "fsdp-fused-loss-selective-checkpoint", "fsdp-fused-loss-full-checkpoint"]
 
 
 def _full(tensor: torch.Tensor) -> torch.Tensor:
@@ -30,15 +36,17 @@ def _grads_and_params(step: ModelStep) -> dict:
 
 def _rank(out: Path) -> None:
     with joined_world("cpu", timeout_s=60) as world:
-        for index, strategy in enumerate(STRATEGIES):
-            result = _grads_and_params(DistModelStep(CONFIG, world.device, strategy, world))
+        for index, (strategy, config) in enumerate(CASES):
+            result = _grads_and_params(DistModelStep(config, world.device, strategy, world))
             if world.is_main:
                 torch.save(result, out / f"{index}.pt")
 
 
-def _single_process_on_all_batches(nproc: int) -> dict:
+def _single_process_on_all_batches(nproc: int, config: StepConfig = CONFIG) -> dict:
+    """The plain eager model (no fused loss, no checkpointing) on every rank's batch."""
     torch.manual_seed(WEIGHT_SEED)
-    ranks = [ModelStep(CONFIG, torch.device("cpu"), seed=rank) for rank in range(nproc)]  # rank r's batch
+    plain = replace(config, loss="eager", checkpoint="none")
+    ranks = [ModelStep(plain, torch.device("cpu"), seed=rank) for rank in range(nproc)]  # rank r's batch
     step = ranks[0]
     step.inputs = torch.cat([r.inputs for r in ranks])
     step.targets = torch.cat([r.targets for r in ranks])
@@ -50,13 +58,13 @@ def distributed_results(request, tmp_path_factory):
     nproc = request.param
     out = tmp_path_factory.mktemp(f"dp{nproc}")
     spawn_world(_rank, nproc, out)
-    return nproc, [torch.load(out / f"{i}.pt") for i in range(len(STRATEGIES))]
+    return nproc, [torch.load(out / f"{i}.pt") for i in range(len(CASES))]
 
 
-@pytest.mark.parametrize("index", range(len(STRATEGIES)), ids=["ddp-small-buckets", "ddp-no-bucket-view", "fsdp-reshard", "fsdp-keep-gathered"])
+@pytest.mark.parametrize("index", range(len(CASES)), ids=CASE_IDS)
 def test_ranks_match_one_process_on_the_concatenated_batch(distributed_results, index):
     nproc, results = distributed_results
-    reference = _single_process_on_all_batches(nproc)
+    reference = _single_process_on_all_batches(nproc, CASES[index][1])
     result = results[index]
     # Gradients first: one AdamW step is nearly blind to a gradient's scale (m / sqrt(v)).
     for name in ("grads", "params"):

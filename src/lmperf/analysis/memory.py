@@ -30,6 +30,19 @@ Counting rules (bytes; N = batch·context tokens, S = batch·heads·context² at
 - Logits working set (alive only around the loss): the logits (a), their fp32 copy (bf16 only)
   and the log-probabilities (4) per logit.
 
+Step options (lmperf.model.step.StepConfig) change these counts:
+- bf16 parameters (`param_dtype="bf16"`): parameters, gradients and both AdamW moments take 2
+  bytes each, autocast makes no weight copies, and the residual stream is bf16.
+- Fused attention kernels (any implementation but naive) keep no probabilities or mask: they
+  save their output (N·d·a) and log-sum-exp (batch·heads·context·4) instead.
+- Checkpointing keeps per layer only the block input (full), or the block input and the fused
+  attention kernel's output and log-sum-exp (selective); the backward recomputes one block at a
+  time, so one layer's full activations come on top.
+- The fused loss (`loss="fused"`) keeps no log-probabilities: its working set is a few
+  (chunk, V) buffers (fp32 logits and the bf16/fp32 gradient of the logits and its matmul
+  output) and it holds dhidden (N·d·a) and an fp32 dweight (V·d·4) from the forward to the
+  backward.
+
 Peaks: a forward pass (autograd on, as in training) holds weights, casts, saved activations and
 the logits working set. A training step holds weights and optimizer state throughout; the saved
 activations are freed layer by layer while the gradients appear, so the step holds the larger
@@ -45,6 +58,7 @@ from dataclasses import asdict, dataclass
 from lmperf.analysis.flops import MODES
 from lmperf.errors import UsageError
 from lmperf.model.config import ModelConfig, block_matmul_parameters, parameter_count
+from lmperf.ops.fused_linear_cross_entropy import default_chunk_size
 
 FP32, BF16 = 4, 2
 MEMORY_PRECISIONS = ("fp32", "bf16")
@@ -93,40 +107,77 @@ def rotary_table_bytes(config: ModelConfig) -> int:
     return config.n_layers * 2 * config.max_seq_len * (config.head_dim // 2) * FP32
 
 
-def activations_per_layer(config: ModelConfig, batch: int, seq_len: int, precision: str) -> int:
+def _attention_kernel_saves(config: ModelConfig, batch: int, seq_len: int, a: int) -> int:
+    """A fused attention kernel's saved output (N·d·a) and fp32 log-sum-exp per row."""
+    return batch * seq_len * config.d_model * a + batch * config.n_heads * seq_len * FP32
+
+
+def activations_per_layer(config: ModelConfig, batch: int, seq_len: int, precision: str,
+                          param_dtype: str = "fp32") -> int:
     """Bytes one block saves for its backward (see the module docstring for each term)."""
     tokens, d, f = batch * seq_len, config.d_model, config.d_ff
     square = batch * config.n_heads * seq_len * seq_len
     bf16 = precision == "bf16"
     a = BF16 if bf16 else FP32
-    fp32_vectors = (2 + 2) * tokens * d * FP32 + 2 * tokens * FP32  # residuals, norms, rsqrt
+    residual = BF16 if param_dtype == "bf16" else FP32
+    fp32_vectors = 2 * tokens * d * (residual + FP32) + 2 * tokens * FP32  # residuals, norms, rsqrt
     norm_outputs = 3 * tokens * d * BF16 if bf16 else 2 * tokens * d * FP32
     attention_vectors = (2 + 1 + 1) * tokens * d * a  # rotated q and k, v copy, merged heads
-    probabilities = square * (FP32 + BF16 if bf16 else FP32)
-    mask = seq_len * seq_len
+    if config.attention == "naive":
+        attention = square * (FP32 + BF16 if bf16 else FP32) + seq_len * seq_len  # probabilities, mask
+    else:
+        attention = _attention_kernel_saves(config, batch, seq_len, a)
     ffn = (4 if config.mlp == "swiglu" else 2) * tokens * f * a
-    return fp32_vectors + norm_outputs + attention_vectors + probabilities + mask + ffn
+    return fp32_vectors + norm_outputs + attention_vectors + attention + ffn
 
 
-def memory_model(config: ModelConfig, batch: int, seq_len: int, precision: str) -> MemoryModel:
-    """The analytic memory of `config` at `batch` × `seq_len` in `precision` (fp32 or bf16)."""
+def _saved_per_layer(config: ModelConfig, batch: int, seq_len: int, precision: str, param_dtype: str,
+                     checkpoint: str) -> int:
+    """What each block keeps from its forward to its backward under a checkpoint policy."""
+    block_input = batch * seq_len * config.d_model * (BF16 if param_dtype == "bf16" else FP32)
+    if checkpoint == "full":
+        return block_input
+    if checkpoint == "selective":
+        return block_input + _attention_kernel_saves(config, batch, seq_len, BF16 if precision == "bf16" else FP32)
+    return activations_per_layer(config, batch, seq_len, precision, param_dtype)
+
+
+def _head(config: ModelConfig, tokens: int, a: int, loss: str) -> tuple[int, int]:
+    """(what the head keeps for the backward, the loss's transient working set), in bytes."""
+    d, V = config.d_model, config.vocab_size
+    norm = (2 * d + 1) * tokens * FP32 + tokens * d * a  # last residual, normalised x, rsqrt, output
+    if loss == "fused":  # dhidden and the fp32 dweight, computed in the forward
+        chunk = min(tokens, default_chunk_size(V))
+        return norm + tokens * d * a + V * d * FP32, chunk * V * (FP32 + 2 * a)
+    working = tokens * V * ((BF16 + FP32 if a == BF16 else FP32) + FP32)
+    return norm + tokens * V * FP32, working
+
+
+def memory_model(config: ModelConfig, batch: int, seq_len: int, precision: str, param_dtype: str = "fp32",
+                 checkpoint: str = "none", loss: str = "eager") -> MemoryModel:
+    """The analytic memory of `config` at `batch` × `seq_len` in `precision` (fp32 or bf16), with
+    the step options of lmperf.model.step.StepConfig (module docstring)."""
     if precision not in MEMORY_PRECISIONS:
         raise UsageError(f"unknown precision {precision!r}; choose from {', '.join(MEMORY_PRECISIONS)}")
     if batch <= 0 or seq_len <= 0:
         raise UsageError(f"batch and context length must be positive, got {batch}, {seq_len}")
     params = parameter_count(config)["total"]
     bf16 = precision == "bf16"
-    tokens, d, V = batch * seq_len, config.d_model, config.vocab_size
-    per_layer = activations_per_layer(config, batch, seq_len, precision)
+    param_bytes = BF16 if param_dtype == "bf16" else FP32
+    tokens = batch * seq_len
+    per_layer = activations_per_layer(config, batch, seq_len, precision, param_dtype)
+    saved = _saved_per_layer(config, batch, seq_len, precision, param_dtype, checkpoint)
+    recomputed = per_layer if checkpoint != "none" else 0  # one block at a time in the backward
+    head, working = _head(config, tokens, BF16 if bf16 else FP32, loss)
     return MemoryModel(
-        parameters=params * FP32,
+        parameters=params * param_bytes,
         rotary_tables=rotary_table_bytes(config),
-        gradients=params * FP32,
-        optimizer_state=2 * params * FP32,
-        autocast_weight_copies=matmul_parameters(config) * BF16 if bf16 else 0,
+        gradients=params * param_bytes,
+        optimizer_state=2 * params * param_bytes,
+        autocast_weight_copies=matmul_parameters(config) * BF16 if bf16 and param_dtype == "fp32" else 0,
         activations_per_layer=per_layer,
-        activations=config.n_layers * per_layer,
-        head_activations=(2 * d + 1) * tokens * FP32 + tokens * d * (BF16 if bf16 else FP32) + tokens * V * FP32,
-        logits_working_set=tokens * V * ((BF16 + FP32 if bf16 else FP32) + FP32),
-        residual_stream_tensor=tokens * d * FP32,
+        activations=config.n_layers * saved + recomputed,
+        head_activations=head,
+        logits_working_set=working,
+        residual_stream_tensor=tokens * config.d_model * param_bytes,
     )

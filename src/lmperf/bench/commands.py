@@ -46,6 +46,11 @@ Vocab = Annotated[Optional[int], typer.Option(help="Vocabulary size.")]
 MaxSeqLen = Annotated[Optional[int], typer.Option(help="Longest context (rotary table length).")]
 TieEmbeddings = Annotated[Optional[bool], typer.Option("--tie-embeddings/--untie-embeddings", help="LM head shares the embedding matrix (or not).")]
 Mlp = Annotated[Optional[str], typer.Option(help="swiglu or gelu (a two-matrix GELU MLP).")]
+ParamDtypes = Annotated[str, typer.Option("--param-dtype", help="fp32 (fp32 master weights, gradients, AdamW state; bf16 via autocast) or bf16 (pure bf16 parameters and optimizer state; needs --precisions bf16); comma-separated.")]
+Losses = Annotated[str, typer.Option("--loss", help="eager (logits, then F.cross_entropy) or fused (lmperf.ops fused linear cross-entropy, no logits); comma-separated.")]
+Checkpoints = Annotated[str, typer.Option("--checkpoint", help="Activation checkpointing per block: none, full, selective (keeps SDPA's attention output); comma-separated.")]
+LeaderboardWarmup = Annotated[float, typer.Option(help="do_bench warm-up budget in ms for the leaderboard_ms figure (the leaderboard: 10000).")]
+LeaderboardRep = Annotated[float, typer.Option(help="do_bench repetition budget in ms for leaderboard_ms (the leaderboard: 30000); 0 skips it.")]
 
 _DEFAULT = SweepOptions()
 
@@ -75,6 +80,11 @@ def bench(
     max_seq_len: MaxSeqLen = None,
     tie_embeddings: TieEmbeddings = None,
     mlp: Mlp = None,
+    param_dtype: ParamDtypes = _DEFAULT.param_dtypes,
+    loss: Losses = _DEFAULT.losses,
+    checkpoint: Checkpoints = _DEFAULT.checkpoints,
+    leaderboard_warmup_ms: LeaderboardWarmup = _DEFAULT.leaderboard_warmup_ms,
+    leaderboard_rep_ms: LeaderboardRep = _DEFAULT.leaderboard_rep_ms,
     nproc: Annotated[Optional[int], typer.Option(help="Data-parallel on N processes, one per GPU (same as lmperf bench-dist).")] = None,
     strategy: Annotated[str, typer.Option(help="With --nproc: ddp or fsdp (FSDP2); more options in lmperf bench-dist.")] = "ddp",
 ) -> None:
@@ -84,7 +94,8 @@ def bench(
         vocab_size=vocab, max_seq_len=max_seq_len, tie_embeddings=tie_embeddings, mlp=mlp,
     )
     options = SweepOptions(presets, contexts, modes, precisions, compile, attention, batch,
-                           warmup, steps, device, peak_tflops, resume, runs_root, model)
+                           warmup, steps, device, peak_tflops, resume, runs_root, model, param_dtype, loss,
+                           checkpoint, leaderboard_warmup_ms, leaderboard_rep_ms)
     if nproc is not None:
         from lmperf.distributed.commands import run_bench_dist
 

@@ -36,6 +36,11 @@ class SweepOptions:
     resume: Optional[Path] = None
     runs_root: Path = Path("runs")
     model: ModelChoice = field(default_factory=ModelChoice)  # --hf-config and explicit shapes
+    param_dtypes: str = "fp32"
+    losses: str = "eager"
+    checkpoints: str = "none"
+    leaderboard_warmup_ms: float = 0.0
+    leaderboard_rep_ms: float = 0.0
 
     def configs(self, on_gpu: bool) -> list[StepConfig]:
         """Every configuration of the grid, validated, modes varying fastest."""
@@ -53,6 +58,9 @@ class SweepOptions:
             split_list(self.compile, "compile"),
             split_list(self.attention, "attention"),
             self.batch,
+            split_list(self.param_dtypes, "param-dtype"),
+            split_list(self.losses, "loss"),
+            split_list(self.checkpoints, "checkpoint"),
         )
 
     def validate(self) -> "SweepOptions":
@@ -79,4 +87,7 @@ class SweepOptions:
         """How each configuration is timed on `device` (the resolved --device)."""
         if self.warmup < 0 or self.steps <= 0:
             raise UsageError(f"need --warmup >= 0 and --steps > 0, got {self.warmup} and {self.steps}")
-        return SweepSettings(self.warmup, self.steps, device, self.peak_tflops)
+        if self.leaderboard_warmup_ms < 0 or self.leaderboard_rep_ms < 0:
+            raise UsageError("--leaderboard-warmup-ms and --leaderboard-rep-ms cannot be negative")
+        return SweepSettings(self.warmup, self.steps, device, self.peak_tflops,
+                             self.leaderboard_warmup_ms, self.leaderboard_rep_ms)

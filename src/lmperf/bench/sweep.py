@@ -18,13 +18,15 @@ from lmperf.analysis.flops import MODES, step_flops
 from lmperf.analysis.memory import MEMORY_PRECISIONS, memory_model
 from lmperf.analysis.peaks import peak_tflops
 from lmperf.model.step import ModelStep, StepConfig
-from lmperf.bench.timing import time_steps
+from lmperf.bench.timing import do_bench_ms, time_steps
+from lmperf.errors import UsageError
 from lmperf.model import parameter_count
 from lmperf.report.environment import environment
 from lmperf.report.rows import ResultRow, failure_row
 from lmperf.report.rundir import RunDir, key_of
 
-KEY_FIELDS = ("preset", "model", "seq_len", "mode", "precision", "compile", "attention", "batch")
+KEY_FIELDS = ("preset", "model", "seq_len", "mode", "precision", "compile", "attention", "batch",
+              "param_dtype", "loss", "checkpoint")
 
 
 @dataclass
@@ -38,6 +40,9 @@ class BenchRow(ResultRow):
     batch: int
     model: dict  # the full shape (ModelConfig's fields but attention)
     approximations: str
+    param_dtype: str
+    loss: str
+    checkpoint: str
     warmup: int
     steps: int
     params: int
@@ -53,6 +58,11 @@ class BenchRow(ResultRow):
     tflops: float | None = None
     mfu: float | None = None
     peak_memory_gb: float | None = None
+    # triton.testing.do_bench's procedure over the whole step (timing.do_bench_ms), when asked
+    leaderboard_ms: float | None = None
+    leaderboard_calls: int | None = None
+    leaderboard_warmup_ms: float | None = None
+    leaderboard_rep_ms: float | None = None
 
 
 @dataclass(frozen=True)
@@ -61,6 +71,10 @@ class SweepSettings:
     steps: int = 10
     device: str = "cpu"
     peak_tflops: float | None = None
+    # do_bench's warm-up and repetition budgets in ms (the leaderboard uses 10,000 and 30,000);
+    # 0 skips the leaderboard figure
+    leaderboard_warmup_ms: float = 0.0
+    leaderboard_rep_ms: float = 0.0
 
 
 def grid(
@@ -71,18 +85,27 @@ def grid(
     compiles: Iterable[str],
     attentions: Iterable[str],
     batch: int,
+    param_dtypes: Iterable[str] = ("fp32",),
+    losses: Iterable[str] = ("eager",),
+    checkpoints: Iterable[str] = ("none",),
 ) -> list[StepConfig]:
     """All configurations, validated up front so bad input fails before anything runs.
 
     `presets` are preset names, or StepConfigs whose model fields (`preset`, `model`,
-    `approximations`) name a shape of the user's own; their other fields are the grid's."""
+    `approximations`) name a shape of the user's own; their other fields are the grid's.
+    bf16 parameters go with bf16 compute only: with precisions fp32,bf16 and param dtypes
+    fp32,bf16 the grid holds three precision pairs, not four."""
     bases = [StepConfig(p, 0, "") if isinstance(p, str) else p for p in presets]
     configs = [
-        replace(base, seq_len=t, mode=m, precision=pr, compile=c, attention=a, batch=batch)
-        for base, t, pr, c, a, m in itertools.product(
-            bases, seq_lens, precisions, compiles, attentions, modes
+        replace(base, seq_len=t, mode=m, precision=pr, compile=c, attention=a, batch=batch,
+                param_dtype=pd, loss=lo, checkpoint=ck)
+        for base, t, pr, pd, c, a, lo, ck, m in itertools.product(
+            bases, seq_lens, precisions, param_dtypes, compiles, attentions, losses, checkpoints, modes
         )
+        if not (pd == "bf16" and pr == "fp32")
     ]
+    if not configs:
+        raise UsageError("bf16 parameters need --precisions bf16 (the step computes in bf16)")
     for config in configs:
         config.validate()
     return configs
@@ -117,8 +140,13 @@ def _measure(step: ModelStep, config: StepConfig, settings: SweepSettings) -> Be
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     times = time_steps(lambda: step.run(config.mode), settings.warmup, settings.steps, device)
-    step.release_grads()
     row = base_row(config, settings, "ok")
+    if settings.leaderboard_rep_ms:
+        bench = do_bench_ms(lambda: step.run(config.mode), settings.leaderboard_warmup_ms,
+                            settings.leaderboard_rep_ms, device)
+        row.leaderboard_ms, row.leaderboard_calls = bench.mean_ms, bench.calls
+        row.leaderboard_warmup_ms, row.leaderboard_rep_ms = settings.leaderboard_warmup_ms, settings.leaderboard_rep_ms
+    step.release_grads()
     stats = times.stats
     row.cold_ms, row.warmup_ms = times.cold_ms, times.warmup_ms
     row.mean_ms, row.std_ms, row.median_ms = stats.mean, stats.std, stats.median

@@ -43,6 +43,7 @@ class DistBenchRow(BenchRow):
     exposed_ms: float | None = None
     comm_share: float | None = None
     exposed_share: float | None = None
+    kernel_ms_by_category: dict = field(default_factory=dict)  # rank 0, per profiled step
     timeline: str = ""
 
 
@@ -116,6 +117,7 @@ def _profile(row: DistBenchRow, step: DistModelStep, steps: int, world: World, r
         return  # a CPU run: Gloo's work is no GPU kernel, there is no overlap to read
     summaries = _gather(overlap.summarize(kernels, windows).to_dict(), world)
     row.profiled_steps = steps
+    row.kernel_ms_by_category = overlap.kernel_ms_by_category(kernels, windows)
     for name in ("comm_ms", "hidden_ms", "exposed_ms", "comm_share", "exposed_share"):
         setattr(row, name, sum(s[name] for s in summaries) / world.size)
     if run_dir is not None:

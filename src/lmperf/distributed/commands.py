@@ -115,6 +115,12 @@ def bench_dist(
     peak_tflops: bench_commands.PeakTflops = _DEFAULT.peak_tflops,
     resume: bench_commands.Resume = _DEFAULT.resume,
     runs_root: bench_commands.RunsRoot = _DEFAULT.runs_root,
+    param_dtype: bench_commands.ParamDtypes = _DEFAULT.param_dtypes,
+    loss: bench_commands.Losses = _DEFAULT.losses,
+    checkpoint: bench_commands.Checkpoints = _DEFAULT.checkpoints,
+    layers: bench_commands.Layers = None,
+    leaderboard_warmup_ms: bench_commands.LeaderboardWarmup = _DEFAULT.leaderboard_warmup_ms,
+    leaderboard_rep_ms: bench_commands.LeaderboardRep = _DEFAULT.leaderboard_rep_ms,
     nproc: Annotated[Optional[int], typer.Option(help="Processes, one per GPU (default: all GPUs; 2 on a CPU). Inside torchrun: the launch's.")] = None,
     strategy: Annotated[str, typer.Option(help="ddp, fsdp (FSDP2 fully_shard), none (one plain process); comma-separated.")] = "ddp",
     bucket_mb: Annotated[str, typer.Option(help="DDP gradient bucket sizes in MB, comma-separated (one row each).")] = "25",
@@ -122,26 +128,37 @@ def bench_dist(
     bucket_view: Annotated[bool, typer.Option("--bucket-view/--no-bucket-view", help="DDP gradient_as_bucket_view.")] = True,
     profile_steps: Annotated[int, typer.Option(help="Profile this many steps per configuration: NCCL share, overlap, timeline PNG.")] = 0,
     timeout_s: Annotated[float, typer.Option(help="Process-group timeout: a dead or stuck rank ends the step after this.")] = 600.0,
+    nnodes: Annotated[int, typer.Option(help="Machines in the launch (torchrun --nnodes); run the same command on each.")] = 1,
+    node_rank: Annotated[int, typer.Option(help="This machine's index, 0 .. nnodes-1 (torchrun --node-rank); node 0 writes the rows.")] = 0,
+    rdzv_endpoint: Annotated[Optional[str], typer.Option(help="host:port of node 0, where the ranks meet (needed with --nnodes > 1).")] = None,
 ) -> None:
     """bench's sweep on N processes, one per GPU, with DDP or FSDP2 (rank 0 writes the rows)."""
+    from lmperf.distributed.launch import Nodes
+    from lmperf.model.choice import ModelChoice
+
     options = SweepOptions(presets, contexts, modes, precisions, compile, attention, batch,
-                           warmup, steps, device, peak_tflops, resume, runs_root)
+                           warmup, steps, device, peak_tflops, resume, runs_root,
+                           ModelChoice.from_options(None, n_layers=layers), param_dtype, loss,
+                           checkpoint, leaderboard_warmup_ms, leaderboard_rep_ms)
     run_bench_dist(options, nproc, strategy, bucket_mb, reshard, bucket_view, profile_steps, timeout_s,
-                   bench_commands.given_sweep_options(context))
+                   bench_commands.given_sweep_options(context), Nodes(nnodes, node_rank, rdzv_endpoint))
 
 
 def run_bench_dist(
     options: SweepOptions, nproc: Optional[int] = None, strategy: str = "ddp", bucket_mb: str = "25",
     reshard: str = "true", bucket_view: bool = True, profile_steps: int = 0, timeout_s: float = 600.0,
     given: set[str] | None = None,
+    nodes: "Nodes | None" = None,
 ) -> None:
     """Run the sweep data-parallel; rank 0 (or the launcher) writes the rows and the reports.
 
     Resuming, the directory's recorded options are used; those in `given` (None: all) must match."""
     from lmperf.distributed.bench import fill_missing
     from lmperf.distributed.report import write_bench_reports
+    from lmperf.distributed.launch import Nodes
     from lmperf.distributed.worker import run_job
 
+    nodes = (nodes or Nodes()).validate()
     options = replace(options, device=resolve_device(options.device)).validate()
     data_parallel = dict(nproc=_nproc(nproc, options.device), strategy=strategy, bucket_mb=bucket_mb, reshard=reshard,
                          bucket_view=bucket_view, profile_steps=profile_steps, timeout_s=timeout_s)
@@ -151,9 +168,12 @@ def run_bench_dist(
     options = options.with_arguments(recorded)
     data_parallel = {name: recorded[name] for name in data_parallel}
     job, count = _bench_job(options, data_parallel)
-    status = run_job(job, count, run_dir)
+    status = run_job(job, count, run_dir, nodes=nodes)
+    if nodes.rank != 0:
+        console.print(f"node {nodes.rank}: torchrun exit status {status}; node 0 writes the rows")
+        raise typer.Exit(status)
     if status and run_dir is not None:
-        missing = fill_missing(job, count, run_dir, f"the process group ended early (torchrun exit {status}): "
+        missing = fill_missing(job, count * nodes.count, run_dir, f"the process group ended early (torchrun exit {status}): "
                                "a rank died, failed inside a collective or timed out; see the log above")
         console.print(f"[red]torchrun exited with status {status}[/]; {missing} configuration(s) recorded as errors")
     _finish(run_dir, status, write_bench_reports)

@@ -55,18 +55,45 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def torchrun_command(nproc: int, module: str, args: Sequence[str]) -> list[str]:
-    """`python -m torch.distributed.run ... -m <module> <args>`: one node, a free local port."""
+@dataclass(frozen=True)
+class Nodes:
+    """Where this node stands in a launch over several machines (torchrun's static rendezvous:
+    node 0 serves the rendezvous at `endpoint`, host:port, which every node names)."""
+
+    count: int = 1
+    rank: int = 0
+    endpoint: str | None = None
+
+    def validate(self) -> "Nodes":
+        if self.count < 1 or not 0 <= self.rank < self.count:
+            raise UsageError(f"need --nnodes >= 1 and 0 <= --node-rank < --nnodes, got {self.count} and {self.rank}")
+        if self.count > 1 and not self.endpoint:
+            raise UsageError("--nnodes above 1 needs --rdzv-endpoint host:port (node 0's address)")
+        if self.endpoint is not None:
+            host, _, port = self.endpoint.rpartition(":")
+            if not host or not port.isdigit():
+                raise UsageError(f"--rdzv-endpoint must be host:port, got {self.endpoint!r}")
+        return self
+
+    def rendezvous(self) -> list[str]:
+        if self.endpoint is None:
+            return ["--master-addr=127.0.0.1", f"--master-port={free_port()}"]
+        host, _, port = self.endpoint.rpartition(":")
+        return [f"--master-addr={host}", f"--master-port={port}"]
+
+
+def torchrun_command(nproc: int, module: str, args: Sequence[str], nodes: Nodes = Nodes()) -> list[str]:
+    """`python -m torch.distributed.run ... -m <module> <args>`: by default one node on a free
+    local port."""
     return [
-        sys.executable, "-m", "torch.distributed.run", "--nnodes=1", f"--nproc-per-node={nproc}",
-        "--max-restarts=0", "--master-addr=127.0.0.1", f"--master-port={free_port()}",
-        "-m", module, *args,
+        sys.executable, "-m", "torch.distributed.run", f"--nnodes={nodes.count}", f"--node-rank={nodes.rank}",
+        f"--nproc-per-node={nproc}", "--max-restarts=0", *nodes.rendezvous(), "-m", module, *args,
     ]
 
 
-def run_torchrun(nproc: int, module: str, args: Sequence[str]) -> int:
-    """Run `python -m module args` in `nproc` processes under torchrun; torchrun's exit status."""
-    return subprocess.run(torchrun_command(nproc, module, args), check=False).returncode
+def run_torchrun(nproc: int, module: str, args: Sequence[str], nodes: Nodes = Nodes()) -> int:
+    """Run `python -m module args` in `nproc` processes per node under torchrun; its exit status."""
+    return subprocess.run(torchrun_command(nproc, module, args, nodes), check=False).returncode
 
 
 @dataclass(frozen=True)

@@ -120,6 +120,20 @@ def summarize(kernels: Sequence[Kernel], steps: Sequence[Interval]) -> CommOverl
     return CommOverlap(len(steps), step_us / n, comm_us / n, hidden_us / n, (comm_us - hidden_us) / n)
 
 
+def kernel_ms_by_category(kernels: Sequence[Kernel], steps: Sequence[Interval]) -> dict[str, float]:
+    """Milliseconds per step of kernel time by category (lmperf.analysis.kernels; NCCL kernels
+    as "nccl"), summed kernel by kernel: kernels on different streams overlap, so the total
+    can exceed the step."""
+    from lmperf.analysis.kernels import kernel_category
+
+    totals: dict[str, float] = {}
+    for window in steps:
+        for kernel in in_window(kernels, window):
+            category = "nccl" if kernel.is_comm else kernel_category(kernel.name)
+            totals[category] = totals.get(category, 0.0) + (kernel.end - kernel.start) / 1e3 / len(steps)
+    return dict(sorted(totals.items(), key=lambda item: -item[1]))
+
+
 def profile_trace(step: Callable[[], None], steps: int) -> dict:
     """Chrome trace of `steps` calls of `step`, each inside a STEP_MARK range."""
     activities = [torch.profiler.ProfilerActivity.CPU]

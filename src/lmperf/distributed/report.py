@@ -64,11 +64,12 @@ def with_memory_model(rows: Sequence[dict]) -> list[dict]:
     for row in rows:
         strategy = Strategy(row["strategy"], row.get("bucket_mb"), row.get("reshard"))
         config, nproc = StepConfig.from_dict(row).model_config(), row.get("nproc", 1)
+        param_dtype = row.get("param_dtype", "fp32")
         peak = None
-        # The single-GPU model counts naive attention's saved probabilities; fused kernels save none.
-        if row["mode"] == "train-step" and row.get("attention", "naive") == "naive":
-            peak = train_step_peak(config, row["batch"], row["seq_len"], row["precision"], strategy, nproc) / 1e9
-        kept = state_memory(config, strategy, nproc).persistent / 1e9
+        if row["mode"] == "train-step":
+            peak = train_step_peak(config, row["batch"], row["seq_len"], row["precision"], strategy, nproc,
+                                   param_dtype, row.get("checkpoint", "none"), row.get("loss", "eager")) / 1e9
+        kept = state_memory(config, strategy, nproc, row["precision"], param_dtype).persistent / 1e9
         out.append({**row, "model_persistent_gb": kept, "model_peak_gb": peak})
     return out
 

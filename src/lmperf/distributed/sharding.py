@@ -52,31 +52,38 @@ class StateMemory:
         return {**asdict(self), "persistent": self.persistent}
 
 
-def state_memory(config: ModelConfig, strategy: Strategy, world_size: int) -> StateMemory:
+def state_memory(config: ModelConfig, strategy: Strategy, world_size: int, precision: str = "fp32",
+                 param_dtype: str = "fp32") -> StateMemory:
+    """Per-rank state; bf16 parameters halve parameters, gradients and AdamW state, and a bf16
+    FSDP2 step gathers its parameters in bf16 (MixedPrecisionPolicy)."""
     counts = parameter_count(config)
     total, buffers = counts["total"], rotary_table_bytes(config)
+    shrink = 2 if param_dtype == "bf16" else 1
+    param_bytes, grad_bytes, adamw_bytes = PARAM_BYTES / shrink, GRAD_BYTES / shrink, ADAMW_BYTES / shrink
     if strategy.name == "fsdp":
         n = world_size
-        block = (counts["blocks"] / config.n_layers) * PARAM_BYTES
+        gathered_bytes = 2 if precision == "bf16" else param_bytes
+        block = (counts["blocks"] / config.n_layers) * gathered_bytes
         # The root unit (embedding, final norm, LM head) stays gathered between forward and backward.
-        root = (counts["embedding"] + counts["lm_head"] + counts["final_norm"]) * PARAM_BYTES
-        blocks_whole = counts["blocks"] * PARAM_BYTES if strategy.key()["reshard"] is False else GATHERED_BLOCKS * block
-        return StateMemory(total * PARAM_BYTES / n, total * GRAD_BYTES / n, total * ADAMW_BYTES / n,
+        root = (counts["embedding"] + counts["lm_head"] + counts["final_norm"]) * gathered_bytes
+        blocks_whole = counts["blocks"] * gathered_bytes if strategy.key()["reshard"] is False else GATHERED_BLOCKS * block
+        return StateMemory(total * param_bytes / n, total * grad_bytes / n, total * adamw_bytes / n,
                            0.0, (root + blocks_whole) * (n - 1) / n, buffers)
     if strategy.name == "ddp":
         # With bucket views the gradients live in the buckets (which outlive them); without, the
         # gradients are a second copy that set_to_none frees.
-        grads = 0.0 if strategy.gradient_as_bucket_view else total * GRAD_BYTES
+        grads = 0.0 if strategy.gradient_as_bucket_view else total * grad_bytes
         # After the first iteration DDP rebuilds its buckets in the order the gradients arrived;
         # the old ones stay allocated until the second backward (measured: a full extra gradient
         # copy through the second forward, benchmarks/scripts/ddp_memory_probe.py).
-        return StateMemory(total * PARAM_BYTES, grads, total * ADAMW_BYTES, total * GRAD_BYTES, 0.0,
-                           buffers, rebuild=total * GRAD_BYTES)
-    return StateMemory(total * PARAM_BYTES, total * GRAD_BYTES, total * ADAMW_BYTES, 0.0, 0.0, buffers)
+        return StateMemory(total * param_bytes, grads, total * adamw_bytes, total * grad_bytes, 0.0,
+                           buffers, rebuild=total * grad_bytes)
+    return StateMemory(total * param_bytes, total * grad_bytes, total * adamw_bytes, 0.0, 0.0, buffers)
 
 
 def train_step_peak(config: ModelConfig, batch: int, seq_len: int, precision: str,
-                    strategy: Strategy, world_size: int) -> float:
+                    strategy: Strategy, world_size: int, param_dtype: str = "fp32",
+                    checkpoint: str = "none", loss: str = "eager") -> float:
     """Bytes at one rank's peak in a train step with `batch` sequences per rank.
 
     As in the single-GPU model, the gradients appear while the activations are freed, so the peak
@@ -84,8 +91,10 @@ def train_step_peak(config: ModelConfig, batch: int, seq_len: int, precision: st
     peak of a run includes its second step, where DDP still holds its first buckets (`rebuild`);
     from the third step on, a DDP step peaks `rebuild` bytes lower.
     """
-    single = memory_model(config, batch, seq_len, precision)
+    single = memory_model(config, batch, seq_len, precision, param_dtype, checkpoint, loss)
     # activations, casts, logits (the rotary tables are in `persistent`)
     forward_live = single.peak("forward") - single.parameters - single.rotary_tables
-    state = state_memory(config, strategy, world_size)
+    if strategy.name == "fsdp" and precision == "bf16":
+        forward_live -= single.autocast_weight_copies  # gathered in bf16 already: nothing to cast
+    state = state_memory(config, strategy, world_size, precision, param_dtype)
     return state.persistent + state.gathered + state.rebuild + max(forward_live, state.grads)

@@ -50,8 +50,12 @@ class Strategy:
             "reshard": (True if self.reshard is None else self.reshard) if self.name == "fsdp" else None,
         }
 
-    def wrap(self, model: nn.Module, world: World) -> nn.Module:
-        """The module to call: DDP's wrapper, or `model` itself sharded in place by FSDP2."""
+    def wrap(self, model: nn.Module, world: World, compute_dtype: torch.dtype | None = None) -> nn.Module:
+        """The module to call: DDP's wrapper, or `model` itself sharded in place by FSDP2.
+
+        `compute_dtype` (bf16 steps): FSDP2 gathers parameters in that dtype and reduces
+        gradients in fp32 (MixedPrecisionPolicy), half the all-gather traffic and no autocast
+        copies of the gathered weights."""
         key = self.key()
         if self.name == "ddp":
             from torch.nn.parallel import DistributedDataParallel
@@ -67,15 +71,25 @@ class Strategy:
                 gradient_as_bucket_view=self.gradient_as_bucket_view, **{no_sync: False},
             )
         if self.name == "fsdp":
-            from torch.distributed.fsdp import fully_shard
+            from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
+            policy = MixedPrecisionPolicy(param_dtype=compute_dtype, reduce_dtype=torch.float32 if compute_dtype else None)
             # One FSDP unit per block: its all-gather and reduce-scatter overlap the next block.
             # The root (embedding, final norm, LM head) is the first thing the backward needs, so
             # it stays gathered after the forward, as fully_shard's documentation advises.
             for block in model.blocks:
-                fully_shard(block, reshard_after_forward=key["reshard"])
-            fully_shard(model, reshard_after_forward=False)
+                fully_shard(block, reshard_after_forward=key["reshard"], mp_policy=policy)
+            fully_shard(model, reshard_after_forward=False, mp_policy=policy)
+            _prefetch_neighbours(list(model.blocks))
         return model
+
+
+def _prefetch_neighbours(blocks: list[nn.Module]) -> None:
+    """Each block's all-gather is issued when the block before it (forward) or after it
+    (backward) starts, so it runs under that block's compute instead of in front of its own."""
+    for earlier, later in zip(blocks, blocks[1:]):
+        earlier.set_modules_to_forward_prefetch([later])
+        later.set_modules_to_backward_prefetch([earlier])
 
 
 def check_available(name: str) -> None:
@@ -100,7 +114,8 @@ class DistModelStep(ModelStep):
         # The optimizer is rebuilt over the wrapped parameters (FSDP2 replaces them by DTensors);
         # AdamW allocates its state lazily, so the first one cost nothing.
         # With --compile the blocks were compiled by ModelStep before wrapping.
-        self.model = strategy.wrap(self.model, self.world)
+        compute_dtype = torch.bfloat16 if self.config.precision == "bf16" else None
+        self.model = strategy.wrap(self.model, self.world, compute_dtype)
         self.optimizer = self.build_optimizer()
 
     def run(self, mode: str) -> None:

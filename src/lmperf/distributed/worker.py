@@ -12,7 +12,7 @@ from pathlib import Path
 
 from lmperf.distributed.bench import DistBenchJob, run_dist_sweep
 from lmperf.distributed.comm import CommJob, run_comm
-from lmperf.distributed.launch import joined_world, launched, run_torchrun
+from lmperf.distributed.launch import Nodes, joined_world, launched, run_torchrun
 from lmperf.report.rundir import RunDir
 
 JOB_FILE = "job.json"
@@ -33,14 +33,15 @@ def run_in_world(job: Job, run_dir: RunDir | None, on_row=lambda row: None) -> N
             run_comm(job, world, main_dir, on_row)
 
 
-def run_job(job: Job, nproc: int, run_dir: RunDir | None, on_row=lambda row: None) -> int:
-    """Run `job` on `nproc` processes (or in the launch this process is part of); exit status."""
+def run_job(job: Job, nproc: int, run_dir: RunDir | None, on_row=lambda row: None, nodes: Nodes = Nodes()) -> int:
+    """Run `job` on `nproc` processes per node (or in the launch this process is part of); exit
+    status. Rank 0, on node 0, writes the rows into node 0's run directory."""
     if launched():
         run_in_world(job, run_dir, on_row)
         return 0
     (run_dir.path / JOB_FILE).write_text(json.dumps(job.to_dict(), indent=1), encoding="utf-8")
     run_dir.results.touch()  # workers resume into it
-    return run_torchrun(nproc, "lmperf.distributed.worker", [str(run_dir.path)])
+    return run_torchrun(nproc, "lmperf.distributed.worker", [str(run_dir.path)], nodes)
 
 
 def load_job(run_path: Path) -> Job:

@@ -81,6 +81,10 @@ PRESETS: dict[str, dict] = {
     "large": dict(d_model=1280, d_ff=5120, n_layers=36, n_heads=20),
     "xl": dict(d_model=1600, d_ff=6400, n_layers=48, n_heads=25),
     "2.7B": dict(d_model=2560, d_ff=10240, n_layers=32, n_heads=32),
+    # Stanford CS336 (2026) assignment 2's leaderboard step: an 8B model at 32k context, and the
+    # handout's 10B size.
+    "cs336-8b": dict(d_model=4096, d_ff=11008, n_layers=34, n_heads=32, vocab_size=151_936, max_seq_len=32_768),
+    "10B": dict(d_model=4608, d_ff=12288, n_layers=50, n_heads=36, vocab_size=10_000, max_seq_len=32_768),
 }
 REFERENCE_PRESETS = ("small", "medium", "large", "xl", "2.7B")
 DEFAULT_BATCH = 4

@@ -10,10 +10,13 @@ import torch
 from lmperf import regions
 from lmperf.errors import UsageError
 from lmperf.model import ModelConfig, TransformerLM, check_context, preset
-from lmperf.model.transformer import lm_loss
+from lmperf.model.transformer import CHECKPOINT_POLICIES, LOSSES
 
 MODES = ("forward", "forward-backward", "train-step")
 PRECISIONS = ("fp32", "bf16")
+# fp32: fp32 master weights, gradients and AdamW state (bf16 compute comes from autocast);
+# bf16: the model created in bf16, so its gradients and AdamW state are bf16 too.
+PARAM_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 COMPILE_MODES = ("eager", "compile")
 
 
@@ -32,18 +35,26 @@ class StepConfig:
     batch: int = 4
     model: ModelConfig | None = None
     approximations: str = ""
+    param_dtype: str = "fp32"
+    loss: str = "eager"
+    checkpoint: str = "none"
 
     def validate(self) -> "StepConfig":
-        check_context(self.model_config(), self.seq_len)
-        if self.batch <= 0:
-            raise UsageError(f"batch must be positive, got {self.batch}")
         for name, value, allowed in (
             ("mode", self.mode, MODES),
             ("precision", self.precision, PRECISIONS),
+            ("param dtype", self.param_dtype, PARAM_DTYPES),
             ("compile", self.compile, COMPILE_MODES),
+            ("loss", self.loss, LOSSES),
+            ("checkpoint policy", self.checkpoint, CHECKPOINT_POLICIES),
         ):
             if value not in allowed:
                 raise UsageError(f"unknown {name} {value!r}; choose from {', '.join(allowed)}")
+        check_context(self.model_config(), self.seq_len)
+        if self.batch <= 0:
+            raise UsageError(f"batch must be positive, got {self.batch}")
+        if self.param_dtype == "bf16" and self.precision != "bf16":
+            raise UsageError("bf16 parameters need --precisions bf16 (the step computes in bf16)")
         return self
 
     def model_config(self) -> ModelConfig:
@@ -100,7 +111,9 @@ class ModelStep:
         generator = torch.Generator().manual_seed(seed)
         model_config = config.model_config()
         with torch.device(device):
-            self.model = TransformerLM(model_config)
+            self.model = TransformerLM(model_config, config.checkpoint, config.loss)
+        for param in self.model.parameters():  # rounds the fp32 initial weights; buffers stay fp32
+            param.data = param.data.to(PARAM_DTYPES[config.param_dtype])
         if config.compile == "compile":
             compile_blocks(self.model)
         self.optimizer = self.build_optimizer()
@@ -115,7 +128,7 @@ class ModelStep:
     def loss(self) -> torch.Tensor:
         with autocast(self.config.precision, self.device):
             with regions.region(regions.FORWARD):
-                return lm_loss(self.model(self.inputs), self.targets)
+                return self.model(self.inputs, self.targets)
 
     def run(self, mode: str) -> None:
         if mode == "forward":

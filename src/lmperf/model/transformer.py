@@ -1,18 +1,53 @@
 """TransformerLM: token embedding, pre-norm blocks (RMSNorm, rotary causal attention with
 grouped-query K/V, SwiGLU or GELU MLP), final norm, LM head (optionally tied to the embedding)
-and cross-entropy loss. Every part of a block runs inside a named region."""
+and cross-entropy loss. Every part of a block runs inside a named region.
+
+Two options change how a step spends memory, never what it computes:
+- `checkpoint`: "none" keeps every block's activations for the backward; "full" keeps only each
+  block's input and recomputes the block in the backward; "selective" also keeps the fused
+  attention kernel's outputs (its output and log-sum-exp: the SDPA ops in SAVED_BY_SELECTIVE), so
+  the backward recomputes the matmuls and elementwise parts but not attention, the costliest
+  part at long context. Both are torch.utils.checkpoint (non-reentrant; selective through
+  torch's selective-checkpoint policy), inside the block so a compiled block compiles them too.
+- `loss`: "eager" forms the (B, T, V) logits and takes F.cross_entropy of them; "fused" computes
+  the same loss chunk by chunk without the logits (lmperf.ops.fused_linear_cross_entropy).
+"""
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+import torch.utils.checkpoint
 
 from lmperf import regions
 from lmperf.attention import attention
 from lmperf.model.config import ModelConfig
+from lmperf.ops import fused_linear_cross_entropy
+
+CHECKPOINT_POLICIES = ("none", "full", "selective")
+LOSSES = ("eager", "fused")
+
+
+def _sdpa_ops() -> list:
+    """SDPA's fused-kernel ops of this torch build (flash, cuDNN, memory-efficient, CPU flash)."""
+    names = ("_scaled_dot_product_flash_attention", "_scaled_dot_product_cudnn_attention",
+             "_scaled_dot_product_efficient_attention", "_scaled_dot_product_flash_attention_for_cpu")
+    return [getattr(torch.ops.aten, name).default for name in names if hasattr(torch.ops.aten, name)]
+
+
+SAVED_BY_SELECTIVE = _sdpa_ops()
+
+
+def _checkpoint_options(policy: str) -> dict:
+    if policy == "selective":
+        from torch.utils.checkpoint import create_selective_checkpoint_contexts
+
+        return {"context_fn": functools.partial(create_selective_checkpoint_contexts, SAVED_BY_SELECTIVE)}
+    return {}
 
 
 class RMSNorm(nn.Module):
@@ -96,14 +131,21 @@ MLPS = {"swiglu": SwiGLU, "gelu": GeluMLP}
 
 
 class Block(nn.Module):
-    def __init__(self, config: ModelConfig):
+    def __init__(self, config: ModelConfig, checkpoint: str = "none"):
         super().__init__()
+        self.checkpoint = checkpoint
         self.attn_norm = RMSNorm(config.d_model, config.norm_eps)
         self.attn = CausalSelfAttention(config)
         self.ffn_norm = RMSNorm(config.d_model, config.norm_eps)
         self.ffn = MLPS[config.mlp](config)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, C)
+        if self.checkpoint == "none":
+            return self._forward(x)
+        return torch.utils.checkpoint.checkpoint(
+            self._forward, x, use_reentrant=False, **_checkpoint_options(self.checkpoint))
+
+    def _forward(self, x: torch.Tensor) -> torch.Tensor:
         with regions.region(regions.ATTN_NORM):
             h = self.attn_norm(x)
         attended = self.attn(h)
@@ -116,11 +158,12 @@ class Block(nn.Module):
 
 
 class TransformerLM(nn.Module):
-    def __init__(self, config: ModelConfig):
+    def __init__(self, config: ModelConfig, checkpoint: str = "none", loss: str = "eager"):
         super().__init__()
         self.config = config.validate()
+        self.loss = loss
         self.embedding = nn.Embedding(config.vocab_size, config.d_model)
-        self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layers))
+        self.blocks = nn.ModuleList(Block(config, checkpoint) for _ in range(config.n_layers))
         self.final_norm = RMSNorm(config.d_model, config.norm_eps)
         self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         self.apply(self._init_weights)
@@ -133,16 +176,24 @@ class TransformerLM(nn.Module):
             fan_in = module.weight.shape[-1]
             nn.init.trunc_normal_(module.weight, std=1 / math.sqrt(fan_in), a=-3 / math.sqrt(fan_in), b=3 / math.sqrt(fan_in))
 
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Logits (B, T, V) for token ids (B, T)."""
+    def forward(self, tokens: torch.Tensor, targets: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits (B, T, V) for token ids (B, T); with `targets` (B, T), the mean loss instead.
+
+        The loss is computed here, not by the caller, so that a sharded model (FSDP2) still has
+        its LM head gathered when the loss needs it.
+        """
         with regions.region(regions.EMBEDDING):
             x = self.embedding(tokens)  # (B, T, C)
         for block in self.blocks:
             x = block(x)
         with regions.region(regions.FINAL_NORM):
             x = self.final_norm(x)
+        if targets is not None and self.loss == "fused":
+            with regions.region(regions.LOSS):  # the LM head's matmuls run inside the loss
+                return fused_linear_cross_entropy(x.flatten(0, 1), self.lm_head.weight, targets.flatten())
         with regions.region(regions.LM_HEAD):
-            return self.lm_head(x)  # (B, T, V)
+            logits = self.lm_head(x)  # (B, T, V)
+        return logits if targets is None else lm_loss(logits, targets)
 
 
 def lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:

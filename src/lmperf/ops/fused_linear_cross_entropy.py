@@ -1,0 +1,103 @@
+"""Cross-entropy of a linear layer's output without ever holding the (N, V) logits.
+
+`fused_linear_cross_entropy(hidden, weight, targets)` equals
+`F.cross_entropy(hidden @ weight.T, targets, ignore_index=-100)`. The tokens are taken in
+chunks: each chunk's logits (chunk, V) are formed by one matmul, reduced to the loss in fp32 and
+turned at once into the chunk's gradient of the logits (softmax - one-hot), which two more
+matmuls carry to dhidden and dweight; then the chunk's logits are dropped. So the forward does
+the backward's work too (the Liger-Kernel approach), and the backward only scales the stored
+gradients by the incoming one. Peak extra memory is a few (chunk, V) fp32 buffers instead of
+(N, V) logits, log-probabilities and their gradient: at N = 32k tokens and V = 152k that is
+~2 GB instead of ~60 GB.
+
+The same code runs on CPU and CUDA: per chunk, cuBLAS matmuls in the inputs' dtype (bf16 on a
+GPU, accumulating in fp32 inside the GEMM) and fp32 softmax arithmetic; dweight is summed over
+chunks in fp32. It is a chunked PyTorch path, not a Triton kernel: the matmuls are ~99% of its
+FLOPs and already run at cuBLAS speed; what a Triton kernel would save is the fp32 softmax
+passes over each chunk.
+"""
+
+from __future__ import annotations
+
+import torch
+
+IGNORE_INDEX = -100
+REDUCTIONS = ("mean", "sum")
+# Elements of one chunk's fp32 logits: 2**28 is 1 GiB per (chunk, V) buffer.
+CHUNK_ELEMENTS = 2**28
+
+
+def default_chunk_size(vocab_size: int) -> int:
+    return max(1, CHUNK_ELEMENTS // vocab_size)
+
+
+def _chunk_loss_and_grad(hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,
+                         scale: float, need_grad: bool, accumulate: torch.dtype) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Summed loss of one chunk and its gradient of the logits times `scale`."""
+    logits = (hidden @ weight.T).to(accumulate)  # (C, V), fp32 (fp64 for fp64 inputs)
+    valid = targets != IGNORE_INDEX
+    safe_targets = torch.where(valid, targets, 0)
+    lse = torch.logsumexp(logits, dim=-1)  # (C,)
+    target_logit = logits.gather(1, safe_targets[:, None]).squeeze(1)
+    loss = ((lse - target_logit) * valid).sum()
+    if not need_grad:
+        return loss, None
+    grad = logits.sub_(lse[:, None]).exp_()  # softmax, in place over the logits
+    grad.scatter_add_(1, safe_targets[:, None], -torch.ones_like(grad[:, :1]))
+    grad.mul_((valid.to(grad.dtype) * scale)[:, None])  # ignored rows contribute nothing
+    return loss, grad.to(hidden.dtype)
+
+
+class FusedLinearCrossEntropy(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, hidden, weight, targets, reduction, chunk_size):
+        n_tokens = hidden.shape[0]
+        n_valid = int((targets != IGNORE_INDEX).sum())
+        scale = 1.0 / max(n_valid, 1) if reduction == "mean" else 1.0
+        need_grad = hidden.requires_grad or weight.requires_grad
+        accumulate = torch.promote_types(weight.dtype, torch.float32)
+        total = torch.zeros((), dtype=accumulate, device=hidden.device)
+        grad_hidden = torch.empty_like(hidden) if need_grad else None
+        grad_weight = torch.zeros(weight.shape, dtype=accumulate, device=weight.device) if need_grad else None
+        for start in range(0, n_tokens, chunk_size):
+            rows = slice(start, start + chunk_size)
+            loss, grad_logits = _chunk_loss_and_grad(hidden[rows], weight, targets[rows], scale, need_grad, accumulate)
+            total += loss
+            if need_grad:
+                torch.matmul(grad_logits, weight, out=grad_hidden[rows])  # (C, d)
+                grad_weight += grad_logits.T @ hidden[rows]  # (V, d), summed over chunks in fp32
+        ctx.save_for_backward(grad_hidden, grad_weight)
+        ctx.weight_dtype = weight.dtype
+        return total * scale
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad_hidden, grad_weight = ctx.saved_tensors
+        grad_hidden = grad_hidden * grad_output.to(grad_hidden.dtype)
+        grad_weight = (grad_weight * grad_output).to(ctx.weight_dtype)
+        return grad_hidden, grad_weight, None, None, None
+
+
+def fused_linear_cross_entropy(hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,
+                               reduction: str = "mean", chunk_size: int | None = None) -> torch.Tensor:
+    """Cross-entropy of `hidden @ weight.T` against `targets` (ignore_index -100), fp32 result.
+
+    hidden (N, d), weight (V, d), targets (N,) int64. Under autocast both inputs are cast to the
+    autocast dtype first (outside the Function, so their gradients flow back through the casts),
+    as autocast would cast them for `hidden @ weight.T`.
+    """
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+    if hidden.dim() != 2 or weight.dim() != 2 or hidden.shape[1] != weight.shape[1]:
+        raise ValueError(f"need hidden (N, d) and weight (V, d), got {tuple(hidden.shape)} and {tuple(weight.shape)}")
+    if targets.shape != hidden.shape[:1]:
+        raise ValueError(f"targets must be ({hidden.shape[0]},), got {tuple(targets.shape)}")
+    device_type = hidden.device.type
+    if torch.is_autocast_enabled(device_type):
+        dtype = torch.get_autocast_dtype(device_type)
+        hidden, weight = hidden.to(dtype), weight.to(dtype)
+    elif hidden.dtype != weight.dtype:
+        hidden = hidden.to(weight.dtype)
+    with torch.autocast(device_type, enabled=False):
+        return FusedLinearCrossEntropy.apply(hidden, weight, targets, reduction,
+                                             chunk_size or default_chunk_size(weight.shape[0]))
