@@ -121,3 +121,30 @@ def test_bad_model_options_are_one_line_and_exit_2(tmp_path, extra):
     out = CliRunner().invoke(app, ["bench", *extra, "--runs", str(tmp_path)])
     assert out.exit_code == 2, out.output
     assert len(out.stderr.strip().splitlines()) == 1
+
+
+TINY_SHAPE = [*TINY[:10], "--kv-heads", "2"]  # the widths alone, grouped-query
+
+
+def test_profile_takes_the_same_model_options(tmp_path):
+    out = CliRunner().invoke(app, ["profile", "--hf-config", str(CONFIGS / "llama-1b-gqa.json"), *TINY_SHAPE, "-t", "16",
+                                   "--modes", "forward", "--warmup", "1", "--steps", "1", "--runs", str(tmp_path)])
+    assert out.exit_code == 0, out.output
+    (row,) = read_rows(next(tmp_path.iterdir()) / "results.jsonl")
+    assert row["status"] == "ok"
+    assert (row["model"]["d_model"], row["model"]["n_heads"], row["model"]["n_kv_heads"]) == (64, 4, 2)
+
+
+def test_bench_dist_takes_the_same_model_options(tmp_path):
+    import subprocess
+
+    result = subprocess.run(
+        [sys.executable, "-m", "lmperf.cli", "bench-dist", "--device", "cpu", "--nproc", "2", "--strategy", "ddp",
+         "--hf-config", str(CONFIGS / "llama-1b-gqa.json"), *TINY_SHAPE, "-t", "16", "--modes", "train-step",
+         "--warmup", "0", "--steps", "1", "--runs", str(tmp_path)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    (row,) = read_rows(next(tmp_path.iterdir()) / "results.jsonl")
+    assert row["status"] == "ok" and row["nproc"] == 2
+    assert (row["model"]["d_model"], row["model"]["n_kv_heads"], row["model"]["vocab_size"]) == (64, 2, 300)

@@ -89,10 +89,7 @@ def bench(
     strategy: Annotated[str, typer.Option(help="With --nproc: ddp or fsdp (FSDP2); more options in lmperf bench-dist.")] = "ddp",
 ) -> None:
     """Time forward, forward-backward and training steps over a grid of configurations."""
-    model = ModelChoice.from_options(
-        hf_config, d_model=d_model, d_ff=d_ff, n_layers=layers, n_heads=heads, n_kv_heads=kv_heads,
-        vocab_size=vocab, max_seq_len=max_seq_len, tie_embeddings=tie_embeddings, mlp=mlp,
-    )
+    model = model_choice(hf_config, d_model, d_ff, layers, heads, kv_heads, vocab, max_seq_len, tie_embeddings, mlp)
     options = SweepOptions(presets, contexts, modes, precisions, compile, attention, batch,
                            warmup, steps, device, peak_tflops, resume, runs_root, model, param_dtype, loss,
                            checkpoint, leaderboard_warmup_ms, leaderboard_rep_ms)
@@ -101,6 +98,15 @@ def bench(
 
         return run_bench_dist(options, nproc, strategy, given=given_sweep_options(context))
     run_bench(options, given_sweep_options(context))
+
+
+def model_choice(hf_config, d_model, d_ff, layers, heads, kv_heads, vocab, max_seq_len, tie_embeddings, mlp) -> ModelChoice:
+    """The model flags (HfConfig .. Mlp above, in that order) as a ModelChoice; shared by every
+    command that takes a model."""
+    return ModelChoice.from_options(
+        hf_config, d_model=d_model, d_ff=d_ff, n_layers=layers, n_heads=heads, n_kv_heads=kv_heads,
+        vocab_size=vocab, max_seq_len=max_seq_len, tie_embeddings=tie_embeddings, mlp=mlp,
+    )
 
 
 MODEL_OPTIONS = ("hf_config", "d_model", "d_ff", "layers", "heads", "kv_heads", "vocab", "max_seq_len",

@@ -118,7 +118,16 @@ def bench_dist(
     param_dtype: bench_commands.ParamDtypes = _DEFAULT.param_dtypes,
     loss: bench_commands.Losses = _DEFAULT.losses,
     checkpoint: bench_commands.Checkpoints = _DEFAULT.checkpoints,
+    hf_config: bench_commands.HfConfig = None,
+    d_model: bench_commands.DModel = None,
+    d_ff: bench_commands.DFf = None,
     layers: bench_commands.Layers = None,
+    heads: bench_commands.Heads = None,
+    kv_heads: bench_commands.KvHeads = None,
+    vocab: bench_commands.Vocab = None,
+    max_seq_len: bench_commands.MaxSeqLen = None,
+    tie_embeddings: bench_commands.TieEmbeddings = None,
+    mlp: bench_commands.Mlp = None,
     leaderboard_warmup_ms: bench_commands.LeaderboardWarmup = _DEFAULT.leaderboard_warmup_ms,
     leaderboard_rep_ms: bench_commands.LeaderboardRep = _DEFAULT.leaderboard_rep_ms,
     nproc: Annotated[Optional[int], typer.Option(help="Processes, one per GPU (default: all GPUs; 2 on a CPU). Inside torchrun: the launch's.")] = None,
@@ -134,11 +143,11 @@ def bench_dist(
 ) -> None:
     """bench's sweep on N processes, one per GPU, with DDP or FSDP2 (rank 0 writes the rows)."""
     from lmperf.distributed.launch import Nodes
-    from lmperf.model.choice import ModelChoice
 
     options = SweepOptions(presets, contexts, modes, precisions, compile, attention, batch,
                            warmup, steps, device, peak_tflops, resume, runs_root,
-                           ModelChoice.from_options(None, n_layers=layers), param_dtype, loss,
+                           bench_commands.model_choice(hf_config, d_model, d_ff, layers, heads, kv_heads, vocab,
+                                                       max_seq_len, tie_embeddings, mlp), param_dtype, loss,
                            checkpoint, leaderboard_warmup_ms, leaderboard_rep_ms)
     run_bench_dist(options, nproc, strategy, bucket_mb, reshard, bucket_view, profile_steps, timeout_s,
                    bench_commands.given_sweep_options(context), Nodes(nnodes, node_rank, rdzv_endpoint))

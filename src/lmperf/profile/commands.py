@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 
 from lmperf.attention import IMPLEMENTATIONS
+from lmperf.bench import commands as bench_commands
 from lmperf.bench.options import SweepOptions
 from lmperf.cli_support import clean_errors, resolve_device, split_list
 from lmperf.errors import UsageError
@@ -35,6 +36,16 @@ def profile(
     under_nsys: bool = typer.Option(False, "--under-nsys", hidden=True, help="Run the steps for an nsys capture."),
     rebuild: Optional[Path] = typer.Option(None, "--rebuild", help="Recompute the tables of this profile run directory from its trace files, and render them again."),
     runs_root: Path = typer.Option(Path("runs"), "--runs", help="Where run directories are created."),
+    hf_config: bench_commands.HfConfig = None,
+    d_model: bench_commands.DModel = None,
+    d_ff: bench_commands.DFf = None,
+    layers: bench_commands.Layers = None,
+    heads: bench_commands.Heads = None,
+    kv_heads: bench_commands.KvHeads = None,
+    vocab: bench_commands.Vocab = None,
+    max_seq_len: bench_commands.MaxSeqLen = None,
+    tie_embeddings: bench_commands.TieEmbeddings = None,
+    mlp: bench_commands.Mlp = None,
 ) -> None:
     """Where the step's time goes: kernels, model regions, FLOPs vs time, matmul share."""
     from lmperf.profile import nsys as nsys_capture
@@ -50,7 +61,10 @@ def profile(
         return
     device = resolve_device(device)
     on_gpu = device.startswith("cuda")
-    configs = SweepOptions(preset, None if context is None else str(context), modes, precision, compile, attention, batch).configs(on_gpu)
+    model = bench_commands.model_choice(hf_config, d_model, d_ff, layers, heads, kv_heads, vocab, max_seq_len,
+                                        tie_embeddings, mlp)
+    configs = SweepOptions(preset, None if context is None else str(context), modes, precision, compile, attention,
+                           batch, model=model).configs(on_gpu)
     config, mode_list = configs[0], [c.mode for c in configs]
     if len({replace(c, mode="") for c in configs}) > 1:
         raise UsageError("profile runs one configuration: give one --preset, --precision, --compile and --attention")
