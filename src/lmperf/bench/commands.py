@@ -6,6 +6,7 @@ which takes exactly bench's options plus the data-parallel ones.
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -20,7 +21,8 @@ from lmperf.bench.options import SweepOptions
 from lmperf.cli_support import clean_errors, given_options, resolve_device
 from lmperf.model.choice import ModelChoice
 
-console = Console(width=None if sys.stdout.isatty() else 200)
+# A terminal (or COLUMNS) sets the width; a file or a pipe gets room for the whole table.
+console = Console(width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 200)
 
 Presets = Annotated[Optional[str], typer.Option("--presets", "-p", help="Comma-separated presets (default: tiny on a CPU, small on a GPU).")]
 Contexts = Annotated[Optional[str], typer.Option("--contexts", "-t", help="Comma-separated context lengths (default: 128 on a CPU, 512 on a GPU).")]
@@ -146,7 +148,10 @@ def run_bench(options: SweepOptions, given: set[str] | None = None) -> None:
         if run_dir.results.exists():
             written = report.write_reports(run_dir.path)
         run_dir.release()  # a caller in the same process may resume it next
-    console.print(tables.rich_table(rows, report.COLUMNS, title="lmperf bench"))
+    shown = tables.fitting_columns(rows, report.COLUMNS, console.width, report.TERMINAL_PRIORITY)
+    console.print(tables.rich_table(rows, shown, title="lmperf bench"))
+    if len(shown) < len(report.COLUMNS):
+        console.print(f"({len(report.COLUMNS) - len(shown)} more columns in results.md and results.csv)")
     console.print("wrote " + ", ".join(str(p) for p in [run_dir.results, *written]))
 
 

@@ -29,6 +29,10 @@ COLUMNS: list[tables.Column] = [
     ("MFU", "mfu", ".1%"),
     ("peak GB", "peak_memory_gb", ".2f"),
 ]
+# What a narrow terminal shows first; the files always hold every column.
+TERMINAL_PRIORITY = ("preset", "mode", "seq_len", "status", "mean_ms", "mfu", "peak_memory_gb", "precision",
+                     "compile", "attention", "std_ms", "tokens_per_s", "tflops", "cold_ms", "median_ms",
+                     "min_ms", "max_ms")
 
 
 def plot_time_per_step(rows: Sequence[dict], path: Path) -> None:

@@ -44,6 +44,28 @@ def csv_text(rows: Sequence[dict], columns: Sequence[Column]) -> str:
     return buffer.getvalue()
 
 
+# What a rich table spends on a column besides its text: a border and one space each side.
+_RICH_COLUMN_OVERHEAD = 3
+
+
+def fitting_columns(rows: Sequence[dict], columns: Sequence[Column], width: int,
+                    priority: Sequence[str]) -> list[Column]:
+    """The columns, in their own order, that fit `width` terminal characters whole (no cell cut
+    short), taken by `priority` (column keys, most wanted first; unnamed columns come last)."""
+    def needed(column: Column) -> int:
+        header, key, fmt = column
+        return max([len(header), *(len(cell(row, key, fmt)) for row in rows)]) + _RICH_COLUMN_OVERHEAD
+
+    rank = {key: index for index, key in enumerate(priority)}
+    by_priority = sorted(columns, key=lambda column: rank.get(column[1], len(rank)))
+    kept, used = set(), 1  # the table's closing border
+    for column in by_priority:
+        if used + needed(column) <= width:
+            kept.add(column[1])
+            used += needed(column)
+    return [column for column in columns if column[1] in kept]
+
+
 def rich_table(rows: Sequence[dict], columns: Sequence[Column], title: str = "") -> Table:
     table = Table(title=title or None)
     for header, _, fmt in columns:
