@@ -11,7 +11,7 @@ PACKAGE = Path(lmperf.__file__).parent
 
 # Higher number = higher layer; a module may import its own layer or lower ones.
 LAYERS = {
-    "errors": 0, "regions": 0, "dtypes": 0, "report": 0, "cli_support": 0,
+    "errors": 0, "regions": 0, "dtypes": 0, "report": 0, "cli_support": 0, "attention_names": 0,
     "attention": 1, "ops": 1,
     "model": 2,
     "analysis": 3,

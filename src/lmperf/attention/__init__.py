@@ -24,6 +24,7 @@ import torch.nn.functional as F
 
 from lmperf import regions
 from lmperf.attention.naive import naive_attention, naive_attention_with_lse
+from lmperf.attention_names import check_implementation
 from lmperf.errors import UsageError
 
 AttentionFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, bool], torch.Tensor]
@@ -64,13 +65,6 @@ def repeat_kv(q: torch.Tensor, kv: torch.Tensor) -> torch.Tensor:
     if heads_q % heads_kv:
         raise UsageError(f"{heads_q} query heads cannot share {heads_kv} K/V heads evenly")
     return kv.repeat_interleave(heads_q // heads_kv, dim=-3)
-
-
-def check_implementation(impl: str) -> str:
-    """`impl` if it names an implementation; otherwise a UsageError listing them."""
-    if impl not in IMPLEMENTATIONS:
-        raise UsageError(f"unknown attention implementation {impl!r}; choose from {', '.join(IMPLEMENTATIONS)}")
-    return impl
 
 
 def attention(

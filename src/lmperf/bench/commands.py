@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 from rich.progress import Progress
 
-from lmperf.attention import IMPLEMENTATIONS
+from lmperf.attention_names import ATTENTION_IMPLEMENTATIONS
 from lmperf.bench.options import SweepOptions
 from lmperf.cli_support import clean_errors, given_options, resolve_device
 from lmperf.model.choice import ModelChoice
@@ -29,7 +29,7 @@ Contexts = Annotated[Optional[str], typer.Option("--contexts", "-t", help="Comma
 Modes = Annotated[str, typer.Option(help="forward, forward-backward, train-step.")]
 Precisions = Annotated[Optional[str], typer.Option(help="fp32, bf16 (bf16 autocast). Default: fp32 on a CPU, fp32,bf16 on a GPU.")]
 Compile = Annotated[str, typer.Option("--compile", help="eager, compile (torch.compile), or both.")]
-Attention = Annotated[str, typer.Option(help=", ".join(IMPLEMENTATIONS) + " (comma-separated for several).")]
+Attention = Annotated[str, typer.Option(help=", ".join(ATTENTION_IMPLEMENTATIONS) + " (comma-separated for several).")]
 Batch = Annotated[int, typer.Option(help="Batch size.")]
 Warmup = Annotated[int, typer.Option(help="Warm-up steps before measuring (0 allowed).")]
 Steps = Annotated[int, typer.Option(help="Measured steps.")]

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-from lmperf.bench.sweep import SweepSettings, grid
 from lmperf.cli_support import split_list
 from lmperf.errors import UsageError
 from lmperf.model.choice import ModelChoice
-from lmperf.model.step import StepConfig
+
+if TYPE_CHECKING:  # torch comes with these; the commands import this module before parsing
+    from lmperf.bench.sweep import SweepSettings
+    from lmperf.model.step import StepConfig
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,8 @@ class SweepOptions:
         presets = split_list(self.presets, "presets") if self.presets is not None else None
         if not (presets or self.model.hf_config):
             presets = [preset]
+        from lmperf.bench.sweep import grid
+
         return grid(
             self.model.bases(presets),
             split_list(str(context) if self.contexts is None else self.contexts, "contexts", int),
@@ -89,5 +93,7 @@ class SweepOptions:
             raise UsageError(f"need --warmup >= 0 and --steps > 0, got {self.warmup} and {self.steps}")
         if self.leaderboard_warmup_ms < 0 or self.leaderboard_rep_ms < 0:
             raise UsageError("--leaderboard-warmup-ms and --leaderboard-rep-ms cannot be negative")
+        from lmperf.bench.sweep import SweepSettings
+
         return SweepSettings(self.warmup, self.steps, device, self.peak_tflops,
                              self.leaderboard_warmup_ms, self.leaderboard_rep_ms)

@@ -10,7 +10,17 @@ from lmperf.model.config import (
     parameter_count,
     preset,
 )
-from lmperf.model.transformer import TransformerLM
+
+
+def __getattr__(name: str):
+    # TransformerLM (and torch with it) is imported on first use: the CLI reads configurations
+    # and presets before it knows whether a command runs a model at all.
+    if name == "TransformerLM":
+        from lmperf.model.transformer import TransformerLM
+
+        return TransformerLM
+    raise AttributeError(f"module 'lmperf.model' has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_BATCH",

@@ -5,11 +5,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
 
 from lmperf.errors import UsageError
 from lmperf.model.config import ModelConfig, preset
 from lmperf.model.hf_config import read_hf_config
-from lmperf.model.step import StepConfig
+
+if TYPE_CHECKING:
+    from lmperf.model.step import StepConfig
 
 SHAPE_FIELDS = tuple(f.name for f in fields(ModelConfig) if f.name != "attention")
 
@@ -47,4 +50,6 @@ class ModelChoice:
                 changes.setdefault("n_kv_heads", changes.get("n_heads", config.n_heads))
             config = config.with_(**changes)
             name += "+custom"  # the row's `model` holds the shape that ran
+        from lmperf.model.step import StepConfig  # torch: only when a sweep is built
+
         return StepConfig(name, 0, "", model=config.validate(), approximations=approximations)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
 
-from lmperf.attention import check_implementation
+from lmperf.attention_names import check_implementation
 from lmperf.errors import UsageError
 
 MLP_KINDS = ("swiglu", "gelu")  # SwiGLU (Llama: w1, w3, w2) or a two-matrix GELU MLP (GPT-2)

@@ -10,14 +10,14 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from lmperf.attention import IMPLEMENTATIONS
+from lmperf.attention_names import ATTENTION_IMPLEMENTATIONS
 from lmperf.bench import commands as bench_commands
 from lmperf.bench.options import SweepOptions
 from lmperf.cli_support import clean_errors, resolve_device, split_list
 from lmperf.errors import UsageError
 
 console = Console(width=None if sys.stdout.isatty() else 200)
-ATTENTION_HELP = ", ".join(IMPLEMENTATIONS) + "."
+ATTENTION_HELP = ", ".join(ATTENTION_IMPLEMENTATIONS) + "."
 
 
 def profile(
