@@ -56,7 +56,7 @@ def attention_command(
     try:
         rows = run_attention_sweep(
             case_list, run_dir, device, rep_ms, torch_max_seq,
-            on_row=lambda row: console.print(f"{row.impl} seq={row.seq} d={row.head_dim} {row.dtype} causal={row.causal}: {row.status} {row.fwd_bwd_ms or ''}"),
+            on_row=lambda row: console.print(f"{row.impl} seq={row.seq} d={row.head_dim} {row.dtype} causal={row.causal}: {row.status} {'' if row.fwd_bwd_ms is None else f'{row.fwd_bwd_ms:.4g} ms fwd+bwd'}"),
         )
     finally:
         if run_dir.results.exists():
