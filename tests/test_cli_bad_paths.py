@@ -32,7 +32,7 @@ RUN_COMMANDS = [
     ["bench-dist", *TINY, "--nproc", "2"],
     ["comm", "--device", "cpu", "--sizes", "1MB"],
     ["profile", "--device", "cpu", "-t", "16", "--modes", "forward", "--steps", "1", "--warmup", "0"],
-    ["pmc", "explain", "--sweep", "--preset", "tiny", "--seq-lens", "16", "--layers", "1", "--widths", "64"],
+    ["pmc", "explain", "--sweep", "--preset", "tiny", "--contexts", "16", "--layers", "1", "--widths", "64"],
 ]
 
 

@@ -14,7 +14,7 @@ SWEEP="python3 -m lmperf.cli attention --runs $RUNS --dtypes bf16 --rep-ms 50"
 
 # Third call: the points the second one ran out of time for (d=128 causal), the compiled target
 # shape with each backward beside cuDNN, cuDNN at 32k, FlexAttention at 16k.
-timeout "${SWEEP_S:-55}" $SWEEP --impls triton-atomic,triton-split,sdpa-cudnn,sdpa-flash --seqs 1024,4096,16384 \
+timeout "${SWEEP_S:-55}" $SWEEP --impls triton-atomic,triton-split,sdpa-cudnn,sdpa-flash --contexts 1024,4096,16384 \
   --head-dims 128 --causal causal > "$OUT/sweep.log" 2>&1
 
 timeout "${TARGET_S:-55}" python3 - > "$OUT/target.log" 2>&1 <<'PY'
@@ -26,9 +26,9 @@ for impl in ("triton-split", "triton-atomic", "sdpa-cudnn"):
         print(f"target {impl}: failed: {str(error).splitlines()[0][:160]}")
 PY
 
-timeout "${LONG_S:-25}" $SWEEP --impls sdpa-cudnn,triton-atomic --seqs 32768 --head-dims 128 \
+timeout "${LONG_S:-25}" $SWEEP --impls sdpa-cudnn,triton-atomic --contexts 32768 --head-dims 128 \
   --causal causal > "$OUT/sweep32k.log" 2>&1
-timeout "${FLEX_S:-30}" $SWEEP --impls flex-compiled --seqs 16384 --head-dims 64,128 --causal causal > "$OUT/flex.log" 2>&1
+timeout "${FLEX_S:-30}" $SWEEP --impls flex-compiled --contexts 16384 --head-dims 64,128 --causal causal > "$OUT/flex.log" 2>&1
 tar -czf "$OUT/runs.tgz" -C "$RUNS" .
 
 # The new paths' tests first (backward modes, GQA, repeatability, model layout, compile), then the rest.

@@ -51,7 +51,7 @@ def test_reports_render_ok_and_oom_rows(tmp_path):
 
 @pytest.mark.parametrize(
     "args",
-    [["--impls", "flash4"], ["--causal", "sometimes"], ["--seqs", "12x"], ["--dtypes", "fp32", "--device", "cpu"]],
+    [["--impls", "flash4"], ["--causal", "sometimes"], ["--contexts", "12x"], ["--dtypes", "fp32", "--device", "cpu"]],
 )
 def test_cli_bad_input_is_one_line_and_exit_2(args):
     result = CliRunner().invoke(app, ["attention", *args])

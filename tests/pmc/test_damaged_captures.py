@@ -93,7 +93,7 @@ def test_explain_flags_a_configuration_far_from_what_ran():
     rows = ex.class_rows(capture, wrong, 2, 256) + ex.role_rows(capture, wrong, 2, 256)
     assert ex.implausible(rows)
     out = CliRunner().invoke(app, ["pmc", "explain", str(FIXTURES / "lmperf_small_l2.csv.gz"), "--preset", "small",
-                                   "--set", "n_layers=2,vocab_size=10000,d_model=96", "--seq-len", "256"])
+                                   "--set", "n_layers=2,vocab_size=10000,d_model=96", "--context", "256"])
     assert out.exit_code == 0 and "beyond what tile padding and 3xTF32 allow" in out.stderr
 
 

@@ -94,14 +94,14 @@ def test_explain_bad_input_is_one_line_and_exit_2(args):
 def test_explain_cli_prints_both_tables(tmp_path):
     out = CliRunner().invoke(app, ["pmc", "explain", str(FIXTURES / "opt_l4_d512.csv.gz"),
                                    "--hf-config", str(_write_config(tmp_path)), "--batch", "4",
-                                   "--seq-len", "128"])
+                                   "--context", "128"])
     assert out.exit_code == 0, out.output
     assert "residual" in out.stdout and "ffn_w2" in out.stdout and "attn_scores" in out.stdout
 
 
 def test_sweep_cli_writes_rows_table_and_png(tmp_path):
     out = CliRunner().invoke(app, ["pmc", "explain", "--sweep", "--preset", "small",
-                                   "--seq-lens", "128,256", "--layers", "2,4", "--widths", "256,512",
+                                   "--contexts", "128,256", "--layers", "2,4", "--widths", "256,512",
                                    "--runs", str(tmp_path)])
     assert out.exit_code == 0, out.output
     run = next(tmp_path.iterdir())

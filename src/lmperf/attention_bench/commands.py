@@ -11,7 +11,7 @@ from rich.console import Console
 from lmperf.cli_support import clean_errors, resolve_device, split_list
 from lmperf.errors import UsageError
 
-ALL_SEQS = ",".join(str(2**n) for n in range(7, 17))  # 128 ... 65536
+ALL_CONTEXTS = ",".join(str(2**n) for n in range(7, 17))  # 128 ... 65536
 
 
 def _causal_flags(text: str) -> list[bool]:
@@ -26,14 +26,14 @@ def attention_command(
         "naive,naive-compiled,sdpa-flash,sdpa-cudnn,sdpa-efficient,flex-compiled,torch-compiled,triton",
         help="Implementations to time (also triton-atomic, triton-ordered, triton-split: its backwards).",
     ),
-    seqs: str = typer.Option(ALL_SEQS, help="Sequence lengths."),
+    contexts: str = typer.Option(ALL_CONTEXTS, "--contexts", "-t", "--seqs", help="Context (sequence) lengths."),
     head_dims: str = typer.Option("16,32,64,128", help="Head dimensions."),
-    dtypes: str = typer.Option("fp32,bf16", help="fp32, fp16, bf16."),
+    dtypes: str = typer.Option("fp32,bf16", help="Element type of q, k, v: fp32, fp16, bf16."),
     causal: str = typer.Option("both", help="causal, non-causal or both."),
     batch: int = typer.Option(0, help="Batch size (0: 16384 tokens / seq)."),
     heads: int = typer.Option(0, help="Heads (0: 2048 / head_dim)."),
     rep_ms: int = typer.Option(100, help="Milliseconds do_bench repeats each measurement for."),
-    torch_max_seq: int = typer.Option(4096, help="Longest seq for torch-compiled (its loops unroll)."),
+    torch_max_seq: int = typer.Option(4096, "--torch-max-context", "--torch-max-seq", help="Longest context for torch-compiled (its loops unroll)."),
     device: str = typer.Option("auto", help="cuda (auto picks it when present)."),
     runs_root: Path = typer.Option(Path("runs"), "--runs", help="Where run directories are created."),
 ) -> None:
@@ -46,7 +46,7 @@ def attention_command(
     console = Console(width=None if sys.stdout.isatty() else 200)
     device = resolve_device(device)
     case_list = cases(
-        split_list(impls, "impls"), split_list(seqs, "seqs", int), split_list(head_dims, "head-dims", int),
+        split_list(impls, "impls"), split_list(contexts, "contexts", int), split_list(head_dims, "head-dims", int),
         split_list(dtypes, "dtypes"), _causal_flags(causal), batch, heads,
     )
     if not device.startswith("cuda"):

@@ -36,7 +36,7 @@ def held_out_names() -> set[str]:
 
 
 def attention_path(truth: dict) -> str:
-    """The attention path that ran: eager, triton, sdpa (PyTorch's pick) or the pinned backend."""
+    """The attention path that ran: naive, triton, sdpa (PyTorch's pick) or the pinned backend."""
     backend = truth.get("sdpa_backend")
     attention = OLD_ATTENTION_NAMES.get(truth.get("attention"), truth.get("attention", "?"))
     return f"sdpa:{backend.removesuffix('_attention')}" if backend else attention

@@ -48,7 +48,7 @@ class Target:
         if (self.preset is None) == (self.hf_config is None):
             raise UsageError("name exactly one target: an lmperf preset or a Hugging Face config")
         for name, value, allowed in (
-            ("mode", self.mode, MODES), ("dtype", self.dtype, DTYPES),
+            ("mode", self.mode, MODES), ("precision", self.dtype, DTYPES),
             ("attention", self.attention, ATTENTIONS),
         ):
             if value not in allowed:
@@ -64,7 +64,7 @@ class Target:
         if self.mode == "generate" and self.hf_config is None:
             raise UsageError("mode generate runs a Hugging Face config (its generate() and KV cache)")
         if self.batch <= 0 or self.seq_len <= 0:
-            raise UsageError(f"batch and seq_len must be positive, got {self.batch}, {self.seq_len}")
+            raise UsageError(f"batch and context must be positive, got {self.batch}, {self.seq_len}")
         if self.hf_config is not None and "model_type" not in self.hf_config:
             raise UsageError("the Hugging Face config has no 'model_type'")
         if self.preset is not None and self.dtype == "fp16":

@@ -24,7 +24,7 @@ def profile(
     preset: Optional[str] = typer.Option(None, "--preset", "-p", help="Model preset (default: tiny on a CPU, small on a GPU)."),
     context: Optional[int] = typer.Option(None, "--context", "-t", help="Context length (default: 128 on a CPU, 512 on a GPU)."),
     modes: str = typer.Option("forward,train-step", help="Comma-separated: forward, forward-backward, train-step."),
-    precision: str = typer.Option("fp32", help="fp32 or bf16 (bf16 autocast)."),
+    precision: str = typer.Option("fp32", "--precision", help="fp32 or bf16 (bf16 autocast)."),
     compile: str = typer.Option("eager", "--compile", help="eager or compile (torch.compile)."),
     attention: str = typer.Option("naive", help=ATTENTION_HELP),
     batch: int = typer.Option(4, help="Batch size."),
@@ -95,7 +95,7 @@ def profile(
 def memory(
     preset: str = typer.Option("small", "--preset", "-p", help="Model preset."),
     contexts: str = typer.Option("128,256,512", "--contexts", "-t", help="Comma-separated context lengths."),
-    precisions: str = typer.Option("fp32,bf16", help="Comma-separated: fp32, bf16."),
+    precisions: str = typer.Option("fp32,bf16", "--precisions", help="Comma-separated: fp32, bf16 (bf16 autocast)."),
     batch: int = typer.Option(4, help="Batch size."),
     attention: str = typer.Option("naive", help=ATTENTION_HELP),
     compile: str = typer.Option("eager", "--compile", help="eager or compile."),
@@ -126,7 +126,7 @@ def memory(
 
 def precision(
     preset: str = typer.Option("tiny", "--preset", "-p", help="Model preset."),
-    autocast: str = typer.Option("bf16", help="Autocast dtype: bf16 or fp16."),
+    autocast: str = typer.Option("bf16", "--precision", "--autocast", help="bf16 or fp16 (the autocast dtype)."),
     device: str = typer.Option("auto", help="auto, cpu or cuda (fp16 autocast wants CUDA)."),
 ) -> None:
     """Each module's parameter, output and gradient dtypes under autocast, and the loss dtype."""
