@@ -1,4 +1,8 @@
-"""Shared test set-up: GPU tests skip cleanly where CUDA is missing."""
+"""Shared test set-up: GPU tests skip cleanly where CUDA is missing; Triton's CPU interpreter."""
+
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -11,3 +15,21 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def run_interpreted():
+    """Runs a pytest file in a subprocess with TRITON_INTERPRET=1 and no GPU; asserts it passed.
+
+    The variable must be set before Triton first compiles a kernel, and it must not leak into the
+    other tests of this session (on a GPU machine they use the compiled kernels). Such files have
+    no test_ prefix, so they are collected only through this.
+    """
+    def run(path):
+        env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
+        result = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(path)],
+            env=env, capture_output=True, text=True, timeout=600,
+        )
+        assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    return run

@@ -98,3 +98,23 @@ def test_bf16_on_gpu_matches_fp32_cross_entropy(n, v, d):
     torch.testing.assert_close(got[0], want[0], rtol=1e-3, atol=1e-3)
     for g, w in zip(got[1:], want[1:]):  # bf16 gradients: ~3 significant digits
         torch.testing.assert_close(g.float(), w, rtol=2e-2, atol=2e-2 * w.abs().max().item())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype, rtol", [(torch.float32, 1e-4), (torch.float16, 2e-2)])
+def test_on_gpu_the_triton_kernel_runs_and_matches_float64(dtype, rtol, monkeypatch):
+    from lmperf.ops import cross_entropy_rows_triton
+
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)  # fp32 round-off, not TF32's
+    calls = []
+    kernel = cross_entropy_rows_triton.cross_entropy_rows_
+    monkeypatch.setattr(cross_entropy_rows_triton, "cross_entropy_rows_",
+                        lambda *args, **kw: calls.append(1) or kernel(*args, **kw))
+    hidden, weight, targets = _problem(3001, 50257, 64, dtype=dtype, device="cuda")
+    got = _loss_and_grads(lambda h, w, t, r: fused_linear_cross_entropy(h, w, t, r, chunk_size=1000),
+                          hidden, weight, targets, "mean")
+    assert len(calls) == 4
+    h64, w64 = (t.detach().double().requires_grad_() for t in (hidden, weight))
+    want = _loss_and_grads(_reference, h64, w64, targets, "mean")
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g.double(), w, rtol=rtol, atol=rtol * w.abs().max().item())

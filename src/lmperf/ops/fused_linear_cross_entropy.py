@@ -10,14 +10,19 @@ gradients by the incoming one. Peak extra memory is a few (chunk, V) fp32 buffer
 (N, V) logits, log-probabilities and their gradient: at N = 32k tokens and V = 152k that is
 ~2 GB instead of ~60 GB.
 
-The same code runs on CPU and CUDA: per chunk, cuBLAS matmuls in the inputs' dtype (bf16 on a
-GPU, accumulating in fp32 inside the GEMM) and fp32 softmax arithmetic; dweight is summed over
-chunks in fp32. It is a chunked PyTorch path, not a Triton kernel: the matmuls are ~99% of its
-FLOPs and already run at cuBLAS speed; what a Triton kernel would save is the fp32 softmax
-passes over each chunk.
+Per chunk, one cuBLAS matmul forms the logits in the inputs' dtype (bf16 on a GPU, accumulating
+in fp32 inside the GEMM). On CUDA a Triton kernel (`cross_entropy_rows_triton`) then reduces each
+row to its loss and overwrites the logits by their gradient in one pass, in fp32 arithmetic; on a
+CPU (and for fp64) the same arithmetic runs as PyTorch ops on an fp32 copy. Two more matmuls carry
+the gradient to dhidden and dweight; dweight accumulates over chunks in fp32 (on CUDA inside the
+GEMM, cuBLAS's bf16 x bf16 -> fp32 addmm, so no (V, d) temporary per chunk).
 """
 
 from __future__ import annotations
+
+import importlib
+import os
+from types import ModuleType
 
 import torch
 
@@ -25,16 +30,30 @@ IGNORE_INDEX = -100
 REDUCTIONS = ("mean", "sum")
 # Elements of one chunk's fp32 logits: 2**28 is 1 GiB per (chunk, V) buffer.
 CHUNK_ELEMENTS = 2**28
+TRITON_STORED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+# Under TRITON_INTERPRET=1 (set before import, as the CPU tests do) CPU tensors take the Triton path.
+TRITON_INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 
 
 def default_chunk_size(vocab_size: int) -> int:
     return max(1, CHUNK_ELEMENTS // vocab_size)
 
 
-def _chunk_loss_and_grad(hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,
-                         scale: float, need_grad: bool, accumulate: torch.dtype) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Summed loss of one chunk and its gradient of the logits times `scale`."""
-    logits = (hidden @ weight.T).to(accumulate)  # (C, V), fp32 (fp64 for fp64 inputs)
+def triton_rows_kernel(logits: torch.Tensor) -> ModuleType | None:
+    """The Triton row kernel's module when it takes these logits, else None (the PyTorch path).
+
+    Imported on first use: Triton comes with CUDA builds of torch, not with CPU ones.
+    """
+    on_triton_device = logits.is_cuda or (TRITON_INTERPRETED and logits.device.type == "cpu")
+    if not on_triton_device or logits.dtype not in TRITON_STORED_DTYPES:
+        return None
+    return importlib.import_module("lmperf.ops.cross_entropy_rows_triton")
+
+
+def _cross_entropy_rows_torch(logits: torch.Tensor, targets: torch.Tensor, scale: float, need_grad: bool,
+                              accumulate: torch.dtype) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The Triton row kernel's arithmetic as PyTorch ops on a copy in `accumulate` (fp32 or fp64)."""
+    logits = logits.to(accumulate)
     valid = targets != IGNORE_INDEX
     safe_targets = torch.where(valid, targets, 0)
     lse = torch.logsumexp(logits, dim=-1)  # (C,)
@@ -45,7 +64,29 @@ def _chunk_loss_and_grad(hidden: torch.Tensor, weight: torch.Tensor, targets: to
     grad = logits.sub_(lse[:, None]).exp_()  # softmax, in place over the logits
     grad.scatter_add_(1, safe_targets[:, None], -torch.ones_like(grad[:, :1]))
     grad.mul_((valid.to(grad.dtype) * scale)[:, None])  # ignored rows contribute nothing
-    return loss, grad.to(hidden.dtype)
+    return loss, grad
+
+
+def _chunk_loss_and_grad(hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,
+                         scale: float, need_grad: bool, accumulate: torch.dtype) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Summed loss of one chunk and its gradient of the logits times `scale` (in hidden's dtype)."""
+    logits = hidden @ weight.T  # (C, V)
+    rows_kernel = triton_rows_kernel(logits) if accumulate == torch.float32 else None
+    if rows_kernel is not None:  # the gradient overwrites the logits
+        losses = rows_kernel.cross_entropy_rows_(logits, targets, scale, IGNORE_INDEX, need_grad)
+        return losses.sum(), logits if need_grad else None
+    loss, grad = _cross_entropy_rows_torch(logits, targets, scale, need_grad, accumulate)
+    return loss, None if grad is None else grad.to(hidden.dtype)
+
+
+def _add_weight_grad(grad_weight: torch.Tensor, grad_logits: torch.Tensor, hidden: torch.Tensor) -> None:
+    """grad_weight (V, d, fp32) += grad_logits.T @ hidden, summed in grad_weight's precision."""
+    if grad_logits.dtype == grad_weight.dtype:
+        grad_weight.addmm_(grad_logits.T, hidden)
+    elif grad_weight.is_cuda:  # bf16/fp16 operands, fp32 accumulator read and written by the GEMM
+        torch.addmm(grad_weight, grad_logits.T, hidden, out_dtype=grad_weight.dtype, out=grad_weight)
+    else:
+        grad_weight += (grad_logits.T @ hidden).to(grad_weight.dtype)
 
 
 class FusedLinearCrossEntropy(torch.autograd.Function):
@@ -65,7 +106,7 @@ class FusedLinearCrossEntropy(torch.autograd.Function):
             total += loss
             if need_grad:
                 torch.matmul(grad_logits, weight, out=grad_hidden[rows])  # (C, d)
-                grad_weight += grad_logits.T @ hidden[rows]  # (V, d), summed over chunks in fp32
+                _add_weight_grad(grad_weight, grad_logits, hidden[rows])  # (V, d), summed over chunks
         ctx.save_for_backward(grad_hidden, grad_weight)
         ctx.weight_dtype = weight.dtype
         return total * scale
