@@ -47,14 +47,14 @@ def test_peaks_combine_the_parts():
         memory_model(preset("tiny"), 2, 8, "fp8")
 
 
-def _saved_bytes(config, precision: str, device: str) -> int:
-    """Bytes of the distinct storages autograd saves in a real forward of batch 2, context 8
-    (parameters, buffers and index tensors left out; under bf16 autocast the weights' bf16
+def _saved_bytes(config, precision: str, device: str, seq_len: int = 8) -> int:
+    """Bytes of the distinct storages autograd saves in a real forward of batch 2, context
+    `seq_len` (parameters, buffers and index tensors left out; under bf16 autocast the weights' bf16
     casts are left out too: the model counts them as autocast_weight_copies)."""
     torch.manual_seed(0)
     with torch.device(device):
         model = TransformerLM(config)
-    data = torch.randint(0, config.vocab_size, (2, 9), device=device)
+    data = torch.randint(0, config.vocab_size, (2, seq_len + 1), device=device)
     own = {t.untyped_storage().data_ptr() for t in [*model.parameters(), *model.buffers()]}
     # A matmul saves its weight's bf16 cast transposed ((d, 3d) for the (3d, d) qkv weight).
     weight_shapes = {shape for p in model.parameters() if p.dim() == 2 for shape in (tuple(p.shape), tuple(p.shape)[::-1])}
@@ -88,3 +88,30 @@ def test_activations_equal_what_autograd_saves(precision, device):
     4-byte fp32 scalar: an independent check of every term."""
     analytic = memory_model(preset("tiny"), 2, 8, precision)
     assert _saved_bytes(preset("tiny"), precision, device) - (analytic.activations + analytic.head_activations) == 4
+
+
+@pytest.mark.parametrize("attention, seq_len", [("naive", 8), ("sdpa", 8), ("torch", 128)])  # torch: whole tiles
+@pytest.mark.parametrize("overrides", [
+    dict(n_kv_heads=2), dict(n_kv_heads=1, tie_embeddings=True), dict(n_kv_heads=2, mlp="gelu", vocab_size=300),
+])
+def test_other_shapes_save_what_the_model_says(attention, seq_len, overrides):
+    """Grouped-query K/V, tied embeddings and a GELU MLP, against autograd's saved tensors (fp32):
+    fused attention saves K and V at n_kv_heads, naive attention their repeated copies."""
+    config = preset("tiny", attention=attention, **overrides)
+    analytic = memory_model(config, 2, seq_len, "fp32")
+    assert _saved_bytes(config, "fp32", "cpu", seq_len) - (analytic.activations + analytic.head_activations) == 4
+
+
+def test_grouped_query_and_tied_embeddings_by_hand():
+    """tiny with 1 K/V head (kv width 16), tied, sdpa, batch 2, context 8 (N = 16 tokens)."""
+    config = preset("tiny", attention="sdpa", n_kv_heads=1, tie_embeddings=True)
+    params = 512 * 64 + 2 * (2 * 64 * 64 + 2 * 64 * 16 + 3 * 64 * 256 + 2 * 64) + 64  # no separate LM head
+    model = memory_model(config, 2, 8, "bf16")
+    assert model.parameters == model.gradients == 4 * params and model.optimizer_state == 8 * params
+    # the tied matrix is cast once for the LM head's matmul; the embedding gathers from fp32
+    assert model.autocast_weight_copies == 2 * (params - 512 * 64 - 5 * 64 + 64 * 512)
+    # fused attention, bf16: q 64, k 16, the QKV output 96, merged heads 64, kernel output 64 (per
+    # token, 2 bytes), log-sum-exp 2·4·8 fp32
+    attention = (64 + 16 + 96 + 64 + 64) * 16 * 2 + 2 * 4 * 8 * 4
+    others = 4 * 16 * 64 * 4 + 2 * 16 * 4 + 3 * 16 * 64 * 2 + 4 * 16 * 256 * 2  # as in the bf16 count above
+    assert model.activations_per_layer == attention + others

@@ -15,13 +15,18 @@ Counting rules (bytes; N = batch·context tokens, S = batch·heads·context² at
     the matmuls after them save: in fp32 the norm output x·gain itself (2·N·d·4); under bf16 its
     bf16 casts instead (the QKV projection casts once, w1 and w3 cast separately: 3·N·d·2),
     and the fp32 norm output is freed;
-  - rotated q and k: 2·N·d·a; v, which the weighted sum copies to a contiguous tensor because it
-    is a permuted view of the QKV output: N·d·a; the head-merged output saved by out_proj: N·d·a.
-    The QKV output itself is not kept: rope multiplies by constants, which saves only them.
-    Grouped-query K/V are repeated to every query head before naive attention (the copies are
-    what its matmuls save), so these terms are the same for any n_kv_heads;
+  - naive attention: rotated q and k: 2·N·d·a; v, which the weighted sum copies to a contiguous
+    tensor because it is a permuted view of the QKV output: N·d·a; the head-merged output saved
+    by out_proj: N·d·a. The QKV output itself is not kept: rope multiplies by constants, which
+    saves only them. Grouped-query K/V are repeated to every query head before naive attention
+    (the copies are what its matmuls save), so these terms are the same for any n_kv_heads;
   - attention probabilities: fp32 in fp32 (S·4); under bf16 softmax runs in fp32 (autocast's
     fp32 list) and the weighted sum saves a bf16 copy too (S·6); the causal mask, context² bytes;
+  - fused attention (every implementation but naive) takes K and V with their own n_kv_heads and
+    saves its inputs as given: rotated q (N·d·a) and k (N·kv·a, kv = n_kv_heads·head_dim), and
+    v, a view of the QKV output, which keeps that whole output alive (N·(d + 2·kv)·a); then its
+    output (N·d·a) and fp32 log-sum-exp (batch·heads·context·4), and the head-merged output
+    saved by out_proj (N·d·a);
   - SwiGLU: w1 and w3 outputs, silu output and the gated product: 4·N·d_ff·a; a GELU MLP: the
     up-projection's output and GELU's: 2·N·d_ff·a.
 - Head: the last residual and the final norm's normalised x (fp32, 2·N·d·4), its output (fp32,
@@ -33,8 +38,6 @@ Counting rules (bytes; N = batch·context tokens, S = batch·heads·context² at
 Step options (lmperf.model.step.StepConfig) change these counts:
 - bf16 parameters (`param_dtype="bf16"`): parameters, gradients and both AdamW moments take 2
   bytes each, autocast makes no weight copies, and the residual stream is bf16.
-- Fused attention kernels (any implementation but naive) keep no probabilities or mask: they
-  save their output (N·d·a) and log-sum-exp (batch·heads·context·4) instead.
 - Checkpointing keeps per layer only the block input (full), or the block input and the fused
   attention kernel's output and log-sum-exp (selective); the backward recomputes one block at a
   time, so one layer's full activations come on top.
@@ -122,13 +125,13 @@ def activations_per_layer(config: ModelConfig, batch: int, seq_len: int, precisi
     residual = BF16 if param_dtype == "bf16" else FP32
     fp32_vectors = 2 * tokens * d * (residual + FP32) + 2 * tokens * FP32  # residuals, norms, rsqrt
     norm_outputs = 3 * tokens * d * BF16 if bf16 else 2 * tokens * d * FP32
-    attention_vectors = (2 + 1 + 1) * tokens * d * a  # rotated q and k, v copy, merged heads
-    if config.attention == "naive":
-        attention = square * (FP32 + BF16 if bf16 else FP32) + seq_len * seq_len  # probabilities, mask
-    else:
-        attention = _attention_kernel_saves(config, batch, seq_len, a)
+    if config.attention == "naive":  # q, k (or its repeated copy), v copy, merged heads; probabilities, mask
+        attention = 4 * tokens * d * a + square * (FP32 + BF16 if bf16 else FP32) + seq_len * seq_len
+    else:  # q, k, the QKV output (v's base), merged heads; the kernel's output and log-sum-exp
+        kv = config.kv_width
+        attention = (d + kv + (d + 2 * kv) + d) * tokens * a + _attention_kernel_saves(config, batch, seq_len, a)
     ffn = (4 if config.mlp == "swiglu" else 2) * tokens * f * a
-    return fp32_vectors + norm_outputs + attention_vectors + attention + ffn
+    return fp32_vectors + norm_outputs + attention + ffn
 
 
 def _saved_per_layer(config: ModelConfig, batch: int, seq_len: int, precision: str, param_dtype: str,

@@ -93,7 +93,7 @@ def profile(
 
 
 def memory(
-    preset: str = typer.Option("small", "--preset", "-p", help="Model preset."),
+    preset: Optional[str] = typer.Option(None, "--preset", "-p", help="Model preset (default: small, unless --hf-config)."),
     contexts: str = typer.Option("128,256,512", "--contexts", "-t", help="Comma-separated context lengths."),
     precisions: str = typer.Option("fp32,bf16", "--precisions", help="Comma-separated: fp32, bf16 (bf16 autocast)."),
     batch: int = typer.Option(4, help="Batch size."),
@@ -102,6 +102,16 @@ def memory(
     snapshot_context: Optional[int] = typer.Option(None, help="Context of the snapshots (default: the longest; first precision)."),
     render: Optional[Path] = typer.Option(None, "--render", help="Render memory.md of this memory run directory again (no GPU needed)."),
     runs_root: Path = typer.Option(Path("runs"), "--runs", help="Where run directories are created."),
+    hf_config: bench_commands.HfConfig = None,
+    d_model: bench_commands.DModel = None,
+    d_ff: bench_commands.DFf = None,
+    layers: bench_commands.Layers = None,
+    heads: bench_commands.Heads = None,
+    kv_heads: bench_commands.KvHeads = None,
+    vocab: bench_commands.Vocab = None,
+    max_seq_len: bench_commands.MaxSeqLen = None,
+    tie_embeddings: bench_commands.TieEmbeddings = None,
+    mlp: bench_commands.Mlp = None,
 ) -> None:
     """Where the memory goes (CUDA): peaks vs the analytic model, snapshots, largest allocations."""
     from lmperf.profile.memory import MemorySettings, require_cuda, run_memory
@@ -112,12 +122,14 @@ def memory(
     if render is not None:
         console.print("wrote " + ", ".join(str(p) for p in write_memory_report(RunDir.resume(render, "memory").path)))
         return
-    require_cuda()
+    model = bench_commands.model_choice(hf_config, d_model, d_ff, layers, heads, kv_heads, vocab, max_seq_len,
+                                        tie_embeddings, mlp)
     settings = MemorySettings(preset, tuple(split_list(contexts, "contexts", int)), tuple(split_list(precisions, "precisions")),
-                              batch, attention, compile, snapshot_context)
-    settings.configs()  # validate before creating the run directory
+                              batch, attention, compile, snapshot_context, model)
+    name = settings.configs()[0].preset  # validates before the CUDA check and the run directory
+    require_cuda()
     run_dir = RunDir.create("memory", runs_root)
-    console.print(f"[bold]lmperf memory[/]: {preset}, rows -> {run_dir.results}")
+    console.print(f"[bold]lmperf memory[/]: {name}, rows -> {run_dir.results}")
     rows = run_memory(settings, run_dir)
     written = write_memory_report(run_dir.path)
     console.print(tables.rich_table([r for r in rows if r["kind"] == "peak"], PEAK_COLUMNS, title="peak memory"))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import gc
 import pickle
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -22,6 +22,7 @@ import torch
 
 from lmperf import regions
 from lmperf.analysis.memory import memory_model
+from lmperf.model.choice import ModelChoice
 from lmperf.model.step import ModelStep, StepConfig
 from lmperf.errors import UsageError
 from lmperf.profile import snapshot as snap
@@ -40,17 +41,24 @@ def require_cuda() -> None:
 
 @dataclass(frozen=True)
 class MemorySettings:
-    preset: str = "small"
+    """What `lmperf memory` measures: one model (a preset, or `model`'s Hugging Face config,
+    with `model`'s explicit fields laid over either) at every context × precision."""
+
+    preset: str | None = None  # default: small, unless `model` names a Hugging Face config
     contexts: tuple[int, ...] = (128, 256, 512)
     precisions: tuple[str, ...] = ("fp32", "bf16")
     batch: int = 4
     attention: str = "naive"
     compile: str = "eager"
     snapshot_context: int | None = None  # default: the longest context, first precision
+    model: ModelChoice = field(default_factory=ModelChoice)
 
     def configs(self) -> list[StepConfig]:
+        presets = [self.preset] if self.preset else [] if self.model.hf_config else ["small"]
+        (base,) = self.model.bases(presets)
         return [
-            StepConfig(self.preset, ctx, "forward", precision, self.compile, self.attention, self.batch).validate()
+            replace(base, seq_len=ctx, mode="forward", precision=precision, compile=self.compile,
+                    attention=self.attention, batch=self.batch).validate()
             for ctx in self.contexts for precision in self.precisions
         ]
 
@@ -95,9 +103,9 @@ def measure(step: ModelStep) -> dict[str, int]:
     return measured
 
 
-def peak_rows(config: StepConfig, measured: dict[str, int]) -> list[dict]:
+def peak_rows(config: StepConfig, measured: dict[str, int], env: dict[str, str]) -> list[dict]:
     """One row per mode (forward, train-step): measured peak beside the analytic one; a mode
-    with no measured peak ran out of memory."""
+    with no measured peak ran out of memory. `env`: where it was measured (environment())."""
     model = memory_model(config.model_config(), config.batch, config.seq_len, config.precision)
     rows = []
     for mode in ("forward", "train-step"):
@@ -105,7 +113,7 @@ def peak_rows(config: StepConfig, measured: dict[str, int]) -> list[dict]:
         row = {**config.to_dict(), "mode": mode, "kind": "peak", "status": "ok" if peak else "oom",
                "error": "" if peak else "CUDA out of memory", "analytic": model.to_dict(),
                "analytic_peak_gb": model.peak(mode) / GB, "measured": {k: v / GB for k, v in measured.items()},
-               "env": environment("cuda")}
+               "env": env}
         if peak:
             row.update(measured_peak_gb=peak / GB, difference_gb=peak / GB - model.peak(mode) / GB)
         rows.append(row)
@@ -188,8 +196,8 @@ def _measure_config(config: StepConfig, settings: MemorySettings, run_dir: RunDi
     except torch.OutOfMemoryError as error:
         step = None
         _release()
-        return [failure_row(row, error) for row in peak_rows(config, {})]
-    rows = peak_rows(config, measured)
+        return [failure_row(row, error) for row in peak_rows(config, {}, environment("cuda"))]
+    rows = peak_rows(config, measured, environment("cuda"))
     wanted = settings.snapshot_context or max(settings.contexts)
     if config.seq_len == wanted and config.precision == settings.precisions[0]:
         try:

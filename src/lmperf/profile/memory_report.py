@@ -13,7 +13,7 @@ from lmperf.report.rundir import RunDir
 GB = 1e9
 PEAK_COLUMNS: list[tables.Column] = [
     ("preset", "preset", ""), ("ctx", "seq_len", "d"), ("batch", "batch", "d"), ("prec", "precision", ""),
-    ("mode", "mode", ""), ("status", "status", ""), ("measured peak GB", "measured_peak_gb", ".2f"),
+    ("attn", "attention", ""), ("mode", "mode", ""), ("status", "status", ""), ("measured peak GB", "measured_peak_gb", ".2f"),
     ("analytic peak GB", "analytic_peak_gb", ".2f"), ("measured − analytic GB", "difference_gb", "+.2f"),
 ]
 COMPONENT_COLUMNS: list[tables.Column] = [
@@ -65,6 +65,20 @@ def _snapshot_section(row: dict) -> str:
     )
 
 
+def model_line(row: dict) -> str:
+    """The model a row measured, shape in full (rows from before the shape was recorded get
+    their preset's), and what lmperf's block approximates of it."""
+    shape = StepConfig.from_dict(row).model_config()
+    kv = "" if shape.n_kv_heads == shape.n_heads else f" ({shape.n_kv_heads} K/V heads)"
+    line = (
+        f"Model {row['preset']}: d_model {shape.d_model}, d_ff {shape.d_ff} ({shape.mlp}), {shape.n_layers} layers, "
+        f"{shape.n_heads} heads{kv}, vocabulary {shape.vocab_size:,}, max context {shape.max_seq_len:,}, "
+        f"{'tied' if shape.tie_embeddings else 'untied'} embeddings"
+    )
+    approximations = row.get("approximations")
+    return line + (f"; approximated: {approximations}.\n" if approximations else ".\n")
+
+
 def with_current_model(row: dict) -> dict:
     """The peak row with its analytic figures from the current memory model (the rows keep what
     the model said when they were measured; a corrected model re-renders old measurements)."""
@@ -81,7 +95,8 @@ def write_memory_report(run_path: Path) -> list[Path]:
     peaks = [with_current_model(row) for row in rows if row["kind"] == "peak"]
     forward_rows = [row for row in peaks if row["mode"] == "forward" and row.get("measured")]
     text = (
-        measured_on(rows) + "Peak memory (torch.cuda.max_memory_allocated):\n\n" + tables.markdown(peaks, PEAK_COLUMNS)
+        measured_on(rows) + "".join(dict.fromkeys(model_line(row) for row in peaks)) + "\n"
+        + "Peak memory (torch.cuda.max_memory_allocated):\n\n" + tables.markdown(peaks, PEAK_COLUMNS)
         + "\n" + EXPLANATION + "\nParts, measured and analytic:\n\n"
         + tables.markdown([part for row in forward_rows for part in component_rows(row)], COMPONENT_COLUMNS)
         + "".join(_snapshot_section(row) for row in rows if row["kind"] == "snapshot")
