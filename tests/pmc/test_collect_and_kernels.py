@@ -7,8 +7,7 @@ from lmperf.cli import app
 from lmperf.errors import UsageError
 from lmperf.pmc import ncu
 from lmperf.pmc.collect import kernel_rows, sibling
-from lmperf.analysis.kernels import ATTENTION, LOSS, MATMUL, NORM, OPTIMIZER, SOFTMAX, kernel_category
-from lmperf.pmc.kernels import short_name
+from lmperf.analysis.kernels import ATTENTION, LOSS, MATMUL, NORM, OPTIMIZER, SOFTMAX, kernel_category, short_name
 from lmperf.pmc.parse import read_capture
 from lmperf.pmc.targets import Target
 
@@ -66,8 +65,12 @@ def test_kernel_classes(name, cls):
     assert kernel_category(name) == cls
 
 
-def test_short_name_drops_templates_and_arguments():
-    assert short_name("void at::foo<int, bar<1>>::baz<2>(int, float)") == "at::foo::baz"
+@pytest.mark.parametrize("spelling", [
+    "void at::native::<unnamed>::vectorized_layer_norm_kernel<float, float>(int, float, const T1 *, T2 *)",  # ncu
+    "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float>(int, float, float const*, float*)",
+])
+def test_ncu_and_torch_profiler_spellings_get_the_profile_tables_short_name(spelling):
+    assert short_name(spelling) == "vectorized_layer_norm_kernel[fp32]"
 
 
 def test_tidy_table_has_classes_and_the_requested_counters_only():

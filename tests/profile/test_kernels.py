@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from lmperf import regions
-from lmperf.analysis.kernels import CATEGORIES, kernel_category
-from lmperf.profile.kernels import MAX_SHORT, category, short_name
+from lmperf.analysis.kernels import CATEGORIES, MAX_SHORT, kernel_category, short_name
+from lmperf.profile.kernels import category
 
 NAMES = (Path(__file__).parent / "fixtures" / "cuda_kernel_names.txt").read_text().splitlines()
 

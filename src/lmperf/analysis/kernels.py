@@ -1,5 +1,6 @@
-"""Which kind of work a GPU kernel does, from its name: the one classifier that the profile
-(time by category, matmul share) and pmc (which kernel is which layer's GEMM) both read.
+"""What a GPU kernel's name says: which kind of work it does, and a short name a reader can
+scan. The one classifier and the one shortener that the profile (time by category, matmul share,
+kernel tables) and pmc (which kernel is which layer's GEMM, the tidy kernel table) both read.
 
 Names differ between cuBLAS (`sm90_xmma_gemm_*`, `ampere_sgemm_*`), nvjet (`nvjet_tst_*`), cutlass
 (`cutlass::Kernel...`), cuDNN (`cudnn_generated_fort_native_sdpa_*`), FlashAttention
@@ -47,3 +48,71 @@ _RULES: tuple[tuple[str, re.Pattern], ...] = tuple(
 def kernel_category(name: str) -> str:
     """One of CATEGORIES for a kernel's (demangled or mangled) name, or an ATen op's name."""
     return next((category for category, pattern in _RULES if pattern.search(name)), OTHER)
+
+
+# CUDA kernel names are full C++ signatures, often several hundred characters of nested
+# templates. A short name keeps what a reader needs: the kernel's own name, the functor or op it
+# runs (mul, mean, silu, FusedAdam) and the element type; an ATen op (a CPU profile's "kernel")
+# loses its namespace.
+_DTYPES = [("c10::BFloat16", "bf16"), ("bfloat16", "bf16"), ("c10::Half", "fp16"), ("half", "fp16"),
+           ("double", "fp64"), ("float", "fp32"), ("long", "int64")]
+# What a templated kernel runs, most telling first: a named *_kernel_cuda lambda (silu_kernel),
+# a functor (MulFunctor, CUDAFunctor_add), a reduction (MeanOps, sum_functor).
+_DETAIL_PATTERNS = [
+    re.compile(r"(?:^|::)(\w+?)_kernel(?:_cuda|_impl)?(?:<[^<>]*>)?\(at::TensorIterator"),
+    re.compile(r"(?:^|[:<\s])(?:CUDAFunctor(?:OnSelf|OnOther)?_(\w+))"),
+    re.compile(r"(\w+?)(?:Math)?Functor\b"),
+    re.compile(r"(\w+?)Ops<"),
+    re.compile(r"(\w+?)_functor\b"),
+    re.compile(r"(cutlass_\w+)"),
+    re.compile(r"(LogSoftMax)ForwardEpilogue"),
+    re.compile(r"std::(plus|minus|multiplies|divides)<"),
+]
+# Wrappers around the functor that says what is computed (AUnaryFunctor<..., MulFunctor>).
+_GENERIC_DETAILS = {"Binary", "Unary", "AUnary", "BUnary", "BinaryOpScalar", "gpu_kernel_impl", "", None}
+MAX_SHORT = 72
+
+
+def _split_signature(name: str) -> tuple[str, str]:
+    """('kernel base name', 'its template arguments') of a C++ kernel signature."""
+    # torch.profiler writes anonymous namespaces as "(anonymous namespace)", ncu as "<unnamed>".
+    name = name.removeprefix("void ").replace("(anonymous namespace)::", "").replace("<unnamed>::", "").strip()
+    template, arguments = name.find("<"), name.find("(")
+    if template >= 0 and (arguments < 0 or template < arguments):
+        # Up to the '>' that closes the template: the argument list after it names only C types
+        # (`float const*` would pass for the kernel's dtype).
+        depth, end = 0, len(name)
+        for i in range(template, len(name)):
+            depth += {"<": 1, ">": -1}.get(name[i], 0)
+            if depth == 0:
+                end = i
+                break
+        return name[:template].split("::")[-1], name[template + 1:end]
+    return (name[:arguments] if arguments >= 0 else name).split("::")[-1], ""
+
+
+def _detail(template: str) -> str:
+    for pattern in _DETAIL_PATTERNS:
+        for match in pattern.finditer(template):
+            found = next((group for group in match.groups() if group), None)
+            if found not in _GENERIC_DETAILS:
+                return found.removeprefix("_").lower() if not found.startswith("cutlass") else found
+    return ""
+
+
+def _dtype(template: str) -> str:
+    positions = [(template.find(token), short) for token, short in _DTYPES if token in template]
+    return min(positions)[1] if positions else ""
+
+
+def short_name(name: str) -> str:
+    """A readable name, at most MAX_SHORT characters: `vectorized_elementwise_kernel[add, fp32]`,
+    `mm`, `nvjet_tst_...`; torch.profiler's and ncu's spellings of a name give the same one."""
+    if name.startswith("aten::"):
+        return name.removeprefix("aten::")
+    if name.startswith(("Memcpy", "Memset")):
+        return name
+    base, template = _split_signature(name)
+    tags = [tag for tag in (_detail(template), _dtype(template)) if tag]
+    short = f"{base}[{', '.join(tags)}]" if tags else base
+    return short if len(short) <= MAX_SHORT else short[: MAX_SHORT - 1] + "…"

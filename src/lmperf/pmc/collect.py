@@ -12,9 +12,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from lmperf.analysis.kernels import kernel_category
+from lmperf.analysis.kernels import kernel_category, short_name
 from lmperf.pmc import ncu
-from lmperf.pmc.kernels import short_name
 from lmperf.pmc.parse import Capture, read_capture
 from lmperf.pmc.targets import RANGE, Target
 from lmperf.report import tables

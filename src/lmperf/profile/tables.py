@@ -14,8 +14,8 @@ from collections import defaultdict
 from typing import Sequence
 
 from lmperf import regions
-from lmperf.analysis.kernels import CATEGORIES, MATMUL, MATMUL_AUX
-from lmperf.profile.kernels import category, short_name
+from lmperf.analysis.kernels import CATEGORIES, MATMUL, MATMUL_AUX, short_name
+from lmperf.profile.kernels import category
 from lmperf.profile.trace import PHASES, KernelCall
 from lmperf.report.tables import Column
 
