@@ -7,7 +7,8 @@ from typer.testing import CliRunner
 
 from lmperf.analysis.flops import attention_kernel_flops
 from lmperf.attention_bench import report
-from lmperf.attention_bench.benchmark import AttentionRow, cases
+from lmperf.attention_bench.benchmark import AttentionRow, attention_function, cases
+from lmperf.attention_names import BENCHMARK_DEFAULT, BENCHMARK_IMPLEMENTATIONS, SDPA_BACKENDS, TRITON_BACKWARDS
 from lmperf.cli import app
 from lmperf.errors import UsageError
 
@@ -24,6 +25,21 @@ def test_default_shapes_keep_16k_tokens_and_width_2048():
 def test_unknown_names_are_usage_errors(impls, dtypes):
     with pytest.raises(UsageError):
         cases(impls, [128], [64], dtypes, [False])
+
+
+def test_the_benchmark_times_every_implementation_in_each_form_the_registry_names():
+    from torch.nn.attention import SDPBackend
+
+    from lmperf.attention.flash_triton import BACKWARDS
+
+    assert set(TRITON_BACKWARDS) == set(BACKWARDS)
+    assert {f"{b.upper()}_ATTENTION" for b in SDPA_BACKENDS} <= set(SDPBackend.__members__)
+    assert set(BENCHMARK_IMPLEMENTATIONS) == {
+        "naive", "naive-compiled", "sdpa-flash", "sdpa-cudnn", "sdpa-efficient", "flex-compiled",
+        "torch-compiled", "triton", "triton-atomic", "triton-ordered", "triton-split"}
+    assert set(BENCHMARK_DEFAULT) == set(BENCHMARK_IMPLEMENTATIONS) - {"triton-atomic", "triton-ordered", "triton-split"}
+    for impl in BENCHMARK_IMPLEMENTATIONS:  # each name dispatches (compiling waits for a call)
+        assert callable(attention_function(impl))
 
 
 def test_flop_count_follows_flashattention_convention():

@@ -19,16 +19,13 @@ import torch.nn.functional as F
 
 from lmperf.analysis.flops import attention_kernel_flops
 from lmperf.attention.naive import naive_attention
+from lmperf.attention_names import check_benchmark_implementation
 from lmperf.dtypes import torch_dtype
 from lmperf.errors import UsageError
 from lmperf.report.environment import environment
 from lmperf.report.rows import ResultRow, failure_row
 from lmperf.report.rundir import RunDir
 
-IMPLS = (
-    "naive", "naive-compiled", "sdpa-flash", "sdpa-cudnn", "sdpa-efficient", "flex-compiled",
-    "torch-compiled", "triton", "triton-atomic", "triton-ordered", "triton-split",
-)
 TOKENS_PER_BATCH = 16384  # FlashAttention's benchmark shapes: batch = 16k / seq
 MODEL_WIDTH = 2048  # ... and heads = 2048 / head_dim
 AttentionFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, bool], torch.Tensor]
@@ -91,23 +88,17 @@ def _flex_compiled() -> AttentionFn:
     return run
 
 
-def _check_impl(impl: str) -> None:
-    if impl not in IMPLS:
-        raise UsageError(f"unknown attention benchmark implementation {impl!r}; choose from {', '.join(IMPLS)}")
-
-
 def attention_function(impl: str) -> AttentionFn:
     """The callable a case times; compiled ones are compiled afresh (dynamo is reset)."""
-    _check_impl(impl)
+    check_benchmark_implementation(impl)
     if impl.endswith("-compiled"):
         torch._dynamo.reset()  # one compilation per shape without hitting the recompile limit
     if impl == "naive":
         return naive_attention
     if impl == "naive-compiled":
         return torch.compile(naive_attention, dynamic=False)
-    if impl.startswith("sdpa-"):
-        names = {"flash": "FLASH_ATTENTION", "cudnn": "CUDNN_ATTENTION", "efficient": "EFFICIENT_ATTENTION"}
-        return _sdpa(names[impl.removeprefix("sdpa-")])
+    if impl.startswith("sdpa-"):  # sdpa-flash: SDPBackend.FLASH_ATTENTION, and so on
+        return _sdpa(impl.removeprefix("sdpa-").upper() + "_ATTENTION")
     if impl == "torch-compiled":
         from lmperf.attention.flash_torch import FlashAttention2Torch
 
@@ -127,7 +118,7 @@ def cases(
 ) -> list[AttentionCase]:
     """The grid, validated up front; batch/heads 0 mean 16k tokens per batch and width 2048."""
     for impl in impls:
-        _check_impl(impl)
+        check_benchmark_implementation(impl)
     for dtype in dtypes:
         torch_dtype(dtype)
     if min(seqs) <= 0 or min(head_dims) <= 0 or batch < 0 or heads < 0:

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from lmperf.attention_names import BENCHMARK_DEFAULT, BENCHMARK_IMPLEMENTATIONS
 from lmperf.cli_support import clean_errors, resolve_device, split_list
 from lmperf.errors import UsageError
 
@@ -23,8 +24,8 @@ def _causal_flags(text: str) -> list[bool]:
 
 def attention_command(
     impls: str = typer.Option(
-        "naive,naive-compiled,sdpa-flash,sdpa-cudnn,sdpa-efficient,flex-compiled,torch-compiled,triton",
-        help="Implementations to time (also triton-atomic, triton-ordered, triton-split: its backwards).",
+        ",".join(BENCHMARK_DEFAULT),
+        help=f"Implementations to time, of: {', '.join(BENCHMARK_IMPLEMENTATIONS)} (triton-<backward>: the Triton kernel with that backward).",
     ),
     contexts: str = typer.Option(ALL_CONTEXTS, "--contexts", "-t", "--seqs", help="Context (sequence) lengths."),
     head_dims: str = typer.Option("16,32,64,128", help="Head dimensions."),
