@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 from lmperf.pmc import gemms as g
+from lmperf.pmc import vocab
 from lmperf.pmc.attention_shape import AttentionShape, eager_shape, fused_shape
 from lmperf.analysis.kernels import ATTENTION, MATMUL, NORM, REDUCTION, kernel_category
 from lmperf.pmc.generate import Steps, split_steps
@@ -187,7 +189,7 @@ def _distrust_damage(result: Inference, capture: Capture) -> None:
 def _infer_generate(capture: Capture, steps: Steps) -> Inference:
     """A generate capture (`capture` holds its prefill): the architecture from the prefill, whose LM head sees the last
     position only (B rows); prompt length and decode steps from the step structure."""
-    result = _infer_fields(capture, last_position_logits=True)
+    result = _infer_fields(capture, last_position_logits=True, followers=steps.steps[1])
     result.set("mode", "generate", 0.85, f"{len(steps.steps)} steps end at the same LM head "
                f"({steps.steps[0][-1].name[:40]}); the first covers more token rows: a prefill, "
                f"then {steps.decode_steps} decode steps")
@@ -199,7 +201,8 @@ def _infer_generate(capture: Capture, steps: Steps) -> Inference:
     return result
 
 
-def _infer_fields(capture: Capture, last_position_logits: bool = False) -> Inference:
+def _infer_fields(capture: Capture, last_position_logits: bool = False,
+                  followers: Sequence[KernelRecord] = ()) -> Inference:
     result = Inference()
     phases = g.split_phases(capture)
     layer = g.find_layers(phases.forward)
@@ -227,7 +230,7 @@ def _infer_fields(capture: Capture, last_position_logits: bool = False) -> Infer
         _kv_heads(result, roles, tokens, d, shape, counts)
     head_rows = result.values["batch"] if last_position_logits else tokens
     if head_rows:
-        _vocab(result, layer.lm_head, phases, head_rows, d)
+        _vocab(result, layer.lm_head, phases, head_rows, d, list(followers))
     else:
         result.unknown("vocab_size", "the LM head's rows (the batch) are not determined")
     add_parameter_counts(result, roles, capture, phases)
@@ -316,40 +319,15 @@ def _kv_heads(result, roles, tokens, d, shape: AttentionShape, counts: Counter) 
                f"K/V width {kv_width} / head_dim {shape.head_dim}; " + result.evidence["n_kv_heads"])
 
 
-def loss_vocab(kernels: list[KernelRecord], tokens: int) -> int | None:
-    """V from the loss's log-softmax (PyTorch's cunn_SoftMaxForward*): one block per row, and
-    FFMA per row = 5·V + 11·blockDim (calibrated on this corpus's H100 captures, 4 variants)."""
-    for k in kernels:
-        if "SoftMaxForward" in k.name and k.grid[0] == tokens and k.metric(g.FFMA):
-            vocab = (k.metric(g.FFMA) / tokens - 11 * k.threads_per_block) / 5
-            if vocab == int(vocab) and vocab > 0:
-                return int(vocab)
-    return None
-
-
-def store_vocab(head: KernelRecord, tokens: int, dtype: str | None) -> int | None:
-    """V from the LM head's requested global-store bytes, N·V·(bytes per logit): exact for GEMMs
-    that store with st.global (fp32 ones, and 16-bit ones whose V is no multiple of 8); Hopper
-    TMA-store kernels count 0 (shared/facts/ncu-store-bytes.md)."""
-    stored = head.metric(g.STORE_BYTES)
-    size = 4 if dtype == "fp32" else 2
-    vocab = stored / (tokens * size)
-    return int(vocab) if stored and vocab == int(vocab) else None
-
-
-def _vocab(result: Inference, head: KernelRecord, phases: g.Phases, tokens: int, d: int) -> None:
+def _vocab(result: Inference, head: KernelRecord, phases: g.Phases, tokens: int, d: int,
+           followers: list[KernelRecord]) -> None:
     # An fp32 FFMA GEMM may add one FFMA per output element (the epilogue: K counts as d + 1, or
     # d for a gemv): dividing by d keeps the bound an upper one either way.
     bound = g.macs(head) / (tokens * d)
     low = bound / (SLACK * row_padding(tokens))
     after_head = [k for k in phases.forward + phases.backward if k.index > head.index]
-    for exact, how in ((loss_vocab(after_head[:12], tokens), "the loss's log-softmax FFMA count"),
-                       (store_vocab(head, tokens, result.values["dtype"]),
-                        "its global store bytes = N·V·bytes per logit")):
-        if exact and low <= exact <= bound * 1.0001:
-            result.set("vocab_size", exact, 0.9, f"LM head {g.macs(head):,.0f} MACs bound V by "
-                       f"{bound:.0f}; {how} gives V={exact}")
-            return
+    if vocab.set_vocab(result, head, after_head + followers, tokens, low, bound):
+        return
     # Tiles pad both the rows (N) and the vocabulary: V is at most the work / (N·d), and at least
     # that with the largest row and column padding the GEMM's tiles allow; an nvjet kernel's name
     # says both paddings, which leaves one column tile.

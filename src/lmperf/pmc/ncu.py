@@ -28,11 +28,14 @@ METRICS = (
     "sm__sass_thread_inst_executed_op_ffma_pred_on.sum",
     "sm__sass_thread_inst_executed_op_fadd_pred_on.sum",
     "sm__sass_thread_inst_executed_op_fmul_pred_on.sum",
-    "dram__bytes_read.sum",
-    "dram__bytes_write.sum",
     # Bytes requested by global stores: exactly N·V·bytes for an LM head that stores with st.global
     # (fp32 GEMMs, and 16-bit ones whose V is not a multiple of 8); 0 for TMA-store kernels.
     "sm__sass_data_bytes_mem_global_op_st.sum",
+    # What a Hopper TMA-store LM head writes: the bytes its TMA stores send out, and the L2 write
+    # sectors from the SMs (lmperf.pmc.vocab). They replace DRAM read/write bytes, which nothing
+    # read and which a capture cannot pin (part of the output stays in L2).
+    "l1tex__m_l1tex2xbar_write_bytes_mem_global_op_tma_st.sum",
+    "lts__t_sectors_srcunit_tex_op_write.sum",
     "launch__grid_size",
     "launch__block_size",
     "launch__cluster_dim_x",

@@ -46,8 +46,19 @@ def _hf_model(target: Target):
 
     fields = dict(target.hf_config)
     config = AutoConfig.for_model(fields.pop("model_type"), **fields)
+    if target.sdpa_backend == "efficient_attention":
+        _repeat_kv_for_sdpa()
     impl = "eager" if target.attention == "naive" else "sdpa"  # Hugging Face's word for naive
     return config, AutoModelForCausalLM.from_config(config, attn_implementation=impl)
+
+
+def _repeat_kv_for_sdpa() -> None:
+    """Hugging Face hands GQA to SDPA as `enable_gqa`, which the memory-efficient backend cannot
+    run ("No available kernel"); make it repeat K/V to every head first, as it does itself
+    whenever an attention mask is passed."""
+    from transformers.integrations import sdpa_attention
+
+    sdpa_attention.use_gqa_in_sdpa = lambda *args, **kwargs: False
 
 
 def _hf_truth(config, model) -> dict:

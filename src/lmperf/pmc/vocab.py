@@ -1,0 +1,99 @@
+"""The vocabulary V from the LM head and the kernels around it.
+
+Tensor-pipe work counts padded tiles, so the LM head's work only bounds V (by rows x columns of
+padding). Counters of bytes pin it when one of them sees the N·V logits exactly:
+- the loss's log-softmax FFMA count (training steps);
+- the head's requested st.global bytes: fp32 GEMMs and 16-bit ones whose V is no multiple of 8
+  (`shared/facts/ncu-store-bytes.md`; a split-K cutlass head, grid z = 2, stored 2·N·V·2 B plus
+  9,432 B on two captures, which pins nothing);
+- a Hopper TMA-store head (st.global bytes 0): the bytes its TMA stores send to L2, or the L2
+  write sectors from the SMs (x 32 bytes), when they are a whole number of N·bytes rows;
+- the fp32 copy of the logits that follows the head (Hugging Face generate's last-position
+  logits, a training loss's upcast): st.global bytes = N·V·4.
+Each reading counts only when it lies in the head's work bound; else V is an interval.
+"""
+
+from __future__ import annotations
+
+from lmperf.analysis.kernels import MATMUL, kernel_category
+from lmperf.pmc import gemms as g
+from lmperf.pmc.parse import KernelRecord
+from lmperf.pmc.result import Inference
+
+# Bytes a Hopper TMA store sends to L2, and L2 write sectors that came from the SMs; both absent
+# from captures collected before they joined collect's metric list.
+TMA_STORE_BYTES = "l1tex__m_l1tex2xbar_write_bytes_mem_global_op_tma_st.sum"
+L2_WRITE_SECTORS = "lts__t_sectors_srcunit_tex_op_write.sum"
+SECTOR_BYTES = 32
+_FOLLOWERS = 12  # kernels after the head that may hold its loss or the fp32 copy of its logits
+
+
+def loss_vocab(kernels: list[KernelRecord], tokens: int) -> int | None:
+    """V from the loss's log-softmax (PyTorch's cunn_SoftMaxForward*): one block per row, and
+    FFMA per row = 5·V + 11·blockDim (calibrated on this corpus's H100 captures, 4 variants)."""
+    for k in kernels:
+        if "SoftMaxForward" in k.name and k.grid[0] == tokens and k.metric(g.FFMA):
+            vocab = (k.metric(g.FFMA) / tokens - 11 * k.threads_per_block) / 5
+            if vocab == int(vocab) and vocab > 0:
+                return int(vocab)
+    return None
+
+
+def _whole(total: float | None, row_bytes: int) -> int | None:
+    """total / row_bytes when it is a positive whole number, else None."""
+    if not total or total % row_bytes:
+        return None
+    return int(total // row_bytes)
+
+
+def store_vocab(head: KernelRecord, tokens: int, size: int) -> int | None:
+    """V from the head's requested st.global bytes, N·V·size."""
+    return _whole(head.metrics.get(g.STORE_BYTES), tokens * size)
+
+
+def tma_vocab(head: KernelRecord, tokens: int, size: int) -> tuple[int, str] | None:
+    """V from a TMA-store head: its TMA store bytes, else its L2 write sectors (a TMA store's
+    rows of V·size bytes start 16-byte aligned, so V is a multiple of 8)."""
+    if head.metrics.get(g.STORE_BYTES) != 0:
+        return None
+    for metric, scale, how in ((TMA_STORE_BYTES, 1, "its TMA store bytes"),
+                               (L2_WRITE_SECTORS, SECTOR_BYTES, "its L2 write sectors x 32 B")):
+        count = head.metrics.get(metric)
+        vocab = _whole(count * scale if count else None, tokens * size)
+        if vocab and vocab % 8 == 0:
+            return vocab, f"{how} = N·V·{size} B"
+    return None
+
+
+def copy_vocabs(followers: list[KernelRecord], tokens: int) -> list[int]:
+    """V from each copy kernel after the head whose st.global bytes are a whole number of N·4:
+    one of them is the fp32 copy of the logits (the caller keeps the one in the head's bound;
+    the others copy small tensors, e.g. generate's growing token ids)."""
+    found = [_whole(k.metrics.get(g.STORE_BYTES), tokens * 4) for k in followers
+             if kernel_category(k.name) != MATMUL and "copy" in k.name.lower()]
+    return [vocab for vocab in found if vocab]
+
+
+def readings(head: KernelRecord, followers: list[KernelRecord], tokens: int,
+             dtype: str | None) -> list[tuple[int, str]]:
+    """Every exact reading of V, strongest first, each with how it was read."""
+    size = 4 if dtype == "fp32" else 2
+    found = [(loss_vocab(followers[:_FOLLOWERS], tokens), "the loss's log-softmax FFMA count"),
+             (store_vocab(head, tokens, size), f"its global store bytes = N·V·{size} B")]
+    tma = tma_vocab(head, tokens, size)
+    if tma:
+        found.append(tma)
+    found += [(vocab, "the fp32 copy of the logits after it stores N·V·4 B")
+              for vocab in copy_vocabs(followers[:_FOLLOWERS], tokens)]
+    return [(v, how) for v, how in found if v]
+
+
+def set_vocab(result: Inference, head: KernelRecord, followers: list[KernelRecord], tokens: int,
+              low: float, bound: float) -> bool:
+    """Set V from the first exact reading inside the head's work bound [low, bound]."""
+    for vocab, how in readings(head, followers, tokens, result.values["dtype"]):
+        if low <= vocab <= bound * 1.0001:
+            result.set("vocab_size", vocab, 0.9, f"LM head {g.macs(head):,.0f} MACs bound V by "
+                       f"{bound:.0f}; {how} gives V={vocab}")
+            return True
+    return False

@@ -1,0 +1,64 @@
+"""The vocabulary from byte counters around the LM head, on real captures with a counter edited
+the way another kernel choice would report it (expected values from the truth files)."""
+
+import dataclasses
+
+import pytest
+
+from lmperf.pmc import gemms as g
+from lmperf.pmc.infer import infer
+from lmperf.pmc.parse import read_capture
+from lmperf.pmc.vocab import L2_WRITE_SECTORS, TMA_STORE_BYTES, SECTOR_BYTES
+
+from pmc_fixtures import capture_path, truth
+
+
+def _edited(name: str, pick, **metrics):
+    """The capture with `metrics` set on every kernel `pick` selects."""
+    capture = read_capture(capture_path(name))
+    kernels = [dataclasses.replace(k, metrics={**k.metrics, **metrics}) if pick(k) else k
+               for k in capture.kernels]
+    return dataclasses.replace(capture, kernels=kernels)
+
+
+def _lm_head(name: str):
+    capture = read_capture(capture_path(name))
+    return g.find_layers(g.split_phases(capture).forward).lm_head
+
+
+def test_generate_pins_the_vocabulary_by_the_fp32_copy_of_the_logits():
+    # as if the last-position head stored with TMA (0 st.global bytes): the copy after it still
+    # stores B·V·4 bytes
+    name = "g_gpt2_h12_p37"
+    head = _lm_head(name)
+    capture = _edited(name, lambda k: k.name == head.name, **{g.STORE_BYTES: 0.0})
+    result = infer(capture)
+    assert result.values["vocab_size"] == truth(name)["vocab_size"]
+    assert "fp32 copy of the logits" in result.evidence["vocab_size"]
+
+
+@pytest.mark.parametrize("metric, scale", [(TMA_STORE_BYTES, 1), (L2_WRITE_SECTORS, SECTOR_BYTES)])
+def test_a_tma_store_head_is_pinned_by_its_output_bytes(metric, scale):
+    name = "s_llama_h14_kv2_t200"  # bf16 nvjet head, 0 st.global bytes, V = 32000
+    expected = truth(name)
+    rows = expected["batch"] * expected["seq_len"]
+    head = _lm_head(name)
+    capture = _edited(name, lambda k: k.index == head.index,
+                      **{metric: rows * expected["vocab_size"] * 2 / scale})
+    result = infer(capture)
+    assert result.values["vocab_size"] == expected["vocab_size"]
+    assert "vocab_size" not in result.intervals
+
+
+def test_output_bytes_that_are_no_whole_number_of_rows_leave_an_interval():
+    name = "s_llama_h14_kv2_t200"
+    expected = truth(name)
+    rows = expected["batch"] * expected["seq_len"]
+    head = _lm_head(name)
+    # L2 write sectors of all sources were about 1.5 x N·V·bytes on the probe (not from the SMs)
+    capture = _edited(name, lambda k: k.index == head.index,
+                      **{L2_WRITE_SECTORS: rows * expected["vocab_size"] * 3 / SECTOR_BYTES + 7})
+    result = infer(capture)
+    assert result.values["vocab_size"] is None
+    low, high = result.intervals["vocab_size"]
+    assert low <= expected["vocab_size"] <= high
