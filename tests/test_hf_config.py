@@ -1,6 +1,7 @@
 """One Hugging Face config reader: families mapped onto ModelConfig, bench --hf-config on a CPU."""
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -56,6 +57,23 @@ def test_gpt2_config_runs_as_a_gelu_mlp_and_says_what_is_approximated():
 def test_families_map_onto_model_config(fields, expected):
     config = from_fields(fields).config
     assert {k: getattr(config, k) for k in expected} == expected
+
+
+LLAMA_FIELDS = {"model_type": "llama", "hidden_size": 512, "intermediate_size": 1536, "num_hidden_layers": 2,
+                "num_attention_heads": 8}
+
+
+@pytest.mark.parametrize("rope, theta, scaled", [
+    ({"rope_theta": 500000.0}, 500000.0, False),  # a config.json as older transformers wrote it
+    ({"rope_parameters": {"rope_theta": 500000.0, "rope_type": "default"}}, 500000.0, False),  # transformers 5
+    ({"rope_parameters": {"rope_theta": 500000.0, "rope_type": "llama3", "factor": 32.0}}, 500000.0, True),
+    ({"rope_theta": 20000.0, "rope_scaling": {"rope_type": "llama3", "factor": 8.0}}, 20000.0, True),
+    ({}, 10000.0, False),
+])
+def test_rope_theta_and_scaling_read_from_either_layout(rope, theta, scaled):
+    model = from_fields({**LLAMA_FIELDS, **rope})
+    assert model.config.rope_theta == theta
+    assert ("rope scaling left out (it changes no cost)" in model.approximations) == scaled
 
 
 @pytest.mark.parametrize("fields, message", [
@@ -148,3 +166,48 @@ def test_bench_dist_takes_the_same_model_options(tmp_path):
     (row,) = read_rows(next(tmp_path.iterdir()) / "results.jsonl")
     assert row["status"] == "ok" and row["nproc"] == 2
     assert (row["model"]["d_model"], row["model"]["n_kv_heads"], row["model"]["vocab_size"]) == (64, 2, 300)
+
+
+def _fake_hub_cache(root: Path, name: str, config: Path) -> dict:
+    """A Hugging Face hub cache laid out as huggingface_hub writes it (models--ORG--NAME, refs/main
+    naming a snapshot, snapshots/<commit>/config.json) holding `name`, and the environment that
+    points a process at it with the hub switched offline."""
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    repo = root / "hub" / ("models--" + name.replace("/", "--"))
+    (repo / "snapshots" / commit).mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    (repo / "snapshots" / commit / "config.json").write_bytes(config.read_bytes())
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    return {**env, "HF_HOME": str(root), "HF_HUB_CACHE": str(root / "hub"), "HF_HUB_OFFLINE": "1",
+            "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
+
+
+def test_bench_reads_a_name_from_the_local_hugging_face_cache(tmp_path):
+    """`--hf-config ORG/NAME` through transformers.AutoConfig from the local cache, nothing
+    downloaded; an unknown name is one line and exit 2, at once."""
+    pytest.importorskip("transformers")
+    import subprocess
+    import time
+
+    env = _fake_hub_cache(tmp_path / "hf", "acme/tiny-llama", CONFIGS / "llama-1b-gqa.json")
+    runs = tmp_path / "runs"
+
+    def lmperf(*args):
+        return subprocess.run([sys.executable, "-m", "lmperf.cli", "bench", *args, "--runs", str(runs)],
+                              env=env, capture_output=True, text=True, timeout=300)
+
+    done = lmperf("--hf-config", "acme/tiny-llama", *TINY, "--kv-heads", "2")
+    assert done.returncode == 0, done.stderr[-3000:]
+    (row,) = read_rows(next(runs.iterdir()) / "results.jsonl")
+    assert row["status"] == "ok" and row["preset"] == "acme/tiny-llama+custom"
+    shape = row["model"]
+    assert (shape["d_model"], shape["d_ff"], shape["n_heads"], shape["n_kv_heads"], shape["vocab_size"]) == (64, 96, 4, 2, 300)
+    # what the overrides leave alone comes from the cached config.json
+    assert (shape["tie_embeddings"], shape["max_seq_len"], shape["rope_theta"], shape["mlp"]) == (True, 131072, 500000.0, "swiglu")
+    started = time.monotonic()
+    unknown = lmperf("--hf-config", "acme/no-such-model", *TINY)
+    assert unknown.returncode == 2 and len(unknown.stderr.strip().splitlines()) == 1, unknown.stderr
+    assert "'acme/no-such-model' is neither a config.json on disk nor in the local Hugging Face cache" in unknown.stderr
+    assert time.monotonic() - started < 60  # no network wait (a timeout would take minutes)
+    assert len(list(runs.iterdir())) == 1  # the refused name left no run directory

@@ -79,7 +79,10 @@ def from_fields(fields: dict, name: str = "hf") -> HFModel:
     if _first(fields, "head_dim", default=d // heads) != d // heads:
         raise UsageError("configs whose head_dim differs from hidden_size / heads are not modelled")
     approximations = list(family.approximations)
-    if fields.get("rope_scaling"):
+    # transformers 5 writes rope_theta and the scaling into rope_parameters (a config.json of an
+    # older release has them at the top level)
+    rope = fields.get("rope_parameters") if isinstance(fields.get("rope_parameters"), dict) else {}
+    if fields.get("rope_scaling") or rope.get("rope_type", "default") != "default":
         approximations.append("rope scaling left out (it changes no cost)")
     if model_type == "opt" and fields.get("word_embed_proj_dim", d) != d:
         approximations.append("word embedding projection left out")
@@ -92,7 +95,7 @@ def from_fields(fields: dict, name: str = "hf") -> HFModel:
         vocab_size=_first(fields, "vocab_size", default=50257),
         max_seq_len=_first(fields, "max_position_embeddings", "n_positions",
                            default=family.positions_default),
-        rope_theta=float(_first(fields, "rope_theta", default=10_000.0)),
+        rope_theta=float(_first(fields, "rope_theta", default=rope.get("rope_theta", 10_000.0))),
         norm_eps=float(_first(fields, "rms_norm_eps", "layer_norm_epsilon", "layer_norm_eps",
                               default=1e-5)),
         tie_embeddings=bool(_first(fields, "tie_word_embeddings", default=family.tied_default)),
