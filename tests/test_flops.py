@@ -4,24 +4,65 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
 from lmperf import regions
-from lmperf.analysis.flops import MODES, forward_ops, region_flops, step_flops
+from lmperf.analysis.flops import MODES, causal_tile_fraction, forward_ops, region_flops, step_flops
 from lmperf.model.step import ModelStep, StepConfig
 from lmperf.model import preset
 
 
-@pytest.mark.parametrize("attention", ["naive", "sdpa"])
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("batch, seq_len", [(2, 16), (3, 37)])
-def test_matmul_flops_match_flop_counter_mode(attention, mode, batch, seq_len):
-    """The model's causal step, counted by PyTorch. SDPA runs its math backend here: PyTorch's
-    CPU flash kernel has no FLOP formula, while the math backend is the matmuls it computes
-    (the full T×T square, masked: causal attention does the square's work unless it skips tiles)."""
-    config = StepConfig("tiny", seq_len, mode, batch=batch, attention=attention)
+def _counted_flops(attention: str, mode: str, batch: int, seq_len: int, kv_heads: int) -> int:
+    """FlopCounterMode's count of one step of the (causal) tiny model with `kv_heads` K/V heads."""
+    config = StepConfig("tiny", seq_len, mode, batch=batch, attention=attention,
+                        model=preset("tiny", n_kv_heads=kv_heads))
     step = ModelStep(config, torch.device("cpu"))
     with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
         step.run(mode)
-    analytic = step_flops(step.model.config, batch, seq_len, mode)
-    assert counter.get_total_flops() == analytic.matmul
+    return counter.get_total_flops()
+
+
+# (batch, seq_len, K/V heads of tiny's 4): odd lengths, multi-head, grouped-query and multi-query.
+SHAPES = [(2, 16, 4), (3, 37, 4), (2, 24, 2), (1, 20, 1)]
+
+
+@pytest.mark.parametrize("attention", ["naive", "sdpa"])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("batch, seq_len, kv_heads", SHAPES)
+def test_matmul_flops_match_flop_counter_mode(attention, mode, batch, seq_len, kv_heads):
+    """The model's causal step, counted by PyTorch. SDPA runs its math backend here: PyTorch's
+    CPU flash kernel has no FLOP formula, while the math backend is the matmuls it computes
+    (the full T×T square, masked: causal attention does the square's work unless it skips tiles)."""
+    analytic = step_flops(preset("tiny", n_kv_heads=kv_heads, attention=attention), batch, seq_len, mode)
+    assert _counted_flops(attention, mode, batch, seq_len, kv_heads) == analytic.matmul
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_triton_model_flops_are_those_pytorch_counts_for_sdpa(mode):
+    """The Triton kernel runs outside PyTorch's dispatcher (FlopCounterMode cannot see it, and a
+    CPU runs it only interpreted), so its model's FLOPs are checked against the same model's
+    step through SDPA: one attention, one count."""
+    batch, seq_len, kv_heads = 2, 24, 2
+    analytic = step_flops(preset("tiny", n_kv_heads=kv_heads, attention="triton"), batch, seq_len, mode)
+    assert _counted_flops("sdpa", mode, batch, seq_len, kv_heads) == analytic.matmul
+
+
+# (batch, seq_len, K/V heads, 128x128 score tiles the causal kernel computes per head), by hand:
+# 37 and 100 pad to one tile; 256 is two query tiles, the first seeing one key tile, the second two.
+TORCH_SHAPES = [(2, 37, 4, 1), (1, 100, 2, 1), (1, 256, 4, 3)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("batch, seq_len, kv_heads, tiles", TORCH_SHAPES)
+def test_flash_attention_torch_flops_match_flop_counter_mode(mode, batch, seq_len, kv_heads, tiles):
+    """lmperf's FlashAttention-2 in PyTorch computes whole 128x128 score tiles (zero-padded past
+    the end, causal tiles above the diagonal skipped): the FLOP model with that tile share
+    (`causal_tile_fraction`) is what PyTorch counts, plus in the backward the recomputed scores
+    (one more QK^T per computed tile: FA2's fifth matmul)."""
+    H, hd, L, tile = 4, 16, 2, 128  # tiny: 4 heads of 16, 2 layers
+    one_tile_product = 2 * batch * H * tile * tile * hd
+    recompute = 0 if mode == "forward" else L * tiles * one_tile_product
+    config = preset("tiny", n_kv_heads=kv_heads, attention="torch")
+    analytic = step_flops(config, batch, seq_len, mode, causal_fraction=causal_tile_fraction(seq_len))
+    assert causal_tile_fraction(seq_len) * seq_len**2 == tiles * tile * tile
+    assert _counted_flops("torch", mode, batch, seq_len, kv_heads) == analytic.matmul + recompute
 
 
 @pytest.mark.parametrize("mode, passes", [("forward", 1), ("forward-backward", 3), ("train-step", 3)])
