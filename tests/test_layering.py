@@ -3,6 +3,7 @@ model, attention kernels and analysis, then the report/error ground). Read from 
 ast, lazy imports inside functions included, so a new upward import fails here, not in review."""
 
 import ast
+import re
 from pathlib import Path
 
 import lmperf
@@ -67,3 +68,18 @@ def test_the_checker_sees_lazy_and_dynamic_imports(tmp_path):
                       "    import lmperf.pmc.infer\n    importlib.import_module('lmperf.bench.sweep')\n")
     assert _imports(upward) == {"lmperf.cli", "lmperf.cli.app", "lmperf.pmc.infer", "lmperf.bench.sweep"}
     assert "lmperf.distributed.commands" in _imports(dict(_modules())["lmperf.bench.commands"])
+
+
+def _readme_layers() -> list[set[str]]:
+    """The README's Layout table, top row first: the areas each row's modules column names."""
+    text = (PACKAGE.parents[1] / "README.md").read_text(encoding="utf-8")
+    table = text.split("## Layout", 1)[1].split("\n\n## ", 1)[0]
+    rows = [line.split("|") for line in table.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    return [{name.removesuffix("/").removesuffix(".py") for name in re.findall(r"`([\w/.]+)`", row[2])} for row in rows]
+
+
+def test_the_readme_module_map_is_the_layering_checked_here():
+    readme = _readme_layers()
+    by_layer = [{area for area, layer in LAYERS.items() if layer == number} for number in sorted(set(LAYERS.values()), reverse=True)]
+    assert readme == by_layer
+    assert {_area(module) for module, _ in _modules()} == set().union(*readme)
