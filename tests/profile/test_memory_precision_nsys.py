@@ -1,11 +1,14 @@
 """`lmperf memory` without CUDA, snapshot parsing, the dtype table under CPU autocast, the
 accumulation demo, and the nsys command."""
 
+from pathlib import Path
+
 import pytest
 import torch
 from typer.testing import CliRunner
 
 from lmperf.cli import app
+from lmperf.model import preset
 from lmperf.profile import snapshot as snap
 from lmperf.profile.nsys import nsys_command, run_nsys
 from lmperf.profile.precision import accumulation_demo, dtype_table
@@ -40,7 +43,7 @@ def test_snapshot_timeline_and_largest_allocations():
 
 
 def test_dtype_table_under_cpu_bf16_autocast():
-    rows, loss_dtype = dtype_table("tiny", "bf16", "cpu")
+    rows, loss_dtype = dtype_table(preset("tiny"), "bf16", "cpu")
     by_module = {row["module"]: row for row in rows}
     linear = by_module["blocks.0.attn.qkv_proj"]
     assert (linear["param_dtype"], linear["output_dtype"], linear["param_grad_dtype"]) == ("float32", "bfloat16", "float32")
@@ -65,3 +68,14 @@ def test_nsys_command_captures_the_measured_range(monkeypatch):
     assert "--capture-range-end=repeat-shutdown:2" in command and command[-1] == "--under-nsys"
     monkeypatch.setenv("PATH", "")
     assert run_nsys(command) is None
+
+
+def test_precision_takes_the_model_options():
+    gpt2 = str(Path(__file__).parents[2] / "benchmarks" / "configs" / "gpt2.json")
+    out = CliRunner().invoke(app, ["precision", "--hf-config", gpt2, "--d-model", "64", "--d-ff", "128", "--layers", "1",
+                                   "--heads", "4", "--vocab", "300", "--device", "cpu"])
+    assert out.exit_code == 0, out.output
+    assert "gpt2+custom under bf16 autocast" in out.output and "blocks.0.ffn.w2" in out.output
+    assert "blocks.0.ffn.w3" not in out.output and "blocks.1." not in out.output  # GELU MLP, one layer
+    refused = CliRunner().invoke(app, ["precision", "-p", "tiny", "--hf-config", gpt2])
+    assert refused.exit_code == 2 and "not both" in refused.stderr

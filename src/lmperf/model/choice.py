@@ -43,6 +43,12 @@ class ModelChoice:
             return [self._base(model.name, model.config, "; ".join(model.approximations))]
         return [self._base(name, preset(name), "") for name in presets or ()]
 
+    def base(self, preset_name: str | None, default: str) -> StepConfig:
+        """The one model of a command that runs one: `preset_name`, else the Hugging Face config,
+        else the `default` preset."""
+        (base,) = self.bases([preset_name] if preset_name else [] if self.hf_config else [default])
+        return base
+
     def _base(self, name: str, config: ModelConfig, approximations: str) -> StepConfig:
         if self.overrides:
             changes = dict(self.overrides)

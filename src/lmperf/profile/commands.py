@@ -137,16 +137,28 @@ def memory(
 
 
 def precision(
-    preset: str = typer.Option("tiny", "--preset", "-p", help="Model preset."),
+    preset: Optional[str] = typer.Option(None, "--preset", "-p", help="Model preset (default: tiny, unless --hf-config)."),
     autocast: str = typer.Option("bf16", "--precision", "--autocast", help="bf16 or fp16 (the autocast dtype)."),
     device: str = typer.Option("auto", help="auto, cpu or cuda (fp16 autocast wants CUDA)."),
+    hf_config: bench_commands.HfConfig = None,
+    d_model: bench_commands.DModel = None,
+    d_ff: bench_commands.DFf = None,
+    layers: bench_commands.Layers = None,
+    heads: bench_commands.Heads = None,
+    kv_heads: bench_commands.KvHeads = None,
+    vocab: bench_commands.Vocab = None,
+    max_seq_len: bench_commands.MaxSeqLen = None,
+    tie_embeddings: bench_commands.TieEmbeddings = None,
+    mlp: bench_commands.Mlp = None,
 ) -> None:
     """Each module's parameter, output and gradient dtypes under autocast, and the loss dtype."""
     from lmperf.profile.precision import ACCUMULATION_COLUMNS, DTYPE_COLUMNS, accumulation_demo, dtype_table
     from lmperf.report import tables
 
-    rows, loss_dtype = dtype_table(preset, autocast, resolve_device(device))
-    console.print(tables.rich_table(rows, DTYPE_COLUMNS, title=f"{preset} under {autocast} autocast"))
+    model = bench_commands.model_choice(hf_config, d_model, d_ff, layers, heads, kv_heads, vocab, max_seq_len,
+                                        tie_embeddings, mlp).base(preset, "tiny")
+    rows, loss_dtype = dtype_table(model.model_config(), autocast, resolve_device(device))
+    console.print(tables.rich_table(rows, DTYPE_COLUMNS, title=f"{model.preset} under {autocast} autocast"))
     console.print(f"loss dtype: {loss_dtype}")
     demo = [vars(result) for result in accumulation_demo()]
     console.print(tables.rich_table(demo, ACCUMULATION_COLUMNS, title="0.01 added 1000 times (exact: 10)"))

@@ -54,8 +54,7 @@ class MemorySettings:
     model: ModelChoice = field(default_factory=ModelChoice)
 
     def configs(self) -> list[StepConfig]:
-        presets = [self.preset] if self.preset else [] if self.model.hf_config else ["small"]
-        (base,) = self.model.bases(presets)
+        base = self.model.base(self.preset, "small")
         return [
             replace(base, seq_len=ctx, mode="forward", precision=precision, compile=self.compile,
                     attention=self.attention, batch=self.batch).validate()

@@ -17,7 +17,7 @@ import warnings
 import torch
 
 from lmperf.dtypes import torch_dtype
-from lmperf.model import TransformerLM, preset
+from lmperf.model import ModelConfig, TransformerLM
 from lmperf.model.transformer import lm_loss
 
 AUTOCAST_DTYPES = ("bf16", "fp16")
@@ -61,13 +61,13 @@ def _attach_hooks(model: torch.nn.Module, seen: dict[str, dict]) -> list:
 
 
 def dtype_table(
-    preset_name: str = "tiny", autocast: str = "bf16", device: str = "cpu", batch: int = 2, seq_len: int = 16
+    config: ModelConfig, autocast: str = "bf16", device: str = "cpu", batch: int = 2, seq_len: int = 16
 ) -> tuple[list[dict], str]:
-    """(one row per module, the loss dtype) from a real forward/backward under autocast."""
+    """(one row per module, the loss dtype) from a real forward/backward of `config` under autocast."""
     dtype = torch_dtype(autocast, AUTOCAST_DTYPES, "autocast dtype")
     torch.manual_seed(0)
     with torch.device(device):
-        model = TransformerLM(preset(preset_name))
+        model = TransformerLM(config)
     data = torch.randint(0, model.config.vocab_size, (batch, seq_len + 1), device=device)
     seen: dict[str, dict] = {}
     handles = _attach_hooks(model, seen)
