@@ -1,49 +1,40 @@
 #!/usr/bin/env bash
-# One device call for lmperf attention (~300 s), timed stages: sweep points, the issue's compiled
-# target shape, 32k context at d=128, FlexAttention, then the GPU tests (in the time left).
-# The second call (commit 71ef77f of this file) also ran benchmarks/attention/variants.py.
-# Usage, in the repo root: LMPERF_COMMIT=<sha> bash benchmarks/attention/gpu_run.sh
-# Logs and run directories go to $OUT (runs packed as runs.tgz); the last lines are a short table.
+# One device call for lmperf attention: the stages named in STAGES, each under its own timeout so
+# the call ends inside the device limit and every stage leaves its log in $OUT.
+#   info      GPU, driver, torch/triton versions
+#   variants  benchmarks/attention/variants.py (VARIANTS names which; all by default)
+#   sweep     lmperf attention with the default kernels beside SDPA cuDNN and flash
+#   target    the issue's (16, 16384, 64) causal compiled fwd + .sum().backward() shape
+#   tests-a, tests-b, tests-c   pytest -m gpu tests/attention in three parts (-x -q, summaries kept)
+# Usage, in the repo root: STAGES="info variants tests-a" LMPERF_COMMIT=<sha> bash benchmarks/attention/gpu_run.sh
 set -uo pipefail
 export PYTHONPATH=${PYTHONPATH:-src} PYTHONUNBUFFERED=1 TRITON_CACHE_DIR=/tmp/triton-cache
 OUT=${OUT:-/tmp/out}; RUNS=/tmp/runs; mkdir -p "$OUT" "$RUNS" "$TRITON_CACHE_DIR"
-SWEEP="python3 -m lmperf.cli attention --runs $RUNS --dtypes bf16 --rep-ms 50"
+PYTEST="python3 -m pytest -x -q -rf -m gpu -p no:cacheprovider tests/attention/test_attention_gpu.py"
 
-{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
-  python3 -c "import torch, triton; print(torch.__version__, triton.__version__)"; } > "$OUT/info.log" 2>&1
-
-# Third call: the points the second one ran out of time for (d=128 causal), the compiled target
-# shape with each backward beside cuDNN, cuDNN at 32k, FlexAttention at 16k.
-timeout "${SWEEP_S:-55}" $SWEEP --impls triton-atomic,triton-split,sdpa-cudnn,sdpa-flash --contexts 1024,4096,16384 \
-  --head-dims 128 --causal causal > "$OUT/sweep.log" 2>&1
-
-timeout "${TARGET_S:-55}" python3 - > "$OUT/target.log" 2>&1 <<'PY'
+for stage in ${STAGES:-info variants tests-a}; do
+  echo "=== $stage $(date -u +%H:%M:%S)"
+  case $stage in
+    info) { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
+            python3 -c "import torch, triton; print(torch.__version__, triton.__version__)"; } 2>&1 | tee "$OUT/info.log" ;;
+    variants) timeout "${VARIANTS_TIMEOUT_S:-330}" python3 benchmarks/attention/variants.py "$OUT/variants.jsonl" \
+                ${VARIANTS:-} 2>&1 | tee "$OUT/variants.log" ;;
+    sweep) timeout "${SWEEP_S:-150}" python3 -m lmperf.cli attention --runs "$RUNS" --dtypes bf16 --rep-ms 50 \
+             --impls triton,sdpa-cudnn --contexts 4096,16384 --head-dims 64,128 2>&1 | tail -n 40 | tee "$OUT/sweep.log"
+           tar -czf "$OUT/runs.tgz" -C "$RUNS" . ;;
+    target) timeout "${TARGET_S:-80}" python3 - 2>&1 <<'PY' | tee "$OUT/target.log"
 from lmperf.attention_bench.benchmark import time_compiled_fwd_sum_bwd as t
-for impl in ("triton-split", "triton-atomic", "sdpa-cudnn"):
+for impl in ("triton", "triton-atomic", "sdpa-cudnn"):
     try:
         print(f"target (16,16384,64) causal compiled fwd+sum().backward() {impl}: {t(impl):.3f} ms")
     except Exception as error:  # one failing peer must not cost the others
         print(f"target {impl}: failed: {str(error).splitlines()[0][:160]}")
 PY
-
-timeout "${LONG_S:-25}" $SWEEP --impls sdpa-cudnn,triton-atomic --contexts 32768 --head-dims 128 \
-  --causal causal > "$OUT/sweep32k.log" 2>&1
-timeout "${FLEX_S:-30}" $SWEEP --impls flex-compiled --contexts 16384 --head-dims 64,128 --causal causal > "$OUT/flex.log" 2>&1
-tar -czf "$OUT/runs.tgz" -C "$RUNS" .
-
-# The new paths' tests first (backward modes, GQA, repeatability, model layout, compile), then the rest.
-NEW="modes or repeatable or layout or compile"
-timeout "${TESTS_S:-60}" python3 -m pytest -q -rf -m gpu -p no:cacheprovider tests/attention -k "$NEW" > "$OUT/tests.log" 2>&1
-timeout "${MORE_TESTS_S:-50}" python3 -m pytest -q -rf -m gpu -p no:cacheprovider tests/attention -k "not ($NEW)" >> "$OUT/tests.log" 2>&1
-
-grep -E "passed|failed|FAILED|rror" "$OUT/tests.log"; cat "$OUT/target.log"
-python3 - "$RUNS" <<'PY'
-import json, sys, pathlib
-rows = [json.loads(l) for f in sorted(pathlib.Path(sys.argv[1]).glob("*/results.jsonl")) for l in open(f)]
-by = {(r["impl"], r["head_dim"], r["causal"], r["seq"]): r for r in rows}
-impls = sorted({r["impl"] for r in rows})
-print("fwd+bwd TFLOP/s  d causal seq | " + " | ".join(impls))
-for d, c, s in sorted({k[1:] for k in by}):
-    cells = [by.get((i, d, c, s), {}) for i in impls]
-    print(f"{d} {c} {s} | " + " | ".join(f"{r['fwd_bwd_tflops']:.0f}" if r.get("fwd_bwd_tflops") else r.get("status", "-") for r in cells))
-PY
+    ;;
+    tests-a) timeout "${TESTS_A_S:-150}" $PYTEST -k "float64 or autotuned" 2>&1 | tee "$OUT/tests-a.log" ;;
+    tests-b) timeout "${TESTS_B_S:-150}" $PYTEST -k "modes or repeatable or layout" 2>&1 | tee "$OUT/tests-b.log" ;;
+    tests-c) timeout "${TESTS_C_S:-150}" $PYTEST -k "not (float64 or autotuned or modes or repeatable or layout)" 2>&1 | tee "$OUT/tests-c.log" ;;
+  esac
+done
+echo "=== done $(date -u +%H:%M:%S)"
+grep -hE "passed|failed|error" "$OUT"/tests-*.log 2>/dev/null

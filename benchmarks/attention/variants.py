@@ -1,77 +1,172 @@
-"""Forward variants of FlashAttention2Triton on the GPU: checked, then timed beside the default.
+"""Kernel variants of FlashAttention2Triton on the GPU, timed side by side with SDPA cuDNN.
 
-Run by gpu_run.sh: `python3 benchmarks/attention/variants.py OUT_JSONL`. Each variant is first
-compared with a float64 reference on a ragged shape, then its forward is timed (do_bench median)
-on the issue's grid points in the same process as the default kernel and SDPA cuDNN.
+Run by a device script: `python3 benchmarks/attention/variants.py OUT_JSONL [VARIANT ...]`.
+Each variant sets flash_triton's switches and tile tables, is checked against a float64
+reference (output and all three gradients; 1008 rows, so every
+tile size leaves a ragged edge), then timed with do_bench medians in this one process: forward,
+backward and forward+backward at head_dim 64/128, causal and not, seq 4k/16k (16k tokens per
+batch, heads x head_dim = 2048), beside SDPA cuDNN on the same inputs. One JSON row per point;
+the autotuner's choice and its per-config timings are kept in the row.
 """
 
 import json
+import os
 import sys
+import time
 
 import torch
-import triton
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from triton.testing import do_bench
 
 from lmperf.analysis.flops import attention_kernel_flops
-from lmperf.attention import flash_triton
-from lmperf.attention.naive import naive_attention_with_lse
+from lmperf.attention import flash_triton as ft
 from lmperf.report.environment import environment
 
+GRID = [(d, causal, seq) for d in (64, 128) for causal in (False, True) for seq in (4096, 16384)]
+MAIN_TILES = {name: {size: list(tiles) for size, tiles in by_size.items()} for name, by_size in ft.TILES.items()}
+# Candidates picked on the CPU from the sm90 compiler's resource report (registers, spills,
+# shared memory): each either fits two programs per SM (so one's softmax can overlap the other's
+# matmuls) or is a larger tile; maxnreg caps registers where a small spill buys the second program.
+WIDE_TILES = {
+    "fwd": {
+        False: MAIN_TILES["fwd"][False] + [(128, 128, 8, 2, 128), (128, 64, 8, 4), (256, 64, 8, 3)],
+        True: MAIN_TILES["fwd"][True] + [(128, 64, 8, 2, 128), (64, 64, 4, 3), (64, 64, 4, 2), (128, 64, 8, 4)],
+    },
+    "dkdv": {
+        False: MAIN_TILES["dkdv"][False] + [(64, 128, 8, 2), (32, 64, 4, 3), (32, 128, 8, 3), (64, 64, 4, 2)],
+        True: MAIN_TILES["dkdv"][True] + [(64, 128, 8, 2), (32, 64, 4, 3), (32, 128, 8, 3), (64, 64, 4, 2)],
+    },
+    "dq": {
+        False: MAIN_TILES["dq"][False] + [(128, 64, 8, 2, 128), (64, 64, 4, 3), (128, 128, 8, 2)],
+        True: MAIN_TILES["dq"][True] + [(64, 64, 4, 3), (64, 64, 4, 2), (128, 64, 8, 2)],
+    },
+}
+FEW_FWD = [(128, 64, 8, 3), (128, 128, 8, 3), (128, 128, 8, 2)]  # for the forward switches
 
-def warp_specialized():
-    """FWD_WARP_SPECIALIZE on, autotuned over the 8-warp tiles only (4 warps fail to compile)."""
-    flash_triton.FWD_WARP_SPECIALIZE = True
-    tiles = [t for t in flash_triton.FWD_TILES if t[2] == 8]
-    flash_triton._TUNED["fwd"] = triton.autotune(flash_triton._configs(tiles), key=flash_triton.TUNE_KEY)(flash_triton._fwd_kernel)
+
+def setup(tiles=MAIN_TILES, backward="split", tma=False, rescale=0.0, lookahead=False):
+    ft.TILES = tiles
+    ft._TUNED = ft.tuned_kernels(tiles)
+    ft.ATOMIC_DQ_BY_TMA, ft.FWD_RESCALE_THRESHOLD, ft.FWD_LOOKAHEAD = tma, rescale, lookahead
+    return backward
 
 
-def default():
-    flash_triton.FWD_WARP_SPECIALIZE = False
-    flash_triton._TUNED["fwd"] = triton.autotune(flash_triton._configs(flash_triton.FWD_TILES), key=flash_triton.TUNE_KEY)(flash_triton._fwd_kernel)
+def _with_fwd(tiles):
+    return {**MAIN_TILES, "fwd": {False: tiles, True: tiles}}
 
 
-def rel_error(variant_out, q, k, v, causal):
-    ref, _ = naive_attention_with_lse(q.double(), k.double(), v.double(), causal)
-    return ((variant_out.double() - ref).norm() / ref.norm()).item()
+# name -> (what to time, setup kwargs); in order of expected value, in case time runs out.
+VARIANTS = {
+    "main": ("both", {}),
+    "wide-tiles": ("both", dict(tiles=WIDE_TILES)),
+    "atomic": ("both", dict(backward="atomic")),
+    "atomic-tma": ("both", dict(backward="atomic", tma=True)),
+    "rescale8": ("fwd", dict(tiles=_with_fwd(FEW_FWD), rescale=8.0)),
+    "few-fwd": ("fwd", dict(tiles=_with_fwd(FEW_FWD))),
+    "lookahead": ("fwd", dict(tiles=_with_fwd(FEW_FWD), lookahead=True)),
+}
 
 
-def measure(name, d, causal, env, seq=16384):
-    """Check the variant on a ragged shape, then time its forward and cuDNN's at 16k tokens."""
-    q, k, v = (torch.randn(2, 4, 777, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-    row = dict(variant=name, head_dim=d, causal=causal, seq=seq, env=env)
-    try:
-        err = rel_error(flash_triton.flash_attention_triton_with_lse(q, k, v, causal)[0], q, k, v, causal)
-    except Exception as error:  # a variant that does not compile is a row, not a crash
-        return dict(row, status="failed", error=str(error)[:300])
+def _reference(q, k, v, do, causal):
+    group = q.shape[1] // k.shape[1]
+    q, k, v = (t.detach().double().requires_grad_() for t in (q, k, v))
+    kr, vr = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+    o = torch.nn.functional.scaled_dot_product_attention(q, kr, vr, is_causal=causal)
+    o.backward(do.double())
+    return o, q.grad, k.grad, v.grad
+
+
+def check(backward, d, causal):
+    """Largest relative error (output, dQ, dK, dV) against float64 on a ragged shape."""
+    heads = 2048 // d
+    gen = torch.Generator(device="cuda").manual_seed(d + causal)
+    shape = lambda h: (1, h, 1008, d)  # noqa: E731
+    q = torch.randn(shape(heads), device="cuda", generator=gen).bfloat16().requires_grad_()
+    k, v = (torch.randn(shape(heads), device="cuda", generator=gen).bfloat16().requires_grad_() for _ in range(2))
+    do = torch.randn(shape(heads), device="cuda", generator=gen).bfloat16()
+    o = ft.FlashAttention2Triton.apply(q, k, v, causal, backward)
+    o.backward(do)
+    expected = _reference(q, k, v, do, causal)
+    actual = (o, q.grad, k.grad, v.grad)
+    return max(((a.double() - e).norm() / e.norm()).item() for a, e in zip(actual, expected))
+
+
+def _tuned():
+    """Config chosen and per-config ms of each autotuner's last tuning."""
+    out = {}
+    for (name, large), tuner in ft._TUNED.items():
+        timings = getattr(tuner, "configs_timings", None)
+        if timings:
+            out[f"{name}/{'d128' if large else 'd64'}"] = {str(c): round(t[0] if isinstance(t, list) else t, 4) for c, t in timings.items()}
+    return out
+
+
+def _bench(fn, grads=()):
+    return do_bench(fn, warmup=25, rep=80, grad_to_none=list(grads), return_mode="median")
+
+
+def time_point(apply, d, causal, seq, what):
     batch, heads = 16384 // seq, 2048 // d
-    q, k, v = (torch.randn(batch, heads, seq, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-    bench = lambda f: do_bench(f, warmup=20, rep=60, return_mode="median")  # noqa: E731
-    ms = bench(lambda: flash_triton.flash_attention_triton_with_lse(q, k, v, causal))
+    q, k, v = (torch.randn(batch, heads, seq, d, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+    do = torch.randn_like(q)
+    row = {"fwd_ms": _bench(lambda: apply(q, k, v, causal))}
+    if what == "both":
+        o = apply(q, k, v, causal)
+        row["bwd_ms"] = _bench(lambda: o.backward(do, retain_graph=True), (q, k, v))
+        row["fwd_bwd_ms"] = _bench(lambda: apply(q, k, v, causal).backward(do), (q, k, v))
+    flops = attention_kernel_flops(batch * heads, seq, seq, d, causal)
+    for part, key in (("fwd", "forward"), ("bwd", "backward"), ("fwd_bwd", "forward_backward")):
+        if f"{part}_ms" in row:
+            row[f"{part}_tflops"] = round(flops[key] / row[f"{part}_ms"] / 1e9, 1)
+    return dict(row, batch=batch, heads=heads)
+
+
+def cudnn(q, k, v, causal):
     with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-        cudnn_ms = bench(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal))
-    flops = attention_kernel_flops(batch * heads, seq, seq, d, causal)["forward"]
-    return dict(
-        row, status="ok", rel_error=err, fwd_ms=ms, fwd_tflops=flops / ms / 1e9,
-        cudnn_fwd_ms=cudnn_ms, cudnn_fwd_tflops=flops / cudnn_ms / 1e9,
-    )
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
 
-def main(out_path):
+def run_variant(name, out, env, deadline):
+    what, kwargs = VARIANTS[name]
+    backward = setup(**kwargs)
+    apply = lambda q, k, v, c: ft.FlashAttention2Triton.apply(q, k, v, c, backward)  # noqa: E731
+    for d, causal, seq in GRID:
+        if time.time() > deadline:
+            print(f"{name}: out of time before d={d} causal={causal} seq={seq}")
+            return
+        row = dict(variant=name, head_dim=d, causal=causal, seq=seq, env=env)
+        try:
+            if seq == GRID[0][2]:
+                row["max_rel_error"] = check(backward, d, causal)
+            row.update(time_point(apply, d, causal, seq, what), tuned=_tuned(), status="ok")
+        except Exception as error:  # a variant that fails to compile or run is a row, not a crash
+            row.update(status="failed", error=str(error)[-400:])
+        out.write(json.dumps(row) + "\n")
+        out.flush()
+        print(summary(row), flush=True)
+
+
+def summary(row):
+    head = f"{row['variant']:11s} d={row['head_dim']:3d} {'causal' if row['causal'] else 'full  '} {row['seq']:5d}"
+    if row["status"] != "ok":
+        return f"{head} FAILED {row['error'][-200:]}"
+    cells = [f"{p} {row[p + '_tflops']:5.0f}" for p in ("fwd", "bwd", "fwd_bwd") if p + "_tflops" in row]
+    err = f" err {row['max_rel_error']:.1e}" if "max_rel_error" in row else ""
+    return f"{head} TFLOP/s " + "  ".join(cells) + err
+
+
+def main(out_path, names):
     env = environment("cuda")
-    with open(out_path, "w") as f:
-        for name, setup in {"default": default, "warp_specialize": warp_specialized}.items():
-            setup()
-            for d, causal in ((64, True), (128, False)):  # the two ends of the grid
-                row = measure(name, d, causal, env)
-                f.write(json.dumps(row) + "\n")
-                f.flush()
-                if row["status"] == "ok":
-                    print(f"fwd {name:16s} d={d} causal={causal} seq={row['seq']}: {row['fwd_ms']:.3f} ms "
-                          f"{row['fwd_tflops']:.0f} TFLOP/s (cuDNN {row['cudnn_fwd_tflops']:.0f}), err {row['rel_error']:.1e}")
-                else:
-                    print(f"fwd {name} d={d} causal={causal}: failed: {row['error'][:200]}")
+    deadline = time.time() + float(os.environ.get("VARIANTS_S", "300"))
+    with open(out_path, "w") as out:
+        for d, causal, seq in GRID:  # cuDNN first: every variant is compared with these rows
+            row = dict(variant="sdpa-cudnn", head_dim=d, causal=causal, seq=seq, env=env, status="ok")
+            row.update(time_point(cudnn, d, causal, seq, "both"))
+            out.write(json.dumps(row) + "\n")
+            print(summary(row), flush=True)
+        for name in names or VARIANTS:
+            run_variant(name, out, env, deadline)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2:])

@@ -85,10 +85,34 @@ def _visible(offs_m, offs_n, seq_k, CAUSAL: tl.constexpr):
 
 
 @triton.jit
+def _online_softmax_step(acc, m_i, l_i, qk, v, qk_scale, PRECISION: tl.constexpr, RESCALE_THRESHOLD: tl.constexpr):
+    """Fold one tile of raw scores qk (BM, BN) and its values v into the running softmax sums."""
+    # Scale folded into one FMA per score (log2 units), not a separate multiply pass.
+    m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+    if RESCALE_THRESHOLD > 0:
+        # FA3's conditional rescale: keep a stale max (so p <= 2**threshold) until some row's
+        # max grows past the threshold; most tiles then skip the (BM, d) multiply of acc.
+        if tl.max(m_new - m_i, 0) > RESCALE_THRESHOLD:
+            alpha = tl.math.exp2(m_i - m_new)
+            acc = acc * alpha[:, None]
+            l_i = l_i * alpha
+            m_i = m_new
+    else:
+        alpha = tl.math.exp2(m_i - m_new)
+        acc = acc * alpha[:, None]
+        l_i = l_i * alpha
+        m_i = m_new
+    p = tl.math.exp2(qk * qk_scale - m_i[:, None])
+    l_i = l_i + tl.sum(p, 1)
+    acc = tl.dot(p.to(v.dtype), v, acc, input_precision=PRECISION)
+    return acc, m_i, l_i
+
+
+@triton.jit
 def _fwd_tiles(
     acc, m_i, l_i, q, K, V, stride_kn, stride_vn, offs_m, lo, hi, seq_k, qk_scale,
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, MASKED: tl.constexpr,
-    CAUSAL: tl.constexpr, PRECISION: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
+    CAUSAL: tl.constexpr, PRECISION: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, RESCALE_THRESHOLD: tl.constexpr,
 ):
     offs_d = tl.arange(0, BLOCK_D)
     for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
@@ -97,14 +121,35 @@ def _fwd_tiles(
         qk = tl.dot(q, tl.trans(k), input_precision=PRECISION)  # (BM, BN), unscaled
         if MASKED:
             qk = tl.where(_visible(offs_m, offs_n, seq_k, CAUSAL), qk, float("-inf"))
-        # Scale folded into one FMA per score (log2 units), not a separate multiply pass.
-        m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
-        p = tl.math.exp2(qk * qk_scale - m_new[:, None])
-        alpha = tl.math.exp2(m_i - m_new)
-        l_i = l_i * alpha + tl.sum(p, 1)
         v = _load_rows(V + offs_n[:, None] * stride_vn + offs_d[None, :], offs_n, seq_k, offs_d, HEAD_DIM, BLOCK_D, MASKED)
-        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None], input_precision=PRECISION)
-        m_i = m_new
+        acc, m_i, l_i = _online_softmax_step(acc, m_i, l_i, qk, v, qk_scale, PRECISION, RESCALE_THRESHOLD)
+    return acc, m_i, l_i
+
+
+@triton.jit
+def _fwd_tiles_lookahead(
+    acc, m_i, l_i, q, K, V, stride_kn, stride_vn, lo, hi, seq_k, qk_scale,
+    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, PRECISION: tl.constexpr,
+    RESCALE_THRESHOLD: tl.constexpr,
+):
+    """Unmasked key tiles with QK^T issued one tile ahead (FA3's intra-warpgroup overlap).
+
+    The next tile's scores are a loop-carried dot, so the compiler can leave that matmul in
+    flight on the tensor cores while this tile's exp2/rowsum run. The look-ahead past `hi`
+    computes one unused tile (rows past seq_k read as zeros).
+    """
+    offs_d = tl.arange(0, BLOCK_D)
+    offs_n = lo + tl.arange(0, BLOCK_N)
+    k = _load_rows(K + offs_n[:, None] * stride_kn + offs_d[None, :], offs_n, seq_k, offs_d, HEAD_DIM, BLOCK_D, True)
+    qk = tl.dot(q, tl.trans(k), input_precision=PRECISION)
+    for start_n in range(lo, hi, BLOCK_N):
+        offs_next = start_n + BLOCK_N + tl.arange(0, BLOCK_N)
+        k = _load_rows(K + offs_next[:, None] * stride_kn + offs_d[None, :], offs_next, seq_k, offs_d, HEAD_DIM, BLOCK_D, True)
+        qk_next = tl.dot(q, tl.trans(k), input_precision=PRECISION)
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        v = _load_rows(V + offs_n[:, None] * stride_vn + offs_d[None, :], offs_n, seq_k, offs_d, HEAD_DIM, BLOCK_D, False)
+        acc, m_i, l_i = _online_softmax_step(acc, m_i, l_i, qk, v, qk_scale, PRECISION, RESCALE_THRESHOLD)
+        qk = qk_next
     return acc, m_i, l_i
 
 
@@ -115,7 +160,7 @@ def _fwd_kernel(
     stride_vb, stride_vh, stride_vn,
     H, group, seq_q, seq_k,
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
-    WARP_SPECIALIZE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr, LOOKAHEAD: tl.constexpr, RESCALE_THRESHOLD: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     qk_scale = tl.cast(qk_scale, tl.float32)  # torch.compile passes Python floats as fp64
     tile = tl.program_id(0)
@@ -135,13 +180,19 @@ def _fwd_kernel(
     m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     full_end, hi = _key_ranges(start_m, seq_k, BLOCK_M, BLOCK_N, CAUSAL)
-    acc, m_i, l_i = _fwd_tiles(
-        acc, m_i, l_i, q, K, V, stride_kn, stride_vn, offs_m, 0, full_end, seq_k, qk_scale,
-        HEAD_DIM, BLOCK_D, BLOCK_N, False, CAUSAL, PRECISION, WARP_SPECIALIZE,
-    )
+    if LOOKAHEAD:
+        acc, m_i, l_i = _fwd_tiles_lookahead(
+            acc, m_i, l_i, q, K, V, stride_kn, stride_vn, 0, full_end, seq_k, qk_scale,
+            HEAD_DIM, BLOCK_D, BLOCK_N, PRECISION, RESCALE_THRESHOLD,
+        )
+    else:
+        acc, m_i, l_i = _fwd_tiles(
+            acc, m_i, l_i, q, K, V, stride_kn, stride_vn, offs_m, 0, full_end, seq_k, qk_scale,
+            HEAD_DIM, BLOCK_D, BLOCK_N, False, CAUSAL, PRECISION, WARP_SPECIALIZE, RESCALE_THRESHOLD,
+        )
     acc, m_i, l_i = _fwd_tiles(
         acc, m_i, l_i, q, K, V, stride_kn, stride_vn, offs_m, full_end, hi, seq_k, qk_scale,
-        HEAD_DIM, BLOCK_D, BLOCK_N, True, CAUSAL, PRECISION, False,
+        HEAD_DIM, BLOCK_D, BLOCK_N, True, CAUSAL, PRECISION, False, RESCALE_THRESHOLD,
     )
     row_ok = offs_m < seq_q
     o_ptrs = O + bh.to(tl.int64) * seq_q * HEAD_DIM + offs_m[:, None] * HEAD_DIM + offs_d[None, :]
@@ -176,10 +227,15 @@ def _bwd_preprocess_kernel(
 
 
 @triton.jit
-def _add_dq_share(dq, DQ, LOCKS, offs_m, start_m, rows, turn, BLOCK_M: tl.constexpr, DQ_MODE: tl.constexpr):
-    """Add one key tile's share to fp32 dQ rows: with atomics (1), or in key-tile order (2)."""
+def _add_dq_share(
+    dq, DQ, DQ_DESC, bh, LOCKS, offs_m, start_m, rows, turn, BLOCK_M: tl.constexpr, DQ_MODE: tl.constexpr
+):
+    """Add one key tile's share to fp32 dQ rows: with atomics (1), in key-tile order (2), or by
+    one TMA bulk reduction of the whole tile, done in L2 by the copy engine (3)."""
     if DQ_MODE == 1:
         tl.atomic_add(DQ, dq, mask=rows, sem="relaxed")
+    elif DQ_MODE == 3:
+        DQ_DESC.atomic_add([bh.to(tl.int32), start_m, 0], dq.reshape([1, dq.shape[0], dq.shape[1]]))
     else:
         lock = LOCKS + start_m // BLOCK_M
         while tl.atomic_add(lock, 0, sem="acquire") != turn:  # key tile `turn` - 1 has added
@@ -192,7 +248,7 @@ def _add_dq_share(dq, DQ, LOCKS, offs_m, start_m, rows, turn, BLOCK_M: tl.conste
 
 @triton.jit
 def _dkdv_tiles(
-    dk, dv, k, v, Q, DO, LSE, DELTA, DQ, LOCKS, stride_qn, stride_don, offs_n, lo, hi, seq_q, qk_scale,
+    dk, dv, k, v, Q, DO, LSE, DELTA, DQ, DQ_DESC, bh, LOCKS, stride_qn, stride_don, offs_n, lo, hi, seq_q, qk_scale,
     sm_scale, turn, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr,
     MASKED: tl.constexpr, PRECISION: tl.constexpr, DQ_MODE: tl.constexpr,
 ):
@@ -217,7 +273,7 @@ def _dkdv_tiles(
         if DQ_MODE != 0:
             dq = tl.dot(tl.trans(ds_t), k, input_precision=PRECISION) * sm_scale  # (BM, d)
             dq_ptrs = DQ + offs_m[:, None] * HEAD_DIM + offs_d[None, :]
-            _add_dq_share(dq, dq_ptrs, LOCKS, offs_m, start_m, rows, turn, BLOCK_M, DQ_MODE)
+            _add_dq_share(dq, dq_ptrs, DQ_DESC, bh, LOCKS, offs_m, start_m, rows, turn, BLOCK_M, DQ_MODE)
     return dk, dv
 
 
@@ -252,6 +308,12 @@ def _bwd_dkdv_kernel(
 
     dk = tl.zeros([BLOCK_N, BLOCK_D], dtype=tl.float32)
     dv = tl.zeros([BLOCK_N, BLOCK_D], dtype=tl.float32)
+    dq_desc = DQ  # only DQ_MODE 3 reads dQ through a TMA descriptor (B*H, seq_q, head_dim)
+    if DQ_MODE == 3:
+        dq_desc = tl.make_tensor_descriptor(
+            DQ, shape=[tl.num_programs(1) * GROUP, seq_q, HEAD_DIM], strides=[seq_q * HEAD_DIM, HEAD_DIM, 1],
+            block_shape=[1, BLOCK_M, BLOCK_D],
+        )
     # Unrolled (GROUP is constexpr): no run-time loop around the pipelined tile loops.
     for g in tl.static_range(GROUP):
         bh = b * H + h_kv * GROUP + g  # the query head's row in LSE, DELTA, dQ
@@ -261,12 +323,12 @@ def _bwd_dkdv_kernel(
         DQh, LOCKSh = DQ + bh * seq_q * HEAD_DIM, LOCKS + bh * n_query_tiles
         if CAUSAL:
             dk, dv = _dkdv_tiles(
-                dk, dv, k, v, Qh, DOh, LSEh, DELTAh, DQh, LOCKSh, stride_qn, stride_don, offs_n, lo,
+                dk, dv, k, v, Qh, DOh, LSEh, DELTAh, DQh, dq_desc, bh, LOCKSh, stride_qn, stride_don, offs_n, lo,
                 full_start, seq_q, qk_scale, sm_scale, key_tile, HEAD_DIM, BLOCK_D, BLOCK_M, True,
                 PRECISION, DQ_MODE,
             )
         dk, dv = _dkdv_tiles(
-            dk, dv, k, v, Qh, DOh, LSEh, DELTAh, DQh, LOCKSh, stride_qn, stride_don, offs_n, full_start,
+            dk, dv, k, v, Qh, DOh, LSEh, DELTAh, DQh, dq_desc, bh, LOCKSh, stride_qn, stride_don, offs_n, full_start,
             seq_q, seq_q, qk_scale, sm_scale, key_tile, HEAD_DIM, BLOCK_D, BLOCK_M, False, PRECISION,
             DQ_MODE,
         )
@@ -340,19 +402,32 @@ def _bwd_dq_kernel(
 # ------------------------------------------------------------------------------ tile selection
 
 
-def _configs(tiles: list[tuple[int, int, int, int]]) -> list[triton.Config]:
+def _configs(tiles: list[tuple]) -> list[triton.Config]:
+    """(BLOCK_M, BLOCK_N, num_warps, num_stages[, maxnreg]) -> autotuning configs."""
     return [
-        triton.Config({"BLOCK_M": m, "BLOCK_N": n}, num_warps=w, num_stages=s)
-        for m, n, w, s in tiles
+        triton.Config({"BLOCK_M": m, "BLOCK_N": n}, num_warps=w, num_stages=s, maxnreg=rest[0] if rest else None)
+        for m, n, w, s, *rest in tiles
     ]
 
 
 TUNE_KEY = ["seq_q", "seq_k", "HEAD_DIM", "CAUSAL", "PRECISION"]
-# (BLOCK_M, BLOCK_N, num_warps, num_stages); configs that overflow shared memory are skipped.
-# Few configs on purpose: each costs a compilation per (head_dim, causal, dtype) on first use.
-FWD_TILES = [(128, 64, 4, 3), (128, 128, 8, 3), (128, 64, 8, 3), (128, 128, 8, 2)]
-DKDV_TILES = [(32, 128, 4, 5), (64, 128, 8, 3), (32, 128, 4, 3)]
-DQ_TILES = [(128, 32, 4, 5), (128, 64, 8, 3), (128, 32, 4, 3)]
+# Per kernel and head_dim class (<= 64, > 64): (BLOCK_M, BLOCK_N, num_warps, num_stages[, maxnreg]);
+# configs that overflow shared memory are skipped. Few on purpose: each costs a compilation per
+# (head_dim, causal, dtype) on first use.
+TILES = {
+    "fwd": {
+        False: [(128, 64, 4, 3), (128, 128, 8, 3), (128, 64, 8, 3), (128, 128, 8, 2)],
+        True: [(128, 64, 4, 3), (128, 128, 8, 3), (128, 64, 8, 3), (128, 128, 8, 2)],
+    },
+    "dkdv": {
+        False: [(32, 128, 4, 5), (64, 128, 8, 3), (32, 128, 4, 3)],
+        True: [(32, 128, 4, 5), (64, 128, 8, 3), (32, 128, 4, 3)],
+    },
+    "dq": {
+        False: [(128, 32, 4, 5), (128, 64, 8, 3), (128, 32, 4, 3)],
+        True: [(128, 32, 4, 5), (128, 64, 8, 3), (128, 32, 4, 3)],
+    },
+}
 # Under the interpreter: small tiles with BLOCK_M != BLOCK_N so misaligned diagonals are tested.
 INTERPRETED_TILES = {
     "fwd": {"BLOCK_M": 32, "BLOCK_N": 16},
@@ -362,17 +437,29 @@ INTERPRETED_TILES = {
 # Softmax of one tile overlapped with the next tile's matmuls by Triton's warp specialisation
 # (sm90: compiles only with 8 warps). Off: measured in docs/attention.md.
 FWD_WARP_SPECIALIZE = False
+# The unmasked key loop issues the next tile's QK^T before this tile's softmax (docs/attention.md).
+FWD_LOOKAHEAD = False
+# > 0: rescale the running sums only when a row max grows by more than this (log2 units).
+FWD_RESCALE_THRESHOLD = 0.0
 # LMPERF_ATTENTION_AUTOTUNE=0 uses _fixed_tiles everywhere (quick first calls, e.g. in tests).
 AUTOTUNE = os.environ.get("LMPERF_ATTENTION_AUTOTUNE", "1") != "0"
-_TUNED = {
-    "fwd": triton.autotune(_configs(FWD_TILES), key=TUNE_KEY)(_fwd_kernel),
-    # Trial runs add into dQ and advance the counters: both are zeroed after each one.
-    "dkdv": triton.autotune(
-        _configs(DKDV_TILES), key=[*TUNE_KEY, "DQ_MODE"], reset_to_zero=["DQ", "LOCKS"]
-    )(_bwd_dkdv_kernel),
-    "dq": triton.autotune(_configs(DQ_TILES), key=TUNE_KEY)(_bwd_dq_kernel),
-}
-_PLAIN = {"fwd": _fwd_kernel, "dkdv": _bwd_dkdv_kernel, "dq": _bwd_dq_kernel}
+_KERNELS = {"fwd": _fwd_kernel, "dkdv": _bwd_dkdv_kernel, "dq": _bwd_dq_kernel}
+
+
+def tuned_kernels(tiles: dict) -> dict:
+    """Autotuned kernels keyed (name, head_dim > 64) from a TILES-shaped table."""
+    tuned = {}
+    for name, by_size in tiles.items():
+        for large, size_tiles in by_size.items():
+            if name == "dkdv":  # trial runs add into dQ and advance the counters: zero both after each
+                tuner = triton.autotune(_configs(size_tiles), key=[*TUNE_KEY, "DQ_MODE"], reset_to_zero=["DQ", "LOCKS"])
+            else:
+                tuner = triton.autotune(_configs(size_tiles), key=TUNE_KEY)
+            tuned[name, large] = tuner(_KERNELS[name])
+    return tuned
+
+
+_TUNED = tuned_kernels(TILES)
 
 
 def _fixed_tiles(name: str, head_dim: int, itemsize: int) -> dict:
@@ -388,11 +475,11 @@ def _launch(name: str, grid, q: torch.Tensor, *args, **constexprs) -> None:
     """Launch kernel `name`: autotuned for fp16/bf16 with head_dim <= 128, else fixed tiles."""
     head_dim, itemsize = _block_d(q.shape[-1]), q.element_size()
     if INTERPRETED:
-        _PLAIN[name][grid](q, *args, **constexprs, **INTERPRETED_TILES[name])
+        _KERNELS[name][grid](q, *args, **constexprs, **INTERPRETED_TILES[name])
     elif AUTOTUNE and itemsize == 2 and head_dim <= 128:
-        _TUNED[name][grid](q, *args, **constexprs)
+        _TUNED[name, head_dim > 64][grid](q, *args, **constexprs)
     else:
-        _PLAIN[name][grid](q, *args, **constexprs, **_fixed_tiles(name, head_dim, itemsize))
+        _KERNELS[name][grid](q, *args, **constexprs, **_fixed_tiles(name, head_dim, itemsize))
 
 
 def _block_d(head_dim: int) -> int:
@@ -434,12 +521,16 @@ def triton_forward(
         "fwd", grid, q, k, v, o, lse, LOG2E / math.sqrt(head_dim),
         *_strides(q), *_strides(k), *_strides(v), H, H // k.shape[1], seq_q, seq_k,
         HEAD_DIM=head_dim, BLOCK_D=_block_d(head_dim), CAUSAL=is_causal, PRECISION=_precision(q.dtype),
-        WARP_SPECIALIZE=FWD_WARP_SPECIALIZE,
+        WARP_SPECIALIZE=FWD_WARP_SPECIALIZE, LOOKAHEAD=FWD_LOOKAHEAD,
+        RESCALE_THRESHOLD=FWD_RESCALE_THRESHOLD,
     )
     return o, lse
 
 
 BACKWARDS = {"split": 0, "atomic": 1, "ordered": 2}  # the dK/dV kernel's DQ_MODE
+# "atomic" adds each dQ share by one TMA bulk reduction (DQ_MODE 3) instead of per-thread
+# atomics; the interpreter has no bulk reductions, so it always runs DQ_MODE 1.
+ATOMIC_DQ_BY_TMA = False
 
 
 DEFAULT_BACKWARD = "split"
@@ -456,6 +547,11 @@ def backward_mode(requested: str | None = None) -> str:
             'is set, so use "split" or "ordered"'
         )
     return mode
+
+
+def _tma_scratch(size: int, alignment: int, stream) -> torch.Tensor:
+    """Global memory where device-side TMA descriptors are written (triton.set_allocator)."""
+    return torch.empty(size, dtype=torch.int8, device="cuda")
 
 
 def triton_backward(q, k, v, o, lse, do, is_causal: bool, mode: str = DEFAULT_BACKWARD):
@@ -480,10 +576,14 @@ def triton_backward(q, k, v, o, lse, do, is_causal: bool, mode: str = DEFAULT_BA
     constexprs = dict(
         HEAD_DIM=head_dim, BLOCK_D=_block_d(head_dim), CAUSAL=is_causal, PRECISION=_precision(q.dtype)
     )
+    dq_mode = BACKWARDS[mode]
+    if mode == "atomic" and ATOMIC_DQ_BY_TMA and not INTERPRETED:
+        dq_mode = 3
+        triton.set_allocator(_tma_scratch)
     _launch(
         "dkdv", lambda meta: (triton.cdiv(seq_k, meta["BLOCK_N"]), B * kv_heads),
         q, k, v, do, lse, delta, dk, dv, dq_acc, locks, scale * LOG2E, scale, *strides, H, seq_q, seq_k,
-        **constexprs, DQ_MODE=BACKWARDS[mode], GROUP=H // kv_heads,
+        **constexprs, DQ_MODE=dq_mode, GROUP=H // kv_heads,
     )
     if mode != "split":
         return dq_acc.to(q.dtype), dk, dv
