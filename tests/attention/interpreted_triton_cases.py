@@ -13,8 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention_reference import shapes, check_against_reference, model_loss_and_grads, random_qkv
+from lmperf.attention import flash_triton
 from lmperf.attention.flash_triton import (
-    BACKWARDS, FlashAttention2Triton, backward_mode, flash_attention_triton_with_lse,
+    BACKWARDS, TILES, FlashAttention2Triton, backward_mode, flash_attention_triton_with_lse,
 )
 from lmperf.errors import UsageError
 
@@ -33,6 +34,26 @@ def test_matches_float64_reference_fp32(shape, backward):
     check_against_reference(
         flash_attention_triton_with_lse, _apply_with(backward), q, k, v, do, is_causal, 1e-4
     )
+
+
+def _autotune_tile_shapes():
+    """Every (BLOCK_M, BLOCK_N) of each kernel's GPU autotune table, as interpreter tile sets."""
+    shapes = {name: sorted({t[:2] for tiles in by_size.values() for t in tiles}) for name, by_size in TILES.items()}
+    return [
+        {name: {"BLOCK_M": s[i % len(s)][0], "BLOCK_N": s[i % len(s)][1]} for name, s in shapes.items()}
+        for i in range(max(map(len, shapes.values())))
+    ]
+
+
+@pytest.mark.parametrize("tiles", _autotune_tile_shapes())
+def test_every_autotuned_tile_shape(monkeypatch, tiles):
+    # Lengths that leave ragged edges and misaligned diagonals for every tile in the tables.
+    monkeypatch.setattr(flash_triton, "INTERPRETED_TILES", tiles)
+    for is_causal, seq_q, seq_k in ((True, 300, 300), (False, 200, 270), (True, 270, 200)):
+        q, k, v, do = random_qkv((1, 2), seq_q, seq_k, 16, torch.float32, seed=seq_q)
+        check_against_reference(
+            flash_attention_triton_with_lse, FlashAttention2Triton.apply, q, k, v, do, is_causal, 1e-4
+        )
 
 
 @pytest.mark.parametrize("backward", list(BACKWARDS))

@@ -85,34 +85,10 @@ def _visible(offs_m, offs_n, seq_k, CAUSAL: tl.constexpr):
 
 
 @triton.jit
-def _online_softmax_step(acc, m_i, l_i, qk, v, qk_scale, PRECISION: tl.constexpr, RESCALE_THRESHOLD: tl.constexpr):
-    """Fold one tile of raw scores qk (BM, BN) and its values v into the running softmax sums."""
-    # Scale folded into one FMA per score (log2 units), not a separate multiply pass.
-    m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
-    if RESCALE_THRESHOLD > 0:
-        # FA3's conditional rescale: keep a stale max (so p <= 2**threshold) until some row's
-        # max grows past the threshold; most tiles then skip the (BM, d) multiply of acc.
-        if tl.max(m_new - m_i, 0) > RESCALE_THRESHOLD:
-            alpha = tl.math.exp2(m_i - m_new)
-            acc = acc * alpha[:, None]
-            l_i = l_i * alpha
-            m_i = m_new
-    else:
-        alpha = tl.math.exp2(m_i - m_new)
-        acc = acc * alpha[:, None]
-        l_i = l_i * alpha
-        m_i = m_new
-    p = tl.math.exp2(qk * qk_scale - m_i[:, None])
-    l_i = l_i + tl.sum(p, 1)
-    acc = tl.dot(p.to(v.dtype), v, acc, input_precision=PRECISION)
-    return acc, m_i, l_i
-
-
-@triton.jit
 def _fwd_tiles(
     acc, m_i, l_i, q, K, V, stride_kn, stride_vn, offs_m, lo, hi, seq_k, qk_scale,
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, MASKED: tl.constexpr,
-    CAUSAL: tl.constexpr, PRECISION: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, RESCALE_THRESHOLD: tl.constexpr,
+    CAUSAL: tl.constexpr, PRECISION: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
 ):
     offs_d = tl.arange(0, BLOCK_D)
     for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
@@ -121,35 +97,14 @@ def _fwd_tiles(
         qk = tl.dot(q, tl.trans(k), input_precision=PRECISION)  # (BM, BN), unscaled
         if MASKED:
             qk = tl.where(_visible(offs_m, offs_n, seq_k, CAUSAL), qk, float("-inf"))
+        # Scale folded into one FMA per score (log2 units), not a separate multiply pass.
+        m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+        p = tl.math.exp2(qk * qk_scale - m_new[:, None])
+        alpha = tl.math.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
         v = _load_rows(V + offs_n[:, None] * stride_vn + offs_d[None, :], offs_n, seq_k, offs_d, HEAD_DIM, BLOCK_D, MASKED)
-        acc, m_i, l_i = _online_softmax_step(acc, m_i, l_i, qk, v, qk_scale, PRECISION, RESCALE_THRESHOLD)
-    return acc, m_i, l_i
-
-
-@triton.jit
-def _fwd_tiles_lookahead(
-    acc, m_i, l_i, q, K, V, stride_kn, stride_vn, lo, hi, seq_k, qk_scale,
-    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, PRECISION: tl.constexpr,
-    RESCALE_THRESHOLD: tl.constexpr,
-):
-    """Unmasked key tiles with QK^T issued one tile ahead (FA3's intra-warpgroup overlap).
-
-    The next tile's scores are a loop-carried dot, so the compiler can leave that matmul in
-    flight on the tensor cores while this tile's exp2/rowsum run. The look-ahead past `hi`
-    computes one unused tile (rows past seq_k read as zeros).
-    """
-    offs_d = tl.arange(0, BLOCK_D)
-    offs_n = lo + tl.arange(0, BLOCK_N)
-    k = _load_rows(K + offs_n[:, None] * stride_kn + offs_d[None, :], offs_n, seq_k, offs_d, HEAD_DIM, BLOCK_D, True)
-    qk = tl.dot(q, tl.trans(k), input_precision=PRECISION)
-    for start_n in range(lo, hi, BLOCK_N):
-        offs_next = start_n + BLOCK_N + tl.arange(0, BLOCK_N)
-        k = _load_rows(K + offs_next[:, None] * stride_kn + offs_d[None, :], offs_next, seq_k, offs_d, HEAD_DIM, BLOCK_D, True)
-        qk_next = tl.dot(q, tl.trans(k), input_precision=PRECISION)
-        offs_n = start_n + tl.arange(0, BLOCK_N)
-        v = _load_rows(V + offs_n[:, None] * stride_vn + offs_d[None, :], offs_n, seq_k, offs_d, HEAD_DIM, BLOCK_D, False)
-        acc, m_i, l_i = _online_softmax_step(acc, m_i, l_i, qk, v, qk_scale, PRECISION, RESCALE_THRESHOLD)
-        qk = qk_next
+        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None], input_precision=PRECISION)
+        m_i = m_new
     return acc, m_i, l_i
 
 
@@ -160,7 +115,7 @@ def _fwd_kernel(
     stride_vb, stride_vh, stride_vn,
     H, group, seq_q, seq_k,
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
-    WARP_SPECIALIZE: tl.constexpr, LOOKAHEAD: tl.constexpr, RESCALE_THRESHOLD: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     qk_scale = tl.cast(qk_scale, tl.float32)  # torch.compile passes Python floats as fp64
     tile = tl.program_id(0)
@@ -180,19 +135,13 @@ def _fwd_kernel(
     m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     full_end, hi = _key_ranges(start_m, seq_k, BLOCK_M, BLOCK_N, CAUSAL)
-    if LOOKAHEAD:
-        acc, m_i, l_i = _fwd_tiles_lookahead(
-            acc, m_i, l_i, q, K, V, stride_kn, stride_vn, 0, full_end, seq_k, qk_scale,
-            HEAD_DIM, BLOCK_D, BLOCK_N, PRECISION, RESCALE_THRESHOLD,
-        )
-    else:
-        acc, m_i, l_i = _fwd_tiles(
-            acc, m_i, l_i, q, K, V, stride_kn, stride_vn, offs_m, 0, full_end, seq_k, qk_scale,
-            HEAD_DIM, BLOCK_D, BLOCK_N, False, CAUSAL, PRECISION, WARP_SPECIALIZE, RESCALE_THRESHOLD,
-        )
+    acc, m_i, l_i = _fwd_tiles(
+        acc, m_i, l_i, q, K, V, stride_kn, stride_vn, offs_m, 0, full_end, seq_k, qk_scale,
+        HEAD_DIM, BLOCK_D, BLOCK_N, False, CAUSAL, PRECISION, WARP_SPECIALIZE,
+    )
     acc, m_i, l_i = _fwd_tiles(
         acc, m_i, l_i, q, K, V, stride_kn, stride_vn, offs_m, full_end, hi, seq_k, qk_scale,
-        HEAD_DIM, BLOCK_D, BLOCK_N, True, CAUSAL, PRECISION, False, RESCALE_THRESHOLD,
+        HEAD_DIM, BLOCK_D, BLOCK_N, True, CAUSAL, PRECISION, False,
     )
     row_ok = offs_m < seq_q
     o_ptrs = O + bh.to(tl.int64) * seq_q * HEAD_DIM + offs_m[:, None] * HEAD_DIM + offs_d[None, :]
@@ -411,21 +360,23 @@ def _configs(tiles: list[tuple]) -> list[triton.Config]:
 
 
 TUNE_KEY = ["seq_q", "seq_k", "HEAD_DIM", "CAUSAL", "PRECISION"]
-# Per kernel and head_dim class (<= 64, > 64): (BLOCK_M, BLOCK_N, num_warps, num_stages[, maxnreg]);
-# configs that overflow shared memory are skipped. Few on purpose: each costs a compilation per
-# (head_dim, causal, dtype) on first use.
+# Per kernel and head_dim class (<= 64, > 64): (BLOCK_M, BLOCK_N, num_warps, num_stages[, maxnreg]).
+# The configs each kernel's autotuner picked on an H100 (benchmarks/attention-h100.md, 2026-11-23
+# variants run) plus the runners-up; maxnreg=128 caps registers so two 8-warp programs share an
+# SM (one's softmax overlaps the other's matmuls). Few on purpose: each costs a compilation per
+# (head_dim, causal, dtype) on first use; configs that overflow shared memory are skipped.
 TILES = {
     "fwd": {
-        False: [(128, 64, 4, 3), (128, 128, 8, 3), (128, 64, 8, 3), (128, 128, 8, 2)],
-        True: [(128, 64, 4, 3), (128, 128, 8, 3), (128, 64, 8, 3), (128, 128, 8, 2)],
+        False: [(128, 64, 8, 3), (128, 64, 8, 4), (128, 128, 8, 2, 128), (128, 64, 4, 3)],
+        True: [(128, 64, 8, 3), (128, 64, 8, 2, 128), (128, 128, 8, 3), (128, 128, 8, 2)],
     },
     "dkdv": {
-        False: [(32, 128, 4, 5), (64, 128, 8, 3), (32, 128, 4, 3)],
-        True: [(32, 128, 4, 5), (64, 128, 8, 3), (32, 128, 4, 3)],
+        False: [(32, 128, 4, 3), (32, 64, 4, 3), (32, 128, 4, 5)],
+        True: [(64, 128, 8, 3), (64, 128, 8, 2), (64, 64, 4, 2)],
     },
     "dq": {
-        False: [(128, 32, 4, 5), (128, 64, 8, 3), (128, 32, 4, 3)],
-        True: [(128, 32, 4, 5), (128, 64, 8, 3), (128, 32, 4, 3)],
+        False: [(128, 64, 8, 3), (128, 64, 8, 2, 128), (128, 32, 4, 3)],
+        True: [(128, 64, 8, 3), (128, 32, 4, 3), (64, 64, 4, 2)],
     },
 }
 # Under the interpreter: small tiles with BLOCK_M != BLOCK_N so misaligned diagonals are tested.
@@ -437,10 +388,6 @@ INTERPRETED_TILES = {
 # Softmax of one tile overlapped with the next tile's matmuls by Triton's warp specialisation
 # (sm90: compiles only with 8 warps). Off: measured in docs/attention.md.
 FWD_WARP_SPECIALIZE = False
-# The unmasked key loop issues the next tile's QK^T before this tile's softmax (docs/attention.md).
-FWD_LOOKAHEAD = False
-# > 0: rescale the running sums only when a row max grows by more than this (log2 units).
-FWD_RESCALE_THRESHOLD = 0.0
 # LMPERF_ATTENTION_AUTOTUNE=0 uses _fixed_tiles everywhere (quick first calls, e.g. in tests).
 AUTOTUNE = os.environ.get("LMPERF_ATTENTION_AUTOTUNE", "1") != "0"
 _KERNELS = {"fwd": _fwd_kernel, "dkdv": _bwd_dkdv_kernel, "dq": _bwd_dq_kernel}
@@ -521,8 +468,7 @@ def triton_forward(
         "fwd", grid, q, k, v, o, lse, LOG2E / math.sqrt(head_dim),
         *_strides(q), *_strides(k), *_strides(v), H, H // k.shape[1], seq_q, seq_k,
         HEAD_DIM=head_dim, BLOCK_D=_block_d(head_dim), CAUSAL=is_causal, PRECISION=_precision(q.dtype),
-        WARP_SPECIALIZE=FWD_WARP_SPECIALIZE, LOOKAHEAD=FWD_LOOKAHEAD,
-        RESCALE_THRESHOLD=FWD_RESCALE_THRESHOLD,
+        WARP_SPECIALIZE=FWD_WARP_SPECIALIZE,
     )
     return o, lse
 
