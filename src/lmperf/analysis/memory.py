@@ -15,6 +15,9 @@ Counting rules (bytes; N = batch·context tokens, S = batch·heads·context² at
     the matmuls after them save: in fp32 the norm output x·gain itself (2·N·d·4); under bf16 its
     bf16 casts instead (the QKV projection casts once, w1 and w3 cast separately: 3·N·d·2),
     and the fp32 norm output is freed;
+  - rotary under bf16: rope casts its fp32 cos and sin tables to q's and k's bf16, four new
+    context × head_dim/2 tensors per layer that its multiplications save: 4·context·head_dim
+    bytes (in fp32 the cast is the buffer itself);
   - naive attention: rotated q and k: 2·N·d·a; v, which the weighted sum copies to a contiguous
     tensor because it is a permuted view of the QKV output: N·d·a; the head-merged output saved
     by out_proj: N·d·a. The QKV output itself is not kept: rope multiplies by constants, which
@@ -131,7 +134,8 @@ def activations_per_layer(config: ModelConfig, batch: int, seq_len: int, precisi
         kv = config.kv_width
         attention = (d + kv + (d + 2 * kv) + d) * tokens * a + _attention_kernel_saves(config, batch, seq_len, a)
     ffn = (4 if config.mlp == "swiglu" else 2) * tokens * f * a
-    return fp32_vectors + norm_outputs + attention + ffn
+    rotary_casts = 4 * seq_len * (config.head_dim // 2) * BF16 if bf16 else 0  # (cos, sin) for q and for k
+    return fp32_vectors + norm_outputs + attention + ffn + rotary_casts
 
 
 def _saved_per_layer(config: ModelConfig, batch: int, seq_len: int, precision: str, param_dtype: str,
