@@ -4,7 +4,8 @@ step per new token, and every step ends at the LM head.
 Hugging Face computes the logits of the last position only (`logits_to_keep=1`), so every step's
 LM head multiplies B rows: the same kernel with the same work, once per step. The capture splits
 at those heads; the first step is the prefill when its token rows (norm grids) outnumber a decode
-step's. The architecture is read from the prefill, which has every kernel of a forward pass.
+step's. The architecture is read from the prefill, which has every kernel of a forward pass; a
+capture of decode steps alone is read from its last step, whose KV-cache update gives the context.
 """
 
 from __future__ import annotations
@@ -51,6 +52,20 @@ def split_steps(capture: Capture) -> Steps | None:
         return None
     bounds = [-1] + [k.index for k in heads]
     steps = [[k for k in kernels if lo < k.index <= hi] for lo, hi in zip(bounds, bounds[1:])]
-    if len(steps) < 2:
-        return None
+    counts = [sum(k in gemms for k in step) for step in steps]
+    if len(steps) < 2 or len(set(counts[1:])) > 1 or counts[0] > counts[1]:
+        return None  # each step after the first is one whole forward pass (the first may be cut)
     return Steps(steps, _rows(steps[0]) > _rows(steps[1]))
+
+
+def cache_length(layer: list[KernelRecord], batch: int, kv_width: int, size: int) -> int | None:
+    """Tokens in the KV cache at a decode step: the cache update (a cat or copy between the K/V
+    projections and the attention, `layer` holds those kernels) stores B·L·kv_width·size bytes for
+    K and again for V. Eager attention then repeats K/V to every query head (L·group rows), so
+    the smallest length that two kernels store is the cache's."""
+    row = batch * kv_width * size
+    lengths = [int(k.metrics.get(g.STORE_BYTES) // row) for k in layer
+               if kernel_category(k.name) != MATMUL and ("cat" in k.name.lower() or "copy" in k.name.lower())
+               and k.metrics.get(g.STORE_BYTES) and k.metrics.get(g.STORE_BYTES) % row == 0]
+    twice = [n for n in set(lengths) if lengths.count(n) >= 2]
+    return min(twice or lengths or [0]) or None

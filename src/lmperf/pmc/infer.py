@@ -23,7 +23,7 @@ from lmperf.pmc import gemms as g
 from lmperf.pmc import vocab
 from lmperf.pmc.attention_shape import AttentionShape, eager_shape, fused_shape
 from lmperf.analysis.kernels import ATTENTION, MATMUL, NORM, REDUCTION, kernel_category
-from lmperf.pmc.generate import Steps, split_steps
+from lmperf.pmc.generate import Steps, cache_length, split_steps
 from lmperf.pmc.params import add_parameter_counts
 from lmperf.pmc.parse import Capture, KernelRecord, read_capture
 from lmperf.pmc.result import FIELDS, Inference
@@ -165,6 +165,9 @@ def infer(capture: Capture) -> Inference:
         # generate's range ends with sampling kernels after the last LM head: judge the prefill
         capture = dataclasses.replace(capture, kernels=steps.steps[0])
         result = _infer_generate(capture, steps)
+    elif steps:  # decode steps without their prefill: judge the last one, a whole forward pass
+        capture = dataclasses.replace(capture, kernels=steps.steps[-1])
+        result = _infer_decode(capture, steps)
     else:
         result = _infer_fields(capture)
     _distrust_damage(result, capture)
@@ -198,6 +201,35 @@ def _infer_generate(capture: Capture, steps: Steps) -> Inference:
     if prompt is not None:
         result.extra("prompt_len", prompt, result.confidence["seq_len"],
                      "the prefill's sequence length: " + result.evidence["seq_len"])
+    return result
+
+
+def _infer_decode(capture: Capture, steps: Steps) -> Inference:
+    """Decode steps alone (`capture` holds the last): one token per sequence, so the attention's
+    T is 1; the prompt is the KV cache's length at that step less the steps captured, assuming
+    the range starts at the first decode step."""
+    result = _infer_fields(capture, last_position_logits=True)
+    result.set("mode", "generate", 0.7, f"{len(steps.steps)} steps end at the same LM head "
+               f"({steps.steps[-1][-1].name[:40]}) over the same token rows: decode steps, no prefill")
+    result.extra("decode_steps", steps.decode_steps, 0.7, "LM-head repeats (no prefill in the range)")
+    v = result.values
+    layer = g.find_layers(g.split_phases(capture).forward)
+    roles = layer_roles(layer) if layer else None
+    length = None
+    if roles and None not in (v["batch"], v["n_kv_heads"], v["head_dim"], v["dtype"]):
+        between = [k for k in roles["first_layer"]
+                   if roles["qkv"][-1].index < k.index < roles["marker"].index]
+        length = cache_length(between, v["batch"], v["n_kv_heads"] * v["head_dim"],
+                              4 if v["dtype"] == "fp32" else 2)
+    if length is None or length <= len(steps.steps):
+        result.unknown("seq_len", "decode steps only, and no KV-cache update stores a whole "
+                       "number of B·kv_width rows")
+        return result
+    prompt = length - len(steps.steps)
+    why = (f"the KV-cache update of the last captured step stores {length} rows per sequence: "
+           f"the prompt plus {len(steps.steps)} tokens, if the range starts at the first decode step")
+    result.set("seq_len", prompt, 0.6, why)
+    result.extra("prompt_len", prompt, 0.6, why)
     return result
 
 
@@ -280,6 +312,11 @@ def _mlp(result: Inference, roles: dict, tokens: int, d: int, counts: Counter) -
     ups = roles["ups"]
     up_width = sum(g.macs(k) for k in ups) / (tokens * d)
     gated = len(ups) == 2 or (len(ups) == 1 and up_width > 1.5 * f)
+    readings = g.width_readings(ups[0], tokens, d) if len(ups) == 1 else []
+    if any(low <= f <= high for low, high in readings):
+        # rows padded far beyond N (a decode step's one token per sequence) inflate the work; a
+        # tile reading that holds d_ff itself says the one up-projection is no fused gate and up
+        gated, up_width = False, f
     result.set("mlp", "gated" if gated else "gelu", 0.85,
                f"{len(ups)} up-projection GEMM(s) of total width {up_width:.0f} for d_ff={f}")
 
