@@ -55,7 +55,18 @@ def split_steps(capture: Capture) -> Steps | None:
     counts = [sum(k in gemms for k in step) for step in steps]
     if len(steps) < 2 or len(set(counts[1:])) > 1 or counts[0] > counts[1]:
         return None  # each step after the first is one whole forward pass (the first may be cut)
-    return Steps(steps, _rows(steps[0]) > _rows(steps[1]))
+    prefill = _rows(steps[0]) > _rows(steps[1])
+    if not prefill and not all(_embeds(step) for step in steps[1:]):
+        return None  # repeats of a layer's GEMM (a forward range cut after a layer), not steps
+    return Steps(steps, prefill)
+
+
+def _embeds(step: list[KernelRecord]) -> bool:
+    """Whether the step looks up token embeddings (a gather) before its first GEMM, as every
+    forward pass does and no layer does."""
+    first_gemm = next(k.index for k in step if kernel_category(k.name) == MATMUL)
+    return any(("gather" in k.name.lower() or "index_select" in k.name.lower()
+                or "indexselect" in k.name.lower()) for k in step if k.index < first_gemm)
 
 
 def cache_length(layer: list[KernelRecord], batch: int, kv_width: int, size: int) -> int | None:
