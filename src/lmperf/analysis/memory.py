@@ -13,8 +13,8 @@ Counting rules (bytes; N = batch·context tokens, S = batch·heads·context² at
     and fp32 + bf16 promotes to fp32): 2·N·d·4;
   - the two RMSNorms: normalised x, fp32, 2·N·d·4, and their rsqrt per token, 2·N·4; then what
     the matmuls after them save: in fp32 the norm output x·gain itself (2·N·d·4); under bf16 its
-    bf16 casts instead (the QKV projection casts once, w1 and w3 cast separately: 3·N·d·2),
-    and the fp32 norm output is freed;
+    bf16 casts instead (the QKV projection casts once, SwiGLU's w1 and w3 cast separately:
+    3·N·d·2; a GELU MLP's w1 alone: 2·N·d·2), and the fp32 norm output is freed;
   - rotary under bf16: rope casts its fp32 cos and sin tables to q's and k's bf16, four new
     context × head_dim/2 tensors per layer that its multiplications save: 4·context·head_dim
     bytes (in fp32 the cast is the buffer itself);
@@ -127,7 +127,8 @@ def activations_per_layer(config: ModelConfig, batch: int, seq_len: int, precisi
     a = BF16 if bf16 else FP32
     residual = BF16 if param_dtype == "bf16" else FP32
     fp32_vectors = 2 * tokens * d * (residual + FP32) + 2 * tokens * FP32  # residuals, norms, rsqrt
-    norm_outputs = 3 * tokens * d * BF16 if bf16 else 2 * tokens * d * FP32
+    norm_casts = 3 if config.mlp == "swiglu" else 2  # QKV's, then w1's and w3's (SwiGLU) or w1's
+    norm_outputs = norm_casts * tokens * d * BF16 if bf16 else 2 * tokens * d * FP32
     if config.attention == "naive":  # q, k (or its repeated copy), v copy, merged heads; probabilities, mask
         attention = 4 * tokens * d * a + square * (FP32 + BF16 if bf16 else FP32) + seq_len * seq_len
     else:  # q, k, the QKV output (v's base), merged heads; the kernel's output and log-sum-exp
