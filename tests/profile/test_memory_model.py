@@ -120,3 +120,15 @@ def test_grouped_query_and_tied_embeddings_by_hand():
     attention = (64 + 16 + 96 + 64 + 64) * 16 * 2 + 2 * 4 * 8 * 4
     others = 4 * 16 * 64 * 4 + 2 * 16 * 4 + 3 * 16 * 64 * 2 + 4 * 16 * 256 * 2 + 4 * 8 * 8 * 2  # as in the bf16 count above
     assert model.activations_per_layer == attention + others
+
+
+def test_fused_loss_by_hand():
+    """tiny, bf16, batch 2, context 8 (N = 16 tokens, V = 512, d = 64): no log-probabilities; one
+    (16, 512) bf16 block of logits (the chunk is all 16 tokens), dhidden in bf16, fp32 dweight."""
+    eager = memory_model(preset("tiny"), 2, 8, "bf16")
+    fused = memory_model(preset("tiny"), 2, 8, "bf16", loss="fused")
+    norm = (2 * 64 + 1) * 16 * 4 + 16 * 64 * 2  # last residual, normalised x, rsqrt; the LM head's cast
+    assert eager.head_activations == norm + 16 * 512 * 4  # log-probabilities
+    assert fused.head_activations == norm + 16 * 64 * 2 + 512 * 64 * 4
+    assert fused.logits_working_set == 16 * 512 * 2
+    assert eager.logits_working_set == 16 * 512 * (2 + 4 + 4)  # bf16 logits, fp32 copy, log-probabilities

@@ -44,10 +44,10 @@ Step options (lmperf.model.step.StepConfig) change these counts:
 - Checkpointing keeps per layer only the block input (full), or the block input and the fused
   attention kernel's output and log-sum-exp (selective); the backward recomputes one block at a
   time, so one layer's full activations come on top.
-- The fused loss (`loss="fused"`) keeps no log-probabilities: its working set is a few
-  (chunk, V) buffers (fp32 logits and the bf16/fp32 gradient of the logits and its matmul
-  output) and it holds dhidden (N·d·a) and an fp32 dweight (V·d·4) from the forward to the
-  backward.
+- The fused loss (`loss="fused"`) keeps no log-probabilities: its working set is one (chunk, V)
+  block of logits in `a` bytes, which its Triton kernel overwrites with their gradient (the CPU
+  path holds an fp32 copy too), and it holds dhidden (N·d·a) and an fp32 dweight (V·d·4) from
+  the forward to the backward.
 
 Peaks: a forward pass (autograd on, as in training) holds weights, casts, saved activations and
 the logits working set. A training step holds weights and optimizer state throughout; the saved
@@ -156,7 +156,7 @@ def _head(config: ModelConfig, tokens: int, a: int, loss: str) -> tuple[int, int
     norm = (2 * d + 1) * tokens * FP32 + tokens * d * a  # last residual, normalised x, rsqrt, output
     if loss == "fused":  # dhidden and the fp32 dweight, computed in the forward
         chunk = min(tokens, default_chunk_size(V))
-        return norm + tokens * d * a + V * d * FP32, chunk * V * (FP32 + 2 * a)
+        return norm + tokens * d * a + V * d * FP32, chunk * V * a
     working = tokens * V * ((BF16 + FP32 if a == BF16 else FP32) + FP32)
     return norm + tokens * V * FP32, working
 
