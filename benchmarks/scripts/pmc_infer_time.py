@@ -45,7 +45,7 @@ def deep_capture(path: Path) -> int:
     start = next(i for i, line in enumerate(lines) if line.startswith('"ID",'))
     rows = list(csv.reader(io.StringIO("\n".join(l for l in lines[start:] if l.startswith('"')))))
     header, units, body = rows[0], rows[1], rows[2:]
-    middle = body[second:third] * (DEEP_LAYERS - 2)
+    middle = body[second:third] * (DEEP_LAYERS - 3)  # layers 1, 2 and 3 are kept
     kernels = body[:second] + middle + body[second:]
     out = io.StringIO()
     writer = csv.writer(out, quoting=csv.QUOTE_ALL)

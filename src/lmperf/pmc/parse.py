@@ -34,8 +34,9 @@ FFMA = "sm__sass_thread_inst_executed_op_ffma_pred_on.sum"
 REQUIRED_COLUMNS = ("Kernel Name", FFMA)
 # The tensor pipes every GPU since Ampere offers (fp8 is newer, so its absence says nothing).
 TENSOR_PIPE_COLUMNS = tuple(TENSOR_PATHS[path] for path in ("bf16", "fp16", "tf32"))
-# The raw page repeats the machine's description on every kernel row (half its cells): no counter.
-_MACHINE_COLUMNS = ("device__attribute", "nvlink__", "numa__")
+# The raw page repeats the machine's description and the launch statistics on every kernel row
+# (three quarters of its cells): no counters, so never converted (grid and block are read apart).
+_MACHINE_COLUMNS = ("device__attribute", "nvlink__", "numa__", "launch__", "profiler__")
 _DESCRIPTIVE = {"ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context",
                 "Stream", "Block Size", "Grid Size", "Device", "CC"}
 
