@@ -6,6 +6,9 @@ LM head multiplies B rows: the same kernel with the same work, once per step. Th
 at those heads; the first step is the prefill when its token rows (norm grids) outnumber a decode
 step's. The architecture is read from the prefill, which has every kernel of a forward pass; a
 capture of decode steps alone is read from its last step, whose KV-cache update gives the context.
+A range cut inside a decode step ends with that step's layer GEMMs, so the head is not simply the
+last GEMM: it is the last GEMM whose repeats split the range into steps of equal GEMM and
+attention counts (the first step may be cut at its start).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from dataclasses import dataclass
 
 from lmperf.analysis.kernels import MATMUL, kernel_category
 from lmperf.pmc import gemms as g
+from lmperf.pmc.completeness import attention_groups, is_lookup
 from lmperf.pmc.parse import Capture, KernelRecord
 
 
@@ -23,6 +27,7 @@ class Steps:
 
     steps: list[list[KernelRecord]]
     prefill: bool
+    tail: list[KernelRecord]  # the kernels after the last LM head: the last token's sampling
 
     @property
     def decode_steps(self) -> int:
@@ -37,36 +42,41 @@ def _rows(kernels: list[KernelRecord]) -> int:
 
 
 def split_steps(capture: Capture) -> Steps | None:
-    """The generate steps, or None when the capture holds fewer than two LM-head repeats."""
+    """The generate steps, or None when no LM head repeats over whole steps."""
     kernels = capture.kernels
     phases = g.split_phases(capture)
     if phases.backward or phases.optimizer:
         return None  # a training step: its backward GEMMs may repeat the LM head's shape
-    gemms = [k for k in kernels if kernel_category(k.name) == MATMUL and g.macs(k) > 0]
-    if not gemms:
-        return None
-    head = gemms[-1]
-    heads = [k for k in gemms if k.name == head.name and g.macs(k) == g.macs(head)]
-    if len(heads) < 2 or any(k.index <= heads[0].index for k in gemms if k not in heads
-                             and k.index > heads[-1].index):
-        return None
-    bounds = [-1] + [k.index for k in heads]
-    steps = [[k for k in kernels if lo < k.index <= hi] for lo, hi in zip(bounds, bounds[1:])]
-    counts = [sum(k in gemms for k in step) for step in steps]
-    if len(steps) < 2 or len(set(counts[1:])) > 1 or counts[0] > counts[1]:
-        return None  # each step after the first is one whole forward pass (the first may be cut)
-    prefill = _rows(steps[0]) > _rows(steps[1])
-    if not prefill and not all(_embeds(step) for step in steps[1:]):
-        return None  # repeats of a layer's GEMM (a forward range cut after a layer), not steps
-    return Steps(steps, prefill)
+    where = [i for i, k in enumerate(kernels) if kernel_category(k.name) == MATMUL and g.macs(k) > 0]
+    keys = [(kernels[i].name, g.macs(kernels[i])) for i in where]
+    for key in dict.fromkeys(reversed(keys)):  # the head is the last GEMM of the last whole step
+        at = [i for i, other in enumerate(keys) if other == key]
+        bounds = [-1] + [where[i] for i in at]
+        steps = [kernels[lo + 1:hi + 1] for lo, hi in zip(bounds, bounds[1:])]
+        gemms = [b - a for a, b in zip([-1] + at, at)]  # GEMMs per step
+        if len(steps) < 2 or not _whole_steps(steps, gemms):
+            continue
+        prefill = gemms[0] == gemms[1] and _rows(steps[0]) > _rows(steps[1])
+        # decode steps alone must each look up embeddings: a layer's repeated GEMM splits a
+        # forward range cut after a layer into look-alike steps
+        if prefill or all(_embeds(step) for step in steps[1:]):
+            return Steps(steps, prefill, kernels[bounds[-1] + 1:])
+    return None
+
+
+def _whole_steps(steps: list[list[KernelRecord]], gemms: list[int]) -> bool:
+    """Each step after the first holds the same GEMMs and every layer's attention; the first at
+    most as many (a range may open mid-step)."""
+    layers = [attention_groups(step) for step in steps]
+    return (len(set(gemms[1:])) == 1 and gemms[0] <= gemms[1]
+            and len(set(layers[1:])) == 1 and 0 < layers[1] and layers[0] <= layers[1])
 
 
 def _embeds(step: list[KernelRecord]) -> bool:
     """Whether the step looks up token embeddings (a gather) before its first GEMM, as every
     forward pass does and no layer does."""
     first_gemm = next(k.index for k in step if kernel_category(k.name) == MATMUL)
-    return any(("gather" in k.name.lower() or "index_select" in k.name.lower()
-                or "indexselect" in k.name.lower()) for k in step if k.index < first_gemm)
+    return any(is_lookup(k) for k in step if k.index < first_gemm)
 
 
 def cache_length(layer: list[KernelRecord], batch: int, kv_width: int, size: int) -> int | None:

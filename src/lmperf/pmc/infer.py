@@ -24,9 +24,11 @@ from lmperf.pmc import vocab
 from lmperf.pmc.attention_shape import AttentionShape, eager_shape, fused_shape
 from lmperf.analysis.kernels import ATTENTION, MATMUL, NORM, REDUCTION, kernel_category
 from lmperf.pmc.generate import Steps, cache_length, split_steps
-from lmperf.pmc.params import add_parameter_counts
+from lmperf.pmc.completeness import (backward_gaps, counter_gaps, forward_gaps, generate_gaps,
+                                       optimizer_gaps)
+from lmperf.pmc.params import add_parameter_counts, optimizer_parameters
 from lmperf.pmc.parse import Capture, KernelRecord, read_capture
-from lmperf.pmc.result import FIELDS, Inference
+from lmperf.pmc.result import Inference
 
 SLACK = 1.35  # tile padding makes a GEMM count at most this much more than its true width
 ROW_TILE = 256  # GEMMs pad the token rows too: up to a 64-128 row tile times a cluster of 2-4
@@ -163,30 +165,17 @@ def infer(capture: Capture) -> Inference:
     steps = split_steps(capture)
     if steps and steps.prefill:
         # generate's range ends with sampling kernels after the last LM head: judge the prefill
-        capture = dataclasses.replace(capture, kernels=steps.steps[0])
-        result = _infer_generate(capture, steps)
+        result = _infer_generate(dataclasses.replace(capture, kernels=steps.steps[0]), steps)
     elif steps:  # decode steps without their prefill: judge the last one, a whole forward pass
-        capture = dataclasses.replace(capture, kernels=steps.steps[-1])
-        result = _infer_decode(capture, steps)
+        result = _infer_decode(dataclasses.replace(capture, kernels=steps.steps[-1]), steps)
     else:
         result = _infer_fields(capture)
-    _distrust_damage(result, capture)
+    for gap in counter_gaps(capture) + (generate_gaps(steps.steps, steps.tail) if steps else []):
+        result.retract(gap)
     for name, value in result.values.items():
         if value is None and name not in result.evidence:
             result.evidence[name] = "not determined: " + ("; ".join(result.missing) or "no evidence")
     return result
-
-
-def _distrust_damage(result: Inference, capture: Capture) -> None:
-    """Missing counter columns or a range cut mid-step leave every width, count and parameter
-    unsupported: they become undetermined (only the mode, read from kernel names, stays)."""
-    damage = [*capture.problems, g.cut_short(g.split_phases(capture))]
-    for why in filter(None, damage):
-        result.missing.append(why)
-        for name in FIELDS:
-            if name != "mode":
-                result.set(name, None, 0.0, f"not determined: {why}")
-                result.intervals.pop(name, None)
 
 
 def _infer_generate(capture: Capture, steps: Steps) -> Inference:
@@ -238,23 +227,54 @@ def _infer_fields(capture: Capture, last_position_logits: bool = False,
     result = Inference()
     phases = g.split_phases(capture)
     layer = g.find_layers(phases.forward)
+    roles = layer_roles(layer) if layer else None
+    _read_fields(result, capture, phases, layer, roles, last_position_logits, followers)
+    # A range cut short reads like a smaller model: what it lacks retracts what rests on it.
+    n_layers = layer.n_layers if layer else None
+    for gap in (forward_gaps(phases, layer, roles is not None) + backward_gaps(phases, n_layers)
+                + optimizer_gaps(phases, _trained(phases), _least_parameters(result))):
+        result.retract(gap)
+    return result
+
+
+def _trained(phases: g.Phases) -> int | None:
+    """The parameters AdamW's launches update, where their count is exact."""
+    trained = optimizer_parameters(phases)
+    return trained[0] if trained and trained[1] else None
+
+
+def _least_parameters(result: Inference) -> int | None:
+    """The fewest parameters the shapes allow: the blocks and one (tied) embedding."""
+    v = result.values
+    vocab_size = v["vocab_size"] or result.intervals.get("vocab_size", (None,))[0]
+    if v["params_blocks"] is None or not vocab_size or v["d_model"] is None:
+        return None
+    return v["params_blocks"] + vocab_size * v["d_model"]
+
+
+def _read_fields(result: Inference, capture: Capture, phases: g.Phases, layer: g.Layers | None,
+                 roles: dict | None, last_position_logits: bool,
+                 followers: Sequence[KernelRecord]) -> None:
     _mode_and_dtype(result, phases, layer.layer_gemms if layer else g.forward_gemms(phases.forward))
     if layer is None:
         result.missing.append("structure: the forward GEMMs do not repeat layer by layer")
-        return result
+        for name in ("mode", "dtype"):  # whatever ran, it shows no model's step to be sure of
+            if result.values[name] is not None:
+                result.set(name, result.values[name], min(result.confidence[name], 0.5),
+                           result.evidence[name] + " (no layer structure: maybe no model's step)")
+        return
     result.set("n_layers", layer.n_layers, 0.9, f"{len(layer.layer_gemms)} GEMMs per layer repeat "
                f"{layer.n_layers} times, then the LM head")
-    roles = layer_roles(layer)
     if roles is None:
         result.missing.append("roles: no attention kernel splits the layer's GEMMs into "
                               "projections, attention and MLP")
-        return result
+        return
     counts = element_counts(phases.forward)
     found = _tokens_and_width(result, phases, roles["out"], counts)
     if found is None:
         result.missing.append("tokens/d_model: no row count and element count explain the "
                               "output projection")
-        return result
+        return
     tokens, d = found
     _mlp(result, roles, tokens, d, counts)
     shape = _attention(result, roles, tokens, d)
@@ -266,7 +286,6 @@ def _infer_fields(capture: Capture, last_position_logits: bool = False,
     else:
         result.unknown("vocab_size", "the LM head's rows (the batch) are not determined")
     add_parameter_counts(result, roles, capture, phases)
-    return result
 
 
 def _d_ff(result: Inference, roles: dict, tokens: int, d: int, counts: Counter) -> int:
