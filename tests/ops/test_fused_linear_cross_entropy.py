@@ -101,8 +101,10 @@ def test_bf16_on_gpu_matches_fp32_cross_entropy(n, v, d):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("dtype, rtol", [(torch.float32, 1e-4), (torch.float16, 2e-2)])
-def test_on_gpu_the_triton_kernel_runs_and_matches_float64(dtype, rtol, monkeypatch):
+# fp16 with "sum": under "mean" the scaled gradient of the logits (~1e-8 here) is below fp16's
+# smallest subnormal and flushes to zero, in eager F.cross_entropy as here (why fp16 needs loss scaling).
+@pytest.mark.parametrize("dtype, reduction, rtol", [(torch.float32, "mean", 1e-4), (torch.float16, "sum", 2e-2)])
+def test_on_gpu_the_triton_kernel_runs_and_matches_float64(dtype, reduction, rtol, monkeypatch):
     from lmperf.ops import cross_entropy_rows_triton
 
     monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)  # fp32 round-off, not TF32's
@@ -112,9 +114,9 @@ def test_on_gpu_the_triton_kernel_runs_and_matches_float64(dtype, rtol, monkeypa
                         lambda *args, **kw: calls.append(1) or kernel(*args, **kw))
     hidden, weight, targets = _problem(3001, 50257, 64, dtype=dtype, device="cuda")
     got = _loss_and_grads(lambda h, w, t, r: fused_linear_cross_entropy(h, w, t, r, chunk_size=1000),
-                          hidden, weight, targets, "mean")
+                          hidden, weight, targets, reduction)
     assert len(calls) == 4
     h64, w64 = (t.detach().double().requires_grad_() for t in (hidden, weight))
-    want = _loss_and_grads(_reference, h64, w64, targets, "mean")
+    want = _loss_and_grads(_reference, h64, w64, targets, reduction)
     for g, w in zip(got, want):
         torch.testing.assert_close(g.double(), w, rtol=rtol, atol=rtol * w.abs().max().item())

@@ -120,3 +120,24 @@ def test_a_generate_capture_gives_prompt_decode_steps_and_the_architecture(name)
     assert_vocabulary_is_exact_or_bounded(result, expected["vocab_size"])
     payload = result.to_json()
     assert payload["prompt_len"] == expected["prompt_len"] and "decode_steps" in result.report()
+
+
+@pytest.mark.parametrize("name", GENERATE_CAPTURES)
+@pytest.mark.parametrize("skip", [0, 30])  # the range opens right after the prefill, or mid-step
+def test_decode_steps_without_their_prefill_give_the_prompt_and_the_architecture(name, skip):
+    import dataclasses
+    from lmperf.pmc.generate import split_steps
+    from lmperf.pmc.infer import infer
+    from lmperf.pmc.parse import read_capture
+
+    capture, expected = read_capture(capture_path(name)), truth(name)
+    prefill_head = split_steps(capture).steps[0][-1].index
+    decode_only = dataclasses.replace(
+        capture, kernels=[k for k in capture.kernels if k.index > prefill_head + skip])
+    result = infer(decode_only)
+    assert result.values["mode"] == "generate"
+    assert result.values["decode_steps"] == expected["decode_steps"]
+    assert result.values["prompt_len"] == expected["prompt_len"]
+    for field in ("dtype", "batch", "n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim",
+                  "d_ff", "mlp", "vocab_size", "params_blocks"):
+        assert result.values[field] == expected[field], (field, result.evidence.get(field))

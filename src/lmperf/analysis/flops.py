@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass
 
 from lmperf import regions
+from lmperf.analysis.tiles import causal_tile_fraction  # noqa: F401 - part of this model's API
 from lmperf.errors import UsageError
 from lmperf.model.config import ModelConfig, parameter_count
 from lmperf.model.step import MODES
@@ -52,17 +53,6 @@ def _matmul(name: str, region: str, m: int, k: int, n: int, count: int, batch: i
 
 def _vector(name: str, region: str, elements: int, flops_per_element: int, count: int) -> Op:
     return Op(name, region, False, float(elements * flops_per_element), count)
-
-
-def causal_tile_fraction(seq_len: int, tile_q: int = 128, tile_k: int = 128) -> float:
-    """Share of the T×T score square a causal kernel executes when it skips whole masked tiles:
-    every (tile_q × tile_k) tile that touches the diagonal or below runs in full (4 tiles of 64:
-    10/16; a 256-long sequence in 128-tiles: 3/4). Hardware counters see this, not T²/2."""
-    executed = sum(
-        tile_q * tile_k * math.ceil(min((i + 1) * tile_q, seq_len) / tile_k)
-        for i in range(math.ceil(seq_len / tile_q))
-    )
-    return executed / (seq_len * seq_len)
 
 
 def padded_matmul_flops(op: Op, tile_m: int = 1, tile_n: int = 1) -> float:

@@ -13,6 +13,7 @@ templates), the loss before softmax (log_softmax), split-K's reduction before ma
 
 from __future__ import annotations
 
+import functools
 import re
 
 MATMUL, MATMUL_AUX, ATTENTION, SOFTMAX, NORM, LOSS, EMBEDDING, OPTIMIZER, REDUCTION, ELEMENTWISE, COPY, OTHER = (
@@ -45,6 +46,7 @@ _RULES: tuple[tuple[str, re.Pattern], ...] = tuple(
 )
 
 
+@functools.lru_cache(maxsize=8192)  # a capture repeats a few dozen names hundreds of times
 def kernel_category(name: str) -> str:
     """One of CATEGORIES for a kernel's (demangled or mangled) name, or an ATen op's name."""
     return next((category for category, pattern in _RULES if pattern.search(name)), OTHER)

@@ -13,8 +13,11 @@ Counting rules (bytes; N = batch·context tokens, S = batch·heads·context² at
     and fp32 + bf16 promotes to fp32): 2·N·d·4;
   - the two RMSNorms: normalised x, fp32, 2·N·d·4, and their rsqrt per token, 2·N·4; then what
     the matmuls after them save: in fp32 the norm output x·gain itself (2·N·d·4); under bf16 its
-    bf16 casts instead (the QKV projection casts once, w1 and w3 cast separately: 3·N·d·2),
-    and the fp32 norm output is freed;
+    bf16 casts instead (the QKV projection casts once, SwiGLU's w1 and w3 cast separately:
+    3·N·d·2; a GELU MLP's w1 alone: 2·N·d·2), and the fp32 norm output is freed;
+  - rotary under bf16: rope casts its fp32 cos and sin tables to q's and k's bf16, four new
+    context × head_dim/2 tensors per layer that its multiplications save: 4·context·head_dim
+    bytes (in fp32 the cast is the buffer itself);
   - naive attention: rotated q and k: 2·N·d·a; v, which the weighted sum copies to a contiguous
     tensor because it is a permuted view of the QKV output: N·d·a; the head-merged output saved
     by out_proj: N·d·a. The QKV output itself is not kept: rope multiplies by constants, which
@@ -41,10 +44,10 @@ Step options (lmperf.model.step.StepConfig) change these counts:
 - Checkpointing keeps per layer only the block input (full), or the block input and the fused
   attention kernel's output and log-sum-exp (selective); the backward recomputes one block at a
   time, so one layer's full activations come on top.
-- The fused loss (`loss="fused"`) keeps no log-probabilities: its working set is a few
-  (chunk, V) buffers (fp32 logits and the bf16/fp32 gradient of the logits and its matmul
-  output) and it holds dhidden (N·d·a) and an fp32 dweight (V·d·4) from the forward to the
-  backward.
+- The fused loss (`loss="fused"`) keeps no log-probabilities: its working set is one (chunk, V)
+  block of logits in `a` bytes, which its Triton kernel overwrites with their gradient (the CPU
+  path holds an fp32 copy too), and it holds dhidden (N·d·a) and an fp32 dweight (V·d·4) from
+  the forward to the backward.
 
 Peaks: a forward pass (autograd on, as in training) holds weights, casts, saved activations and
 the logits working set. A training step holds weights and optimizer state throughout; the saved
@@ -124,14 +127,16 @@ def activations_per_layer(config: ModelConfig, batch: int, seq_len: int, precisi
     a = BF16 if bf16 else FP32
     residual = BF16 if param_dtype == "bf16" else FP32
     fp32_vectors = 2 * tokens * d * (residual + FP32) + 2 * tokens * FP32  # residuals, norms, rsqrt
-    norm_outputs = 3 * tokens * d * BF16 if bf16 else 2 * tokens * d * FP32
+    norm_casts = 3 if config.mlp == "swiglu" else 2  # QKV's, then w1's and w3's (SwiGLU) or w1's
+    norm_outputs = norm_casts * tokens * d * BF16 if bf16 else 2 * tokens * d * FP32
     if config.attention == "naive":  # q, k (or its repeated copy), v copy, merged heads; probabilities, mask
         attention = 4 * tokens * d * a + square * (FP32 + BF16 if bf16 else FP32) + seq_len * seq_len
     else:  # q, k, the QKV output (v's base), merged heads; the kernel's output and log-sum-exp
         kv = config.kv_width
         attention = (d + kv + (d + 2 * kv) + d) * tokens * a + _attention_kernel_saves(config, batch, seq_len, a)
     ffn = (4 if config.mlp == "swiglu" else 2) * tokens * f * a
-    return fp32_vectors + norm_outputs + attention + ffn
+    rotary_casts = 4 * seq_len * (config.head_dim // 2) * BF16 if bf16 else 0  # (cos, sin) for q and for k
+    return fp32_vectors + norm_outputs + attention + ffn + rotary_casts
 
 
 def _saved_per_layer(config: ModelConfig, batch: int, seq_len: int, precision: str, param_dtype: str,
@@ -151,7 +156,7 @@ def _head(config: ModelConfig, tokens: int, a: int, loss: str) -> tuple[int, int
     norm = (2 * d + 1) * tokens * FP32 + tokens * d * a  # last residual, normalised x, rsqrt, output
     if loss == "fused":  # dhidden and the fp32 dweight, computed in the forward
         chunk = min(tokens, default_chunk_size(V))
-        return norm + tokens * d * a + V * d * FP32, chunk * V * (FP32 + 2 * a)
+        return norm + tokens * d * a + V * d * FP32, chunk * V * a
     working = tokens * V * ((BF16 + FP32 if a == BF16 else FP32) + FP32)
     return norm + tokens * V * FP32, working
 

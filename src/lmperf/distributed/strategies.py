@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 
-from lmperf.model.step import ModelStep, StepConfig
+from lmperf.model.step import ModelStep, StepConfig, autocast_dtype
 from lmperf.distributed.guard import on_all_ranks
 from lmperf.distributed.launch import World
 from lmperf.errors import UsageError
@@ -114,8 +114,7 @@ class DistModelStep(ModelStep):
         # The optimizer is rebuilt over the wrapped parameters (FSDP2 replaces them by DTensors);
         # AdamW allocates its state lazily, so the first one cost nothing.
         # With --compile the blocks were compiled by ModelStep before wrapping.
-        compute_dtype = torch.bfloat16 if self.config.precision == "bf16" else None
-        self.model = strategy.wrap(self.model, self.world, compute_dtype)
+        self.model = strategy.wrap(self.model, self.world, autocast_dtype(self.config.precision))
         self.optimizer = self.build_optimizer()
 
     def run(self, mode: str) -> None:

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 import torch
 
 from lmperf import regions
+from lmperf.dtypes import torch_dtype
 from lmperf.errors import UsageError
 from lmperf.model import ModelConfig, TransformerLM, check_context, preset
 from lmperf.model.transformer import CHECKPOINT_POLICIES, LOSSES
@@ -16,7 +17,7 @@ MODES = ("forward", "forward-backward", "train-step")
 PRECISIONS = ("fp32", "bf16")
 # fp32: fp32 master weights, gradients and AdamW state (bf16 compute comes from autocast);
 # bf16: the model created in bf16, so its gradients and AdamW state are bf16 too.
-PARAM_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+PARAM_DTYPES = ("fp32", "bf16")
 COMPILE_MODES = ("eager", "compile")
 
 
@@ -78,10 +79,14 @@ class StepConfig:
         return cls(**fields)
 
 
+def autocast_dtype(precision: str) -> torch.dtype | None:
+    """The dtype autocast computes in at `precision`; None for fp32 (no autocast)."""
+    return None if precision == "fp32" else torch_dtype(precision, PRECISIONS, "precision")
+
+
 def autocast(precision: str, device: torch.device) -> contextlib.AbstractContextManager:
-    if precision == "bf16":
-        return torch.autocast(device.type, dtype=torch.bfloat16)
-    return contextlib.nullcontext()
+    dtype = autocast_dtype(precision)
+    return contextlib.nullcontext() if dtype is None else torch.autocast(device.type, dtype=dtype)
 
 
 def compile_blocks(model: TransformerLM) -> None:
@@ -113,7 +118,7 @@ class ModelStep:
         with torch.device(device):
             self.model = TransformerLM(model_config, config.checkpoint, config.loss)
         for param in self.model.parameters():  # rounds the fp32 initial weights; buffers stay fp32
-            param.data = param.data.to(PARAM_DTYPES[config.param_dtype])
+            param.data = param.data.to(torch_dtype(config.param_dtype))
         if config.compile == "compile":
             compile_blocks(self.model)
         self.optimizer = self.build_optimizer()

@@ -3,7 +3,8 @@
 Per field: exact-match rate; parameter counts count as right within 1%; the vocabulary also as
 "exact or in its interval". Held-out captures (the first corpus's every fourth entry, the sweep's
 seeded third) are scored apart from the development ones, and every attention path on its own.
-`python -m lmperf.pmc.accuracy FIXTURE_DIR OUT.md` writes the report's tables.
+`python -m lmperf.pmc.accuracy FIXTURE_DIR OUT.md` writes the report's tables, headed by every
+collect call's environment.
 """
 
 from __future__ import annotations
@@ -103,13 +104,15 @@ PATH_COLUMNS = [("attention path", "path", ""), ("captures", "n", "d"),
 
 
 def environment_lines(directory: Path) -> str:
-    """Where the captures were taken (the collect run's environment.json), as Markdown lines."""
-    path = Path(directory) / "environment.json"
-    if not path.is_file():
-        return ""
-    env = json.loads(path.read_text(encoding="utf-8"))
-    return "".join(f"- {key}: {env[key]}\n" for key in ("device", "driver", "cuda", "torch",
-                                                        "triton", "date") if key in env) + "\n"
+    """Where the captures were taken, one line per collect call (its environment*.json), as
+    Markdown lines."""
+    lines = []
+    for path in sorted(Path(directory).glob("environment*.json")):
+        env = json.loads(path.read_text(encoding="utf-8"))
+        lines.append(f"- {path.name}: " + ", ".join(f"{key} {env[key]}" for key in (
+            "device", "driver", "cuda", "torch", "triton", "transformers", "commit", "date")
+            if key in env) + "\n")
+    return "".join(lines) + "\n" if lines else ""
 
 
 def main(argv: list[str]) -> None:

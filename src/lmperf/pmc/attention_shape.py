@@ -13,7 +13,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from lmperf.analysis.flops import causal_tile_fraction
+from lmperf.analysis.tiles import causal_tile_fraction
 from lmperf.pmc.gemms import FADD, FFMA, FMUL, TENSOR_PATHS, macs
 from lmperf.pmc.parse import KernelRecord
 

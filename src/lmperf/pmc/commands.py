@@ -87,6 +87,8 @@ def infer(
 
     result = infer_file(capture)
     typer.echo(json.dumps(result.to_json()) if as_json else result.report())
+    for line in result.warnings():  # on stderr too, so a --json reader sees it beside the object
+        typer.echo(f"lmperf: {line}", err=True)
 
 
 def _known_model(preset: Optional[str], set_: str, hf_config: Optional[Path]):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from lmperf.analysis.kernels import ATTENTION, MATMUL, NORM, OPTIMIZER, SOFTMAX, kernel_category
+from lmperf.analysis.kernels import ATTENTION, MATMUL, OPTIMIZER, SOFTMAX, kernel_category
 from lmperf.pmc.kernels import is_backward
 from lmperf.pmc.parse import FFMA, TENSOR_PATHS, Capture, KernelRecord
 
@@ -96,19 +96,6 @@ def split_phases(capture: Capture) -> Phases:
                 if is_backward(k.name) or kernel_category(k.name) == OPTIMIZER), len(kernels))
     backward = [k for k in kernels[end:] if kernel_category(k.name) != OPTIMIZER]
     return Phases(kernels[:end], backward, optimizer)
-
-
-def cut_short(phases: Phases) -> str | None:
-    """Why a forward-only range ends before its step does, or None. No forward pass ends with a
-    norm (the LM head follows the final one) or with attention (the output projection follows).
-    A range cut elsewhere (after a GEMM, inside the backward or the optimizer) reads as a shorter
-    step and is not detected here."""
-    if phases.backward or phases.optimizer or not phases.forward:
-        return None
-    last = kernel_category(phases.forward[-1].name)
-    if last not in (NORM, ATTENTION):
-        return None
-    return f"the range ends with a {last} kernel, which no forward pass ends with: it was cut mid-step"
 
 
 def forward_gemms(forward: list[KernelRecord]) -> list[KernelRecord]:

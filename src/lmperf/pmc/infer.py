@@ -23,10 +23,12 @@ from lmperf.pmc import gemms as g
 from lmperf.pmc import vocab
 from lmperf.pmc.attention_shape import AttentionShape, eager_shape, fused_shape
 from lmperf.analysis.kernels import ATTENTION, MATMUL, NORM, REDUCTION, kernel_category
-from lmperf.pmc.generate import Steps, split_steps
-from lmperf.pmc.params import add_parameter_counts
+from lmperf.pmc.generate import Steps, cache_length, split_steps
+from lmperf.pmc.completeness import (backward_gaps, counter_gaps, forward_gaps, generate_gaps,
+                                       optimizer_gaps)
+from lmperf.pmc.params import add_parameter_counts, optimizer_parameters
 from lmperf.pmc.parse import Capture, KernelRecord, read_capture
-from lmperf.pmc.result import FIELDS, Inference
+from lmperf.pmc.result import Inference
 
 SLACK = 1.35  # tile padding makes a GEMM count at most this much more than its true width
 ROW_TILE = 256  # GEMMs pad the token rows too: up to a 64-128 row tile times a cluster of 2-4
@@ -163,27 +165,17 @@ def infer(capture: Capture) -> Inference:
     steps = split_steps(capture)
     if steps and steps.prefill:
         # generate's range ends with sampling kernels after the last LM head: judge the prefill
-        capture = dataclasses.replace(capture, kernels=steps.steps[0])
-        result = _infer_generate(capture, steps)
+        result = _infer_generate(dataclasses.replace(capture, kernels=steps.steps[0]), steps)
+    elif steps:  # decode steps without their prefill: judge the last one, a whole forward pass
+        result = _infer_decode(dataclasses.replace(capture, kernels=steps.steps[-1]), steps)
     else:
         result = _infer_fields(capture)
-    _distrust_damage(result, capture)
+    for gap in counter_gaps(capture) + (generate_gaps(steps.steps, steps.tail) if steps else []):
+        result.retract(gap)
     for name, value in result.values.items():
         if value is None and name not in result.evidence:
             result.evidence[name] = "not determined: " + ("; ".join(result.missing) or "no evidence")
     return result
-
-
-def _distrust_damage(result: Inference, capture: Capture) -> None:
-    """Missing counter columns or a range cut mid-step leave every width, count and parameter
-    unsupported: they become undetermined (only the mode, read from kernel names, stays)."""
-    damage = [*capture.problems, g.cut_short(g.split_phases(capture))]
-    for why in filter(None, damage):
-        result.missing.append(why)
-        for name in FIELDS:
-            if name != "mode":
-                result.set(name, None, 0.0, f"not determined: {why}")
-                result.intervals.pop(name, None)
 
 
 def _infer_generate(capture: Capture, steps: Steps) -> Inference:
@@ -201,28 +193,88 @@ def _infer_generate(capture: Capture, steps: Steps) -> Inference:
     return result
 
 
+def _infer_decode(capture: Capture, steps: Steps) -> Inference:
+    """Decode steps alone (`capture` holds the last): one token per sequence, so the attention's
+    T is 1; the prompt is the KV cache's length at that step less the steps captured, assuming
+    the range starts at the first decode step."""
+    result = _infer_fields(capture, last_position_logits=True)
+    result.set("mode", "generate", 0.7, f"{len(steps.steps)} steps end at the same LM head "
+               f"({steps.steps[-1][-1].name[:40]}) over the same token rows: decode steps, no prefill")
+    result.extra("decode_steps", steps.decode_steps, 0.7, "LM-head repeats (no prefill in the range)")
+    v = result.values
+    layer = g.find_layers(g.split_phases(capture).forward)
+    roles = layer_roles(layer) if layer else None
+    length = None
+    if roles and None not in (v["batch"], v["n_kv_heads"], v["head_dim"], v["dtype"]):
+        between = [k for k in roles["first_layer"]
+                   if roles["qkv"][-1].index < k.index < roles["marker"].index]
+        length = cache_length(between, v["batch"], v["n_kv_heads"] * v["head_dim"],
+                              4 if v["dtype"] == "fp32" else 2)
+    if length is None or length <= len(steps.steps):
+        result.unknown("seq_len", "decode steps only, and no KV-cache update stores a whole "
+                       "number of B·kv_width rows")
+        return result
+    prompt = length - len(steps.steps)
+    why = (f"the KV-cache update of the last captured step stores {length} rows per sequence: "
+           f"the prompt plus {len(steps.steps)} tokens, if the range starts at the first decode step")
+    result.set("seq_len", prompt, 0.6, why)
+    result.extra("prompt_len", prompt, 0.6, why)
+    return result
+
+
 def _infer_fields(capture: Capture, last_position_logits: bool = False,
                   followers: Sequence[KernelRecord] = ()) -> Inference:
     result = Inference()
     phases = g.split_phases(capture)
     layer = g.find_layers(phases.forward)
+    roles = layer_roles(layer) if layer else None
+    _read_fields(result, capture, phases, layer, roles, last_position_logits, followers)
+    # A range cut short reads like a smaller model: what it lacks retracts what rests on it.
+    n_layers = layer.n_layers if layer else None
+    for gap in (forward_gaps(phases, layer, roles is not None) + backward_gaps(phases, n_layers)
+                + optimizer_gaps(phases, _trained(phases), _least_parameters(result))):
+        result.retract(gap)
+    return result
+
+
+def _trained(phases: g.Phases) -> int | None:
+    """The parameters AdamW's launches update, where their count is exact."""
+    trained = optimizer_parameters(phases)
+    return trained[0] if trained and trained[1] else None
+
+
+def _least_parameters(result: Inference) -> int | None:
+    """The fewest parameters the shapes allow: the blocks and one (tied) embedding."""
+    v = result.values
+    vocab_size = v["vocab_size"] or result.intervals.get("vocab_size", (None,))[0]
+    if v["params_blocks"] is None or not vocab_size or v["d_model"] is None:
+        return None
+    return v["params_blocks"] + vocab_size * v["d_model"]
+
+
+def _read_fields(result: Inference, capture: Capture, phases: g.Phases, layer: g.Layers | None,
+                 roles: dict | None, last_position_logits: bool,
+                 followers: Sequence[KernelRecord]) -> None:
     _mode_and_dtype(result, phases, layer.layer_gemms if layer else g.forward_gemms(phases.forward))
     if layer is None:
         result.missing.append("structure: the forward GEMMs do not repeat layer by layer")
-        return result
+        for name in ("mode", "dtype"):  # whatever ran, it shows no model's step to be sure of
+            if result.values[name] is not None:
+                result.set(name, result.values[name], min(result.confidence[name], 0.5),
+                           result.evidence[name] + " (no layer structure: maybe no model's step)")
+        return
     result.set("n_layers", layer.n_layers, 0.9, f"{len(layer.layer_gemms)} GEMMs per layer repeat "
                f"{layer.n_layers} times, then the LM head")
-    roles = layer_roles(layer)
     if roles is None:
         result.missing.append("roles: no attention kernel splits the layer's GEMMs into "
                               "projections, attention and MLP")
-        return result
+        return
     counts = element_counts(phases.forward)
     found = _tokens_and_width(result, phases, roles["out"], counts)
     if found is None:
         result.missing.append("tokens/d_model: no row count and element count explain the "
                               "output projection")
-        return result
+        return
     tokens, d = found
     _mlp(result, roles, tokens, d, counts)
     shape = _attention(result, roles, tokens, d)
@@ -234,7 +286,6 @@ def _infer_fields(capture: Capture, last_position_logits: bool = False,
     else:
         result.unknown("vocab_size", "the LM head's rows (the batch) are not determined")
     add_parameter_counts(result, roles, capture, phases)
-    return result
 
 
 def _d_ff(result: Inference, roles: dict, tokens: int, d: int, counts: Counter) -> int:
@@ -280,6 +331,11 @@ def _mlp(result: Inference, roles: dict, tokens: int, d: int, counts: Counter) -
     ups = roles["ups"]
     up_width = sum(g.macs(k) for k in ups) / (tokens * d)
     gated = len(ups) == 2 or (len(ups) == 1 and up_width > 1.5 * f)
+    readings = g.width_readings(ups[0], tokens, d) if len(ups) == 1 else []
+    if any(low <= f <= high for low, high in readings):
+        # rows padded far beyond N (a decode step's one token per sequence) inflate the work; a
+        # tile reading that holds d_ff itself says the one up-projection is no fused gate and up
+        gated, up_width = False, f
     result.set("mlp", "gated" if gated else "gelu", 0.85,
                f"{len(ups)} up-projection GEMM(s) of total width {up_width:.0f} for d_ff={f}")
 

@@ -8,8 +8,11 @@ from lmperf.analysis.kernels import NORM, kernel_category
 from lmperf.pmc.parse import Capture
 from lmperf.pmc.result import Inference
 
-# PyTorch's fused AdamW executes about this many FADD per parameter (2 per element plus
-# per-chunk work; 2.206-2.267 on the corpus's H100 captures), so its FADD count sizes the model.
+# PyTorch's fused AdamW (fp32 state) executes 2 FADD per element plus 13,312 per block, one block
+# per chunk of at most 65,536 elements: (FADD - 13312·blocks) / 2 gave every training capture of
+# the corpus its exact parameter count. Where that reading is no whole count of elements the
+# chunks can hold (another AdamW variant), about 2.21 FADD per parameter (2.206-2.267) sizes it.
+ADAMW_FADD_PER_ELEMENT, ADAMW_FADD_PER_BLOCK, ADAMW_CHUNK = 2, 13312, 65536
 ADAMW_FADD_PER_PARAM = 2.21
 
 _NEEDED = ("n_layers", "d_model", "d_ff", "n_heads", "n_kv_heads", "head_dim", "mlp", "vocab_size")
@@ -25,11 +28,18 @@ def block_parameters(d: int, d_ff: int, n_heads: int, n_kv_heads: int, head_dim:
     return weights + bias + norms
 
 
-def optimizer_parameters(phases: Phases) -> int | None:
-    """All trained parameters, from the fused AdamW kernels' FADD count (about ±3%)."""
+def optimizer_parameters(phases: Phases) -> tuple[int, bool] | None:
+    """All trained parameters from the fused AdamW kernels' FADD count, and whether it is exact
+    (else about ±3%); None without them."""
     adam = [k for k in phases.optimizer if "adam" in k.name.lower()]
     fadd = sum(k.metric(FADD) for k in adam)
-    return int(round(fadd / ADAMW_FADD_PER_PARAM)) if fadd else None
+    if not fadd:
+        return None
+    blocks = sum(k.blocks for k in adam)
+    elements = (fadd - ADAMW_FADD_PER_BLOCK * blocks) / ADAMW_FADD_PER_ELEMENT
+    if elements == int(elements) and blocks <= elements <= blocks * ADAMW_CHUNK:
+        return int(elements), True
+    return int(round(fadd / ADAMW_FADD_PER_PARAM)), False
 
 
 def add_parameter_counts(result: Inference, roles: dict, capture: Capture, phases: Phases) -> None:
@@ -51,8 +61,13 @@ def add_parameter_counts(result: Inference, roles: dict, capture: Capture, phase
                f"epilogues {'add' if biases else 'add no'} bias; "
                f"{'LayerNorm' if layer_norm else 'RMSNorm'} by kernel names)")
     trained = optimizer_parameters(phases)
+    if trained and trained[1]:
+        result.set("params_total", trained[0], 0.9, "fused AdamW: (FADD - "
+                   f"{ADAMW_FADD_PER_BLOCK:,} per block) / {ADAMW_FADD_PER_ELEMENT} per element; "
+                   "counts tied weights once")
+        return
     if trained:
-        result.set("params_total", trained, 0.6, "fused AdamW FADD count / "
+        result.set("params_total", trained[0], 0.6, "fused AdamW FADD count / "
                    f"{ADAMW_FADD_PER_PARAM} per parameter (±3%); counts tied weights once")
         return
     final_norm = (2 if layer_norm else 1) * v["d_model"]

@@ -34,6 +34,9 @@ FFMA = "sm__sass_thread_inst_executed_op_ffma_pred_on.sum"
 REQUIRED_COLUMNS = ("Kernel Name", FFMA)
 # The tensor pipes every GPU since Ampere offers (fp8 is newer, so its absence says nothing).
 TENSOR_PIPE_COLUMNS = tuple(TENSOR_PATHS[path] for path in ("bf16", "fp16", "tf32"))
+# The raw page repeats the machine's description and the launch statistics on every kernel row
+# (three quarters of its cells): no counters, so never converted (grid and block are read apart).
+_MACHINE_COLUMNS = ("device__attribute", "nvlink__", "numa__", "launch__", "profiler__")
 _DESCRIPTIVE = {"ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context",
                 "Stream", "Block Size", "Grid Size", "Device", "CC"}
 
@@ -76,6 +79,10 @@ class Capture:
 
 def number(text: str) -> float | None:
     """'1,234,567' -> 1234567.0; '', 'n/a' and other non-numbers -> None."""
+    try:  # most of a raw page's hundreds of cells per kernel are plain numbers
+        return float(text)
+    except ValueError:
+        pass
     cleaned = text.strip().replace(",", "")
     if not cleaned:
         return None
@@ -128,7 +135,8 @@ def parse_text(text: str, source: str = "") -> Capture:
     units: dict[str, str] = {}
     if body and body[0][0] == "":  # the units row
         units = dict(zip(header, body.pop(0)))
-    counters = tuple(name for name in header if name not in _DESCRIPTIVE)
+    counters = tuple(name for name in header
+                     if name not in _DESCRIPTIVE and not name.startswith(_MACHINE_COLUMNS))
     kernels = [_record(i, dict(zip(header, row)), counters) for i, row in enumerate(body)]
     if not kernels:
         raise UsageError(f"{source or 'input'}: the ncu table has no kernel rows")

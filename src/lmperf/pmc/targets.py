@@ -12,17 +12,20 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
+from lmperf.attention_names import ATTENTION_IMPLEMENTATIONS, SDPA_BACKENDS as FUSED_SDPA_BACKENDS
 from lmperf.errors import UsageError
 
 MODES = ("forward", "train-step", "generate")
 DTYPES = ("fp32", "fp16", "bf16")
-# lmperf's names; a Hugging Face model runs "naive" as its "eager". "triton" is lmperf's own
-# FlashAttention kernel, so only lmperf presets run it.
-ATTENTIONS = ("naive", "sdpa", "triton")
+# lmperf's names (lmperf.attention_names); a Hugging Face model runs "naive" as its "eager".
+# "triton" is lmperf's own FlashAttention kernel, so only lmperf presets run it; "torch" (the
+# same algorithm as many small PyTorch kernels per tile) is no attention pmc's inference models.
+ATTENTIONS = tuple(name for name in ATTENTION_IMPLEMENTATIONS if name != "torch")
 OLD_ATTENTION_NAMES = {"eager": "naive"}  # what specs and truth files written before said
-# The SDPA backends PyTorch can be pinned to (torch.nn.attention.SDPBackend names, lower case);
-# None lets PyTorch pick, as a user's program would.
-SDPA_BACKENDS = ("flash_attention", "efficient_attention", "cudnn_attention", "math")
+# The SDPA backends PyTorch can be pinned to, as torch.nn.attention.SDPBackend names them (lower
+# case): the fused ones of lmperf.attention_names and the math fallback. None lets PyTorch pick,
+# as a user's program would.
+SDPA_BACKENDS = (*(f"{backend}_attention" for backend in FUSED_SDPA_BACKENDS), "math")
 RANGE = "lmperf_pmc_step"
 
 

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# One H200 call (issue 10, while two-GPU machines are not lent): the fused loss's Triton kernel
+# against its PyTorch path and eager logits at the 8B head's shapes, and the 8B step with 8 layers
+# on one H200 with each option switched (loss eager/fused x compile off/on), plus the GPU tests of
+# the loss and of the memory model. Run from the repository root with PYTHONPATH=src; results under $OUT.
+set -u
+mkdir -p "$OUT"
+{ nvidia-smi; python -c "import torch, triton; print(torch.__version__, triton.__version__)"; } > "$OUT/env.txt" 2>&1
+# SIGINT at the limit: pytest still prints its summary.
+timeout -s INT 90 python -m pytest -q -m gpu -p no:cacheprovider tests/ops tests/profile/test_memory_model.py 2>&1 | tail -4 | tee "$OUT/gpu-tests.log"
+timeout 100 python benchmarks/scripts/fused_loss_gpu.py "$OUT/fused-loss.jsonl" 32768 2>&1 | tail -8
+timeout -s INT 200 python -m lmperf.cli bench -p cs336-8b --layers 8 -t 32768 --batch 1 --modes train-step --precisions bf16 \
+  --param-dtype bf16 --attention sdpa --loss eager,fused --checkpoint selective --compile compile --warmup 2 --steps 3 \
+  --runs "$OUT/runs" > "$OUT/one-gpu-8-layers.log" 2>&1; tail -12 "$OUT/one-gpu-8-layers.log"
+(cd "$OUT" && tar czf runs.tgz runs && rm -rf runs)

@@ -1,0 +1,186 @@
+"""Is the kernel range one whole step? A range that stops early (a copy cut between rows, an NVTX
+range closed too soon) holds a prefix of the step, and a prefix of a Transformer's step reads like
+a smaller model. Each check knows what a whole phase ends with, whatever kernel the cut lands after:
+
+- forward: whole layers, one attention each, then the final norm and the LM head (a GEMM that
+  repeats no layer GEMM), then at most the loss, and nothing after the loss;
+- backward (when the range shows it: autograd's own thread is outside a thread's NVTX range):
+  every layer's attention backward, then the embedding's gradient;
+- fused AdamW: one step counter per parameter tensor, at most 36 tensors and 320 chunks per
+  update launch, every launch but the last one full, and at least the blocks and one embedding
+  updated;
+- generate: every step the same number of GEMMs ending at the same LM head, and the range ends
+  with the sampling after the last one, before any work of a next step.
+
+A `Gap` names what is missing and the fields that rest on it; infer leaves those undetermined.
+"""
+
+from __future__ import annotations
+
+import math
+
+from lmperf.analysis.kernels import (ATTENTION, EMBEDDING, LOSS, MATMUL, NORM, REDUCTION, SOFTMAX,
+                                     kernel_category)
+from lmperf.pmc import gemms as g
+from lmperf.pmc.parse import Capture, KernelRecord
+from lmperf.pmc.result import FIELDS, Gap
+
+# PyTorch's multi_tensor_apply (MultiTensorApply.cuh): a fused AdamW launch (tensor lists of
+# depth 4) takes at most 36 tensors and 320 chunks of 65536 elements, and launches when either
+# fills up; a single-element step counter per tensor is incremented first, one block each.
+ADAM_TENSORS_PER_LAUNCH = 36
+ADAM_CHUNKS_PER_LAUNCH = 320
+
+# What a forward cut short leaves unsupported: all but the dtype (the GEMMs' pipe stays readable).
+FORWARD_FIELDS = (*(name for name in FIELDS if name != "dtype"), "prompt_len")
+
+
+def counter_gaps(capture: Capture) -> list[Gap]:
+    """Counter columns the file lacks (a tensor pipe's): every reading but the mode rests on them."""
+    return [Gap("counters", why, tuple(name for name in FIELDS if name != "mode"))
+            for why in capture.problems]
+
+
+def attention_groups(kernels: list[KernelRecord]) -> int:
+    """How many layers' attention the kernels hold: attention and softmax kernels count as one
+    layer's until a GEMM separates them (cuDNN's backward launches helpers beside its kernel)."""
+    groups, open_group = 0, False
+    for k in kernels:
+        cls = kernel_category(k.name)
+        if cls in (ATTENTION, SOFTMAX):
+            groups += not open_group
+            open_group = True
+        elif cls == MATMUL:
+            open_group = False
+    return groups
+
+
+def _is_norm(kernel: KernelRecord) -> bool:
+    """A LayerNorm kernel, or an RMSNorm's mean of squares (a row reduction)."""
+    return kernel_category(kernel.name) in (NORM, REDUCTION)
+
+
+def _same_gemm(a: KernelRecord, b: KernelRecord) -> bool:
+    return a.name == b.name and abs(g.macs(a) - g.macs(b)) <= 1e-6 * g.macs(b)
+
+
+def forward_gaps(phases: g.Phases, layers: g.Layers | None, whole_layer: bool) -> list[Gap]:
+    """Why the forward pass ends before its step's LM head, or (with no backward in the range)
+    why the step went on past its loss; nothing when it is whole."""
+    why = _forward_cut(phases, layers, whole_layer)
+    if why:
+        return [Gap("forward", why, FORWARD_FIELDS)]
+    losses = [k.index for k in phases.forward if kernel_category(k.name) == LOSS]
+    if losses and not (phases.backward or phases.optimizer) and phases.forward[-1].index > losses[-1]:
+        return [Gap("forward", f"{phases.forward[-1].index - losses[-1]} kernel(s) run after the "
+                    "loss and no gradient kernel: the step went on (a backward on autograd's "
+                    "thread, an optimizer) past the range's end", ("mode",))]
+    return []
+
+
+def _forward_cut(phases: g.Phases, layers: g.Layers | None, whole_layer: bool) -> str | None:
+    forward = phases.forward
+    last = kernel_category(forward[-1].name) if forward else None
+    if last in (NORM, ATTENTION) and not (phases.backward or phases.optimizer):
+        return (f"the range ends with a {last} kernel, which no forward pass ends with (an output "
+                "projection or the LM head follows)")
+    if layers is None:
+        return None  # no layer structure: infer reports it, and reads no shape from it
+    if not whole_layer:
+        return ("the repeating GEMMs hold no whole Transformer layer (projections, attention, "
+                "output projection, MLP): the range may end inside the first layer")
+    head = layers.lm_head
+    body = [k for k in g.forward_gemms(forward) if k.index < head.index]
+    if any(_same_gemm(head, k) for k in body):
+        return (f"the last forward GEMM ({head.name[:40]}...) repeats a layer GEMM's kernel and "
+                "work: it is a layer's, not an LM head, so the range ends inside a layer")
+    if not any(_is_norm(k) for k in forward if body[-1].index < k.index < head.index):
+        return ("no norm runs between the last layer GEMM and the last GEMM: a whole forward ends "
+                "with the final norm, then the LM head")
+    groups = attention_groups([k for k in forward if k.index < head.index])
+    if groups != layers.n_layers:
+        return (f"the GEMMs repeat {layers.n_layers} time(s) but the forward runs {groups} layers' "
+                "attention: the layer counts disagree")
+    return None
+
+
+def backward_gaps(phases: g.Phases, n_layers: int | None) -> list[Gap]:
+    """Why the backward pass in the range is not whole, or nothing (also when it is not shown)."""
+    backward = phases.backward
+    if not backward:
+        return []
+    why = None
+    if not any(kernel_category(k.name) == EMBEDDING for k in backward):
+        why = "the backward pass never reaches the embedding's gradient, its last layer"
+    elif n_layers and attention_groups(backward) < n_layers:
+        why = (f"the backward pass shows {attention_groups(backward)} layers' attention backward "
+               f"for {n_layers} forward layers")
+    if why is None:
+        return []
+    return [Gap("backward", why + ": the range ends inside the backward (the optimizer and "
+                "the mode unknown)", ("mode",))]
+
+
+def optimizer_gaps(phases: g.Phases, trained: int | None, least_params: int | None) -> list[Gap]:
+    """Why the fused AdamW part of the range is not whole, or nothing. `trained`: the parameters
+    its update launches count; `least_params`: the fewest the forward's shapes allow (blocks plus
+    one embedding), None when unknown."""
+    optimizer = phases.optimizer
+    adam = [k for k in optimizer if "adam" in k.name.lower()]
+    counters = [k for k in optimizer if not adam or k.index < adam[0].index]
+    # the step counters: one element each, so one block and one FADD per parameter tensor
+    tensors = sum(k.blocks for k in counters) if counters and all(
+        k.metric(g.FADD) == k.blocks for k in counters) else None
+    why = None
+    if tensors and not adam:
+        why = f"the step counters of {tensors} parameter tensors ran, but no AdamW update"
+    elif tensors and len(adam) < math.ceil(tensors / ADAM_TENSORS_PER_LAUNCH):
+        why = (f"{len(adam)} AdamW launch(es) of at most {ADAM_TENSORS_PER_LAUNCH} tensors cannot "
+               f"update the {tensors} parameter tensors the step counters count")
+    elif adam and adam[-1].blocks == ADAM_CHUNKS_PER_LAUNCH:
+        why = (f"the last AdamW launch is a full one ({ADAM_CHUNKS_PER_LAUNCH} chunks): the "
+               "launches after it are missing")
+    elif trained and least_params and trained < least_params:
+        why = (f"the AdamW launches update {trained:,} parameters, fewer than the forward's layers "
+               f"and one embedding hold ({least_params:,})")
+    return [Gap("optimizer", why + ": the range ends inside the optimizer",
+                ("params_total",))] if why else []
+
+
+def generate_gaps(steps: list[list[KernelRecord]], tail: list[KernelRecord]) -> list[Gap]:
+    """Why a generate range does not end after the sampling of its last step, or nothing.
+    `steps`: the kernels up to each LM head; `tail`: those after the last one."""
+    work = [k for k in tail if kernel_category(k.name) in (MATMUL, NORM, ATTENTION)]
+    # by category: the same op runs as a vectorized or an unrolled kernel as alignment allows
+    previous = [kernel_category(k.name) for k in steps[-1]]
+    start = _forward_start(steps[-1])
+    why = None
+    if work:
+        why = f"a next step had begun ({work[0].name[:40]}... after the last LM head)"
+    elif not tail:
+        why = "nothing follows the last LM head: a whole generate samples its last token"
+    elif [kernel_category(k.name) for k in tail] != previous[:len(tail)] or (start and len(tail) != start):
+        why = (f"the {len(tail)} kernels after the last LM head are not the sampling that follows "
+               "the other steps' LM heads")
+    return [Gap("generate", why + ": the range ends inside a decode step",
+                ("decode_steps",))] if why else []
+
+
+def _forward_start(step: list[KernelRecord]) -> int | None:
+    """Where a decode step's own forward begins after the previous step's sampling: the start of
+    the last run of embedding lookups before its first norm or GEMM (None without one)."""
+    first_work = next((i for i, k in enumerate(step)
+                       if kernel_category(k.name) in (MATMUL, NORM)), len(step))
+    lookups = [i for i in range(first_work) if is_lookup(step[i])]
+    if not lookups:
+        return None
+    start = lookups[-1]
+    while start - 1 in lookups:
+        start -= 1
+    return start
+
+
+def is_lookup(kernel: KernelRecord) -> bool:
+    """An embedding lookup (an index_select or gather kernel), which every forward pass starts with."""
+    name = kernel.name.lower()
+    return kernel_category(kernel.name) == EMBEDDING or "gather" in name or "index_select" in name

@@ -1,0 +1,14 @@
+"""The accuracy report's header names every collect call's environment."""
+
+import json
+
+from lmperf.pmc.accuracy import environment_lines
+
+
+def test_every_collect_calls_environment_heads_the_score(tmp_path):
+    for name, commit in (("environment.json", "aaa"), ("environment-2.json", "bbb")):
+        (tmp_path / name).write_text(json.dumps({"device": "H100", "commit": commit, "date": "d"}))
+    lines = environment_lines(tmp_path).splitlines()
+    assert [line.split(":")[0] for line in lines if line] == ["- environment-2.json", "- environment.json"]
+    assert "commit bbb" in lines[0] and "commit aaa" in lines[1]
+    assert environment_lines(tmp_path / "none") == ""
