@@ -45,6 +45,13 @@ def test_a_short_row_in_the_middle_is_an_error():
         parse_text(_text(rows))
 
 
+def test_a_row_with_extra_fields_is_an_error():
+    rows = _table(FORWARD)
+    rows[10] = rows[10] + ["1", "2"]
+    with pytest.raises(UsageError, match=f"row 10 of the ncu table has {len(rows[0]) + 2} of {len(rows[0])} fields"):
+        parse_text(_text(rows))
+
+
 @pytest.mark.parametrize("column", ["Kernel Name", "sm__sass_thread_inst_executed_op_ffma_pred_on.sum"])
 def test_a_missing_required_column_is_named(column):
     rows = _table(FORWARD)
