@@ -36,7 +36,8 @@ FORWARD_FIELDS = (*(name for name in FIELDS if name != "dtype"), "prompt_len")
 
 
 def counter_gaps(capture: Capture) -> list[Gap]:
-    """Counter columns the file lacks (a tensor pipe's): every reading but the mode rests on them."""
+    """Counter columns the file lacks (a tensor pipe's): every reading but the mode rests on
+    them."""
     return [Gap("counters", why, tuple(name for name in FIELDS if name != "mode"))
             for why in capture.problems]
 
@@ -71,7 +72,8 @@ def forward_gaps(phases: g.Phases, layers: g.Layers | None, whole_layer: bool) -
     if why:
         return [Gap("forward", why, FORWARD_FIELDS)]
     losses = [k.index for k in phases.forward if kernel_category(k.name) == LOSS]
-    if losses and not (phases.backward or phases.optimizer) and phases.forward[-1].index > losses[-1]:
+    went_on = losses and phases.forward[-1].index > losses[-1]
+    if went_on and not (phases.backward or phases.optimizer):
         return [Gap("forward", f"{phases.forward[-1].index - losses[-1]} kernel(s) run after the "
                     "loss and no gradient kernel: the step went on (a backward on autograd's "
                     "thread, an optimizer) past the range's end", ("mode",))]
@@ -159,7 +161,8 @@ def generate_gaps(steps: list[list[KernelRecord]], tail: list[KernelRecord]) -> 
         why = f"a next step had begun ({work[0].name[:40]}... after the last LM head)"
     elif not tail:
         why = "nothing follows the last LM head: a whole generate samples its last token"
-    elif [kernel_category(k.name) for k in tail] != previous[:len(tail)] or (start and len(tail) != start):
+    elif ([kernel_category(k.name) for k in tail] != previous[:len(tail)]
+          or (start and len(tail) != start)):
         why = (f"the {len(tail)} kernels after the last LM head are not the sampling that follows "
                "the other steps' LM heads")
     return [Gap("generate", why + ": the range ends inside a decode step",
@@ -181,6 +184,6 @@ def _forward_start(step: list[KernelRecord]) -> int | None:
 
 
 def is_lookup(kernel: KernelRecord) -> bool:
-    """An embedding lookup (an index_select or gather kernel), which every forward pass starts with."""
+    """An embedding lookup (an index_select or gather kernel): every forward pass starts so."""
     name = kernel.name.lower()
     return kernel_category(kernel.name) == EMBEDDING or "gather" in name or "index_select" in name

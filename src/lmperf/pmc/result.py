@@ -69,7 +69,8 @@ class Inference:
     def warnings(self) -> list[str]:
         """One line per missing part, for the report's head and for stderr."""
         return [f"warning: incomplete capture ({gap.part}): {gap.why}; undetermined: "
-                + ", ".join(name for name in gap.fields if name in self.values) for gap in self.gaps]
+                + ", ".join(name for name in gap.fields if name in self.values)
+                for gap in self.gaps]
 
     def to_json(self) -> dict:
         out = dict(self.values)
