@@ -1,10 +1,11 @@
 """Batch, sequence length and heads from the attention kernels of one layer.
 
-Eager attention: the scores matmul QK^T does B·H·T·T·hd = N·T·d multiply-adds (N = B·T tokens,
-d = H·hd), so T follows from it; the softmax touches B·H·T·T elements, so H follows from its
-element counters. Fused attention (FlashAttention, cuDNN, memory-efficient): the launch grid holds
-B·H·ceil(T/tile) blocks and the tensor counter counts 4·B·H·hd·(executed causal tile area); every
-(B, tile) is tried and the candidate that explains both best wins.
+Naive attention (Hugging Face's "eager"): the scores matmul QK^T does B·H·T·T·hd = N·T·d
+multiply-adds (N = B·T tokens, d = H·hd), so T follows from it; the softmax touches B·H·T·T
+elements, so H follows from its element counters. Fused attention (FlashAttention, cuDNN,
+memory-efficient): the launch grid holds B·H·ceil(T/tile) blocks and the tensor counter counts
+4·B·H·hd·(executed causal tile area); every (B, tile) is tried and the candidate that explains
+both best wins.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def _divisors(n: int) -> list[int]:
     return [b for b in range(1, n + 1) if n % b == 0]
 
 
-def eager_shape(qk: KernelRecord, softmax: KernelRecord, tokens: int, d: int,
+def naive_shape(qk: KernelRecord, softmax: KernelRecord, tokens: int, d: int,
                 scores: list[KernelRecord] = ()) -> AttentionShape | None:
     """`scores`: the elementwise kernels on the score matrix around the softmax (scaling, mask
     add), which count B·H·T² elements exactly where the warp softmax counts padded rows."""

@@ -43,8 +43,8 @@ def class_rows(capture: Capture, model: ModelConfig, batch: int, seq_len: int) -
     forward = g.split_phases(capture).forward
     ops = predicted_ops(model, batch, seq_len)
     fused = any(kernel_category(k.name) == ATTENTION for k in forward)
-    eager = forward_ops(model, batch, seq_len, 1.0)
-    full_square = sum(op.total_forward for op in eager if op.name in _ATTENTION_OPS)
+    naive_ops = forward_ops(model, batch, seq_len, 1.0)
+    full_square = sum(op.total_forward for op in naive_ops if op.name in _ATTENTION_OPS)
     attention = sum(ops[name].total_forward for name in _ATTENTION_OPS)
     gemm = sum(op.total_forward for name, op in ops.items() if name not in _ATTENTION_OPS)
     predicted = {MATMUL: gemm if fused else gemm + full_square, ATTENTION: attention if fused else 0.0}
@@ -68,7 +68,7 @@ def role_rows(capture: Capture, model: ModelConfig, batch: int, seq_len: int) ->
              ("ffn_w1_w3", roles["ups"]), ("ffn_w2", [roles["down"]]), ("lm_head", [layer.lm_head])]
     if roles["kind"] == ATTENTION:
         pairs.append(("attention (fused)", [roles["marker"]]))
-    else:  # eager: the score and weighted-sum matmuls run over the full square
+    else:  # naive: the score and weighted-sum matmuls run over the full square
         ops.update({op.name: op for op in forward_ops(model, batch, seq_len, 1.0)
                     if op.name in _ATTENTION_OPS})
         pairs += [("attn_scores", [roles["qk"]]), ("attn_weighted_sum", [roles["pv"]])]

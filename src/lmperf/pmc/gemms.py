@@ -144,7 +144,7 @@ def find_layers(forward: list[KernelRecord]) -> Layers | None:
 
 
 def attention_marker(kernels: list[KernelRecord]) -> tuple[str, KernelRecord] | None:
-    """The fused attention kernel, or the softmax of eager attention, in a layer's kernels."""
+    """The fused attention kernel, or the softmax of naive attention, in a layer's kernels."""
     for k in kernels:
         cls = kernel_category(k.name)
         if cls in (ATTENTION, SOFTMAX):

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from lmperf.pmc import gemms as g
 from lmperf.pmc import vocab
-from lmperf.pmc.attention_shape import AttentionShape, eager_shape, fused_shape
+from lmperf.pmc.attention_shape import AttentionShape, fused_shape, naive_shape
 from lmperf.analysis.kernels import ATTENTION, MATMUL, NORM, REDUCTION, kernel_category
 from lmperf.pmc.generate import Steps, cache_length, split_steps
 from lmperf.pmc.completeness import (backward_gaps, counter_gaps, forward_gaps, generate_gaps,
@@ -89,7 +89,7 @@ def _mode_and_dtype(result: Inference, phases: g.Phases, layer_gemms: list[Kerne
 
 
 def layer_roles(layer: g.Layers) -> dict | None:
-    """Which GEMM of the first layer is which: qkv projections, (eager QK^T, PV), out, MLP."""
+    """Which GEMM of the first layer is which: qkv projections, (naive attention's QK^T, PV), out, MLP."""
     marker = g.attention_marker(layer.first_layer)
     if marker is None:
         return None
@@ -343,7 +343,7 @@ def _mlp(result: Inference, roles: dict, tokens: int, d: int, counts: Counter) -
 def _attention(result: Inference, roles: dict, tokens: int, d: int) -> AttentionShape | None:
     if roles["kind"] == "softmax":
         between = [k for k in roles["first_layer"] if roles["qk"].index < k.index < roles["pv"].index]
-        shape = eager_shape(roles["qk"], roles["marker"], tokens, d, between)
+        shape = naive_shape(roles["qk"], roles["marker"], tokens, d, between)
     else:
         shape = fused_shape(roles["marker"], tokens, d)
     if shape is None:
