@@ -1,5 +1,7 @@
-"""Shared test set-up: GPU tests skip cleanly where CUDA is missing; Triton's CPU interpreter."""
+"""Shared test set-up: GPU tests skip cleanly where CUDA is missing; Triton's CPU interpreter; a
+run directory locked by another process."""
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -33,3 +35,20 @@ def run_interpreted():
         )
         assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     return run
+
+
+@pytest.fixture
+def lock_held_by_another_process():
+    """A context manager: while it is open, another process holds `path`'s run-directory lock."""
+    @contextlib.contextmanager
+    def held(path):
+        holder = subprocess.Popen(
+            [sys.executable, "-c", "import sys; from lmperf.report.rundir import RunDir; "
+             f"d = RunDir.resume({str(path)!r}, 'bench'); print('locked', flush=True); sys.stdin.read()"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            assert holder.stdout.readline().strip() == "locked"
+            yield
+        finally:
+            holder.communicate("")  # the holder ends, and its lock with it
+    return held

@@ -88,16 +88,9 @@ def test_bench_refuses_a_foreign_directory_untouched(tmp_path, made_by):
     assert _files(tmp_path) == before
 
 
-def test_a_second_writer_is_one_line_and_exit_2(bench_dir):
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from lmperf.report.rundir import RunDir; "
-         f"d = RunDir.resume({str(bench_dir)!r}, 'bench'); print('locked', flush=True); sys.stdin.read()"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+def test_a_second_writer_is_one_line_and_exit_2(bench_dir, lock_held_by_another_process):
+    with lock_held_by_another_process(bench_dir):
         one_line_exit_2(lmperf("bench", "--resume", bench_dir), "in use by another lmperf process")
-    finally:
-        holder.communicate("")
 
 
 def test_recorded_sweep_options_come_back_whole_model_shape_included():

@@ -1,8 +1,6 @@
 """Run directories: manifest, foreign directories refused untouched, lock, cut-off last rows."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -122,18 +120,11 @@ def test_a_corrupt_middle_row_stays_an_error(tmp_path):
         RunDir.resume(path, "bench").rows()
 
 
-def test_a_second_writer_is_refused(tmp_path):
+def test_a_second_writer_is_refused(tmp_path, lock_held_by_another_process):
     path = _bench_dir(tmp_path)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from lmperf.report.rundir import RunDir; "
-         f"d = RunDir.resume({str(path)!r}, 'bench'); print('locked', flush=True); sys.stdin.read()"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with lock_held_by_another_process(path):
         with pytest.raises(UsageError, match="in use by another lmperf process"):
             RunDir.resume(path, "bench")
-    finally:
-        holder.communicate("")
     RunDir.resume(path, "bench")  # released when the holder ended
 
 
