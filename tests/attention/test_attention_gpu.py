@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from attention_reference import check_against_reference, model_loss_and_grads, random_qkv
-from lmperf.attention import flash_triton
+from lmperf.attention import attention, flash_triton, repeat_kv
+from lmperf.attention.naive import naive_attention_with_lse
 from lmperf.attention.flash_torch import FlashAttention2Torch, flash_attention_torch_with_lse
 from lmperf.attention.flash_triton import FlashAttention2Triton, flash_attention_triton_with_lse
 
@@ -98,6 +99,22 @@ def test_torch_version_on_gpu(dtype):
     forward = functools.partial(flash_attention_torch_with_lse, tile=64)
     apply = lambda q, k, v, c: FlashAttention2Torch.apply(q, k, v, c, 64)  # noqa: E731
     check_against_reference(forward, apply, q, k, v, do, True, TOLERANCE[dtype])
+
+
+def test_sdpa_fp32_grouped_query_stays_fused():
+    """fp32 SDPA with 16 query heads over 4 K/V heads at 4096 tokens: PyTorch's math fallback
+    would hold the 1.07 GB of fp32 scores (1·16·4096² · 4 bytes); a fused kernel holds the
+    output, its log-sum-exp and the repeated K/V (~17 MB each). And it matches float64."""
+    q, k, v, do = random_qkv((1, 16), 4096, 4096, 64, torch.float32, device="cuda", kv_heads=4)
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    out = attention(q, k, v, is_causal=True, impl="sdpa")
+    assert torch.cuda.max_memory_allocated() - before < 16 * 4096 * 4096 * 4 / 8
+    del out
+    forward = lambda q, k, v, c: naive_attention_with_lse(q, repeat_kv(q, k), repeat_kv(q, v), c)  # noqa: E731
+    apply = lambda q, k, v, c: attention(q, k, v, is_causal=c, impl="sdpa")  # noqa: E731
+    check_against_reference(forward, apply, q, k, v, do, True, TOLERANCE[torch.float32])
 
 
 @pytest.mark.parametrize("impl", ["sdpa", "torch", "triton"])

@@ -122,6 +122,23 @@ def test_grouped_query_and_tied_embeddings_by_hand():
     assert model.activations_per_layer == attention + others
 
 
+def test_fp32_sdpa_repeats_grouped_kv_by_hand():
+    """tiny with 1 K/V head, sdpa, fp32, batch 2, context 8 (N = 16): no fused SDPA kernel takes
+    grouped K/V in fp32, so K and V are repeated to all 4 heads and the copies are what it saves;
+    the same model with naive attention or under bf16 keeps K/V at one head."""
+    config = preset("tiny", attention="sdpa", n_kv_heads=1)
+    fp32, bf16 = memory_model(config, 2, 8, "fp32"), memory_model(config, 2, 8, "bf16")
+    # q, repeated k, repeated v, merged heads (64 each per token, 4 bytes); output 64, lse 2·4·8
+    attention = 4 * 16 * 64 * 4 + 16 * 64 * 4 + 2 * 4 * 8 * 4
+    others = 2 * 16 * 64 * (4 + 4) + 2 * 16 * 4 + 2 * 16 * 64 * 4 + 4 * 16 * 256 * 4  # residuals, norms, MLP
+    assert fp32.activations_per_layer == attention + others
+    # under bf16: q 64, k 16, the QKV output 96, merged heads 64, output 64 (2 bytes), lse
+    bf16_attention = (64 + 16 + 96 + 64 + 64) * 16 * 2 + 2 * 4 * 8 * 4
+    ungrouped = memory_model(preset("tiny", attention="sdpa"), 2, 8, "bf16")
+    assert bf16.activations_per_layer - bf16_attention == ungrouped.activations_per_layer - (
+        (64 + 64 + 192 + 64 + 64) * 16 * 2 + 2 * 4 * 8 * 4)
+
+
 def test_fused_loss_by_hand():
     """tiny, bf16, batch 2, context 8 (N = 16 tokens, V = 512, d = 64): no log-probabilities; one
     (16, 512) bf16 block of logits (the chunk is all 16 tokens), dhidden in bf16, fp32 dweight."""

@@ -29,7 +29,9 @@ Counting rules (bytes; N = batch·context tokens, S = batch·heads·context² at
     saves its inputs as given: rotated q (N·d·a) and k (N·kv·a, kv = n_kv_heads·head_dim), and
     v, a view of the QKV output, which keeps that whole output alive (N·(d + 2·kv)·a); then its
     output (N·d·a) and fp32 log-sum-exp (batch·heads·context·4), and the head-merged output
-    saved by out_proj (N·d·a);
+    saved by out_proj (N·d·a); except SDPA in fp32 with grouped K/V, which gets K and V repeated
+    to every query head first (no fused SDPA kernel takes them grouped in fp32): q, the two
+    copies and the merged heads, 4·N·d·a, then the kernel's output and log-sum-exp;
   - SwiGLU: w1 and w3 outputs, silu output and the gated product: 4·N·d_ff·a; a GELU MLP: the
     up-projection's output and GELU's: 2·N·d_ff·a.
 - Head: the last residual and the final norm's normalised x (fp32, 2·N·d·4), its output (fp32,
@@ -118,6 +120,11 @@ def _attention_kernel_saves(config: ModelConfig, batch: int, seq_len: int, a: in
     return batch * seq_len * config.d_model * a + batch * config.n_heads * seq_len * FP32
 
 
+def _sdpa_repeats_kv(config: ModelConfig, bf16: bool) -> bool:
+    """SDPA in fp32 gets grouped K/V repeated to every query head (lmperf.attention._sdpa)."""
+    return config.attention == "sdpa" and config.n_kv_heads < config.n_heads and not bf16
+
+
 def activations_per_layer(config: ModelConfig, batch: int, seq_len: int, precision: str,
                           param_dtype: str = "fp32") -> int:
     """Bytes one block saves for its backward (see the module docstring for each term)."""
@@ -131,6 +138,8 @@ def activations_per_layer(config: ModelConfig, batch: int, seq_len: int, precisi
     norm_outputs = norm_casts * tokens * d * BF16 if bf16 else 2 * tokens * d * FP32
     if config.attention == "naive":  # q, k (or its repeated copy), v copy, merged heads; probabilities, mask
         attention = 4 * tokens * d * a + square * (FP32 + BF16 if bf16 else FP32) + seq_len * seq_len
+    elif _sdpa_repeats_kv(config, bf16):  # q, the repeated copies of k and v, merged heads; kernel saves
+        attention = 4 * tokens * d * a + _attention_kernel_saves(config, batch, seq_len, a)
     else:  # q, k, the QKV output (v's base), merged heads; the kernel's output and log-sum-exp
         kv = config.kv_width
         attention = (d + kv + (d + 2 * kv) + d) * tokens * a + _attention_kernel_saves(config, batch, seq_len, a)

@@ -9,9 +9,10 @@ The FlashAttention modules are imported on first use, so Triton is needed only b
 
 Grouped-query attention: k and v may have fewer heads than q (dimension -3), each shared by
 H_q / H_kv consecutive query heads (query head h reads K/V head h // group, as Hugging Face's
-`repeat_kv` and SDPA's `enable_gqa`). SDPA and lmperf's FlashAttention kernels take that
-directly; naive attention gets K and V repeated to H_q heads first (a copy: the FLOPs are the
-same, the K/V memory is not).
+`repeat_kv` and SDPA's `enable_gqa`). lmperf's FlashAttention kernels take that directly, and
+so does SDPA in fp16/bf16; naive attention, and SDPA in fp32 (no fused SDPA kernel takes grouped
+K/V there), get K and V repeated to H_q heads first (a copy: the FLOPs are the same, the K/V
+memory is not).
 """
 
 from __future__ import annotations
@@ -35,9 +36,24 @@ def _grouped(q: torch.Tensor, k: torch.Tensor) -> bool:
     return q.dim() >= 3 and k.shape[-3] != q.shape[-3]
 
 
+GQA_NATIVE_SDPA_DTYPES = (torch.float16, torch.bfloat16)  # what SDPA's flash and cuDNN kernels take
+
+
+def _compute_dtype(q: torch.Tensor) -> torch.dtype:
+    """The dtype SDPA computes in: autocast's when it is on for q's device, else q's own."""
+    device = q.device.type
+    return torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else q.dtype
+
+
 def _sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) -> torch.Tensor:
     with regions.region(regions.ATTN_FUSED):
         grouped = _grouped(q, k)
+        if grouped and _compute_dtype(q) not in GQA_NATIVE_SDPA_DTYPES:
+            # Only SDPA's flash and cuDNN kernels take `enable_gqa`, and both need 16-bit inputs.
+            # In fp32 the memory-efficient kernel refuses it, and the math fallback it leaves
+            # saves every score (a 1B Llama at 2048 tokens: +29 GB on an H100). Repeating K and V
+            # first, as Hugging Face does, keeps a fused kernel at the cost of the copies.
+            k, v, grouped = repeat_kv(q, k), repeat_kv(q, v), False
         return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, enable_gqa=grouped)
 
 
