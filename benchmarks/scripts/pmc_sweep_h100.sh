@@ -24,6 +24,7 @@ PY
 cat "$CAPS/environment.json"
 ncu --version | tail -1
 timeout "${SWEEP_BUDGET_S:-370}" python -m lmperf.pmc.corpus "$CAPS" --sweep --only "${SWEEP_ONLY:-}" \
-    --budget-s "$(( ${SWEEP_BUDGET_S:-370} - 10 ))" --jobs "${SWEEP_JOBS:-3}"
+    --budget-s "$(( ${SWEEP_BUDGET_S:-370} - 10 ))" --jobs "${SWEEP_JOBS:-3}" \
+    --capture-timeout-s "${CAPTURE_TIMEOUT_S:-240}"
 echo "--- summary"
 grep -c '"ok' "$CAPS/collect_log.jsonl"; grep -v '"ok' "$CAPS/collect_log.jsonl" | cut -c1-300
