@@ -122,7 +122,11 @@ def test_a_generate_capture_gives_prompt_decode_steps_and_the_architecture(name)
     assert payload["prompt_len"] == expected["prompt_len"] and "decode_steps" in result.report()
 
 
-@pytest.mark.parametrize("name", GENERATE_CAPTURES)
+ONE_DECODE_STEP = pytest.mark.xfail(strict=True, reason="one decode step alone reads as a forward pass")
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=ONE_DECODE_STEP) if n == "g_llama_h14_kv2_p64" else n
+                                  for n in GENERATE_CAPTURES])
 @pytest.mark.parametrize("skip", [0, 30])  # the range opens right after the prefill, or mid-step
 def test_decode_steps_without_their_prefill_give_the_prompt_and_the_architecture(name, skip):
     import dataclasses
