@@ -99,11 +99,15 @@ def fused_shape(kernel: KernelRecord, tokens: int, d: int) -> AttentionShape | N
     """The (B, T, H, hd) that best explains a fused attention kernel's grid and counts."""
     grid_dims = {g for g in kernel.grid if g > 1}
     hinted = _name_head_dims(kernel.name)
+    # FlashAttention's split-KV forward (chosen when B·H·tiles leave SMs idle) runs a grid of
+    # (query tiles, KV splits, B·H): each split adds blocks, not work
+    split_kv = "splitkv" in kernel.name and len(kernel.grid) == 3 and "combine" not in kernel.name
+    blocks = kernel.blocks // kernel.grid[1] if split_kv else kernel.blocks
     best: tuple[float, AttentionShape] | None = None
     for B in _divisors(tokens):
         T = tokens // B
         for tq in _TILES:
-            heads = kernel.blocks / (B * math.ceil(T / tq))
+            heads = blocks / (B * math.ceil(T / tq))
             if heads != int(heads) or heads < 1 or d % int(heads):
                 continue
             H = int(heads)
@@ -111,7 +115,9 @@ def fused_shape(kernel: KernelRecord, tokens: int, d: int) -> AttentionShape | N
             if hd not in PLAUSIBLE_HEAD_DIMS:
                 continue
             tiles = math.ceil(T / tq)
-            if len(grid_dims) > 1 and sorted(kernel.grid) != sorted((tiles, B, H)) \
+            if split_kv and (kernel.grid[0], kernel.grid[2]) != (tiles, B * H):
+                continue
+            if not split_kv and len(grid_dims) > 1 and sorted(kernel.grid) != sorted((tiles, B, H)) \
                     and kernel.grid != (tiles, B * H, 1):
                 continue  # a 3-D grid is (query tiles, batch, heads) in some order; lmperf's
                           # Triton kernel runs (query tiles, batch x heads)
@@ -120,7 +126,8 @@ def fused_shape(kernel: KernelRecord, tokens: int, d: int) -> AttentionShape | N
             if best is None or score < best[0]:
                 best = (score, AttentionShape(
                     B, T, H, hd, error,
-                    f"{kernel.grid} grid = B·H·ceil(T/{tq}) blocks and the counted tensor work "
+                    f"{kernel.grid} grid = B·H·ceil(T/{tq}) blocks{' per KV split' if split_kv else ''}"
+                    " and the counted tensor work "
                     f"(causal tiles, relative error {error:.3f}) give B={B}, T={T}, H={H}"))
     return best[1] if best else _persistent_candidates(kernel, tokens, d)
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import math
 
-from lmperf.analysis.kernels import (ATTENTION, EMBEDDING, LOSS, MATMUL, NORM, REDUCTION, SOFTMAX,
-                                     kernel_category)
+from lmperf.analysis.kernels import (ATTENTION, COPY, EMBEDDING, LOSS, MATMUL, NORM, REDUCTION,
+                                     SOFTMAX, kernel_category)
 from lmperf.pmc import gemms as g
 from lmperf.pmc.parse import Capture, KernelRecord
 from lmperf.pmc.result import FIELDS, Gap
@@ -162,11 +162,18 @@ def generate_gaps(steps: list[list[KernelRecord]], tail: list[KernelRecord]) -> 
     elif not tail:
         why = "nothing follows the last LM head: a whole generate samples its last token"
     elif ([kernel_category(k.name) for k in tail] != previous[:len(tail)]
-          or (start and len(tail) != start)):
+          or (start and not _sampling_ends(previous, len(tail), start))):
         why = (f"the {len(tail)} kernels after the last LM head are not the sampling that follows "
                "the other steps' LM heads")
     return [Gap("generate", why + ": the range ends inside a decode step",
                 ("decode_steps",))] if why else []
+
+
+def _sampling_ends(previous: list[str], tail: int, start: int) -> bool:
+    """Whether a tail of `tail` kernels is a whole sampling, given the categories of the step
+    before and where its forward began (`start`): all of it, or all but the copies that prepare
+    the next step's inputs (a cache position or attention mask copied before the lookup)."""
+    return tail <= start and all(category == COPY for category in previous[tail:start])
 
 
 def _forward_start(step: list[KernelRecord]) -> int | None:

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lmperf.analysis.kernels import MATMUL, kernel_category
+from lmperf.analysis.kernels import COPY, MATMUL, kernel_category
 from lmperf.pmc import gemms as g
 from lmperf.pmc.completeness import attention_groups, is_lookup
 from lmperf.pmc.parse import Capture, KernelRecord
+
+_SAMPLING_EVIDENCE = 5  # sampling kernels seen on both sides of a lone decode step
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,9 @@ def split_steps(capture: Capture) -> Steps | None:
         at = [i for i, other in enumerate(keys) if other == key]
         bounds = [-1] + [where[i] for i in at]
         steps = [kernels[lo + 1:hi + 1] for lo, hi in zip(bounds, bounds[1:])]
-        gemms = [b - a for a, b in zip([-1] + at, at)]  # GEMMs per step
+        # GEMM launches per step, work or not: a decode step may build its rotary table with
+        # cuBLAS's K=1 kernel, which does no FFMA, where the prefill ran a GEMM (Mistral)
+        gemms = [sum(kernel_category(k.name) == MATMUL for k in step) for step in steps]
         if len(steps) < 2 or not _whole_steps(steps, gemms):
             continue
         prefill = gemms[0] == gemms[1] and _rows(steps[0]) > _rows(steps[1])
@@ -61,7 +65,28 @@ def split_steps(capture: Capture) -> Steps | None:
         # forward range cut after a layer into look-alike steps
         if prefill or all(_embeds(step) for step in steps[1:]):
             return Steps(steps, prefill, kernels[bounds[-1] + 1:])
-    return None
+    return _one_decode_step(kernels, where)
+
+
+def _one_decode_step(kernels: list[KernelRecord], gemms: list[int]) -> Steps | None:
+    """A range that holds a single decode step: it opens inside the previous token's sampling and
+    closes after its own, so the kernels before its embedding lookup run the same ops (by
+    category) as the end of those after its LM head, less the copies that prepare its inputs.
+    A forward pass's range opens with input preparation and ends at the head or a loss."""
+    if not gemms:
+        return None
+    head = gemms[-1]
+    step, tail = kernels[:head + 1], kernels[head + 1:]
+    lookups = [i for i, k in enumerate(step) if is_lookup(k)]
+    if not tail or not lookups:
+        return None
+    before = [kernel_category(k.name) for k in step[:lookups[0]]]
+    while before and before[-1] == COPY:
+        before.pop()
+    after = [kernel_category(k.name) for k in tail]
+    if len(before) < _SAMPLING_EVIDENCE or after[-len(before):] != before:
+        return None
+    return Steps([step], False, tail)
 
 
 def _whole_steps(steps: list[list[KernelRecord]], gemms: list[int]) -> bool:
@@ -83,10 +108,11 @@ def cache_length(layer: list[KernelRecord], batch: int, kv_width: int, size: int
     """Tokens in the KV cache at a decode step: the cache update (a cat or copy between the K/V
     projections and the attention, `layer` holds those kernels) stores B·L·kv_width·size bytes for
     K and again for V. Eager attention then repeats K/V to every query head (L·group rows), so
-    the smallest length that two kernels store is the cache's."""
+    the smallest length that two kernels store is the cache's (K's and V's update: one store
+    alone may be a rotary half's concatenation, which a wrong kv_width reads as a cache)."""
     row = batch * kv_width * size
     lengths = [int(k.metrics.get(g.STORE_BYTES) // row) for k in layer
                if kernel_category(k.name) != MATMUL and ("cat" in k.name.lower() or "copy" in k.name.lower())
                and k.metrics.get(g.STORE_BYTES) and k.metrics.get(g.STORE_BYTES) % row == 0]
     twice = [n for n in set(lengths) if lengths.count(n) >= 2]
-    return min(twice or lengths or [0]) or None
+    return min(twice or [0]) or None

@@ -28,7 +28,7 @@ from lmperf.pmc.completeness import (backward_gaps, counter_gaps, forward_gaps, 
                                        optimizer_gaps)
 from lmperf.pmc.params import add_parameter_counts, optimizer_parameters
 from lmperf.pmc.parse import Capture, KernelRecord, read_capture
-from lmperf.pmc.result import Inference
+from lmperf.pmc.result import Gap, Inference
 
 SLACK = 1.35  # tile padding makes a GEMM count at most this much more than its true width
 ROW_TILE = 256  # GEMMs pad the token rows too: up to a 64-128 row tile times a cluster of 2-4
@@ -98,10 +98,15 @@ def layer_roles(layer: g.Layers) -> dict | None:
     after = [k for k in layer.layer_gemms if k.index > at.index]
     roles = dict(kind=kind, marker=at, qk=None, pv=None, first_layer=layer.first_layer)
     if kind == "softmax":
-        if len(before) < 2 or len(after) < 3:
+        # QK^T and PV are the matmuls either side of the softmax, whatever their size: in a
+        # decode step they are GEMVs too small to count among the layer GEMMs
+        matmuls = [k for k in layer.first_layer if kernel_category(k.name) == MATMUL]
+        qk = next((k for k in reversed(matmuls) if k.index < at.index), None)
+        pv = next((k for k in matmuls if k.index > at.index), None)
+        if qk is None or pv is None:
             return None
-        roles.update(qk=before[-1], pv=after[0])
-        before, after = before[:-1], after[1:]
+        roles.update(qk=qk, pv=pv)
+        before, after = [k for k in before if k is not qk], [k for k in after if k is not pv]
     if not before or len(after) < 2:
         return None
     roles.update(qkv=before, out=after[0], ups=after[1:-1], down=after[-1])
@@ -193,6 +198,10 @@ def _infer_generate(capture: Capture, steps: Steps) -> Inference:
     return result
 
 
+_DECODE_SHAPE = ("batch", "seq_len", "n_heads", "n_kv_heads", "head_dim", "vocab_size",
+                 "params_blocks", "params_total")
+
+
 def _infer_decode(capture: Capture, steps: Steps) -> Inference:
     """Decode steps alone (`capture` holds the last): one token per sequence, so the attention's
     T is 1; the prompt is the KV cache's length at that step less the steps captured, assuming
@@ -211,8 +220,11 @@ def _infer_decode(capture: Capture, steps: Steps) -> Inference:
         length = cache_length(between, v["batch"], v["n_kv_heads"] * v["head_dim"],
                               4 if v["dtype"] == "fp32" else 2)
     if length is None or length <= len(steps.steps):
-        result.unknown("seq_len", "decode steps only, and no KV-cache update stores a whole "
-                       "number of B·kv_width rows")
+        # the attention then ran one query per sequence against a cache of unknown length: the
+        # (B, T, H) it was read as is unconfirmed, and B·V and the parameters rest on it
+        result.retract(Gap("decode", "decode steps alone, and no KV-cache update stores a whole "
+                           "number of B·kv_width rows for both K and V, so the attention shape "
+                           "read from one query per sequence is not confirmed", _DECODE_SHAPE))
         return result
     prompt = length - len(steps.steps)
     why = (f"the KV-cache update of the last captured step stores {length} rows per sequence: "
@@ -297,11 +309,16 @@ def _d_ff(result: Inference, roles: dict, tokens: int, d: int, counts: Counter) 
     first_up = (roles["ups"] or [down])[0]
     mlp_counts = element_counts([k for k in roles["first_layer"]
                                  if first_up.index < k.index < down.index])
-    exact = (exact_width(bound, tokens, mlp_counts, SLACK * row_padding(tokens))
-             or exact_width(bound, tokens, counts, SLACK * row_padding(tokens)))
+    slack = SLACK * row_padding(tokens)
+    exact = exact_width(bound, tokens, mlp_counts, slack)
+    several = None if exact else _several_ops_width(bound, tokens, mlp_counts, slack)
+    exact = exact or (several and several[0]) or exact_width(bound, tokens, counts, slack)
     if exact:
+        counted = (f"the activation's counts {', '.join(f'{v:,.0f}' for v in several[1])} = "
+                   "a few ops per element of N·d_ff" if several else f"elementwise counts "
+                   f"{tokens * exact:,} = N·d_ff")
         result.set("d_ff", exact, 0.9, f"down-projection {g.macs(down):,.0f} MACs bound d_ff by "
-                   f"{bound:.0f}; elementwise counts {tokens * exact:,} = N·d_ff")
+                   f"{bound:.0f}; {counted}")
         return exact
     # fp32 SIMT GEMMs: the down-projection reads d_ff or d_ff + 1 (epilogue), each up-projection
     # d_ff (or 2·d_ff fused gate and up); a width both sides allow is the answer.
@@ -324,6 +341,20 @@ def _d_ff(result: Inference, roles: dict, tokens: int, d: int, counts: Counter) 
                f"({'same' if same_tile else 'different'} GEMM kernel, so "
                f"{'the same' if same_tile else 'possibly different'} tile padding)")
     return f
+
+
+def _several_ops_width(bound: float, tokens: int, counts: Counter, slack: float,
+                       max_ops: int = 8) -> tuple[int, list[float]] | None:
+    """An activation that spends several ops per element (exact GELU: 7 FFMA and 4 FMUL) counts
+    k·N·d_ff; the width that two different counts agree on for some k <= max_ops, or None."""
+    support: dict[int, set[float]] = {}
+    for value in counts:
+        for ops in range(2, max_ops + 1):
+            width, rest = divmod(value, ops * tokens)
+            if not rest and bound / slack <= width <= bound * 1.0001:
+                support.setdefault(int(width), set()).add(value)
+    agreed = sorted((len(values), width) for width, values in support.items() if len(values) >= 2)
+    return (agreed[-1][1], sorted(support[agreed[-1][1]])) if agreed else None
 
 
 def _mlp(result: Inference, roles: dict, tokens: int, d: int, counts: Counter) -> None:
