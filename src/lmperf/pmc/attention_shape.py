@@ -69,11 +69,14 @@ def _name_head_dims(name: str) -> set[int]:
     return dims & set(PLAUSIBLE_HEAD_DIMS)
 
 
-def _flops_error(kernel: KernelRecord, B: int, H: int, hd: int, T: int) -> float:
+def _flops_error(kernel: KernelRecord, B: int, H: int, hd: int, T: int,
+                 query_tiles: tuple[int, ...] = _TILES) -> float:
+    """Relative mismatch of the counted tensor work against B·H heads of T×T causal attention,
+    over whole tiles whose query side is one of `query_tiles` (the grid's, when it gave one)."""
     counted = sum(kernel.metric(m) for m in TENSOR_PATHS.values())
     if counted <= 0:
         return 0.5  # no tensor count to check against (fp32 SIMT kernels)
-    areas = [causal_tile_fraction(T, tq, tk) * T * T for tq in _TILES for tk in _TILES] + [T * T]
+    areas = [causal_tile_fraction(T, tq, tk) * T * T for tq in query_tiles for tk in _TILES] + [T * T]
     # fp32 kernels on TF32 tensor cores split each product into 3 (3xTF32, for fp32 accuracy).
     passes = (1, 3) if kernel.metric(TENSOR_PATHS["tf32"]) > 0 else (1,)
     return min(abs(counted - 4 * B * H * hd * area * n) / counted for area in areas for n in passes)
@@ -121,7 +124,9 @@ def fused_shape(kernel: KernelRecord, tokens: int, d: int) -> AttentionShape | N
                     and kernel.grid != (tiles, B * H, 1):
                 continue  # a 3-D grid is (query tiles, batch, heads) in some order; lmperf's
                           # Triton kernel runs (query tiles, batch x heads)
-            error = _flops_error(kernel, B, H, hd, T)
+            # the tiles that counted the grid's blocks are the ones the work was done in: with
+            # any other query tile, B=2, T=154 explains the work of B=4, T=77 (64x128 tiles)
+            error = _flops_error(kernel, B, H, hd, T, (tq,))
             score = error + (0.0 if not hinted or hd in hinted else 0.1)
             if best is None or score < best[0]:
                 best = (score, AttentionShape(
