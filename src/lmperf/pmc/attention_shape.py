@@ -75,11 +75,30 @@ def _flops_error(kernel: KernelRecord, B: int, H: int, hd: int, T: int,
     over whole tiles whose query side is one of `query_tiles` (the grid's, when it gave one)."""
     counted = sum(kernel.metric(m) for m in TENSOR_PATHS.values())
     if counted <= 0:
-        return 0.5  # no tensor count to check against (fp32 SIMT kernels)
+        return _simt_error(kernel, B, H, hd, T, query_tiles)
     areas = [causal_tile_fraction(T, tq, tk) * T * T for tq in query_tiles for tk in _TILES] + [T * T]
     # fp32 kernels on TF32 tensor cores split each product into 3 (3xTF32, for fp32 accuracy).
     passes = (1, 3) if kernel.metric(TENSOR_PATHS["tf32"]) > 0 else (1,)
     return min(abs(counted - 4 * B * H * hd * area * n) / counted for area in areas for n in passes)
+
+
+_SIMT_KEY_TILES = (16, 32, 64, 128)
+_SIMT_UNKNOWN = 0.5  # no count to check against
+
+
+def _simt_error(kernel: KernelRecord, B: int, H: int, hd: int, T: int,
+                query_tiles: tuple[int, ...]) -> float:
+    """An fp32 kernel without tensor cores (lmperf's Triton forward in fp32) runs one FFMA per
+    multiply-add of its two tile products, 2·hd per score, and one or two more per score for the
+    softmax (the exp2 argument's scale and shift): B·H·(2·hd + c) FFMA per executed causal tile
+    element (measured: B=2, H=28, hd 64, T=129 in 64x32 tiles, c=2, exact). Only an exact fit
+    counts; anything else stays unknown, as other fp32 kernels follow other schedules."""
+    ffma = kernel.metric(FFMA)
+    if ffma <= 0:
+        return _SIMT_UNKNOWN
+    fits = [abs(ffma - B * H * (2 * hd + extra) * causal_tile_fraction(T, tq, tk) * T * T) / ffma
+            for tq in query_tiles for tk in _SIMT_KEY_TILES for extra in (0, 1, 2)]
+    return min(fits) if min(fits) < 1e-3 else _SIMT_UNKNOWN
 
 
 def _cudnn_persistent_heads(kernel: KernelRecord, B: int, T: int) -> int | None:

@@ -53,20 +53,29 @@ def tile_extent(name: str) -> int | None:
 
 
 _NVJET = re.compile(r"nvjet_\w*?_(\d+)x(\d+)_\d+x\d+_(\d+)x(\d+)_[hv]_")
+# cuBLAS's fp32 SIMT GEMMs (`sm80_xmma_gemm_f32f32_..._tilesize128x128x8_..._ffma`) run whole
+# tiles too: FFMA = (rows padded) x (width padded) x k, measured exact on a fused QKV projection
+_SIMT_TILE = re.compile(r"xmma_gemm_f32f32\w*?_tilesize(\d+)x(\d+)x\d+_")
 
 
 def width_readings(kernel: KernelRecord, tokens: int, k: int) -> list[tuple[int, int]]:
-    """Intervals [low, high], one per reading, one of which holds the output width of a cuBLAS nvjet GEMM with N=`tokens` rows and inner
-    size k. Its name `nvjet_sm90_tst_AxB_KxS_CxD_...` declares an A x B tile in clusters of C x D;
+    """Intervals [low, high], one per reading, one of which holds the output width of a cuBLAS nvjet
+    (or fp32 SIMT xmma) GEMM with N=`tokens` rows and inner size k. An nvjet name
+    `nvjet_sm90_tst_AxB_KxS_CxD_...` declares an A x B tile in clusters of C x D;
     its work is (rows padded to one side's tile x cluster) x (width padded to the other's) x k.
     Which side holds the rows is not in the name, nor reliably in the grid (both seen on the H100
     captures, and grids of the same tile count fit either), so both readings count."""
-    match = _NVJET.search(kernel.name) if tensor_path(kernel) else None
-    if not match:
+    nvjet = _NVJET.search(kernel.name) if tensor_path(kernel) else None
+    simt = _SIMT_TILE.search(kernel.name) if not tensor_path(kernel) and kernel.metric(FFMA) else None
+    if nvjet:
+        a, b, c, d = map(int, nvjet.groups())
+        tile_rows, tile_cols = a * c, b * d
+    elif simt:
+        tile_rows, tile_cols = map(int, simt.groups())
+    else:
         return []
-    a, b, c, d = map(int, match.groups())
     readings = []
-    for rows, cols in ((a * c, b * d), (b * d, a * c)):
+    for rows, cols in ((tile_rows, tile_cols), (tile_cols, tile_rows)):
         padded = macs(kernel) / (k * -(-tokens // rows) * rows)
         if padded == int(padded) and padded % cols == 0:
             readings.append((int(padded) - cols + 1, int(padded)))
