@@ -1,7 +1,8 @@
 """How long `lmperf pmc infer` takes on a CPU: in-process for every committed capture (best of 3),
-and the whole CLI (Python start, imports, parse, infer, JSON) on the largest real capture and on a
-34-layer forward capture made from a real one by repeating its middle layer's rows (timing only:
-no 34-layer model was captured). `python benchmarks/scripts/pmc_infer_time.py OUT.txt`."""
+and the whole CLI (Python start, imports, parse, infer, JSON) on the largest real capture, on a
+34-layer forward capture made from a real one by repeating its middle layer's rows, and on a
+34-layer training step made the same way from a real 2-layer one (timing only: no 34-layer model
+was captured). `python benchmarks/scripts/pmc_infer_time.py OUT.txt`."""
 
 import csv
 import gzip
@@ -26,6 +27,7 @@ from lmperf.pmc.parse import read_capture, read_text
 FIXTURES = Path("tests/pmc/fixtures")
 DEEP_SOURCE = FIXTURES / "qwen2_l3_d640_gqa.csv.gz"  # forward, 3 layers, 181 kernels
 DEEP_LAYERS = 34
+DEEP_TRAIN_SOURCE = FIXTURES / "sweep" / "s_llama_h14_kv2_t77_flash_train.csv.gz"  # 2 layers, 349 kernels
 
 
 def best_of(runs: int, action) -> float:
@@ -39,6 +41,14 @@ def best_of(runs: int, action) -> float:
     return min(times)
 
 
+def _rows(source: Path) -> tuple[list[str], list[str], list[list[str]]]:
+    """The raw page's header, units and one row per kernel (row i is kernel index i)."""
+    lines = read_text(source).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith('"ID",'))
+    rows = list(csv.reader(io.StringIO("\n".join(l for l in lines[start:] if l.startswith('"')))))
+    return rows[0], rows[1], rows[2:]
+
+
 def deep_capture(path: Path) -> int:
     """Write the source capture with its second layer's rows repeated to DEEP_LAYERS layers."""
     capture = read_capture(DEEP_SOURCE)
@@ -46,12 +56,31 @@ def deep_capture(path: Path) -> int:
     gemms = g.forward_gemms(forward)
     period = len(g.find_layers(forward).layer_gemms)
     second, third = gemms[period].index, gemms[2 * period].index
-    lines = read_text(DEEP_SOURCE).splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith('"ID",'))
-    rows = list(csv.reader(io.StringIO("\n".join(l for l in lines[start:] if l.startswith('"')))))
-    header, units, body = rows[0], rows[1], rows[2:]
+    header, units, body = _rows(DEEP_SOURCE)
     middle = body[second:third] * (DEEP_LAYERS - 3)  # layers 1, 2 and 3 are kept
-    kernels = body[:second] + middle + body[second:]
+    return _write(path, header, units, body[:second] + middle + body[second:])
+
+
+def deep_training_capture(path: Path) -> int:
+    """Write the 2-layer training capture with its first layer's forward rows and its last
+    backward layer's rows each repeated, to DEEP_LAYERS layers (the backward runs the layers in
+    reverse, one block of rows per layer after the LM head's)."""
+    capture = read_capture(DEEP_TRAIN_SOURCE)
+    phases = g.split_phases(capture)
+    gemms = g.forward_gemms(phases.forward)
+    period = len(g.find_layers(phases.forward).layer_gemms)
+    first, second = gemms[0].index, gemms[period].index
+    backward = [k for k in phases.backward if kernel_category(k.name) == "matmul" and g.macs(k) > 0]
+    per_layer = (len(backward) - 2) // 2  # the LM head's two GEMMs, then two layers' worth
+    back_first, back_second = backward[2].index, backward[2 + per_layer].index
+    header, units, body = _rows(DEEP_TRAIN_SOURCE)
+    extra = DEEP_LAYERS - 2
+    kernels = (body[:second] + body[first:second] * extra + body[second:back_second]
+               + body[back_first:back_second] * extra + body[back_second:])
+    return _write(path, header, units, kernels)
+
+
+def _write(path: Path, header: list[str], units: list[str], kernels: list[list[str]]) -> int:
     out = io.StringIO()
     writer = csv.writer(out, quoting=csv.QUOTE_ALL)
     writer.writerows([header, units])
@@ -107,6 +136,14 @@ def main(out: Path) -> None:
                      f"{DEEP_SOURCE.name}'s second layer repeated; infer reads n_layers="
                      f"{result.values['n_layers']}):")
         lines += [f"  {run}" for run in cli_wall(deep)]
+        deep_train = Path(scratch) / "deep-train.csv.gz"
+        kernels = deep_training_capture(deep_train)
+        result = infer_file(deep_train)
+        lines.append(f"whole CLI, wall, a {DEEP_LAYERS}-layer training-step capture ({kernels} kernels: "
+                     f"{DEEP_TRAIN_SOURCE.name}'s first forward layer and last backward layer "
+                     f"repeated; infer reads mode={result.values['mode']}, "
+                     f"n_layers={result.values['n_layers']}):")
+        lines += [f"  {run}" for run in cli_wall(deep_train)]
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(out.read_text())
 
