@@ -61,7 +61,27 @@ def test_cli_json_prints_one_object_with_every_key():
 
 def test_cli_report_is_readable():
     out = CliRunner().invoke(app, ["pmc", "infer", str(FIXTURES / "gpt2_l4_d512.csv.gz")])
-    assert out.exit_code == 0 and "n_layers" in out.stdout and "Assumptions" in out.stdout
+    params_line = next(line for line in out.stdout.splitlines() if line.strip().startswith("params_total"))
+    assert out.exit_code == 0 and "n_layers" in out.stdout
+    assert ", ?]" in params_line and "position table" in params_line  # GPT-2's wpe: open above
+
+
+@pytest.mark.parametrize("name", ["s_llama_h14_kv2_t200", "s_qwen2_h14_kv2_t200", "b_opt_h12_t129_flash",
+                                  "b_gpt2_h14_t513_fp32", "b_neox_h20_t200"])
+def test_a_forward_pass_bounds_the_total_by_tied_and_untied_heads(name):
+    """Counted from the modules (truth), tied or not, with or without a position table: the
+    total lies in the interval; without a position table (rotary models) the interval is exactly
+    one V x d matrix wide, the difference between a tied and an untied head."""
+    result, expected = infer_file(capture_path(name)), truth(name)
+    low, high = result.intervals["params_total"]
+    v_low, v_high = result.intervals.get("vocab_size", (result.values["vocab_size"],) * 2)
+    assert result.values["params_total"] is None and low <= expected["params_total"] * 1.01
+    if expected["position_table"]:
+        assert high is None
+    else:  # one matrix more when untied (and the vocabulary's own interval, when it has one)
+        assert high - low == (2 * v_high - v_low) * expected["d_model"]
+        end = low if expected["tied_embeddings"] else high  # blocks within 1% (Qwen2's biases)
+        assert abs(end - expected["params_total"]) <= 0.01 * expected["params_total"]
 
 
 @pytest.mark.parametrize("args", [["pmc", "infer", "/no/such.csv"], ["pmc", "infer", __file__]])
@@ -89,7 +109,9 @@ def test_an_unpinned_vocabulary_is_null_with_an_interval_in_json_and_text(name):
     payload = json.loads(CliRunner().invoke(app, ["pmc", "infer", path, "--json"]).stdout)
     assert payload["vocab_size"] is None and payload["params_total"] is None
     assert payload["vocab_size_min"] <= vocab <= payload["vocab_size_max"]
-    assert payload["params_total_min"] < payload["params_total_max"]
+    # no upper bound where a learned position table of unknown length is looked up (GPT-2)
+    assert payload["params_total_min"] <= truth(name)["params_total"]
+    assert (payload["params_total_max"] is None) == truth(name)["position_table"]
     low, high = payload["vocab_size_min"], payload["vocab_size_max"]
     assert f"[{low:,}, {high:,}]" in CliRunner().invoke(app, ["pmc", "infer", path]).stdout
 
@@ -174,3 +196,18 @@ def test_decode_steps_without_their_prefill_give_the_prompt_and_the_architecture
     for field in ("dtype", "batch", "n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim",
                   "d_ff", "mlp", "vocab_size", "params_blocks"):
         assert result.values[field] == expected[field], (field, result.evidence.get(field))
+
+
+def test_a_learned_position_table_is_seen_as_a_second_lookup():
+    """Every committed capture: GPT-2 and OPT look up a position table before their first layer
+    (truth: the module has one), rotary models do not."""
+    from lmperf.pmc import gemms as g
+    from lmperf.pmc.params import position_table
+    from lmperf.pmc.parse import read_capture
+
+    names = [p.name.removesuffix(".truth.json") for folder in (FIXTURES, FIXTURES / "sweep")
+             for p in sorted(folder.glob("*.truth.json"))]
+    checked = [(name, position_table(g.split_phases(read_capture(capture_path(name)))))
+               for name in names if "position_table" in truth(name)]
+    assert len(checked) >= 60 and any(seen for _, seen in checked) and not all(seen for _, seen in checked)
+    assert [name for name, seen in checked if seen != truth(name)["position_table"]] == []

@@ -23,6 +23,7 @@ from lmperf.report import tables
 STRUCTURE = ("mode", "dtype", "batch", "seq_len", "n_layers", "d_model", "n_heads", "n_kv_heads",
              "head_dim", "d_ff", "mlp")
 VOCAB_BOUNDED = "vocab exact or in interval"
+PARAMS_BOUNDED = "params_total within 1% or in interval"
 PARAMS_TOLERANCE = 0.01
 
 
@@ -59,6 +60,7 @@ def score_dir(directory: Path) -> list[dict]:
         row.update({f: correct(f, values[f], truth.get(f)) for f in FIELDS})
         low, high = result.intervals.get("vocab_size", (values["vocab_size"],) * 2)
         row[VOCAB_BOUNDED] = low is not None and low <= truth["vocab_size"] <= high
+        row[PARAMS_BOUNDED] = row["params_total"] or _in_interval(result, "params_total", truth["params_total"])
         row["structure"] = all(row[f] for f in STRUCTURE)
         row["wrong"] = ", ".join(f"{f}={_shown(result, f)} (true {truth.get(f)})"
                                  for f in FIELDS if not row[f])
@@ -66,16 +68,26 @@ def score_dir(directory: Path) -> list[dict]:
     return rows
 
 
+def _in_interval(result, field: str, truth: int) -> bool:
+    """Whether `truth` lies in the field's interval (within the parameter tolerance at its ends;
+    an interval open above has no upper end)."""
+    if field not in result.intervals:
+        return False
+    low, high = result.intervals[field]
+    return low <= truth * (1 + PARAMS_TOLERANCE) and (high is None or truth <= high * (1 + PARAMS_TOLERANCE))
+
+
 def _shown(result, field: str) -> str:
     if field in result.intervals:
-        return "[{}, {}]".format(*result.intervals[field])
+        low, high = result.intervals[field]
+        return f"[{low}, {'?' if high is None else high}]"
     return str(result.values[field])
 
 
 def field_rates(rows: list[dict]) -> list[dict]:
     """Per field and split: the share of captures inferred right."""
     out = []
-    for field in (*FIELDS, VOCAB_BOUNDED, "structure"):
+    for field in (*FIELDS, VOCAB_BOUNDED, PARAMS_BOUNDED, "structure"):
         rate = {"field": field}
         for split in ("held-out", "dev"):
             part = [r[field] for r in rows if r["split"] == split]

@@ -1,10 +1,12 @@
-"""Parameter counts from inferred shapes: the blocks exactly (as far as the shapes go), the total
-with its assumptions stated (counters cannot tell tied embeddings or a position table's length)."""
+"""Parameter counts from inferred shapes: the blocks exactly (as far as the shapes go); the total
+exactly from a training step's optimizer, else an interval (a forward pass cannot tell tied
+embeddings, nor a learned position table's length)."""
 
 from __future__ import annotations
 
-from lmperf.pmc.gemms import FADD, Phases
-from lmperf.analysis.kernels import NORM, kernel_category
+from lmperf.analysis.kernels import MATMUL, NORM, kernel_category
+from lmperf.pmc.completeness import is_lookup
+from lmperf.pmc.gemms import FADD, Phases, macs
 from lmperf.pmc.parse import Capture
 from lmperf.pmc.result import Inference
 
@@ -71,18 +73,23 @@ def add_parameter_counts(result: Inference, roles: dict, capture: Capture, phase
                    f"{ADAMW_FADD_PER_PARAM} per parameter (±3%); counts tied weights once")
         return
     final_norm = (2 if layer_norm else 1) * v["d_model"]
+    d = v["d_model"]
+    low_v, high_v = result.intervals.get("vocab_size") or (v["vocab_size"], v["vocab_size"])
+    # A forward pass cannot tell a tied LM head from an untied one (both run the same GEMM), nor
+    # a learned position table's length (it reads only the T positions in use): the total is an
+    # interval, from one V x d matrix to two, and open above when a position table is looked up.
+    table = position_table(phases)
+    low = blocks + low_v * d + final_norm + (v["seq_len"] or 0) * d * table
+    high = None if table else blocks + 2 * high_v * d + final_norm
+    why = ("blocks + final norm + a tied (one) or untied (two) V x d embedding and LM head"
+           + (", + a learned position table of at least T rows (a second lookup before the first "
+              "layer; its length is not in the counters)" if table else ""))
+    result.bound("params_total", low, high, min(confidence, 0.5), why)
 
-    def total(vocab: int) -> int:
-        return blocks + 2 * vocab * v["d_model"] + final_norm
 
-    why = "blocks + token embedding + untied LM head + final norm"
-    if "vocab_size" in result.intervals:
-        low, high = result.intervals["vocab_size"]
-        result.bound("params_total", total(low), total(high), min(confidence, 0.5),
-                     f"{why}, over the vocabulary's interval")
-    else:
-        result.set("params_total", total(v["vocab_size"]),
-                   min(confidence, result.confidence["vocab_size"], 0.5), why)
-    result.assumptions.append("params_total assumes an untied LM head and no learned position "
-                              "table; tied embeddings subtract vocab_size·d_model, a position "
-                              "table adds max_positions·d_model (neither shows in the counters)")
+def position_table(phases: Phases) -> bool:
+    """Whether the forward looks up a learned position table: a second embedding lookup before
+    the first layer GEMM (GPT-2's wpe, OPT's positions) beside the token embedding's."""
+    first_gemm = next((i for i, k in enumerate(phases.forward) if kernel_category(k.name) == MATMUL
+                       and macs(k) > 0), len(phases.forward))
+    return sum(is_lookup(k) for k in phases.forward[:first_gemm]) >= 2

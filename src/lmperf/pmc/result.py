@@ -51,8 +51,9 @@ class Inference:
         if name not in self.extras:
             self.extras.append(name)
 
-    def bound(self, name: str, low: int, high: int, confidence: float, evidence: str) -> None:
-        """Record that `name` lies in [low, high] but no counter pins it: no point value."""
+    def bound(self, name: str, low: int, high: int | None, confidence: float, evidence: str) -> None:
+        """Record that `name` lies in [low, high] (high None: no upper bound) but no counter pins
+        it: no point value."""
         self.set(name, None, confidence, evidence)
         self.intervals[name] = (low, high)
 
@@ -90,7 +91,8 @@ class Inference:
             value = self.values[name]
             shown = "?" if value is None else (f"{value:,}" if isinstance(value, int) else str(value))
             if name in self.intervals:
-                shown = "[{:,}, {:,}]".format(*self.intervals[name])
+                low, high = self.intervals[name]
+                shown = f"[{low:,}, {'?' if high is None else f'{high:,}'}]"
             lines.append(f"  {name:<{width}}  {shown:>14}  {self.confidence[name]:.2f}  "
                          f"{self.evidence.get(name, '')}")
         for title, items in (("Assumptions", self.assumptions), ("Missing evidence", self.missing)):
