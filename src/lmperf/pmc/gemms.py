@@ -55,7 +55,7 @@ def tile_extent(name: str) -> int | None:
 _NVJET = re.compile(r"nvjet_\w*?_(\d+)x(\d+)_\d+x\d+_(\d+)x(\d+)_[hv]_")
 # cuBLAS's fp32 SIMT GEMMs (`sm80_xmma_gemm_f32f32_..._tilesize128x128x8_..._ffma`) run whole
 # tiles too: FFMA = (rows padded) x (width padded) x k, measured exact on a fused QKV projection
-_SIMT_TILE = re.compile(r"xmma_gemm_f32f32\w*?_tilesize(\d+)x(\d+)x\d+_")
+_SIMT_TILE = re.compile(r"(?:xmma_gemm_f32f32\w*?_tilesize|_simt_sgemm_)(\d+)x(\d+)(?:x\d+)?_")
 
 
 def width_readings(kernel: KernelRecord, tokens: int, k: int) -> list[tuple[int, int]]:
@@ -75,11 +75,29 @@ def width_readings(kernel: KernelRecord, tokens: int, k: int) -> list[tuple[int,
     else:
         return []
     readings = []
-    for rows, cols in ((tile_rows, tile_cols), (tile_cols, tile_rows)):
-        padded = macs(kernel) / (k * -(-tokens // rows) * rows)
-        if padded == int(padded) and padded % cols == 0:
-            readings.append((int(padded) - cols + 1, int(padded)))
+    # an fp32 SIMT GEMM may spend one more FFMA per output element in its epilogue (k + 1)
+    for inner in (k, k + 1) if simt else (k,):
+        for rows, cols in ((tile_rows, tile_cols), (tile_cols, tile_rows)):
+            padded = macs(kernel) / (inner * -(-tokens // rows) * rows)
+            if padded == int(padded) and padded % cols == 0:
+                readings.append((int(padded) - cols + 1, int(padded)))
     return readings
+
+
+def simt_inner_sizes(kernel: KernelRecord, tokens: int, width: int) -> set[int]:
+    """The inner sizes an fp32 SIMT GEMM of named whole tiles, with N=`tokens` rows and a known
+    output `width`, can have: its FFMA are (rows padded) x (width padded) x (k + e), the epilogue
+    e being 0, 1, or one per split-K slice (grid z) as seen on the H100 captures."""
+    simt = _SIMT_TILE.search(kernel.name) if not tensor_path(kernel) else None
+    if not simt or not kernel.metric(FFMA):
+        return set()
+    a, b = map(int, simt.groups())
+    sizes = set()
+    for rows, cols in ((a, b), (b, a)):
+        padded = kernel.metric(FFMA) / (-(-tokens // rows) * rows * -(-width // cols) * cols)
+        if padded == int(padded):
+            sizes |= {int(padded) - extra for extra in {0, 1, kernel.grid[2]}}
+    return sizes
 
 
 def width_interval(kernel: KernelRecord, tokens: int, k: int) -> tuple[int, int] | None:

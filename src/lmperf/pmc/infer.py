@@ -320,6 +320,16 @@ def _d_ff(result: Inference, roles: dict, tokens: int, d: int, counts: Counter) 
         result.set("d_ff", exact, 0.9, f"down-projection {g.macs(down):,.0f} MACs bound d_ff by "
                    f"{bound:.0f}; {counted}")
         return exact
+    # fp32 SIMT GEMMs of named whole tiles: the down-projection's inner size is d_ff (up to its
+    # epilogue), and the up-projection's padded width holds d_ff (2·d_ff fused gate and up)
+    inner = g.simt_inner_sizes(down, tokens, d)
+    spans = [span for up in roles["ups"] for span in g.width_readings(up, tokens, d)]
+    both = sorted(f for f in inner if any(low <= n * f <= high for low, high in spans for n in (1, 2)))
+    if len(both) == 1:
+        result.set("d_ff", both[0], 0.9, f"fp32 SIMT GEMMs of whole tiles: the down-projection's "
+                   f"inner size is one of {sorted(inner)}, the up-projection's width lies in "
+                   f"{spans}; only {both[0]} fits both")
+        return both[0]
     # fp32 SIMT GEMMs: the down-projection reads d_ff or d_ff + 1 (epilogue), each up-projection
     # d_ff (or 2·d_ff fused gate and up); a width both sides allow is the answer.
     if g.tensor_path(down) is None and down.metric(g.FFMA):
