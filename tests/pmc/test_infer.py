@@ -165,7 +165,7 @@ def test_a_lone_decode_step_gives_what_it_can_and_no_wrong_shape(name, skip):
     """One decode step without its prefill (Llama, Qwen2, Mistral with GQA): it has no second
     step to repeat and its K/V-cache update is read only with the right kv_width, so the
     attention shape stays undetermined; what is read must be right. Opened right after the
-    prefill (skip 0), the range is known for a decode step."""
+    prefill (skip 0), the range is known for a decode step, so its batch and V are read too."""
     from lmperf.pmc.infer import infer
 
     result, expected = infer(_decode_only(name, skip)), truth(name)
@@ -173,8 +173,9 @@ def test_a_lone_decode_step_gives_what_it_can_and_no_wrong_shape(name, skip):
         assert result.values[field] == expected[field], (field, result.evidence.get(field))
     for field in ("batch", "n_heads", "n_kv_heads", "head_dim", "vocab_size", "prompt_len"):
         assert result.values.get(field) in (None, expected[field]), (field, result.evidence.get(field))
-    if skip == 0:
+    if skip == 0:  # known for a decode step: one token per sequence gives B, and B rows V
         assert result.values["mode"] == "generate" and result.values["decode_steps"] == 1
+        assert (result.values["batch"], result.values["vocab_size"]) == (expected["batch"], expected["vocab_size"])
 
 
 @pytest.mark.parametrize("name", SEVERAL_DECODE_STEPS)

@@ -198,15 +198,14 @@ def _infer_generate(capture: Capture, steps: Steps) -> Inference:
     return result
 
 
-_DECODE_SHAPE = ("batch", "seq_len", "n_heads", "n_kv_heads", "head_dim", "vocab_size",
-                 "params_blocks", "params_total")
+_DECODE_SHAPE = ("seq_len", "n_heads", "n_kv_heads", "head_dim", "params_blocks", "params_total")
 
 
 def _infer_decode(capture: Capture, steps: Steps) -> Inference:
     """Decode steps alone (`capture` holds the last): one token per sequence, so the attention's
     T is 1; the prompt is the KV cache's length at that step less the steps captured, assuming
     the range starts at the first decode step."""
-    result = _infer_fields(capture, last_position_logits=True)
+    result = _infer_fields(capture, last_position_logits=True, decode=True)
     result.set("mode", "generate", 0.7, f"{len(steps.steps)} steps end at the same LM head "
                f"({steps.steps[-1][-1].name[:40]}) over the same token rows: decode steps, no prefill")
     result.extra("decode_steps", steps.decode_steps, 0.7, "LM-head repeats (no prefill in the range)")
@@ -221,7 +220,8 @@ def _infer_decode(capture: Capture, steps: Steps) -> Inference:
                               4 if v["dtype"] == "fp32" else 2)
     if length is None or length <= len(steps.steps):
         # the attention then ran one query per sequence against a cache of unknown length: the
-        # (B, T, H) it was read as is unconfirmed, and B·V and the parameters rest on it
+        # (T, H, head_dim) it was read as is unconfirmed, and the parameters rest on it (B is
+        # the token rows, and V the head's output over them)
         result.retract(Gap("decode", "decode steps alone, and no KV-cache update stores a whole "
                            "number of B·kv_width rows for both K and V, so the attention shape "
                            "read from one query per sequence is not confirmed", _DECODE_SHAPE))
@@ -235,12 +235,12 @@ def _infer_decode(capture: Capture, steps: Steps) -> Inference:
 
 
 def _infer_fields(capture: Capture, last_position_logits: bool = False,
-                  followers: Sequence[KernelRecord] = ()) -> Inference:
+                  followers: Sequence[KernelRecord] = (), decode: bool = False) -> Inference:
     result = Inference()
     phases = g.split_phases(capture)
     layer = g.find_layers(phases.forward)
     roles = layer_roles(layer) if layer else None
-    _read_fields(result, capture, phases, layer, roles, last_position_logits, followers)
+    _read_fields(result, capture, phases, layer, roles, last_position_logits, followers, decode)
     # A range cut short reads like a smaller model: what it lacks retracts what rests on it.
     n_layers = layer.n_layers if layer else None
     for gap in (forward_gaps(phases, layer, roles is not None) + backward_gaps(phases, n_layers)
@@ -266,7 +266,7 @@ def _least_parameters(result: Inference) -> int | None:
 
 def _read_fields(result: Inference, capture: Capture, phases: g.Phases, layer: g.Layers | None,
                  roles: dict | None, last_position_logits: bool,
-                 followers: Sequence[KernelRecord]) -> None:
+                 followers: Sequence[KernelRecord], decode: bool = False) -> None:
     _mode_and_dtype(result, phases, layer.layer_gemms if layer else g.forward_gemms(phases.forward))
     if layer is None:
         result.missing.append("structure: the forward GEMMs do not repeat layer by layer")
@@ -292,6 +292,9 @@ def _read_fields(result: Inference, capture: Capture, phases: g.Phases, layer: g
     shape = _attention(result, roles, tokens, d)
     if shape:
         _kv_heads(result, roles, tokens, d, shape, counts)
+    if decode:  # one new token per sequence, whatever the attention was read as
+        result.set("batch", tokens, 0.8, f"a decode step runs one token per sequence: B = the "
+                   f"{tokens} token rows of its norms and lookups")
     head_rows = result.values["batch"] if last_position_logits else tokens
     if head_rows:
         _vocab(result, layer.lm_head, phases, head_rows, d, list(followers))
