@@ -21,7 +21,7 @@ from pathlib import Path
 
 from lmperf.pmc import gemms as g
 from lmperf.pmc import vocab
-from lmperf.pmc.attention_shape import AttentionShape, fused_shape, naive_shape
+from lmperf.pmc.attention_shape import PLAUSIBLE_HEAD_DIMS, AttentionShape, fused_shape, naive_shape
 from lmperf.analysis.kernels import ATTENTION, MATMUL, NORM, REDUCTION, kernel_category
 from lmperf.pmc.generate import Steps, cache_length, split_steps
 from lmperf.pmc.completeness import (backward_gaps, counter_gaps, forward_gaps, generate_gaps,
@@ -198,6 +198,23 @@ def _infer_generate(capture: Capture, steps: Steps) -> Inference:
     return result
 
 
+def rotary_heads(kernels: Sequence[KernelRecord], between: Sequence[KernelRecord], batch: int,
+                 size: int) -> tuple[int, int, int] | None:
+    """(query heads, K/V heads, head_dim) of one decode token per sequence from rotary position
+    embedding (Llama-style): the cos table holds batch x head_dim fp32 values, and rotating q and
+    then k concatenates two halves of batch x heads x head_dim values each (`between` holds the
+    first layer's kernels from its Q/K/V projections to its attention). None without them."""
+    cos = next((k for k in kernels if "cos_kernel" in k.name), None)
+    head_dim = (cos.metrics.get(g.STORE_BYTES) or 0) / (batch * 4) if cos else 0
+    if head_dim not in PLAUSIBLE_HEAD_DIMS:
+        return None
+    cats = [k.metrics.get(g.STORE_BYTES) or 0 for k in between if "CatArray" in k.name][:2]
+    heads = [c / (batch * head_dim * size) for c in cats]
+    if len(heads) < 2 or not all(h == int(h) and h >= 1 for h in heads) or heads[0] % heads[1]:
+        return None
+    return int(heads[0]), int(heads[1]), int(head_dim)
+
+
 _DECODE_SHAPE = ("seq_len", "n_heads", "n_kv_heads", "head_dim", "params_blocks", "params_total")
 
 
@@ -210,14 +227,26 @@ def _infer_decode(capture: Capture, steps: Steps) -> Inference:
                f"({steps.steps[-1][-1].name[:40]}) over the same token rows: decode steps, no prefill")
     result.extra("decode_steps", steps.decode_steps, 0.7, "LM-head repeats (no prefill in the range)")
     v = result.values
-    layer = g.find_layers(g.split_phases(capture).forward)
+    phases = g.split_phases(capture)
+    layer = g.find_layers(phases.forward)
     roles = layer_roles(layer) if layer else None
     length = None
-    if roles and None not in (v["batch"], v["n_kv_heads"], v["head_dim"], v["dtype"]):
+    if roles and None not in (v["batch"], v["dtype"]):
+        size = 4 if v["dtype"] == "fp32" else 2
         between = [k for k in roles["first_layer"]
                    if roles["qkv"][-1].index < k.index < roles["marker"].index]
-        length = cache_length(between, v["batch"], v["n_kv_heads"] * v["head_dim"],
-                              4 if v["dtype"] == "fp32" else 2)
+        if None not in (v["n_kv_heads"], v["head_dim"]):
+            length = cache_length(between, v["batch"], v["n_kv_heads"] * v["head_dim"], size)
+        rotary = None if length else rotary_heads(capture.kernels, between, v["batch"], size)
+        if rotary and v["d_model"] == rotary[0] * rotary[2]:
+            length = cache_length(between, v["batch"], rotary[1] * rotary[2], size)
+            if length:  # the rotary shape, confirmed by the cache: it replaces the attention fit
+                why = (f"decode step: rotary tables of head_dim {rotary[2]} per token, rotated q of "
+                       f"{rotary[0]} and k of {rotary[1]} heads, and a KV-cache update of {length} "
+                       "rows of exactly that K/V width")
+                for name, value in zip(("n_heads", "n_kv_heads", "head_dim"), rotary):
+                    result.set(name, value, 0.7, why)
+                add_parameter_counts(result, roles, capture, phases)
     if length is None or length <= len(steps.steps):
         # the attention then ran one query per sequence against a cache of unknown length: the
         # (T, H, head_dim) it was read as is unconfirmed, and the parameters rest on it (B is
