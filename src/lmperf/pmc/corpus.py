@@ -185,6 +185,25 @@ _BLIND = [
     ("c_lmperf_h28_t129_triton", _small(n_layers=2, d_model=1792, n_heads=28, d_ff=4864), 2, 129,
      "forward", "fp32", "triton", {}),
     ("c_opt_h40_t200_fp32", opt(2, 2560, 40, 10240, 50272), 1, 200, "forward", "fp32", "sdpa", {}),
+    # A fourth batch, written down after the fixes for the third (57e5942) and not captured in
+    # that session (no device time left): the blind test of those fixes, with two training steps.
+    ("d_gpt2_h16_t250_flash", gpt2(2, 1024, 16, 50257), 2, 250, "forward", "fp16", "sdpa", FLASH),
+    ("d_llama_hd128_h32_kv8_t160_cudnn", llama(2, 4096, 32, 8, 11008, 32000), 1, 160, "forward",
+     "bf16", "sdpa", CUDNN),
+    ("d_qwen2_h28_kv4_t97_eager_fp32", llama(2, 1792, 28, 4, 4864, 151936, "qwen2"), 1, 97,
+     "forward", "fp32", "naive", {}),
+    ("d_mistral_h32_kv8_t333_eff", llama(2, 2048, 32, 8, 5632, 32768, "mistral"), 1, 333,
+     "forward", "bf16", "sdpa", EFFICIENT),
+    ("d_opt_h20_t300_flash", opt(2, 1280, 20, 5120, 50272), 1, 300, "forward", "fp16", "sdpa", FLASH),
+    ("d_neox_h12_t129_eff", neox(2, 768, 12, 3072, 50304), 2, 129, "forward", "bf16", "sdpa",
+     EFFICIENT),
+    ("d_lmperf_h25_t200_triton", _small(n_layers=2, d_model=1600, n_heads=25, d_ff=4352), 1, 200,
+     "forward", "bf16", "triton", {}),
+    ("d_qwen2_h14_kv7_t150_cudnn", llama(2, 896, 14, 7, 4864, 151936, "qwen2"), 3, 150, "forward",
+     "fp16", "sdpa", CUDNN),
+    ("d_gpt2_h12_t100_train", gpt2(2, 768, 12, 50257), 2, 100, "train-step", "bf16", "sdpa", {}),
+    ("d_llama_h20_kv4_t64_train", llama(2, 1280, 20, 4, 3456, 32000), 2, 64, "train-step", "bf16",
+     "sdpa", {}),
 ]
 
 
