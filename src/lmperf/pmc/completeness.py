@@ -155,7 +155,7 @@ def generate_gaps(steps: list[list[KernelRecord]], tail: list[KernelRecord]) -> 
     work = [k for k in tail if kernel_category(k.name) in (MATMUL, NORM, ATTENTION)]
     # by category: the same op runs as a vectorized or an unrolled kernel as alignment allows
     previous = [kernel_category(k.name) for k in steps[-1]]
-    start = _forward_start(steps[-1])
+    start = forward_start(steps[-1])
     why = None
     if work:
         why = f"a next step had begun ({work[0].name[:40]}... after the last LM head)"
@@ -176,7 +176,7 @@ def _sampling_ends(previous: list[str], tail: int, start: int) -> bool:
     return tail <= start and all(category == COPY for category in previous[tail:start])
 
 
-def _forward_start(step: list[KernelRecord]) -> int | None:
+def forward_start(step: list[KernelRecord]) -> int | None:
     """Where a decode step's own forward begins after the previous step's sampling: the start of
     the last run of embedding lookups before its first norm or GEMM (None without one)."""
     first_work = next((i for i, k in enumerate(step)
@@ -188,6 +188,13 @@ def _forward_start(step: list[KernelRecord]) -> int | None:
     while start - 1 in lookups:
         start -= 1
     return start
+
+
+def lookups_before_first_gemm(kernels: list[KernelRecord]) -> int:
+    """Embedding lookups before the first GEMM: one (the token embedding) in every forward pass,
+    two with a learned position table, none in a layer."""
+    first_gemm = next((i for i, k in enumerate(kernels) if kernel_category(k.name) == MATMUL), len(kernels))
+    return sum(is_lookup(k) for k in kernels[:first_gemm])
 
 
 def is_lookup(kernel: KernelRecord) -> bool:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from lmperf.analysis.kernels import COPY, MATMUL, kernel_category
 from lmperf.pmc import gemms as g
-from lmperf.pmc.completeness import attention_groups, is_lookup
+from lmperf.pmc.completeness import attention_groups, forward_start, lookups_before_first_gemm
 from lmperf.pmc.parse import Capture, KernelRecord
 
 _SAMPLING_EVIDENCE = 5  # sampling kernels seen on both sides of a lone decode step
@@ -77,10 +77,10 @@ def _one_decode_step(kernels: list[KernelRecord], gemms: list[int]) -> Steps | N
         return None
     head = gemms[-1]
     step, tail = kernels[:head + 1], kernels[head + 1:]
-    lookups = [i for i, k in enumerate(step) if is_lookup(k)]
-    if not tail or not lookups:
+    start = forward_start(step)
+    if not tail or not start:
         return None
-    before = [kernel_category(k.name) for k in step[:lookups[0]]]
+    before = [kernel_category(k.name) for k in step[:start]]
     while before and before[-1] == COPY:
         before.pop()
     after = [kernel_category(k.name) for k in tail]
@@ -100,8 +100,7 @@ def _whole_steps(steps: list[list[KernelRecord]], gemms: list[int]) -> bool:
 def _embeds(step: list[KernelRecord]) -> bool:
     """Whether the step looks up token embeddings (a gather) before its first GEMM, as every
     forward pass does and no layer does."""
-    first_gemm = next(k.index for k in step if kernel_category(k.name) == MATMUL)
-    return any(is_lookup(k) for k in step if k.index < first_gemm)
+    return lookups_before_first_gemm(step) > 0
 
 
 def cache_length(layer: list[KernelRecord], batch: int, kv_width: int, size: int) -> int | None:

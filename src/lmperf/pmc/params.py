@@ -4,9 +4,9 @@ embeddings, nor a learned position table's length)."""
 
 from __future__ import annotations
 
-from lmperf.analysis.kernels import MATMUL, NORM, kernel_category
-from lmperf.pmc.completeness import is_lookup
-from lmperf.pmc.gemms import FADD, Phases, macs
+from lmperf.analysis.kernels import NORM, kernel_category
+from lmperf.pmc.completeness import lookups_before_first_gemm
+from lmperf.pmc.gemms import FADD, Phases
 from lmperf.pmc.parse import Capture
 from lmperf.pmc.result import Inference
 
@@ -88,8 +88,6 @@ def add_parameter_counts(result: Inference, roles: dict, capture: Capture, phase
 
 
 def position_table(phases: Phases) -> bool:
-    """Whether the forward looks up a learned position table: a second embedding lookup before
-    the first layer GEMM (GPT-2's wpe, OPT's positions) beside the token embedding's."""
-    first_gemm = next((i for i, k in enumerate(phases.forward) if kernel_category(k.name) == MATMUL
-                       and macs(k) > 0), len(phases.forward))
-    return sum(is_lookup(k) for k in phases.forward[:first_gemm]) >= 2
+    """Whether the forward looks up a learned position table (GPT-2's wpe, OPT's positions): a
+    second embedding lookup before the first layer GEMM, beside the token embedding's."""
+    return lookups_before_first_gemm(phases.forward) >= 2
