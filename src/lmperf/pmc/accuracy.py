@@ -58,9 +58,9 @@ def score_dir(directory: Path) -> list[dict]:
         values = result.values
         row = dict(name=name, split="held-out" if name in held else "dev", path=attention_path(truth))
         row.update({f: correct(f, values[f], truth.get(f)) for f in FIELDS})
-        low, high = result.intervals.get("vocab_size", (values["vocab_size"],) * 2)
-        row[VOCAB_BOUNDED] = low is not None and low <= truth["vocab_size"] <= high
-        row[PARAMS_BOUNDED] = row["params_total"] or _in_interval(result, "params_total", truth["params_total"])
+        row[VOCAB_BOUNDED] = row["vocab_size"] or _in_interval(result, "vocab_size", truth["vocab_size"], 0.0)
+        row[PARAMS_BOUNDED] = row["params_total"] or _in_interval(result, "params_total", truth["params_total"],
+                                                                  PARAMS_TOLERANCE)
         row["structure"] = all(row[f] for f in STRUCTURE)
         row["wrong"] = ", ".join(f"{f}={_shown(result, f)} (true {truth.get(f)})"
                                  for f in FIELDS if not row[f])
@@ -68,13 +68,13 @@ def score_dir(directory: Path) -> list[dict]:
     return rows
 
 
-def _in_interval(result, field: str, truth: int) -> bool:
-    """Whether `truth` lies in the field's interval (within the parameter tolerance at its ends;
-    an interval open above has no upper end)."""
+def _in_interval(result, field: str, truth: int, tolerance: float) -> bool:
+    """Whether `truth` lies in the field's interval, within `tolerance` at its ends (an interval
+    open above has no upper end)."""
     if field not in result.intervals:
         return False
     low, high = result.intervals[field]
-    return low <= truth * (1 + PARAMS_TOLERANCE) and (high is None or truth <= high * (1 + PARAMS_TOLERANCE))
+    return low <= truth * (1 + tolerance) and (high is None or truth <= high * (1 + tolerance))
 
 
 def _shown(result, field: str) -> str:
