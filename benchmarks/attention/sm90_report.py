@@ -62,7 +62,7 @@ def resources(compiled):
 
 
 def constexprs_for(name, head_dim, causal):
-    common = dict(HEAD_DIM=head_dim, BLOCK_D=head_dim, CAUSAL=causal, PRECISION="tf32")
+    common = dict(HEAD_DIM=head_dim, D_A=head_dim, BLOCK_D=head_dim, BLOCK_E=0, CAUSAL=causal, PRECISION="tf32")
     extra = {"fwd": dict(WARP_SPECIALIZE=False), "dkdv": dict(DQ_MODE=0, GROUP=1), "dq": {}}[name]
     return dict(common, **extra)
 

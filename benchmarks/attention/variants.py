@@ -22,7 +22,13 @@ from lmperf.analysis.flops import attention_kernel_flops
 from lmperf.attention import flash_triton as ft
 from lmperf.report.environment import environment
 
-GRID = [(d, causal, seq) for d in (64, 128) for causal in (False, True) for seq in (4096, 16384)]
+GRIDS = {
+    "d64-d128": [(d, causal, seq) for d in (64, 128) for causal in (False, True) for seq in (4096, 16384)],
+    # The 2.7B preset's head_dim (32 heads x 80 = 2560 columns), seq 1k-16k.
+    "d80": [(80, causal, seq) for causal in (False, True) for seq in (1024, 4096, 16384)],
+}
+GRID = GRIDS[os.environ.get("VARIANTS_GRID", "d64-d128")]
+COLUMNS = {80: 2560}  # heads x head_dim of a grid point: 2048 unless listed
 MAIN_TILES = {name: {size: list(tiles) for size, tiles in by_size.items()} for name, by_size in ft.TILES.items()}
 # The candidates timed on 2026-11-23 (commit 3ea1cdb): the tables main had then, plus configs
 # picked on the CPU from the sm90 compiler's resource report (registers, spills, shared memory):
@@ -47,10 +53,11 @@ WIDE_TILES = {
 }
 
 
-def setup(tiles=MAIN_TILES, backward="split", tma=False):
+def setup(tiles=MAIN_TILES, backward="split", tma=False, split_head_dim=True):
     ft.TILES = tiles
     ft._TUNED = ft.tuned_kernels(tiles)
     ft.ATOMIC_DQ_BY_TMA = tma
+    ft.SPLIT_HEAD_DIM = split_head_dim
     return backward
 
 
@@ -63,6 +70,9 @@ VARIANTS = {
     "main": ("both", {}),
     "atomic-tma": ("both", dict(backward="atomic", tma=True)),
     "atomic": ("both", dict(backward="atomic")),
+    # A head_dim such as 80 padded to 128 columns (the kernels before commit of 2026-11-23's
+    # fourth session) instead of tiled as 64 + 16; "main" tiles it.
+    "padded-head-dim": ("both", dict(split_head_dim=False)),
 }
 
 
@@ -77,7 +87,7 @@ def _reference(q, k, v, do, causal):
 
 def check(backward, d, causal):
     """Largest relative error (output, dQ, dK, dV) against float64 on a ragged shape."""
-    heads = 2048 // d
+    heads = COLUMNS.get(d, 2048) // d
     gen = torch.Generator(device="cuda").manual_seed(d + causal)
     shape = lambda h: (1, h, 1008, d)  # noqa: E731
     q = torch.randn(shape(heads), device="cuda", generator=gen).bfloat16().requires_grad_()
@@ -105,7 +115,7 @@ def _bench(fn, grads=()):
 
 
 def time_point(apply, d, causal, seq, what):
-    batch, heads = 16384 // seq, 2048 // d
+    batch, heads = 16384 // seq, COLUMNS.get(d, 2048) // d
     q, k, v = (torch.randn(batch, heads, seq, d, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
     do = torch.randn_like(q)
     row = {"fwd_ms": _bench(lambda: apply(q, k, v, causal))}
@@ -123,6 +133,15 @@ def time_point(apply, d, causal, seq, what):
 def cudnn(q, k, v, causal):
     with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
         return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+
+def sdpa_default(q, k, v, causal):
+    """SDPA with PyTorch's own backend choice: what the model's --attention sdpa runs."""
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+
+# Timed first at every point; every variant is compared with these rows.
+BASELINES = {"sdpa-cudnn": cudnn, "sdpa-default": sdpa_default}
 
 
 def run_variant(name, out, env, deadline):
@@ -158,11 +177,12 @@ def main(out_path, names):
     env = environment("cuda")
     deadline = time.time() + float(os.environ.get("VARIANTS_S", "300"))
     with open(out_path, "w") as out:
-        for d, causal, seq in GRID:  # cuDNN first: every variant is compared with these rows
-            row = dict(variant="sdpa-cudnn", head_dim=d, causal=causal, seq=seq, env=env, status="ok")
-            row.update(time_point(cudnn, d, causal, seq, "both"))
-            out.write(json.dumps(row) + "\n")
-            print(summary(row), flush=True)
+        for d, causal, seq in GRID:
+            for baseline, apply in BASELINES.items():
+                row = dict(variant=baseline, head_dim=d, causal=causal, seq=seq, env=env, status="ok")
+                row.update(time_point(apply, d, causal, seq, "both"))
+                out.write(json.dumps(row) + "\n")
+                print(summary(row), flush=True)
         for name in names or VARIANTS:
             run_variant(name, out, env, deadline)
 

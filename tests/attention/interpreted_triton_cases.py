@@ -65,6 +65,20 @@ def test_grouped_query_heads(backward, heads, kv_heads, is_causal):
     )
 
 
+@pytest.mark.parametrize("backward", list(BACKWARDS))
+@pytest.mark.parametrize(
+    "head_dim, heads, kv_heads, seq_q, seq_k, is_causal",
+    [(80, 2, 2, 45, 45, True), (48, 4, 2, 37, 51, False), (96, 3, 1, 51, 37, True)],
+)
+def test_head_dims_tiled_as_two_column_blocks(backward, head_dim, heads, kv_heads, seq_q, seq_k, is_causal):
+    # 80 = 64 + 16, 48 = 32 + 16, 96 = 64 + 32: every matmul over head_dim runs as two chained ones.
+    assert flash_triton._column_blocks(head_dim)["BLOCK_E"] == {80: 16, 48: 16, 96: 32}[head_dim]
+    q, k, v, do = random_qkv((2, heads), seq_q, seq_k, head_dim, torch.float32, seed=head_dim, kv_heads=kv_heads)
+    check_against_reference(
+        flash_attention_triton_with_lse, _apply_with(backward), q, k, v, do, is_causal, 1e-4
+    )
+
+
 def test_atomic_backward_is_refused_when_determinism_is_required():
     assert backward_mode() == "split" and backward_mode("atomic") == "atomic"
     q, k, v, _ = random_qkv((2,), 20, 24, 16, torch.float32)

@@ -34,7 +34,10 @@ def fixed_tiles(monkeypatch):
         ((2, 1), 257, 250, 16, True, torch.float16),
         ((1, 2), 300, 301, 256, True, torch.bfloat16),
         ((1, 2), 300, 301, 256, False, torch.float32),
-        ((2, 2), 700, 700, 80, True, torch.bfloat16),  # the 2.7B preset's head_dim, padded to 128
+        ((2, 2), 700, 700, 80, True, torch.bfloat16),  # the 2.7B preset's head_dim: 64 + 16 columns
+        ((1, 3), 650, 901, 96, False, torch.float16),  # 64 + 32
+        ((2, 2), 333, 333, 48, True, torch.float32),  # 32 + 16, fixed fp32 tiles
+        ((1, 2), 400, 399, 112, True, torch.bfloat16),  # no split: padded to 128
     ],
 )
 def test_triton_matches_float64_reference(lead, seq_q, seq_k, head_dim, is_causal, dtype):
@@ -42,7 +45,7 @@ def test_triton_matches_float64_reference(lead, seq_q, seq_k, head_dim, is_causa
     check_against_reference(*TRITON, q, k, v, do, is_causal, TOLERANCE[dtype])
 
 
-@pytest.mark.parametrize("head_dim", [64, 128])
+@pytest.mark.parametrize("head_dim", [64, 128, 80])
 def test_autotuned_tiles(monkeypatch, head_dim):
     monkeypatch.setattr(flash_triton, "AUTOTUNE", True)
     q, k, v, do = random_qkv((2, 4), 1500, 1500, head_dim, torch.bfloat16, device="cuda")
@@ -66,6 +69,7 @@ def test_triton_on_model_layout_and_five_dims():
         ((2, 8), 2, 1000, 1000, 64, True, True),
         ((1, 4), 1, 777, 1025, 128, False, False),
         ((2, 3), None, 1025, 777, 128, True, False),
+        ((1, 8), 2, 900, 900, 80, True, True),
     ],
 )
 def test_backward_modes_and_gqa(monkeypatch, backward, lead, kv_heads, seq_q, seq_k, head_dim, is_causal, autotune):
@@ -75,9 +79,10 @@ def test_backward_modes_and_gqa(monkeypatch, backward, lead, kv_heads, seq_q, se
     check_against_reference(flash_attention_triton_with_lse, apply, q, k, v, do, is_causal, 3e-2)
 
 
+@pytest.mark.parametrize("head_dim", [64, 80])
 @pytest.mark.parametrize("backward", ["ordered", "split"])
-def test_deterministic_backwards_are_bitwise_repeatable(backward):
-    q, k, v, do = random_qkv((4, 8), 2048, 2048, 64, torch.bfloat16, device="cuda", kv_heads=2)
+def test_deterministic_backwards_are_bitwise_repeatable(backward, head_dim):
+    q, k, v, do = random_qkv((4, 8), 2048, 2048, head_dim, torch.bfloat16, device="cuda", kv_heads=2)
     grads = []
     for _ in range(3):
         for t in (q, k, v):

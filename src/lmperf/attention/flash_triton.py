@@ -16,6 +16,8 @@ is_causal, backward)` names one; "atomic" is refused while
 torch.are_deterministic_algorithms_enabled() is True. GQA/MQA: k and v may have fewer heads than q (see lmperf.attention.contract).
 Causal (query i sees keys j <= i): fully masked tiles are never visited, and each loop runs in two
 phases, the tiles that need no mask and then the few diagonal or ragged-edge tiles that do.
+Head dims: tiles span powers of two; 80 (= 64 + 16), 96 and 48 run as two column blocks whose
+matmuls chain into one accumulator (SPLIT_HEAD_DIM), other sizes are padded to the next power.
 Tile sizes are autotuned per (lengths, head_dim, causal, dtype) on the GPU; under
 TRITON_INTERPRET=1 (CPU tests) small fixed tiles are used instead.
 """
@@ -86,15 +88,19 @@ def _visible(offs_m, offs_n, seq_k, CAUSAL: tl.constexpr):
 
 @triton.jit
 def _fwd_tiles(
-    acc, m_i, l_i, q, K, V, stride_kn, stride_vn, offs_m, lo, hi, seq_k, qk_scale,
-    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, MASKED: tl.constexpr,
-    CAUSAL: tl.constexpr, PRECISION: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
+    acc, acc_e, m_i, l_i, q, q_e, K, V, stride_kn, stride_vn, offs_m, lo, hi, seq_k, qk_scale,
+    D_A: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_N: tl.constexpr,
+    MASKED: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
 ):
     offs_d = tl.arange(0, BLOCK_D)
     for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
         offs_n = start_n + tl.arange(0, BLOCK_N)
-        k = _load_rows(K + offs_n[:, None] * stride_kn + offs_d[None, :], offs_n, seq_k, offs_d, HEAD_DIM, BLOCK_D, MASKED)
+        k = _load_rows(K + offs_n[:, None] * stride_kn + offs_d[None, :], offs_n, seq_k, offs_d, D_A, BLOCK_D, MASKED)
         qk = tl.dot(q, tl.trans(k), input_precision=PRECISION)  # (BM, BN), unscaled
+        if BLOCK_E > 0:  # the head_dim's remaining columns, chained into the same accumulator
+            offs_e = BLOCK_D + tl.arange(0, BLOCK_E)
+            k_e = _load_rows(K + offs_n[:, None] * stride_kn + offs_e[None, :], offs_n, seq_k, offs_e, BLOCK_E, BLOCK_E, MASKED)
+            qk = tl.dot(q_e, tl.trans(k_e), qk, input_precision=PRECISION)
         if MASKED:
             qk = tl.where(_visible(offs_m, offs_n, seq_k, CAUSAL), qk, float("-inf"))
         # Scale folded into one FMA per score (log2 units), not a separate multiply pass.
@@ -102,10 +108,13 @@ def _fwd_tiles(
         p = tl.math.exp2(qk * qk_scale - m_new[:, None])
         alpha = tl.math.exp2(m_i - m_new)
         l_i = l_i * alpha + tl.sum(p, 1)
-        v = _load_rows(V + offs_n[:, None] * stride_vn + offs_d[None, :], offs_n, seq_k, offs_d, HEAD_DIM, BLOCK_D, MASKED)
+        v = _load_rows(V + offs_n[:, None] * stride_vn + offs_d[None, :], offs_n, seq_k, offs_d, D_A, BLOCK_D, MASKED)
         acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None], input_precision=PRECISION)
+        if BLOCK_E > 0:
+            v_e = _load_rows(V + offs_n[:, None] * stride_vn + offs_e[None, :], offs_n, seq_k, offs_e, BLOCK_E, BLOCK_E, MASKED)
+            acc_e = tl.dot(p.to(v.dtype), v_e, acc_e * alpha[:, None], input_precision=PRECISION)
         m_i = m_new
-    return acc, m_i, l_i
+    return acc, acc_e, m_i, l_i
 
 
 @triton.jit
@@ -114,8 +123,9 @@ def _fwd_kernel(
     stride_qb, stride_qh, stride_qn, stride_kb, stride_kh, stride_kn,
     stride_vb, stride_vh, stride_vn,
     H, group, seq_q, seq_k,
-    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
-    WARP_SPECIALIZE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    HEAD_DIM: tl.constexpr, D_A: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_E: tl.constexpr,
+    CAUSAL: tl.constexpr, PRECISION: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     qk_scale = tl.cast(qk_scale, tl.float32)  # torch.compile passes Python floats as fp64
     tile = tl.program_id(0)
@@ -126,27 +136,39 @@ def _fwd_kernel(
     b, h = (bh // H).to(tl.int64), (bh % H).to(tl.int64)
     offs_m = start_m + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, BLOCK_D)
-    q_ptrs = Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qn + offs_d[None, :]
-    q = tl.load(q_ptrs, mask=_mask(offs_m, seq_q, offs_d, HEAD_DIM, BLOCK_D), other=0.0)
+    Q += b * stride_qb + h * stride_qh
+    q = tl.load(Q + offs_m[:, None] * stride_qn + offs_d[None, :], mask=_mask(offs_m, seq_q, offs_d, D_A, BLOCK_D), other=0.0)
     K += b * stride_kb + h // group * stride_kh
     V += b * stride_vb + h // group * stride_vh
+    O += bh.to(tl.int64) * seq_q * HEAD_DIM
 
     acc = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
+    q_e, acc_e = q, acc  # stand-ins, unused unless the head_dim has a second column block
+    if BLOCK_E > 0:
+        offs_e = BLOCK_D + tl.arange(0, BLOCK_E)
+        q_e = _load_rows(Q + offs_m[:, None] * stride_qn + offs_e[None, :], offs_m, seq_q, offs_e, BLOCK_E, BLOCK_E, True)
+        acc_e = tl.zeros([BLOCK_M, BLOCK_E], dtype=tl.float32)
     m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     full_end, hi = _key_ranges(start_m, seq_k, BLOCK_M, BLOCK_N, CAUSAL)
-    acc, m_i, l_i = _fwd_tiles(
-        acc, m_i, l_i, q, K, V, stride_kn, stride_vn, offs_m, 0, full_end, seq_k, qk_scale,
-        HEAD_DIM, BLOCK_D, BLOCK_N, False, CAUSAL, PRECISION, WARP_SPECIALIZE,
+    acc, acc_e, m_i, l_i = _fwd_tiles(
+        acc, acc_e, m_i, l_i, q, q_e, K, V, stride_kn, stride_vn, offs_m, 0, full_end, seq_k, qk_scale,
+        D_A, BLOCK_D, BLOCK_E, BLOCK_N, False, CAUSAL, PRECISION, WARP_SPECIALIZE,
     )
-    acc, m_i, l_i = _fwd_tiles(
-        acc, m_i, l_i, q, K, V, stride_kn, stride_vn, offs_m, full_end, hi, seq_k, qk_scale,
-        HEAD_DIM, BLOCK_D, BLOCK_N, True, CAUSAL, PRECISION, False,
+    acc, acc_e, m_i, l_i = _fwd_tiles(
+        acc, acc_e, m_i, l_i, q, q_e, K, V, stride_kn, stride_vn, offs_m, full_end, hi, seq_k, qk_scale,
+        D_A, BLOCK_D, BLOCK_E, BLOCK_N, True, CAUSAL, PRECISION, False,
     )
-    row_ok = offs_m < seq_q
-    o_ptrs = O + bh.to(tl.int64) * seq_q * HEAD_DIM + offs_m[:, None] * HEAD_DIM + offs_d[None, :]
-    tl.store(o_ptrs, (acc / l_i[:, None]).to(O.dtype.element_ty), mask=_mask(offs_m, seq_q, offs_d, HEAD_DIM, BLOCK_D))
-    tl.store(LSE + bh.to(tl.int64) * seq_q + offs_m, (m_i + tl.math.log2(l_i)) * _LN2, mask=row_ok)
+    tl.store(
+        O + offs_m[:, None] * HEAD_DIM + offs_d[None, :], (acc / l_i[:, None]).to(O.dtype.element_ty),
+        mask=_mask(offs_m, seq_q, offs_d, D_A, BLOCK_D),
+    )
+    if BLOCK_E > 0:
+        tl.store(
+            O + offs_m[:, None] * HEAD_DIM + offs_e[None, :], (acc_e / l_i[:, None]).to(O.dtype.element_ty),
+            mask=offs_m[:, None] < seq_q,
+        )
+    tl.store(LSE + bh.to(tl.int64) * seq_q + offs_m, (m_i + tl.math.log2(l_i)) * _LN2, mask=offs_m < seq_q)
 
 
 # ---------------------------------------------------------------------------- backward kernels
@@ -155,34 +177,40 @@ def _fwd_kernel(
 @triton.jit
 def _bwd_preprocess_kernel(
     O, DO, DELTA, stride_dob, stride_doh, stride_don, H, seq_q,
-    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr,
+    HEAD_DIM: tl.constexpr, D_A: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_E: tl.constexpr,
+    BLOCK_M: tl.constexpr,
 ):
     """D = rowsum(dO * O) in fp32, the softmax term the dK/dV and dQ kernels both need."""
     bh = tl.program_id(1)
     b, h = (bh // H).to(tl.int64), (bh % H).to(tl.int64)
     offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, BLOCK_D)
-    row_ok = offs_m < seq_q
-    o = tl.load(
-        O + bh.to(tl.int64) * seq_q * HEAD_DIM + offs_m[:, None] * HEAD_DIM + offs_d[None, :],
-        mask=_mask(offs_m, seq_q, offs_d, HEAD_DIM, BLOCK_D), other=0.0,
-    )
-    do = tl.load(
-        DO + b * stride_dob + h * stride_doh + offs_m[:, None] * stride_don + offs_d[None, :],
-        mask=_mask(offs_m, seq_q, offs_d, HEAD_DIM, BLOCK_D), other=0.0,
-    )
+    O += bh.to(tl.int64) * seq_q * HEAD_DIM
+    DO += b * stride_dob + h * stride_doh
+    rows = _mask(offs_m, seq_q, offs_d, D_A, BLOCK_D)
+    o = tl.load(O + offs_m[:, None] * HEAD_DIM + offs_d[None, :], mask=rows, other=0.0)
+    do = tl.load(DO + offs_m[:, None] * stride_don + offs_d[None, :], mask=rows, other=0.0)
     delta = tl.sum(o.to(tl.float32) * do.to(tl.float32), 1)
-    tl.store(DELTA + bh.to(tl.int64) * seq_q + offs_m, delta, mask=row_ok)
+    if BLOCK_E > 0:
+        offs_e = BLOCK_D + tl.arange(0, BLOCK_E)
+        o_e = _load_rows(O + offs_m[:, None] * HEAD_DIM + offs_e[None, :], offs_m, seq_q, offs_e, BLOCK_E, BLOCK_E, True)
+        do_e = _load_rows(DO + offs_m[:, None] * stride_don + offs_e[None, :], offs_m, seq_q, offs_e, BLOCK_E, BLOCK_E, True)
+        delta += tl.sum(o_e.to(tl.float32) * do_e.to(tl.float32), 1)
+    tl.store(DELTA + bh.to(tl.int64) * seq_q + offs_m, delta, mask=offs_m < seq_q)
 
 
 @triton.jit
 def _add_dq_share(
-    dq, DQ, DQ_DESC, bh, LOCKS, offs_m, start_m, rows, turn, BLOCK_M: tl.constexpr, DQ_MODE: tl.constexpr
+    dq, dq_e, DQ, DQ_E, DQ_DESC, bh, LOCKS, start_m, rows, rows_e, turn,
+    BLOCK_M: tl.constexpr, BLOCK_E: tl.constexpr, DQ_MODE: tl.constexpr,
 ):
-    """Add one key tile's share to fp32 dQ rows: with atomics (1), in key-tile order (2), or by
-    one TMA bulk reduction of the whole tile, done in L2 by the copy engine (3)."""
+    """Add one key tile's share to fp32 dQ rows (dq_e: the head_dim's second column block, if
+    any): with atomics (1), in key-tile order (2), or by one TMA bulk reduction of the whole
+    tile, done in L2 by the copy engine (3; the host picks it only without a second block)."""
     if DQ_MODE == 1:
         tl.atomic_add(DQ, dq, mask=rows, sem="relaxed")
+        if BLOCK_E > 0:
+            tl.atomic_add(DQ_E, dq_e, mask=rows_e, sem="relaxed")
     elif DQ_MODE == 3:
         DQ_DESC.atomic_add([bh.to(tl.int32), start_m, 0], dq.reshape([1, dq.shape[0], dq.shape[1]]))
     else:
@@ -191,39 +219,61 @@ def _add_dq_share(
             pass
         # .cg reads L2, where the previous key tile's program (another SM) left its sum.
         tl.store(DQ, tl.load(DQ, mask=rows, other=0.0, cache_modifier=".cg") + dq, mask=rows)
+        if BLOCK_E > 0:
+            tl.store(DQ_E, tl.load(DQ_E, mask=rows_e, other=0.0, cache_modifier=".cg") + dq_e, mask=rows_e)
         tl.debug_barrier()  # every thread's store issued before the next key tile is let in
         tl.atomic_xchg(lock, turn + 1, sem="release")
 
 
 @triton.jit
 def _dkdv_tiles(
-    dk, dv, k, v, Q, DO, LSE, DELTA, DQ, DQ_DESC, bh, LOCKS, stride_qn, stride_don, offs_n, lo, hi, seq_q, qk_scale,
-    sm_scale, turn, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr,
-    MASKED: tl.constexpr, PRECISION: tl.constexpr, DQ_MODE: tl.constexpr,
+    dk, dv, dk_e, dv_e, k, v, k_e, v_e, Q, DO, LSE, DELTA, DQ, DQ_DESC, bh, LOCKS, stride_qn, stride_don,
+    offs_n, lo, hi, seq_q, qk_scale, sm_scale, turn,
+    HEAD_DIM: tl.constexpr, D_A: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_E: tl.constexpr,
+    BLOCK_M: tl.constexpr, MASKED: tl.constexpr, PRECISION: tl.constexpr, DQ_MODE: tl.constexpr,
 ):
     # Query rows past seq_q load as zeros with LSE = +inf, so their P is exactly 0.
     offs_d = tl.arange(0, BLOCK_D)
     for start_m in range(lo, hi, BLOCK_M):
         offs_m = start_m + tl.arange(0, BLOCK_M)
         row_ok = offs_m < seq_q
-        rows = _mask(offs_m, seq_q, offs_d, HEAD_DIM, BLOCK_D)
+        rows = _mask(offs_m, seq_q, offs_d, D_A, BLOCK_D)
         q = tl.load(Q + offs_m[:, None] * stride_qn + offs_d[None, :], mask=rows, other=0.0)
         lse = tl.load(LSE + offs_m, mask=row_ok, other=float("inf")) * _LOG2E
-        qk_t = tl.dot(k, tl.trans(q), input_precision=PRECISION) * qk_scale  # (BN, BM)
-        p_t = tl.math.exp2(qk_t - lse[None, :])
+        qk_t = tl.dot(k, tl.trans(q), input_precision=PRECISION)  # (BN, BM)
+        rows_e = rows  # stand-in, unused unless the head_dim has a second column block
+        if BLOCK_E > 0:
+            offs_e = BLOCK_D + tl.arange(0, BLOCK_E)
+            rows_e = row_ok[:, None] & (offs_e[None, :] < HEAD_DIM)
+            q_e = tl.load(Q + offs_m[:, None] * stride_qn + offs_e[None, :], mask=rows_e, other=0.0)
+            qk_t = tl.dot(k_e, tl.trans(q_e), qk_t, input_precision=PRECISION)
+        p_t = tl.math.exp2(qk_t * qk_scale - lse[None, :])
         if MASKED:
             p_t = tl.where(offs_m[None, :] >= offs_n[:, None], p_t, 0.0)
         do = tl.load(DO + offs_m[:, None] * stride_don + offs_d[None, :], mask=rows, other=0.0)
         dv = tl.dot(p_t.to(do.dtype), do, dv, input_precision=PRECISION)
-        delta = tl.load(DELTA + offs_m, mask=row_ok, other=0.0)
         dp_t = tl.dot(v, tl.trans(do), input_precision=PRECISION)  # (BN, BM)
+        if BLOCK_E > 0:
+            do_e = tl.load(DO + offs_m[:, None] * stride_don + offs_e[None, :], mask=rows_e, other=0.0)
+            dv_e = tl.dot(p_t.to(do.dtype), do_e, dv_e, input_precision=PRECISION)
+            dp_t = tl.dot(v_e, tl.trans(do_e), dp_t, input_precision=PRECISION)
+        delta = tl.load(DELTA + offs_m, mask=row_ok, other=0.0)
         ds_t = (p_t * (dp_t - delta[None, :])).to(q.dtype)
         dk = tl.dot(ds_t, q, dk, input_precision=PRECISION)
+        if BLOCK_E > 0:
+            dk_e = tl.dot(ds_t, q_e, dk_e, input_precision=PRECISION)
         if DQ_MODE != 0:
             dq = tl.dot(tl.trans(ds_t), k, input_precision=PRECISION) * sm_scale  # (BM, d)
             dq_ptrs = DQ + offs_m[:, None] * HEAD_DIM + offs_d[None, :]
-            _add_dq_share(dq, dq_ptrs, DQ_DESC, bh, LOCKS, offs_m, start_m, rows, turn, BLOCK_M, DQ_MODE)
-    return dk, dv
+            dq_e, dq_e_ptrs = dq, dq_ptrs  # stand-ins, as rows_e
+            if BLOCK_E > 0:
+                dq_e = tl.dot(tl.trans(ds_t), k_e, input_precision=PRECISION) * sm_scale
+                dq_e_ptrs = DQ + offs_m[:, None] * HEAD_DIM + offs_e[None, :]
+            _add_dq_share(
+                dq, dq_e, dq_ptrs, dq_e_ptrs, DQ_DESC, bh, LOCKS, start_m, rows, rows_e, turn,
+                BLOCK_M, BLOCK_E, DQ_MODE,
+            )
+    return dk, dv, dk_e, dv_e
 
 
 @triton.jit
@@ -232,7 +282,8 @@ def _bwd_dkdv_kernel(
     stride_qb, stride_qh, stride_qn, stride_kb, stride_kh, stride_kn,
     stride_vb, stride_vh, stride_vn, stride_dob, stride_doh, stride_don,
     H, seq_q, seq_k,
-    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
+    HEAD_DIM: tl.constexpr, D_A: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_E: tl.constexpr,
+    CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
     DQ_MODE: tl.constexpr, GROUP: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     """One key tile of one key/value head: dK, dV over every query head of its group (and dQ shares)."""
@@ -244,9 +295,20 @@ def _bwd_dkdv_kernel(
     b, h_kv = (bh_kv // kv_heads).to(tl.int64), (bh_kv % kv_heads).to(tl.int64)
     offs_n = start_n + tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, BLOCK_D)
-    key_ok = _mask(offs_n, seq_k, offs_d, HEAD_DIM, BLOCK_D)
-    k = tl.load(K + b * stride_kb + h_kv * stride_kh + offs_n[:, None] * stride_kn + offs_d[None, :], mask=key_ok, other=0.0)
-    v = tl.load(V + b * stride_vb + h_kv * stride_vh + offs_n[:, None] * stride_vn + offs_d[None, :], mask=key_ok, other=0.0)
+    key_ok = _mask(offs_n, seq_k, offs_d, D_A, BLOCK_D)
+    K += b * stride_kb + h_kv * stride_kh
+    V += b * stride_vb + h_kv * stride_vh
+    k = tl.load(K + offs_n[:, None] * stride_kn + offs_d[None, :], mask=key_ok, other=0.0)
+    v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :], mask=key_ok, other=0.0)
+    dk = tl.zeros([BLOCK_N, BLOCK_D], dtype=tl.float32)
+    dv = tl.zeros([BLOCK_N, BLOCK_D], dtype=tl.float32)
+    k_e, v_e, dk_e, dv_e = k, v, dk, dv  # stand-ins, unused unless the head_dim has a second column block
+    if BLOCK_E > 0:
+        offs_e = BLOCK_D + tl.arange(0, BLOCK_E)
+        k_e = _load_rows(K + offs_n[:, None] * stride_kn + offs_e[None, :], offs_n, seq_k, offs_e, BLOCK_E, BLOCK_E, True)
+        v_e = _load_rows(V + offs_n[:, None] * stride_vn + offs_e[None, :], offs_n, seq_k, offs_e, BLOCK_E, BLOCK_E, True)
+        dk_e = tl.zeros([BLOCK_N, BLOCK_E], dtype=tl.float32)
+        dv_e = tl.zeros([BLOCK_N, BLOCK_E], dtype=tl.float32)
     n_query_tiles = tl.cdiv(seq_q, BLOCK_M)
     if CAUSAL:  # rows < start_n see none of these keys; rows >= full_start see all of them
         lo = start_n // BLOCK_M * BLOCK_M
@@ -255,8 +317,6 @@ def _bwd_dkdv_kernel(
         lo = 0
         full_start = 0
 
-    dk = tl.zeros([BLOCK_N, BLOCK_D], dtype=tl.float32)
-    dv = tl.zeros([BLOCK_N, BLOCK_D], dtype=tl.float32)
     dq_desc = DQ  # only DQ_MODE 3 reads dQ through a TMA descriptor (B*H, seq_q, head_dim)
     if DQ_MODE == 3:
         dq_desc = tl.make_tensor_descriptor(
@@ -271,40 +331,54 @@ def _bwd_dkdv_kernel(
         LSEh, DELTAh = LSE + bh * seq_q, DELTA + bh * seq_q
         DQh, LOCKSh = DQ + bh * seq_q * HEAD_DIM, LOCKS + bh * n_query_tiles
         if CAUSAL:
-            dk, dv = _dkdv_tiles(
-                dk, dv, k, v, Qh, DOh, LSEh, DELTAh, DQh, dq_desc, bh, LOCKSh, stride_qn, stride_don, offs_n, lo,
-                full_start, seq_q, qk_scale, sm_scale, key_tile, HEAD_DIM, BLOCK_D, BLOCK_M, True,
-                PRECISION, DQ_MODE,
+            dk, dv, dk_e, dv_e = _dkdv_tiles(
+                dk, dv, dk_e, dv_e, k, v, k_e, v_e, Qh, DOh, LSEh, DELTAh, DQh, dq_desc, bh, LOCKSh,
+                stride_qn, stride_don, offs_n, lo, full_start, seq_q, qk_scale, sm_scale, key_tile,
+                HEAD_DIM, D_A, BLOCK_D, BLOCK_E, BLOCK_M, True, PRECISION, DQ_MODE,
             )
-        dk, dv = _dkdv_tiles(
-            dk, dv, k, v, Qh, DOh, LSEh, DELTAh, DQh, dq_desc, bh, LOCKSh, stride_qn, stride_don, offs_n, full_start,
-            seq_q, seq_q, qk_scale, sm_scale, key_tile, HEAD_DIM, BLOCK_D, BLOCK_M, False, PRECISION,
-            DQ_MODE,
+        dk, dv, dk_e, dv_e = _dkdv_tiles(
+            dk, dv, dk_e, dv_e, k, v, k_e, v_e, Qh, DOh, LSEh, DELTAh, DQh, dq_desc, bh, LOCKSh,
+            stride_qn, stride_don, offs_n, full_start, seq_q, seq_q, qk_scale, sm_scale, key_tile,
+            HEAD_DIM, D_A, BLOCK_D, BLOCK_E, BLOCK_M, False, PRECISION, DQ_MODE,
         )
-    out = bh_kv.to(tl.int64) * seq_k * HEAD_DIM + offs_n[:, None] * HEAD_DIM + offs_d[None, :]
-    tl.store(DK + out, (dk * sm_scale).to(DK.dtype.element_ty), mask=key_ok)
-    tl.store(DV + out, dv.to(DV.dtype.element_ty), mask=key_ok)
+    DK += bh_kv.to(tl.int64) * seq_k * HEAD_DIM
+    DV += bh_kv.to(tl.int64) * seq_k * HEAD_DIM
+    tl.store(DK + offs_n[:, None] * HEAD_DIM + offs_d[None, :], (dk * sm_scale).to(DK.dtype.element_ty), mask=key_ok)
+    tl.store(DV + offs_n[:, None] * HEAD_DIM + offs_d[None, :], dv.to(DV.dtype.element_ty), mask=key_ok)
+    if BLOCK_E > 0:
+        key_ok_e = offs_n[:, None] < seq_k
+        tl.store(DK + offs_n[:, None] * HEAD_DIM + offs_e[None, :], (dk_e * sm_scale).to(DK.dtype.element_ty), mask=key_ok_e)
+        tl.store(DV + offs_n[:, None] * HEAD_DIM + offs_e[None, :], dv_e.to(DV.dtype.element_ty), mask=key_ok_e)
 
 
 @triton.jit
 def _dq_tiles(
-    dq, q, do, lse, delta, K, V, stride_kn, stride_vn, offs_m, lo, hi, seq_k, qk_scale,
-    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, MASKED: tl.constexpr,
-    CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
+    dq, dq_e, q, q_e, do, do_e, lse, delta, K, V, stride_kn, stride_vn, offs_m, lo, hi, seq_k, qk_scale,
+    D_A: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_N: tl.constexpr,
+    MASKED: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
 ):
     offs_d = tl.arange(0, BLOCK_D)
     for start_n in range(lo, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
-        k = _load_rows(K + offs_n[:, None] * stride_kn + offs_d[None, :], offs_n, seq_k, offs_d, HEAD_DIM, BLOCK_D, MASKED)
-        v = _load_rows(V + offs_n[:, None] * stride_vn + offs_d[None, :], offs_n, seq_k, offs_d, HEAD_DIM, BLOCK_D, MASKED)
-        qk = tl.dot(q, tl.trans(k), input_precision=PRECISION) * qk_scale  # (BM, BN)
-        p = tl.math.exp2(qk - lse[:, None])
+        k = _load_rows(K + offs_n[:, None] * stride_kn + offs_d[None, :], offs_n, seq_k, offs_d, D_A, BLOCK_D, MASKED)
+        v = _load_rows(V + offs_n[:, None] * stride_vn + offs_d[None, :], offs_n, seq_k, offs_d, D_A, BLOCK_D, MASKED)
+        qk = tl.dot(q, tl.trans(k), input_precision=PRECISION)  # (BM, BN)
+        if BLOCK_E > 0:  # the head_dim's remaining columns, chained into the same accumulators
+            offs_e = BLOCK_D + tl.arange(0, BLOCK_E)
+            k_e = _load_rows(K + offs_n[:, None] * stride_kn + offs_e[None, :], offs_n, seq_k, offs_e, BLOCK_E, BLOCK_E, MASKED)
+            v_e = _load_rows(V + offs_n[:, None] * stride_vn + offs_e[None, :], offs_n, seq_k, offs_e, BLOCK_E, BLOCK_E, MASKED)
+            qk = tl.dot(q_e, tl.trans(k_e), qk, input_precision=PRECISION)
+        p = tl.math.exp2(qk * qk_scale - lse[:, None])
         if MASKED:
             p = tl.where(_visible(offs_m, offs_n, seq_k, CAUSAL), p, 0.0)
         dp = tl.dot(do, tl.trans(v), input_precision=PRECISION)
-        ds = p * (dp - delta[:, None])
-        dq = tl.dot(ds.to(k.dtype), k, dq, input_precision=PRECISION)
-    return dq
+        if BLOCK_E > 0:
+            dp = tl.dot(do_e, tl.trans(v_e), dp, input_precision=PRECISION)
+        ds = (p * (dp - delta[:, None])).to(k.dtype)
+        dq = tl.dot(ds, k, dq, input_precision=PRECISION)
+        if BLOCK_E > 0:
+            dq_e = tl.dot(ds, k_e, dq_e, input_precision=PRECISION)
+    return dq, dq_e
 
 
 @triton.jit
@@ -313,8 +387,8 @@ def _bwd_dq_kernel(
     stride_qb, stride_qh, stride_qn, stride_kb, stride_kh, stride_kn,
     stride_vb, stride_vh, stride_vn, stride_dob, stride_doh, stride_don,
     H, group, seq_q, seq_k,
-    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    HEAD_DIM: tl.constexpr, D_A: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_E: tl.constexpr,
+    CAUSAL: tl.constexpr, PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     qk_scale, sm_scale = tl.cast(qk_scale, tl.float32), tl.cast(sm_scale, tl.float32)  # fp64 under torch.compile
     tile = tl.program_id(0)
@@ -326,26 +400,39 @@ def _bwd_dq_kernel(
     offs_m = start_m + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, BLOCK_D)
     row_ok = offs_m < seq_q
-    rows = _mask(offs_m, seq_q, offs_d, HEAD_DIM, BLOCK_D)
-    q = tl.load(Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qn + offs_d[None, :], mask=rows, other=0.0)
-    do = tl.load(DO + b * stride_dob + h * stride_doh + offs_m[:, None] * stride_don + offs_d[None, :], mask=rows, other=0.0)
+    rows = _mask(offs_m, seq_q, offs_d, D_A, BLOCK_D)
+    Q += b * stride_qb + h * stride_qh
+    DO += b * stride_dob + h * stride_doh
+    q = tl.load(Q + offs_m[:, None] * stride_qn + offs_d[None, :], mask=rows, other=0.0)
+    do = tl.load(DO + offs_m[:, None] * stride_don + offs_d[None, :], mask=rows, other=0.0)
     lse = tl.load(LSE + bh.to(tl.int64) * seq_q + offs_m, mask=row_ok, other=float("inf")) * _LOG2E
     delta = tl.load(DELTA + bh.to(tl.int64) * seq_q + offs_m, mask=row_ok, other=0.0)
     K += b * stride_kb + h // group * stride_kh
     V += b * stride_vb + h // group * stride_vh
+    DQ += bh.to(tl.int64) * seq_q * HEAD_DIM
 
     dq = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
+    q_e, do_e, dq_e = q, do, dq  # stand-ins, unused unless the head_dim has a second column block
+    if BLOCK_E > 0:
+        offs_e = BLOCK_D + tl.arange(0, BLOCK_E)
+        q_e = _load_rows(Q + offs_m[:, None] * stride_qn + offs_e[None, :], offs_m, seq_q, offs_e, BLOCK_E, BLOCK_E, True)
+        do_e = _load_rows(DO + offs_m[:, None] * stride_don + offs_e[None, :], offs_m, seq_q, offs_e, BLOCK_E, BLOCK_E, True)
+        dq_e = tl.zeros([BLOCK_M, BLOCK_E], dtype=tl.float32)
     full_end, hi = _key_ranges(start_m, seq_k, BLOCK_M, BLOCK_N, CAUSAL)
-    dq = _dq_tiles(
-        dq, q, do, lse, delta, K, V, stride_kn, stride_vn, offs_m, 0, full_end, seq_k, qk_scale,
-        HEAD_DIM, BLOCK_D, BLOCK_N, False, CAUSAL, PRECISION,
+    dq, dq_e = _dq_tiles(
+        dq, dq_e, q, q_e, do, do_e, lse, delta, K, V, stride_kn, stride_vn, offs_m, 0, full_end, seq_k, qk_scale,
+        D_A, BLOCK_D, BLOCK_E, BLOCK_N, False, CAUSAL, PRECISION,
     )
-    dq = _dq_tiles(
-        dq, q, do, lse, delta, K, V, stride_kn, stride_vn, offs_m, full_end, hi, seq_k, qk_scale,
-        HEAD_DIM, BLOCK_D, BLOCK_N, True, CAUSAL, PRECISION,
+    dq, dq_e = _dq_tiles(
+        dq, dq_e, q, q_e, do, do_e, lse, delta, K, V, stride_kn, stride_vn, offs_m, full_end, hi, seq_k, qk_scale,
+        D_A, BLOCK_D, BLOCK_E, BLOCK_N, True, CAUSAL, PRECISION,
     )
-    out = bh.to(tl.int64) * seq_q * HEAD_DIM + offs_m[:, None] * HEAD_DIM + offs_d[None, :]
-    tl.store(DQ + out, (dq * sm_scale).to(DQ.dtype.element_ty), mask=rows)
+    tl.store(DQ + offs_m[:, None] * HEAD_DIM + offs_d[None, :], (dq * sm_scale).to(DQ.dtype.element_ty), mask=rows)
+    if BLOCK_E > 0:
+        tl.store(
+            DQ + offs_m[:, None] * HEAD_DIM + offs_e[None, :], (dq_e * sm_scale).to(DQ.dtype.element_ty),
+            mask=offs_m[:, None] < seq_q,
+        )
 
 
 # ------------------------------------------------------------------------------ tile selection
@@ -429,8 +516,26 @@ def _launch(name: str, grid, q: torch.Tensor, *args, **constexprs) -> None:
         _KERNELS[name][grid](q, *args, **constexprs, **_fixed_tiles(name, head_dim, itemsize))
 
 
+# A head_dim that is the sum of two powers of two (80 = 64 + 16, 96 = 64 + 32, 48 = 32 + 16) is
+# tiled as two column blocks, every matmul over it done as two chained ones, instead of padding
+# it to the next power of two (80 -> 128 computes 60% more). False: always pad (measured beside).
+SPLIT_HEAD_DIM = True
+
+
+def _column_blocks(head_dim: int) -> dict:
+    """D_A (real columns of the first block), BLOCK_D (its width), BLOCK_E (the second block, or 0).
+
+    Tiles span powers of two >= 16 columns (tl.dot's smallest inner size is 16); a head_dim that
+    cannot be split into two such blocks is padded to one and masked."""
+    padded = max(16, triton.next_power_of_2(head_dim))
+    rest = head_dim - padded // 2
+    if SPLIT_HEAD_DIM and head_dim != padded and rest >= 16 and rest & (rest - 1) == 0:
+        return {"D_A": padded // 2, "BLOCK_D": padded // 2, "BLOCK_E": rest}
+    return {"D_A": head_dim, "BLOCK_D": padded, "BLOCK_E": 0}
+
+
 def _block_d(head_dim: int) -> int:
-    """Tiles span a power of two >= 16 columns; a head_dim such as 80 is padded (masked)."""
+    """The columns a tile spans: head_dim rounded up to a power of two >= 16 (tile-size class)."""
     return max(16, triton.next_power_of_2(head_dim))
 
 
@@ -467,7 +572,7 @@ def triton_forward(
     _launch(
         "fwd", grid, q, k, v, o, lse, LOG2E / math.sqrt(head_dim),
         *_strides(q), *_strides(k), *_strides(v), H, H // k.shape[1], seq_q, seq_k,
-        HEAD_DIM=head_dim, BLOCK_D=_block_d(head_dim), CAUSAL=is_causal, PRECISION=_precision(q.dtype),
+        HEAD_DIM=head_dim, **_column_blocks(head_dim), CAUSAL=is_causal, PRECISION=_precision(q.dtype),
         WARP_SPECIALIZE=FWD_WARP_SPECIALIZE,
     )
     return o, lse
@@ -507,7 +612,7 @@ def triton_backward(q, k, v, o, lse, do, is_causal: bool, mode: str = DEFAULT_BA
     delta = torch.empty_like(lse)
     preprocess_grid = (triton.cdiv(seq_q, 64), B * H)
     _bwd_preprocess_kernel[preprocess_grid](
-        o, do, delta, *_strides(do), H, seq_q, HEAD_DIM=head_dim, BLOCK_D=_block_d(head_dim), BLOCK_M=64
+        o, do, delta, *_strides(do), H, seq_q, HEAD_DIM=head_dim, **_column_blocks(head_dim), BLOCK_M=64
     )
     dk = torch.empty((B, kv_heads, seq_k, head_dim), dtype=k.dtype, device=k.device)
     dv = torch.empty_like(dk)
@@ -520,10 +625,10 @@ def triton_backward(q, k, v, o, lse, do, is_causal: bool, mode: str = DEFAULT_BA
     scale = 1.0 / math.sqrt(head_dim)
     strides = (*_strides(q), *_strides(k), *_strides(v), *_strides(do))
     constexprs = dict(
-        HEAD_DIM=head_dim, BLOCK_D=_block_d(head_dim), CAUSAL=is_causal, PRECISION=_precision(q.dtype)
+        HEAD_DIM=head_dim, **_column_blocks(head_dim), CAUSAL=is_causal, PRECISION=_precision(q.dtype)
     )
     dq_mode = BACKWARDS[mode]
-    if mode == "atomic" and ATOMIC_DQ_BY_TMA and not INTERPRETED:
+    if mode == "atomic" and ATOMIC_DQ_BY_TMA and not INTERPRETED and constexprs["BLOCK_E"] == 0:
         dq_mode = 3
         triton.set_allocator(_tma_scratch)
     _launch(
