@@ -219,11 +219,13 @@ def test_a_learned_position_table_is_seen_as_a_second_lookup():
 
 
 @pytest.mark.parametrize("name", ["c_opt_h40_t200_fp32", "c_lmperf_h28_t129_triton", "c_gpt2_h20_t77_cudnn",
-                                  "b_llama_hd128_h28_kv7_t190_flash", "b_neox_h20_t200"])
+                                  "b_llama_hd128_h28_kv7_t190_flash", "b_neox_h20_t200",
+                                  "d_opt_h20_t300_flash"])
 def test_the_blind_batches_misses_are_read_now(name):
-    """The five captures of the blind batches that failed at their one blind scoring (fp32 SIMT
+    """The six captures of the blind batches that failed at their one blind scoring (fp32 SIMT
     GEMMs with split-K epilogues, fp32 Triton attention, an equal-grid cuDNN tie, FlashAttention's
-    split-KV grid, exact GELU): every structural field against the configuration that ran."""
+    split-KV grid, exact GELU, a LayerNorm count taken for OPT's ReLU width): every structural
+    field against the configuration that ran."""
     result, expected = infer_file(capture_path(name)), truth(name)
     for field in ("mode", "dtype", "batch", "seq_len", "n_layers", "d_model", "n_heads",
                   "n_kv_heads", "head_dim", "d_ff", "mlp"):
