@@ -21,8 +21,8 @@ GENERATE_CAPTURES = sorted(p.name.removesuffix(".truth.json") for p in SWEEP.glo
 
 def capture_path(name: str) -> Path:
     """NAME.csv.gz of a committed capture, in the first corpus or the sweep (s_, g_ and the blind
-    batches b_, c_, d_)."""
-    return SWEEP / f"{name}.csv.gz" if name.startswith(("s_", "g_", "b_", "c_", "d_")) else FIXTURES / f"{name}.csv.gz"
+    batches b_, c_, d_, e_)."""
+    return SWEEP / f"{name}.csv.gz" if name.startswith(("s_", "g_", "b_", "c_", "d_", "e_")) else FIXTURES / f"{name}.csv.gz"
 
 
 def truth(name: str) -> dict:

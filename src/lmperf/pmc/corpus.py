@@ -204,6 +204,27 @@ _BLIND = [
     ("d_gpt2_h12_t100_train", gpt2(2, 768, 12, 50257), 2, 100, "train-step", "bf16", "sdpa", {}),
     ("d_llama_h20_kv4_t64_train", llama(2, 1280, 20, 4, 3456, 32000), 2, 64, "train-step", "bf16",
      "sdpa", {}),
+    # A fifth batch, written down (after the fourth's scoring and its d_ff fix, fa8354f) before any
+    # capture: OPT at three sizes and as a training step, NeoX on cuDNN, fp32 GPT-2 at 28 heads,
+    # GQA 7:1 eager, hd 128 at 16/2 heads, a Triton forward in fp16 at 40 heads.
+    ("e_opt_h12_t77_eager", opt(2, 768, 12, 3072, 50272), 3, 77, "forward", "fp16", "naive", {}),
+    ("e_opt_h28_t150", opt(2, 1792, 28, 7168, 50272), 1, 150, "forward", "bf16", "sdpa", {}),
+    ("e_neox_h20_t333_cudnn", neox(2, 1280, 20, 5120, 50304), 1, 333, "forward", "bf16", "sdpa", CUDNN),
+    ("e_gpt2_h28_t129_fp32", gpt2(2, 1792, 28, 50257), 2, 129, "forward", "fp32", "sdpa", {}),
+    ("e_llama_h56_kv8_t200_eager", llama(2, 3584, 56, 8, 9728, 32000), 1, 200, "forward", "bf16",
+     "naive", {}),
+    ("e_qwen2_h12_kv2_t400_flash", llama(2, 1536, 12, 2, 8960, 151936, "qwen2"), 1, 400, "forward",
+     "bf16", "sdpa", FLASH),
+    ("e_mistral_h40_kv8_t250_cudnn", llama(2, 2560, 40, 8, 6912, 32768, "mistral"), 2, 250,
+     "forward", "bf16", "sdpa", CUDNN),
+    ("e_lmperf_h40_t100_triton", _small(n_layers=2, d_model=2560, n_heads=40, d_ff=6912), 3, 100,
+     "forward", "fp16", "triton", {}),
+    ("e_llama_hd128_h16_kv2_t301_eff", llama(2, 2048, 16, 2, 5632, 32000), 1, 301, "forward",
+     "bf16", "sdpa", EFFICIENT),
+    ("e_gpt2_h14_t513_cudnn", gpt2(2, 896, 14, 50257), 1, 513, "forward", "fp16", "sdpa", CUDNN),
+    ("e_opt_h16_t100_train", opt(2, 1024, 16, 4096, 50272), 2, 100, "train-step", "bf16", "sdpa", {}),
+    ("e_qwen2_h14_kv2_t77_train", llama(2, 896, 14, 2, 4864, 151936, "qwen2"), 2, 77, "train-step",
+     "bf16", "sdpa", {}),
 ]
 
 
