@@ -217,8 +217,8 @@ _BLIND = [
      "bf16", "sdpa", FLASH),
     ("e_mistral_h40_kv8_t250_cudnn", llama(2, 2560, 40, 8, 6912, 32768, "mistral"), 2, 250,
      "forward", "bf16", "sdpa", CUDNN),
-    ("e_lmperf_h40_t100_triton", _small(n_layers=2, d_model=2560, n_heads=40, d_ff=6912), 3, 100,
-     "forward", "fp16", "triton", {}),
+    # (e_lmperf_h40_t100_triton, an fp16 lmperf model, was written here and refused at capture:
+    # lmperf presets run fp32 or bf16. Never captured, so dropped rather than changed.)
     ("e_llama_hd128_h16_kv2_t301_eff", llama(2, 2048, 16, 2, 5632, 32000), 1, 301, "forward",
      "bf16", "sdpa", EFFICIENT),
     ("e_gpt2_h14_t513_cudnn", gpt2(2, 896, 14, 50257), 1, 513, "forward", "fp16", "sdpa", CUDNN),
