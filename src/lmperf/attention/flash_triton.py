@@ -17,7 +17,8 @@ torch.are_deterministic_algorithms_enabled() is True. GQA/MQA: k and v may have 
 Causal (query i sees keys j <= i): fully masked tiles are never visited, and each loop runs in two
 phases, the tiles that need no mask and then the few diagonal or ragged-edge tiles that do.
 Head dims: tiles span powers of two; 80 (= 64 + 16), 96 and 48 run as two column blocks whose
-matmuls chain into one accumulator (SPLIT_HEAD_DIM), other sizes are padded to the next power.
+matmuls chain into one accumulator (SPLIT_HEAD_DIM; the "ordered" dK/dV kernel excepted), other
+sizes are padded to the next power.
 Tile sizes are autotuned per (lengths, head_dim, causal, dtype) on the GPU; under
 TRITON_INTERPRET=1 (CPU tests) small fixed tiles are used instead.
 """
@@ -206,7 +207,7 @@ def _add_dq_share(
 ):
     """Add one key tile's share to fp32 dQ rows (dq_e: the head_dim's second column block, if
     any): with atomics (1), in key-tile order (2), or by one TMA bulk reduction of the whole
-    tile, done in L2 by the copy engine (3; the host picks it only without a second block)."""
+    tile, done in L2 by the copy engine (3). The host runs 2 and 3 only without a second block."""
     if DQ_MODE == 1:
         tl.atomic_add(DQ, dq, mask=rows, sem="relaxed")
         if BLOCK_E > 0:
@@ -219,8 +220,6 @@ def _add_dq_share(
             pass
         # .cg reads L2, where the previous key tile's program (another SM) left its sum.
         tl.store(DQ, tl.load(DQ, mask=rows, other=0.0, cache_modifier=".cg") + dq, mask=rows)
-        if BLOCK_E > 0:
-            tl.store(DQ_E, tl.load(DQ_E, mask=rows_e, other=0.0, cache_modifier=".cg") + dq_e, mask=rows_e)
         tl.debug_barrier()  # every thread's store issued before the next key tile is let in
         tl.atomic_xchg(lock, turn + 1, sem="release")
 
@@ -522,14 +521,14 @@ def _launch(name: str, grid, q: torch.Tensor, *args, **constexprs) -> None:
 SPLIT_HEAD_DIM = True
 
 
-def _column_blocks(head_dim: int) -> dict:
+def _column_blocks(head_dim: int, split: bool = True) -> dict:
     """D_A (real columns of the first block), BLOCK_D (its width), BLOCK_E (the second block, or 0).
 
     Tiles span powers of two >= 16 columns (tl.dot's smallest inner size is 16); a head_dim that
-    cannot be split into two such blocks is padded to one and masked."""
+    cannot be split into two such blocks (or split=False) is padded to one and masked."""
     padded = max(16, triton.next_power_of_2(head_dim))
     rest = head_dim - padded // 2
-    if SPLIT_HEAD_DIM and head_dim != padded and rest >= 16 and rest & (rest - 1) == 0:
+    if split and SPLIT_HEAD_DIM and head_dim != padded and rest >= 16 and rest & (rest - 1) == 0:
         return {"D_A": padded // 2, "BLOCK_D": padded // 2, "BLOCK_E": rest}
     return {"D_A": head_dim, "BLOCK_D": padded, "BLOCK_E": 0}
 
@@ -624,8 +623,11 @@ def triton_backward(q, k, v, o, lse, do, is_causal: bool, mode: str = DEFAULT_BA
     locks = torch.zeros((B * H, triton.cdiv(seq_q, 16)) if mode == "ordered" else (1,), dtype=torch.int32, device=q.device)
     scale = 1.0 / math.sqrt(head_dim)
     strides = (*_strides(q), *_strides(k), *_strides(v), *_strides(do))
+    # The ordered dK/dV kernel with two column blocks hit an illegal memory access on the H100
+    # (2026-11-23, fourth session; correct under the interpreter, cause not found): it pads.
     constexprs = dict(
-        HEAD_DIM=head_dim, **_column_blocks(head_dim), CAUSAL=is_causal, PRECISION=_precision(q.dtype)
+        HEAD_DIM=head_dim, **_column_blocks(head_dim, split=mode != "ordered"), CAUSAL=is_causal,
+        PRECISION=_precision(q.dtype),
     )
     dq_mode = BACKWARDS[mode]
     if mode == "atomic" and ATOMIC_DQ_BY_TMA and not INTERPRETED and constexprs["BLOCK_E"] == 0:

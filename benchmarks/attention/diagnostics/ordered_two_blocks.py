@@ -1,0 +1,20 @@
+"""Reproduce the illegal memory access of the ordered dK/dV kernel with two column blocks (head_dim
+80 = 64 + 16) on a small GQA shape, for compute-sanitizer: `compute-sanitizer --tool memcheck
+python3 benchmarks/attention/diagnostics/ordered_two_blocks.py [padded]`. lmperf itself pads the
+head_dim in the ordered backward since 2026-11-23; this forces the two blocks back on."""
+
+import sys
+
+import torch
+
+from lmperf.attention import flash_triton as ft
+
+ft.AUTOTUNE = False
+if sys.argv[1:] != ["padded"]:
+    column_blocks = ft._column_blocks
+    ft._column_blocks = lambda head_dim, split=True: column_blocks(head_dim, True)
+q = torch.randn(1, 8, 300, 80, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+k, v = (torch.randn(1, 2, 300, 80, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(2))
+ft.FlashAttention2Triton.apply(q, k, v, True, "ordered").sum().backward()
+torch.cuda.synchronize()
+print("ordered backward finished", "(padded)" if sys.argv[1:] == ["padded"] else "(two column blocks)")
