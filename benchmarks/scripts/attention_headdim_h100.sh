@@ -7,14 +7,9 @@
 #   3. the GPU attention tests touching the change (float64 references with split and padded head
 #      dims, autotuned d=80, backward modes and bitwise repeatability at d=80, fp32 GQA SDPA).
 #   LMPERF_COMMIT=<commit> bash benchmarks/scripts/attention_headdim_h100.sh   (logs and rows in $OUT)
-set -uo pipefail
-export PYTHONPATH=${PYTHONPATH:-src} PYTHONUNBUFFERED=1 TRITON_CACHE_DIR=/tmp/triton-cache
-OUT=${OUT:-out}; R=/tmp/lmperf-model; rm -rf $R; mkdir -p "$OUT" $R
-log() { echo "== $(date -u +%T) $*"; }
-BENCH="python3 -m lmperf.cli bench --modes train-step --precisions bf16 --compile compile --attention sdpa,triton --device cuda --warmup 3 --steps 10"
+source "$(dirname "$0")/model_bench_env.sh"
 {
-log env; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
-python3 -c "import torch, triton; print(torch.__version__, triton.__version__)"; echo "commit ${LMPERF_COMMIT:-unset}"
+env_lines
 log kernels d80
 OUT=$OUT STAGES="info variants" VARIANTS_GRID=d80 VARIANTS="main padded-head-dim" VARIANTS_S=${VARIANTS_S:-170} \
   VARIANTS_TIMEOUT_S=${VARIANTS_TIMEOUT_S:-200} bash benchmarks/attention/gpu_run.sh

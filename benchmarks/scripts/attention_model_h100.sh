@@ -5,14 +5,9 @@
 # every attention), and the 8B block shape (d 4096, 32/8 heads, head_dim 128) at 32k context with
 # two layers; then the third part of the GPU attention tests.
 #   LMPERF_COMMIT=<commit> bash benchmarks/scripts/attention_model_h100.sh   (logs and rows under $OUT)
-set -uo pipefail
-export PYTHONPATH=${PYTHONPATH:-src} PYTHONUNBUFFERED=1 TRITON_CACHE_DIR=/tmp/triton-cache
-OUT=${OUT:-out}; R=/tmp/lmperf-model; rm -rf $R; mkdir -p "$OUT" $R
-log() { echo "== $(date -u +%T) $*"; }
-BENCH="python3 -m lmperf.cli bench --modes train-step --precisions bf16 --compile compile --attention sdpa,triton --device cuda --warmup 3 --steps 10"
+source "$(dirname "$0")/model_bench_env.sh"
 {
-log env; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
-python3 -c "import torch, triton; print(torch.__version__, triton.__version__)"; echo "commit ${LMPERF_COMMIT:-unset}"
+env_lines
 log target; OUT=$OUT STAGES=target TARGET_S=${TARGET_S:-80} bash benchmarks/attention/gpu_run.sh
 log 2.7B ctx 1024 batch 4
 timeout ${B1_S:-150} $BENCH -p 2.7B -t 1024 --batch 4 --runs $R/b1024

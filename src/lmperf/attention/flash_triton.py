@@ -88,6 +88,16 @@ def _visible(offs_m, offs_n, seq_k, CAUSAL: tl.constexpr):
 
 
 @triton.jit
+def _query_tile(H, BLOCK_M: tl.constexpr, CAUSAL: tl.constexpr):
+    """This program's query tile (first row) and (batch * head, batch, head) from its grid place."""
+    tile = tl.program_id(0)
+    if CAUSAL:  # the last query tiles see the most keys: start them first
+        tile = tl.num_programs(0) - 1 - tile
+    bh = tl.program_id(1)
+    return tile * BLOCK_M, bh, (bh // H).to(tl.int64), (bh % H).to(tl.int64)
+
+
+@triton.jit
 def _fwd_tiles(
     acc, acc_e, m_i, l_i, q, q_e, K, V, stride_kn, stride_vn, offs_m, lo, hi, seq_k, qk_scale,
     D_A: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_N: tl.constexpr,
@@ -129,12 +139,7 @@ def _fwd_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     qk_scale = tl.cast(qk_scale, tl.float32)  # torch.compile passes Python floats as fp64
-    tile = tl.program_id(0)
-    if CAUSAL:  # the last query tiles see the most keys: start them first
-        tile = tl.num_programs(0) - 1 - tile
-    start_m = tile * BLOCK_M
-    bh = tl.program_id(1)
-    b, h = (bh // H).to(tl.int64), (bh % H).to(tl.int64)
+    start_m, bh, b, h = _query_tile(H, BLOCK_M, CAUSAL)
     offs_m = start_m + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, BLOCK_D)
     Q += b * stride_qb + h * stride_qh
@@ -390,12 +395,7 @@ def _bwd_dq_kernel(
     CAUSAL: tl.constexpr, PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     qk_scale, sm_scale = tl.cast(qk_scale, tl.float32), tl.cast(sm_scale, tl.float32)  # fp64 under torch.compile
-    tile = tl.program_id(0)
-    if CAUSAL:
-        tile = tl.num_programs(0) - 1 - tile
-    start_m = tile * BLOCK_M
-    bh = tl.program_id(1)
-    b, h = (bh // H).to(tl.int64), (bh % H).to(tl.int64)
+    start_m, bh, b, h = _query_tile(H, BLOCK_M, CAUSAL)
     offs_m = start_m + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, BLOCK_D)
     row_ok = offs_m < seq_q
