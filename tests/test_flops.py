@@ -4,7 +4,8 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
 from lmperf import regions
-from lmperf.analysis.flops import MODES, causal_tile_fraction, forward_ops, region_flops, step_flops
+from lmperf.analysis.flops import MODES, forward_ops, region_flops, step_flops
+from lmperf.analysis.tiles import causal_tile_fraction
 from lmperf.model.step import ModelStep, StepConfig
 from lmperf.model import preset
 

@@ -3,7 +3,8 @@
 import pytest
 from typer.testing import CliRunner
 
-from lmperf.analysis.flops import causal_tile_fraction, forward_ops, padded_matmul_flops
+from lmperf.analysis.flops import forward_ops, padded_matmul_flops
+from lmperf.analysis.tiles import causal_tile_fraction
 from lmperf.cli import app
 from lmperf.errors import UsageError
 from lmperf.model import preset

@@ -22,7 +22,6 @@ import math
 from dataclasses import dataclass
 
 from lmperf import regions
-from lmperf.analysis.tiles import causal_tile_fraction  # noqa: F401 - part of this model's API
 from lmperf.errors import UsageError
 from lmperf.model.config import ModelConfig, parameter_count
 from lmperf.model.step import MODES

@@ -7,7 +7,8 @@ the counters add: tile padding of GEMM widths, executed causal tiles, 3xTF32 pas
 
 from __future__ import annotations
 
-from lmperf.analysis.flops import Op, causal_tile_fraction, forward_ops
+from lmperf.analysis.flops import Op, forward_ops
+from lmperf.analysis.tiles import causal_tile_fraction
 from lmperf.analysis.kernels import ATTENTION, MATMUL, kernel_category
 from lmperf.errors import UsageError
 from lmperf.model import ModelConfig, preset

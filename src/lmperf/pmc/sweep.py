@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from lmperf.analysis.flops import causal_tile_fraction, forward_ops
+from lmperf.analysis.flops import forward_ops
+from lmperf.analysis.tiles import causal_tile_fraction
 from lmperf.model import ModelConfig
 from lmperf.report import tables
 from lmperf.report.plots import pyplot
