@@ -25,7 +25,7 @@ from lmperf.pmc.attention_shape import PLAUSIBLE_HEAD_DIMS, AttentionShape, fuse
 from lmperf.analysis.kernels import ATTENTION, MATMUL, NORM, REDUCTION, kernel_category
 from lmperf.pmc.generate import Steps, cache_length, split_steps
 from lmperf.pmc.completeness import (backward_gaps, counter_gaps, forward_gaps, generate_gaps,
-                                       optimizer_gaps)
+                                       is_lookup, optimizer_gaps)
 from lmperf.pmc.params import add_parameter_counts, optimizer_parameters
 from lmperf.pmc.parse import Capture, KernelRecord, read_capture
 from lmperf.pmc.result import Gap, Inference
@@ -60,8 +60,8 @@ def token_candidates(forward: list[KernelRecord]) -> Counter:
     """Row counts = N: LayerNorm and embedding-gather grids, row-reduction FMUL counts."""
     rows: Counter = Counter()
     for k in forward:
-        name, cls = k.name.lower(), kernel_category(k.name)
-        if (cls == NORM and "layer_norm" in name) or "gather" in name or "index_select" in name:
+        cls = kernel_category(k.name)
+        if (cls == NORM and "layer_norm" in k.name.lower()) or is_lookup(k):
             rows[k.grid[0]] += 1
         if cls == REDUCTION and k.metric(g.FMUL):
             rows[int(k.metric(g.FMUL))] += 1
