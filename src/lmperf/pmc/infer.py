@@ -222,14 +222,13 @@ def _infer_decode(capture: Capture, steps: Steps) -> Inference:
     """Decode steps alone (`capture` holds the last): one token per sequence, so the attention's
     T is 1; the prompt is the KV cache's length at that step less the steps captured, assuming
     the range starts at the first decode step."""
-    result = _infer_fields(capture, last_position_logits=True, decode=True)
+    structure = _structure(capture)
+    result = _infer_fields(capture, last_position_logits=True, decode=True, structure=structure)
     result.set("mode", "generate", 0.7, f"{len(steps.steps)} steps end at the same LM head "
                f"({steps.steps[-1][-1].name[:40]}) over the same token rows: decode steps, no prefill")
     result.extra("decode_steps", steps.decode_steps, 0.7, "LM-head repeats (no prefill in the range)")
     v = result.values
-    phases = g.split_phases(capture)
-    layer = g.find_layers(phases.forward)
-    roles = layer_roles(layer) if layer else None
+    phases, layer, roles = structure
     length = None
     if roles and None not in (v["batch"], v["dtype"]):
         size = 4 if v["dtype"] == "fp32" else 2
@@ -263,12 +262,19 @@ def _infer_decode(capture: Capture, steps: Steps) -> Inference:
     return result
 
 
-def _infer_fields(capture: Capture, last_position_logits: bool = False,
-                  followers: Sequence[KernelRecord] = (), decode: bool = False) -> Inference:
-    result = Inference()
+def _structure(capture: Capture) -> tuple[g.Phases, g.Layers | None, dict | None]:
+    """The capture's phases, its repeating layers and the first layer's GEMM roles."""
     phases = g.split_phases(capture)
     layer = g.find_layers(phases.forward)
-    roles = layer_roles(layer) if layer else None
+    return phases, layer, layer_roles(layer) if layer else None
+
+
+def _infer_fields(capture: Capture, last_position_logits: bool = False,
+                  followers: Sequence[KernelRecord] = (), decode: bool = False,
+                  structure: tuple | None = None) -> Inference:
+    """`structure`: `_structure(capture)` when the caller has it already."""
+    result = Inference()
+    phases, layer, roles = structure or _structure(capture)
     _read_fields(result, capture, phases, layer, roles, last_position_logits, followers, decode)
     # A range cut short reads like a smaller model: what it lacks retracts what rests on it.
     n_layers = layer.n_layers if layer else None
