@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# One device call (H100) for issue 12: a blind batch of lmperf.pmc.corpus _BLIND (names PREFIX_*,
+# written down before any capture), 4 captures at a time, through pmc_sweep_h100.sh. The fourth
+# batch ran as `... pmc_blind_batch_h100.sh d`, the fifth as `... e`. Commit the captures before
+# scoring them, then score once:
+#   python -m lmperf.pmc.accuracy tests/pmc/fixtures/sweep benchmarks/data/pmc/score-N-sweep-blindK-COMMIT.md
+# Run from the project root with PYTHONPATH=src and LMPERF_COMMIT set; output in $OUT.
+set -u
+export PYTHONUNBUFFERED=1
+PREFIX=${1:?usage: pmc_blind_batch_h100.sh PREFIX (the batch letter, e.g. e)}
+NAMES=$(python3 -c "from lmperf.pmc.corpus import _BLIND; print(','.join(n for n, *_ in _BLIND if n.startswith('${PREFIX}_')))")
+SWEEP_ONLY="$NAMES" SWEEP_JOBS=4 SWEEP_BUDGET_S="${SWEEP_BUDGET_S:-520}" CAPTURE_TIMEOUT_S=480 \
+  bash benchmarks/scripts/pmc_sweep_h100.sh
