@@ -515,6 +515,11 @@ def _launch(name: str, grid, q: torch.Tensor, *args, **constexprs) -> None:
         _KERNELS[name][grid](q, *args, **constexprs, **_fixed_tiles(name, head_dim, itemsize))
 
 
+def _block_d(head_dim: int) -> int:
+    """The columns a tile spans: head_dim rounded up to a power of two >= 16 (tile-size class)."""
+    return max(16, triton.next_power_of_2(head_dim))
+
+
 # A head_dim that is the sum of two powers of two (80 = 64 + 16, 96 = 64 + 32, 48 = 32 + 16) is
 # tiled as two column blocks, every matmul over it done as two chained ones, instead of padding
 # it to the next power of two (80 -> 128 computes 60% more). False: always pad (measured beside).
@@ -526,16 +531,11 @@ def _column_blocks(head_dim: int, split: bool = True) -> dict:
 
     Tiles span powers of two >= 16 columns (tl.dot's smallest inner size is 16); a head_dim that
     cannot be split into two such blocks (or split=False) is padded to one and masked."""
-    padded = max(16, triton.next_power_of_2(head_dim))
+    padded = _block_d(head_dim)
     rest = head_dim - padded // 2
     if split and SPLIT_HEAD_DIM and head_dim != padded and rest >= 16 and rest & (rest - 1) == 0:
         return {"D_A": padded // 2, "BLOCK_D": padded // 2, "BLOCK_E": rest}
     return {"D_A": head_dim, "BLOCK_D": padded, "BLOCK_E": 0}
-
-
-def _block_d(head_dim: int) -> int:
-    """The columns a tile spans: head_dim rounded up to a power of two >= 16 (tile-size class)."""
-    return max(16, triton.next_power_of_2(head_dim))
 
 
 def _precision(dtype: torch.dtype) -> str:
