@@ -1,11 +1,13 @@
 """The sm90 compiler's report on FlashAttention2Triton's kernels, on a machine without a GPU.
 
-`python benchmarks/attention/sm90_report.py [wide]` compiles every config of flash_triton.TILES
-(or variants.py's WIDE_TILES) for an H100 (Triton ahead-of-time, target cuda:90, bf16, every
-integer argument divisible by 16 as the benchmark shapes are) and prints, per kernel, head_dim,
+`python benchmarks/attention/sm90_report.py [wide|atomic-32-row]` compiles every config of
+flash_triton.TILES (or variants.py's WIDE_TILES, or the atomic backward's old 32-row dK/dV
+tiles) for an H100 (Triton ahead-of-time, target cuda:90, bf16, every integer argument
+divisible by 16 as the benchmark shapes are) and prints, per kernel, head_dim,
 causal and config: registers, spilled stack bytes and shared memory (cuobjdump's resource usage),
-the cp.async copies of the software pipeline, and the wgmma waits that drain every matmul in
-flight. This is how the candidate tiles of docs/attention.md were chosen before any device time.
+the cp.async copies of the software pipeline, the wgmma waits that drain every matmul in
+flight, and the matmuls left off wgmma (register-operand mma). This is how the candidate tiles
+of docs/attention.md were chosen before any device time.
 The Triton here may be newer than the device's: treat the figures as close, not exact.
 """
 
@@ -58,12 +60,14 @@ def resources(compiled):
         registers=int(usage["REG"]), stack=int(usage["STACK"]), shared_kb=compiled.metadata.shared // 1024,
         async_copies=ttgir.count("ttg.async_copy_global_to_local"),
         full_waits=len(re.findall(r"warp_group_dot_wait .*pendings = 0", ttgir)),
+        # Matmuls left on the register-operand mma path (tt.dot after lowering) rather than wgmma.
+        register_mma_dots=len(re.findall(r"= tt\.dot ", ttgir)),
     )
 
 
 def constexprs_for(name, head_dim, causal):
     common = dict(HEAD_DIM=head_dim, D_A=head_dim, BLOCK_D=head_dim, BLOCK_E=0, CAUSAL=causal, PRECISION="tf32")
-    extra = {"fwd": dict(WARP_SPECIALIZE=False), "dkdv": dict(DQ_MODE=0, GROUP=1), "dq": {}}[name]
+    extra = {"fwd": dict(WARP_SPECIALIZE=False), "dkdv": dict(DQ_MODE=0, GROUP=1), "dkdv_dq": dict(DQ_MODE=1, GROUP=1), "dq": {}}[name]
     return dict(common, **extra)
 
 
@@ -82,9 +86,8 @@ def main(tiles):
 
 
 if __name__ == "__main__":
-    if "wide" in sys.argv[1:]:
-        sys.path.insert(0, os.path.dirname(__file__))
-        from variants import WIDE_TILES as chosen
-    else:
-        chosen = ft.TILES
-    main(chosen)
+    sys.path.insert(0, os.path.dirname(__file__))
+    import variants
+
+    tables = {"wide": variants.WIDE_TILES, "atomic-32-row": {"dkdv_dq": variants.ATOMIC_32_ROW_TILES["dkdv_dq"]}}
+    main(tables[sys.argv[1]] if sys.argv[1:] else ft.TILES)

@@ -50,7 +50,11 @@ WIDE_TILES = {
         False: _OLD["dq"] + [(128, 64, 8, 2, 128), (64, 64, 4, 3), (128, 128, 8, 2)],
         True: _OLD["dq"] + [(64, 64, 4, 3), (64, 64, 4, 2), (128, 64, 8, 2)],
     },
+    "dkdv_dq": MAIN_TILES["dkdv_dq"],
 }
+# The atomic backward before its own table (fifth session of 2026-11-23): dK/dV tiles of 32 query
+# rows at head_dim <= 64, which leave its dS^T K product off wgmma.
+ATOMIC_32_ROW_TILES = dict(MAIN_TILES, dkdv_dq=MAIN_TILES["dkdv"])
 
 
 def setup(tiles=MAIN_TILES, backward="split", tma=False, split_head_dim=True):
@@ -70,6 +74,8 @@ VARIANTS = {
     "main": ("both", {}),
     "atomic-tma": ("both", dict(backward="atomic", tma=True)),
     "atomic": ("both", dict(backward="atomic")),
+    "atomic-32-row-tiles": ("both", dict(tiles=ATOMIC_32_ROW_TILES, backward="atomic")),
+    "ordered": ("both", dict(backward="ordered")),
     # A head_dim such as 80 padded to 128 columns (the kernels before commit of 2026-11-23's
     # fourth session) instead of tiled as 64 + 16; "main" tiles it.
     "padded-head-dim": ("both", dict(split_head_dim=False)),

@@ -46,13 +46,14 @@ def _autotune_tile_shapes():
 
 
 @pytest.mark.parametrize("tiles", _autotune_tile_shapes())
-def test_every_autotuned_tile_shape(monkeypatch, tiles):
+@pytest.mark.parametrize("backward", ["split", "atomic"])  # atomic reads the dkdv_dq table
+def test_every_autotuned_tile_shape(monkeypatch, tiles, backward):
     # Lengths that leave ragged edges and misaligned diagonals for every tile in the tables.
     monkeypatch.setattr(flash_triton, "INTERPRETED_TILES", tiles)
     for is_causal, seq_q, seq_k in ((True, 300, 300), (False, 200, 270), (True, 270, 200)):
         q, k, v, do = random_qkv((1, 2), seq_q, seq_k, 16, torch.float32, seed=seq_q)
         check_against_reference(
-            flash_attention_triton_with_lse, FlashAttention2Triton.apply, q, k, v, do, is_causal, 1e-4
+            flash_attention_triton_with_lse, _apply_with(backward), q, k, v, do, is_causal, 1e-4
         )
 
 

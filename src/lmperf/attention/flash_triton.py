@@ -464,19 +464,28 @@ TILES = {
         False: [(128, 64, 8, 3), (128, 64, 8, 2, 128), (128, 32, 4, 3)],
         True: [(128, 64, 8, 3), (128, 32, 4, 3), (64, 64, 4, 2)],
     },
+    # The dK/dV kernel when it also makes dQ's shares ("atomic", "ordered"): at least 64 query
+    # rows, because its fifth product, dS^T K, has BLOCK_M rows and the sm90 compiler makes a
+    # wgmma of it only from 64 (a 32-row tile gets the register-operand mma path; the TTGIR of
+    # benchmarks/attention/sm90_report.py shows which). Same candidates as dkdv's above 64.
+    "dkdv_dq": {
+        False: [(64, 128, 8, 3), (64, 64, 4, 3), (64, 128, 8, 2)],
+        True: [(64, 128, 8, 3), (64, 128, 8, 2), (64, 64, 4, 2)],
+    },
 }
 # Under the interpreter: small tiles with BLOCK_M != BLOCK_N so misaligned diagonals are tested.
 INTERPRETED_TILES = {
     "fwd": {"BLOCK_M": 32, "BLOCK_N": 16},
     "dkdv": {"BLOCK_M": 16, "BLOCK_N": 32},
     "dq": {"BLOCK_M": 16, "BLOCK_N": 32},
+    "dkdv_dq": {"BLOCK_M": 16, "BLOCK_N": 32},
 }
 # Softmax of one tile overlapped with the next tile's matmuls by Triton's warp specialisation
 # (sm90: compiles only with 8 warps). Off: measured in docs/attention.md.
 FWD_WARP_SPECIALIZE = False
 # LMPERF_ATTENTION_AUTOTUNE=0 uses _fixed_tiles everywhere (quick first calls, e.g. in tests).
 AUTOTUNE = os.environ.get("LMPERF_ATTENTION_AUTOTUNE", "1") != "0"
-_KERNELS = {"fwd": _fwd_kernel, "dkdv": _bwd_dkdv_kernel, "dq": _bwd_dq_kernel}
+_KERNELS = {"fwd": _fwd_kernel, "dkdv": _bwd_dkdv_kernel, "dq": _bwd_dq_kernel, "dkdv_dq": _bwd_dkdv_kernel}
 
 
 def tuned_kernels(tiles: dict) -> dict:
@@ -484,7 +493,7 @@ def tuned_kernels(tiles: dict) -> dict:
     tuned = {}
     for name, by_size in tiles.items():
         for large, size_tiles in by_size.items():
-            if name == "dkdv":  # trial runs add into dQ and advance the counters: zero both after each
+            if _KERNELS[name] is _bwd_dkdv_kernel:  # trial runs add into dQ and advance the counters: zero both after each
                 tuner = triton.autotune(_configs(size_tiles), key=[*TUNE_KEY, "DQ_MODE"], reset_to_zero=["DQ", "LOCKS"])
             else:
                 tuner = triton.autotune(_configs(size_tiles), key=TUNE_KEY)
@@ -634,7 +643,7 @@ def triton_backward(q, k, v, o, lse, do, is_causal: bool, mode: str = DEFAULT_BA
         dq_mode = 3
         triton.set_allocator(_tma_scratch)
     _launch(
-        "dkdv", lambda meta: (triton.cdiv(seq_k, meta["BLOCK_N"]), B * kv_heads),
+        "dkdv" if mode == "split" else "dkdv_dq", lambda meta: (triton.cdiv(seq_k, meta["BLOCK_N"]), B * kv_heads),
         q, k, v, do, lse, delta, dk, dv, dq_acc, locks, scale * LOG2E, scale, *strides, H, seq_q, seq_k,
         **constexprs, DQ_MODE=dq_mode, GROUP=H // kv_heads,
     )
