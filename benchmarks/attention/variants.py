@@ -1,11 +1,13 @@
 """Kernel variants of FlashAttention2Triton on the GPU, timed side by side with SDPA cuDNN.
 
 Run by a device script: `python3 benchmarks/attention/variants.py OUT_JSONL [VARIANT ...]`.
-Each variant sets flash_triton's switches and tile tables, is checked against a float64
-reference (output and all three gradients; 1008 rows, so every
-tile size leaves a ragged edge), then timed with do_bench medians in this one process: forward,
-backward and forward+backward at head_dim 64/128, causal and not, seq 4k/16k (16k tokens per
-batch, heads x head_dim = 2048), beside SDPA cuDNN on the same inputs. One JSON row per point;
+Each variant sets flash_triton's switches and tile tables (its own autotuned kernels), is
+checked against a float64 reference (output and all three gradients; 1008 rows, so every tile
+size leaves a ragged edge), then timed with do_bench medians: forward, backward and
+forward+backward at each point of the grid (VARIANTS_GRID: head_dim 64/128, causal and not, seq
+4k/16k; or head_dim 80 at 1k-16k; 16k tokens per batch, heads x head_dim = 2048, 2560 at 80).
+At each point every peer (SDPA cuDNN, SDPA's default, the variants) runs on the same inputs,
+twice, interleaved, the second round in reverse order. One JSON row per peer, point and round;
 the autotuner's choice and its per-config timings are kept in the row.
 """
 
@@ -57,28 +59,30 @@ WIDE_TILES = {
 ATOMIC_32_ROW_TILES = dict(MAIN_TILES, dkdv_dq=MAIN_TILES["dkdv"])
 
 
-def setup(tiles=MAIN_TILES, backward="split", tma=False, split_head_dim=True):
-    ft.TILES = tiles
-    ft._TUNED = ft.tuned_kernels(tiles)
-    ft.ATOMIC_DQ_BY_TMA = tma
-    ft.SPLIT_HEAD_DIM = split_head_dim
-    return backward
+def prepare(tiles=MAIN_TILES, backward="split", tma=False, split_head_dim=True):
+    """A variant's switches and its own autotuned kernels (each keeps its tuning cache)."""
+    return dict(tiles=tiles, tuned=ft.tuned_kernels(tiles), backward=backward, tma=tma, split_head_dim=split_head_dim)
 
 
-# name -> (what to time, setup kwargs); in order of expected value, in case time runs out. The
-# wide tables hold main's configs, so "main" after "wide-tiles" recompiles nothing. (The run of
-# 2026-11-23 also listed forward switches, a conditional rescale and a QK^T look-ahead, that its
-# time limit cut off; their code is in commit 3ea1cdb.)
+def activate(variant):
+    """Point flash_triton at a prepared variant; returns its backward mode."""
+    ft.TILES, ft._TUNED = variant["tiles"], variant["tuned"]
+    ft.ATOMIC_DQ_BY_TMA, ft.SPLIT_HEAD_DIM = variant["tma"], variant["split_head_dim"]
+    return variant["backward"]
+
+
+# name -> prepare() kwargs. (The run of 2026-11-23 also listed forward switches, a conditional
+# rescale and a QK^T look-ahead, that its time limit cut off; their code is in commit 3ea1cdb.)
 VARIANTS = {
-    "wide-tiles": ("both", dict(tiles=WIDE_TILES)),
-    "main": ("both", {}),
-    "atomic-tma": ("both", dict(backward="atomic", tma=True)),
-    "atomic": ("both", dict(backward="atomic")),
-    "atomic-32-row-tiles": ("both", dict(tiles=ATOMIC_32_ROW_TILES, backward="atomic")),
-    "ordered": ("both", dict(backward="ordered")),
+    "wide-tiles": dict(tiles=WIDE_TILES),
+    "main": {},
+    "atomic-tma": dict(backward="atomic", tma=True),
+    "atomic": dict(backward="atomic"),
+    "atomic-32-row-tiles": dict(tiles=ATOMIC_32_ROW_TILES, backward="atomic"),
+    "ordered": dict(backward="ordered"),
     # A head_dim such as 80 padded to 128 columns (the kernels before commit of 2026-11-23's
     # fourth session) instead of tiled as 64 + 16; "main" tiles it.
-    "padded-head-dim": ("both", dict(split_head_dim=False)),
+    "padded-head-dim": dict(split_head_dim=False),
 }
 
 
@@ -117,22 +121,26 @@ def _tuned():
 
 
 def _bench(fn, grads=()):
-    return do_bench(fn, warmup=25, rep=80, grad_to_none=list(grads), return_mode="median")
+    return do_bench(fn, warmup=25, rep=150, grad_to_none=list(grads), return_mode="median")
 
 
-def time_point(apply, d, causal, seq, what):
+def point_inputs(d, seq):
+    """q, k, v, dO of one grid point (16k tokens per batch), shared by every peer timed there."""
     batch, heads = 16384 // seq, COLUMNS.get(d, 2048) // d
     q, k, v = (torch.randn(batch, heads, seq, d, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
-    do = torch.randn_like(q)
+    return q, k, v, torch.randn_like(q)
+
+
+def time_point(apply, inputs, causal):
+    q, k, v, do = inputs
+    batch, heads, seq, d = q.shape
     row = {"fwd_ms": _bench(lambda: apply(q, k, v, causal))}
-    if what == "both":
-        o = apply(q, k, v, causal)
-        row["bwd_ms"] = _bench(lambda: o.backward(do, retain_graph=True), (q, k, v))
-        row["fwd_bwd_ms"] = _bench(lambda: apply(q, k, v, causal).backward(do), (q, k, v))
+    o = apply(q, k, v, causal)
+    row["bwd_ms"] = _bench(lambda: o.backward(do, retain_graph=True), (q, k, v))
+    row["fwd_bwd_ms"] = _bench(lambda: apply(q, k, v, causal).backward(do), (q, k, v))
     flops = attention_kernel_flops(batch * heads, seq, seq, d, causal)
     for part, key in (("fwd", "forward"), ("bwd", "backward"), ("fwd_bwd", "forward_backward")):
-        if f"{part}_ms" in row:
-            row[f"{part}_tflops"] = round(flops[key] / row[f"{part}_ms"] / 1e9, 1)
+        row[f"{part}_tflops"] = round(flops[key] / row[f"{part}_ms"] / 1e9, 1)
     return dict(row, batch=batch, heads=heads)
 
 
@@ -150,24 +158,18 @@ def sdpa_default(q, k, v, causal):
 BASELINES = {"sdpa-cudnn": cudnn, "sdpa-default": sdpa_default}
 
 
-def run_variant(name, out, env, deadline):
-    what, kwargs = VARIANTS[name]
-    backward = setup(**kwargs)
+def time_variant(name, variant, inputs, d, causal, seq, check_it):
+    """One variant's row at one grid point; a variant that fails to compile or run is a row."""
+    backward = activate(variant)
     apply = lambda q, k, v, c: ft.FlashAttention2Triton.apply(q, k, v, c, backward)  # noqa: E731
-    for d, causal, seq in GRID:
-        if time.time() > deadline:
-            print(f"{name}: out of time before d={d} causal={causal} seq={seq}")
-            return
-        row = dict(variant=name, head_dim=d, causal=causal, seq=seq, env=env)
-        try:
-            if seq == GRID[0][2]:
-                row["max_rel_error"] = check(backward, d, causal)
-            row.update(time_point(apply, d, causal, seq, what), tuned=_tuned(), status="ok")
-        except Exception as error:  # a variant that fails to compile or run is a row, not a crash
-            row.update(status="failed", error=str(error)[-400:])
-        out.write(json.dumps(row) + "\n")
-        out.flush()
-        print(summary(row), flush=True)
+    row = dict(variant=name, head_dim=d, causal=causal, seq=seq)
+    try:
+        if check_it:
+            row["max_rel_error"] = check(backward, d, causal)
+        row.update(time_point(apply, inputs, causal), tuned=_tuned(), status="ok")
+    except Exception as error:
+        row.update(status="failed", error=str(error)[-400:])
+    return row
 
 
 def summary(row):
@@ -180,17 +182,30 @@ def summary(row):
 
 
 def main(out_path, names):
+    """Every peer at one grid point before the next point, twice, the second time in reverse
+    order: the GPU's clocks drift over minutes (2026-11-23, fifth session: the same kernel 5-17%
+    apart between variants timed one after another), so side-by-side means interleaved."""
     env = environment("cuda")
     deadline = time.time() + float(os.environ.get("VARIANTS_S", "300"))
+    variants = {name: prepare(**VARIANTS[name]) for name in names or VARIANTS}
+    peers = [*BASELINES, *variants]
     with open(out_path, "w") as out:
         for d, causal, seq in GRID:
-            for baseline, apply in BASELINES.items():
-                row = dict(variant=baseline, head_dim=d, causal=causal, seq=seq, env=env, status="ok")
-                row.update(time_point(apply, d, causal, seq, "both"))
-                out.write(json.dumps(row) + "\n")
-                print(summary(row), flush=True)
-        for name in names or VARIANTS:
-            run_variant(name, out, env, deadline)
+            if time.time() > deadline:
+                print(f"out of time before d={d} causal={causal} seq={seq}")
+                return
+            inputs = point_inputs(d, seq)
+            for round_ in (0, 1):
+                for name in peers if round_ == 0 else peers[::-1]:
+                    if name in BASELINES:
+                        row = dict(variant=name, head_dim=d, causal=causal, seq=seq, status="ok")
+                        row.update(time_point(BASELINES[name], inputs, causal))
+                    else:
+                        check_it = round_ == 0 and seq == GRID[0][2]
+                        row = time_variant(name, variants[name], inputs, d, causal, seq, check_it)
+                    out.write(json.dumps(dict(row, round=round_, env=env)) + "\n")
+                    out.flush()
+                    print(f"r{round_} " + summary(row), flush=True)
 
 
 if __name__ == "__main__":
