@@ -6,6 +6,7 @@
 #   sweep     lmperf attention with the default kernels beside SDPA cuDNN and flash
 #   target    the issue's (16, 16384, 64) causal compiled fwd + .sum().backward() shape
 #   tests-a, tests-b, tests-c   pytest -m gpu tests/attention in three parts (-x -q, summaries kept)
+#   tests-k   the tests pytest -k "$TESTS_K" selects
 # Usage, in the repo root: STAGES="info variants tests-a" LMPERF_COMMIT=<sha> bash benchmarks/attention/gpu_run.sh
 set -uo pipefail
 export PYTHONPATH=${PYTHONPATH:-src} PYTHONUNBUFFERED=1 TRITON_CACHE_DIR=/tmp/triton-cache
@@ -24,7 +25,7 @@ for stage in ${STAGES:-info variants tests-a}; do
            tar -czf "$OUT/runs.tgz" -C "$RUNS" . ;;
     target) timeout "${TARGET_S:-80}" python3 - 2>&1 <<'PY' | tee "$OUT/target.log"
 from lmperf.attention_bench.benchmark import time_compiled_fwd_sum_bwd as t
-for impl in ("triton", "triton-atomic", "sdpa-cudnn"):
+for impl in ("triton", "triton-split", "sdpa-cudnn"):  # triton: the default backward for the shape
     try:
         print(f"target (16,16384,64) causal compiled fwd+sum().backward() {impl}: {t(impl):.3f} ms")
     except Exception as error:  # one failing peer must not cost the others
@@ -34,6 +35,7 @@ PY
     tests-a) timeout "${TESTS_A_S:-150}" $PYTEST -k "float64 or autotuned" 2>&1 | tee "$OUT/tests-a.log" ;;
     tests-b) timeout "${TESTS_B_S:-150}" $PYTEST -k "modes or repeatable or layout" 2>&1 | tee "$OUT/tests-b.log" ;;
     tests-c) timeout "${TESTS_C_S:-150}" $PYTEST -k "not (float64 or autotuned or modes or repeatable or layout)" 2>&1 | tee "$OUT/tests-c.log" ;;
+    tests-k) timeout "${TESTS_K_S:-240}" $PYTEST -k "$TESTS_K" 2>&1 | tee "$OUT/tests-k.log" ;;
   esac
 done
 echo "=== done $(date -u +%H:%M:%S)"

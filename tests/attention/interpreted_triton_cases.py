@@ -80,12 +80,15 @@ def test_head_dims_tiled_as_two_column_blocks(backward, head_dim, heads, kv_head
     )
 
 
-def test_atomic_backward_is_refused_when_determinism_is_required():
+def test_default_backward_by_shape_and_determinism():
+    # Unnamed: atomic only for causal attention over >= 4096 keys, and never under determinism.
     assert backward_mode() == "split" and backward_mode("atomic") == "atomic"
+    assert backward_mode(None, True, 4096) == "atomic" and backward_mode(None, True, 4095) == "split"
+    assert backward_mode(None, False, 16384) == "split" and backward_mode("split", True, 16384) == "split"
     q, k, v, _ = random_qkv((2,), 20, 24, 16, torch.float32)
     torch.use_deterministic_algorithms(True)
     try:
-        assert backward_mode() == "split" and backward_mode("ordered") == "ordered"
+        assert backward_mode(None, True, 16384) == "split" and backward_mode("ordered") == "ordered"
         with pytest.raises(UsageError, match="atomic"):
             FlashAttention2Triton.apply(q, k, v, True, "atomic")
     finally:

@@ -10,10 +10,11 @@ dK and dV (summed over the query heads of its group under GQA). dQ comes one of 
     a counter that lets key tile n in only after tile n-1 (5 matmuls, bitwise repeatable);
   - "split": FA2's own split, a separate dQ kernel per query tile that recomputes S and dP
     (7 matmuls, no shared writes, bitwise repeatable).
-The default is "split": on the H100 it led "atomic" at 7 of 12 grid points and trailed at 5 (by
-at most 10%), and "ordered" ran at 0.39-0.63x of "atomic" (docs/attention.md). `FlashAttention2Triton.apply(q, k, v,
-is_causal, backward)` names one; "atomic" is refused while
-torch.are_deterministic_algorithms_enabled() is True. GQA/MQA: k and v may have fewer heads than q (see lmperf.attention.contract).
+`FlashAttention2Triton.apply(q, k, v, is_causal, backward)` names one; "atomic" is refused while
+torch.are_deterministic_algorithms_enabled() is True. Unnamed (None): "split" while determinism is
+required, else the faster on the H100 for the shape, "atomic" for causal attention over >= 4096
+keys (backward_mode). "ordered" ran at 0.39-0.63x of "atomic" (docs/attention.md).
+GQA/MQA: k and v may have fewer heads than q (see lmperf.attention.contract).
 Causal (query i sees keys j <= i): fully masked tiles are never visited, and each loop runs in two
 phases, the tiles that need no mask and then the few diagonal or ragged-edge tiles that do.
 Head dims: tiles span powers of two; 80 (= 64 + 16), 96 and 48 run as two column blocks whose
@@ -592,20 +593,29 @@ BACKWARDS = {"split": 0, "atomic": 1, "ordered": 2}  # the dK/dV kernel's DQ_MOD
 ATOMIC_DQ_BY_TMA = False
 
 
-DEFAULT_BACKWARD = "split"
+# With no backward named and nondeterminism allowed: "atomic" for causal attention over at least
+# this many keys, "split" otherwise. Measured side by side (interleaved) on the H100, fifth session
+# of 2026-11-23 (benchmarks/attention-h100.md): split's fwd+bwd time / atomic's 1.03-1.08 at causal
+# 4k and 16k for head_dim 80 and 128 and causal 16k for 64 (0.97-0.99 at 64, causal 4k); 0.93-1.03
+# on the non-causal points and 0.96-0.97 at causal 1k.
+ATOMIC_FROM_KEYS = 4096
 
 
-def backward_mode(requested: str | None = None) -> str:
-    """The dQ strategy: the one requested (checked against PyTorch's determinism), else the split."""
-    mode = requested or DEFAULT_BACKWARD
-    if mode not in BACKWARDS:
-        raise UsageError(f"unknown backward {mode!r}; choose from {', '.join(BACKWARDS)}")
-    if mode == "atomic" and torch.are_deterministic_algorithms_enabled():
+def backward_mode(requested: str | None = None, is_causal: bool = False, seq_k: int = 0) -> str:
+    """The dQ strategy: the one requested (checked against PyTorch's determinism); by default
+    "split" while torch.use_deterministic_algorithms(True) is set, else the faster of "split" and
+    "atomic" on the H100 for this shape (ATOMIC_FROM_KEYS)."""
+    if requested is None:
+        fast_atomic = is_causal and seq_k >= ATOMIC_FROM_KEYS
+        return "atomic" if fast_atomic and not torch.are_deterministic_algorithms_enabled() else "split"
+    if requested not in BACKWARDS:
+        raise UsageError(f"unknown backward {requested!r}; choose from {', '.join(BACKWARDS)}")
+    if requested == "atomic" and torch.are_deterministic_algorithms_enabled():
         raise UsageError(
             'backward="atomic" adds dQ in a varying order; torch.use_deterministic_algorithms(True) '
             'is set, so use "split" or "ordered"'
         )
-    return mode
+    return requested
 
 
 def _tma_scratch(size: int, alignment: int, stream) -> torch.Tensor:
@@ -613,7 +623,7 @@ def _tma_scratch(size: int, alignment: int, stream) -> torch.Tensor:
     return torch.empty(size, dtype=torch.int8, device="cuda")
 
 
-def triton_backward(q, k, v, o, lse, do, is_causal: bool, mode: str = DEFAULT_BACKWARD):
+def triton_backward(q, k, v, o, lse, do, is_causal: bool, mode: str):
     """dQ, dK, dV (4-d, contiguous) from the forward's inputs, O, LSE and the output gradient."""
     B, H, seq_q, head_dim = q.shape
     kv_heads, seq_k = k.shape[1], k.shape[2]
@@ -668,15 +678,16 @@ def flash_attention_triton_with_lse(q, k, v, is_causal: bool = False):
 class FlashAttention2Triton(torch.autograd.Function):
     """`FlashAttention2Triton.apply(q, k, v, is_causal[, backward])` -> softmax(q k^T / sqrt(d)) v.
 
-    backward: "split" (None: the default), "atomic" or "ordered" (module docstring). Saved for backward: q, k, v, the output and
-    the log-sum-exp (..., seq_q), each in the caller's shape.
+    backward: "split", "atomic", "ordered" or None (chosen by backward_mode; module docstring).
+    Saved for backward: q, k, v, the output and the log-sum-exp (..., seq_q), each in the caller's
+    shape.
     """
 
     @staticmethod
     def forward(ctx, q, k, v, is_causal=False, backward=None):
         check_inputs(q, k, v)
         _check_device(q)
-        ctx.backward_mode = backward_mode(backward)
+        ctx.backward_mode = backward_mode(backward, is_causal, k.shape[-2])
         o, lse = triton_forward(as_4d(q), as_4d(k), as_4d(v), is_causal)
         o, lse = o.view(q.shape), lse.view(q.shape[:-1])
         ctx.save_for_backward(q, k, v, o, lse)
