@@ -596,8 +596,8 @@ ATOMIC_DQ_BY_TMA = False
 # With no backward named and nondeterminism allowed: "atomic" for causal attention over at least
 # this many keys, "split" otherwise. Measured side by side (interleaved) on the H100, fifth session
 # of 2026-11-23 (benchmarks/attention-h100.md): split's fwd+bwd time / atomic's 1.03-1.08 at causal
-# 4k and 16k for head_dim 80 and 128 and causal 16k for 64 (0.97-0.99 at 64, causal 4k); 0.93-1.03
-# on the non-causal points and 0.96-0.97 at causal 1k.
+# 4k and 16k for head_dim 80 and 128 and causal 16k for 64 (0.97-0.98 at 64, causal 4k); 0.93-1.03
+# on the non-causal points and 0.97 at causal 1k.
 ATOMIC_FROM_KEYS = 4096
 
 
