@@ -5,7 +5,8 @@ Each variant sets flash_triton's switches and tile tables (its own autotuned ker
 checked against a float64 reference (output and all three gradients; 1008 rows, so every tile
 size leaves a ragged edge), then timed with do_bench medians: forward, backward and
 forward+backward at each point of the grid (VARIANTS_GRID: head_dim 64/128, causal and not, seq
-4k/16k; or head_dim 80 at 1k-16k; 16k tokens per batch, heads x head_dim = 2048, 2560 at 80).
+4k/16k; or head_dim 80 at 1k-16k; 16k tokens per batch, heads x head_dim = 2048, 2560 at 80; or
+8b-gqa, the 8B model's causal attention at 32k: 32 query and 8 key/value heads x 128).
 At each point every peer (SDPA cuDNN, SDPA's default, the variants) runs on the same inputs,
 twice, interleaved, the second round in reverse order. One JSON row per peer, point and round;
 the autotuner's choice and its per-config timings are kept in the row.
@@ -28,9 +29,13 @@ GRIDS = {
     "d64-d128": [(d, causal, seq) for d in (64, 128) for causal in (False, True) for seq in (4096, 16384)],
     # The 2.7B preset's head_dim (32 heads x 80 = 2560 columns), seq 1k-16k.
     "d80": [(80, causal, seq) for causal in (False, True) for seq in (1024, 4096, 16384)],
+    # The 8B model's attention (32 query heads and 8 key/value heads x 128), causal, 32k tokens.
+    "8b-gqa": [(128, True, 32768)],
 }
-GRID = GRIDS[os.environ.get("VARIANTS_GRID", "d64-d128")]
-COLUMNS = {80: 2560}  # heads x head_dim of a grid point: 2048 unless listed
+GRID_NAME = os.environ.get("VARIANTS_GRID", "d64-d128")
+GRID = GRIDS[GRID_NAME]
+COLUMNS = {"d80": 2560, "8b-gqa": 4096}.get(GRID_NAME, 2048)  # query heads x head_dim
+KV_GROUP = {"8b-gqa": 4}.get(GRID_NAME, 1)  # query heads per key/value head
 MAIN_TILES = {name: {size: list(tiles) for size, tiles in by_size.items()} for name, by_size in ft.TILES.items()}
 # The candidates timed on 2026-11-23 (commit 3ea1cdb): the tables main had then, plus configs
 # picked on the CPU from the sm90 compiler's resource report (registers, spills, shared memory):
@@ -97,11 +102,11 @@ def _reference(q, k, v, do, causal):
 
 def check(backward, d, causal):
     """Largest relative error (output, dQ, dK, dV) against float64 on a ragged shape."""
-    heads = COLUMNS.get(d, 2048) // d
+    heads = COLUMNS // d
     gen = torch.Generator(device="cuda").manual_seed(d + causal)
     shape = lambda h: (1, h, 1008, d)  # noqa: E731
     q = torch.randn(shape(heads), device="cuda", generator=gen).bfloat16().requires_grad_()
-    k, v = (torch.randn(shape(heads), device="cuda", generator=gen).bfloat16().requires_grad_() for _ in range(2))
+    k, v = (torch.randn(shape(heads // KV_GROUP), device="cuda", generator=gen).bfloat16().requires_grad_() for _ in range(2))
     do = torch.randn(shape(heads), device="cuda", generator=gen).bfloat16()
     o = ft.FlashAttention2Triton.apply(q, k, v, causal, backward)
     o.backward(do)
@@ -125,9 +130,10 @@ def _bench(fn, grads=()):
 
 
 def point_inputs(d, seq):
-    """q, k, v, dO of one grid point (16k tokens per batch), shared by every peer timed there."""
-    batch, heads = 16384 // seq, COLUMNS.get(d, 2048) // d
-    q, k, v = (torch.randn(batch, heads, seq, d, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+    """q, k, v, dO of one grid point (16k tokens per batch, or one sequence), shared by every peer."""
+    batch, heads = max(1, 16384 // seq), COLUMNS // d
+    q = torch.randn(batch, heads, seq, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    k, v = (torch.randn(batch, heads // KV_GROUP, seq, d, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(2))
     return q, k, v, torch.randn_like(q)
 
 
@@ -146,30 +152,33 @@ def time_point(apply, inputs, causal):
 
 def cudnn(q, k, v, causal):
     with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        return sdpa_default(q, k, v, causal)
 
 
 def sdpa_default(q, k, v, causal):
-    """SDPA with PyTorch's own backend choice: what the model's --attention sdpa runs."""
-    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    """SDPA with PyTorch's own backend choice: what the model's --attention sdpa runs (bf16)."""
+    grouped = k.shape[1] != q.shape[1]
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=grouped)
 
 
 # Timed first at every point; every variant is compared with these rows.
 BASELINES = {"sdpa-cudnn": cudnn, "sdpa-default": sdpa_default}
 
 
-def time_variant(name, variant, inputs, d, causal, seq, check_it):
-    """One variant's row at one grid point; a variant that fails to compile or run is a row."""
-    backward = activate(variant)
-    apply = lambda q, k, v, c: ft.FlashAttention2Triton.apply(q, k, v, c, backward)  # noqa: E731
+def time_peer(name, apply, inputs, d, causal, seq, check_backward=None):
+    """One peer's row at one grid point; a peer that fails to compile or run is a row, not a crash."""
     row = dict(variant=name, head_dim=d, causal=causal, seq=seq)
     try:
-        if check_it:
-            row["max_rel_error"] = check(backward, d, causal)
-        row.update(time_point(apply, inputs, causal), tuned=_tuned(), status="ok")
+        if check_backward:
+            row["max_rel_error"] = check(check_backward, d, causal)
+        row.update(time_point(apply, inputs, causal), status="ok")
     except Exception as error:
         row.update(status="failed", error=str(error)[-400:])
     return row
+
+
+def triton_with(backward):
+    return lambda q, k, v, c: ft.FlashAttention2Triton.apply(q, k, v, c, backward)
 
 
 def summary(row):
@@ -198,11 +207,12 @@ def main(out_path, names):
             for round_ in (0, 1):
                 for name in peers if round_ == 0 else peers[::-1]:
                     if name in BASELINES:
-                        row = dict(variant=name, head_dim=d, causal=causal, seq=seq, status="ok")
-                        row.update(time_point(BASELINES[name], inputs, causal))
+                        row = time_peer(name, BASELINES[name], inputs, d, causal, seq)
                     else:
+                        backward = activate(variants[name])
                         check_it = round_ == 0 and seq == GRID[0][2]
-                        row = time_variant(name, variants[name], inputs, d, causal, seq, check_it)
+                        row = time_peer(name, triton_with(backward), inputs, d, causal, seq, check_it and backward)
+                        row["tuned"] = _tuned()
                     out.write(json.dumps(dict(row, round=round_, env=env)) + "\n")
                     out.flush()
                     print(f"r{round_} " + summary(row), flush=True)
