@@ -210,8 +210,8 @@ def main(out_path, names):
                         row = time_peer(name, BASELINES[name], inputs, d, causal, seq)
                     else:
                         backward = activate(variants[name])
-                        check_it = round_ == 0 and seq == GRID[0][2]
-                        row = time_peer(name, triton_with(backward), inputs, d, causal, seq, check_it and backward)
+                        checked = backward if round_ == 0 and seq == GRID[0][2] else None
+                        row = time_peer(name, triton_with(backward), inputs, d, causal, seq, checked)
                         row["tuned"] = _tuned()
                     out.write(json.dumps(dict(row, round=round_, env=env)) + "\n")
                     out.flush()
