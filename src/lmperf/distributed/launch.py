@@ -8,6 +8,7 @@ variables) it joins that launch's world as it is.
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import os
 import socket
 import subprocess
@@ -126,5 +127,10 @@ def joined_world(device: str, timeout_s: float) -> Iterator[World]:
         dist.init_process_group("gloo", timeout=dt.timedelta(seconds=timeout_s))
     try:
         yield World(rank, size, local_rank, here)
+        dist.barrier()  # no rank tears its group down while a peer is still in a collective
     finally:
+        # A DDP or FSDP wrapper still referenced holds the group; freeing it now joins Gloo's
+        # threads while the interpreter is whole, not during its teardown, where a rank aborted
+        # after its work was done ("terminate called without an active exception", seen in CI).
+        gc.collect()
         dist.destroy_process_group()

@@ -7,6 +7,7 @@ workers run `python -m lmperf.distributed.worker <run dir>`; inside a launch it 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -64,6 +65,11 @@ def _rounded(value):
 def main(argv: list[str]) -> None:
     run_dir = RunDir.attach(Path(argv[0]))
     run_in_world(load_job(run_dir.path), run_dir, log_row)
+    # The rows are written and the group is gone; leave without the interpreter's teardown, in
+    # which torch's C++ threads can still abort a finished rank and fail the whole launch.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
