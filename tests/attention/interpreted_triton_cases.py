@@ -97,6 +97,17 @@ def test_default_backward_by_shape_and_determinism():
         backward_mode("racy")
 
 
+def test_tuned_tiles_are_kept_apart_for_every_kernel_the_host_compiles():
+    # What the host varies that makes another kernel (besides the tiles): the lengths, head_dim
+    # and its split into column blocks (SPLIT_HEAD_DIM, "ordered" pads), causal, precision; for
+    # the dK/dV kernel the dQ mode and the GQA group it is unrolled over. A tuning cache entry
+    # shared by two of these would run one's tiles on the other.
+    for (name, _), tuner in flash_triton._TUNED.items():
+        assert {"seq_q", "seq_k", "HEAD_DIM", "BLOCK_E", "CAUSAL", "PRECISION"} <= set(tuner.keys), name
+        if name in ("dkdv", "dkdv_dq"):
+            assert {"DQ_MODE", "GROUP"} <= set(tuner.keys), name
+
+
 @pytest.mark.parametrize("is_causal", [False, True])
 def test_fp16_with_non_contiguous_inputs(is_causal):
     q, k, v, do = random_qkv((2, 2), 41, 35, 16, torch.float16, seed=3)

@@ -20,8 +20,9 @@ phases, the tiles that need no mask and then the few diagonal or ragged-edge til
 Head dims: tiles span powers of two; 80 (= 64 + 16), 96 and 48 run as two column blocks whose
 matmuls chain into one accumulator (SPLIT_HEAD_DIM; the "ordered" dK/dV kernel excepted), other
 sizes are padded to the next power.
-Tile sizes are autotuned per (lengths, head_dim, causal, dtype) on the GPU; under
-TRITON_INTERPRET=1 (CPU tests) small fixed tiles are used instead.
+Tile sizes are autotuned per (lengths, head_dim and its column blocks, causal, dtype; the dK/dV
+kernel also per dQ mode and GQA group) on the GPU; under TRITON_INTERPRET=1 (CPU tests) small
+fixed tiles are used instead.
 """
 
 from __future__ import annotations
@@ -80,6 +81,15 @@ def _load_rows(ptrs, offs, limit, offs_d, HEAD_DIM: tl.constexpr, BLOCK_D: tl.co
 
 
 @triton.jit
+def _load_second_block(ptrs, offs, limit, MASKED: tl.constexpr):
+    """Rows offs of the head_dim's second column block, which is never padded: only rows past
+    `limit` (checked when MASKED) read as 0."""
+    if MASKED:
+        return tl.load(ptrs, mask=offs[:, None] < limit, other=0.0)
+    return tl.load(ptrs)
+
+
+@triton.jit
 def _visible(offs_m, offs_n, seq_k, CAUSAL: tl.constexpr):
     """(BM, BN) mask of the scores that count: real keys, and key <= query when causal."""
     keep = offs_n[None, :] < seq_k
@@ -111,7 +121,7 @@ def _fwd_tiles(
         qk = tl.dot(q, tl.trans(k), input_precision=PRECISION)  # (BM, BN), unscaled
         if BLOCK_E > 0:  # the head_dim's remaining columns, chained into the same accumulator
             offs_e = BLOCK_D + tl.arange(0, BLOCK_E)
-            k_e = _load_rows(K + offs_n[:, None] * stride_kn + offs_e[None, :], offs_n, seq_k, offs_e, BLOCK_E, BLOCK_E, MASKED)
+            k_e = _load_second_block(K + offs_n[:, None] * stride_kn + offs_e[None, :], offs_n, seq_k, MASKED)
             qk = tl.dot(q_e, tl.trans(k_e), qk, input_precision=PRECISION)
         if MASKED:
             qk = tl.where(_visible(offs_m, offs_n, seq_k, CAUSAL), qk, float("-inf"))
@@ -123,7 +133,7 @@ def _fwd_tiles(
         v = _load_rows(V + offs_n[:, None] * stride_vn + offs_d[None, :], offs_n, seq_k, offs_d, D_A, BLOCK_D, MASKED)
         acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None], input_precision=PRECISION)
         if BLOCK_E > 0:
-            v_e = _load_rows(V + offs_n[:, None] * stride_vn + offs_e[None, :], offs_n, seq_k, offs_e, BLOCK_E, BLOCK_E, MASKED)
+            v_e = _load_second_block(V + offs_n[:, None] * stride_vn + offs_e[None, :], offs_n, seq_k, MASKED)
             acc_e = tl.dot(p.to(v.dtype), v_e, acc_e * alpha[:, None], input_precision=PRECISION)
         m_i = m_new
     return acc, acc_e, m_i, l_i
@@ -135,11 +145,12 @@ def _fwd_kernel(
     stride_qb, stride_qh, stride_qn, stride_kb, stride_kh, stride_kn,
     stride_vb, stride_vh, stride_vn,
     H, group, seq_q, seq_k,
-    HEAD_DIM: tl.constexpr, D_A: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_E: tl.constexpr,
+    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_E: tl.constexpr,
     CAUSAL: tl.constexpr, PRECISION: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     qk_scale = tl.cast(qk_scale, tl.float32)  # torch.compile passes Python floats as fp64
+    D_A: tl.constexpr = HEAD_DIM - BLOCK_E  # real columns of the first column block
     start_m, bh, b, h = _query_tile(H, BLOCK_M, CAUSAL)
     offs_m = start_m + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, BLOCK_D)
@@ -153,7 +164,7 @@ def _fwd_kernel(
     q_e, acc_e = q, acc  # stand-ins, unused unless the head_dim has a second column block
     if BLOCK_E > 0:
         offs_e = BLOCK_D + tl.arange(0, BLOCK_E)
-        q_e = _load_rows(Q + offs_m[:, None] * stride_qn + offs_e[None, :], offs_m, seq_q, offs_e, BLOCK_E, BLOCK_E, True)
+        q_e = _load_second_block(Q + offs_m[:, None] * stride_qn + offs_e[None, :], offs_m, seq_q, True)
         acc_e = tl.zeros([BLOCK_M, BLOCK_E], dtype=tl.float32)
     m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
@@ -184,10 +195,11 @@ def _fwd_kernel(
 @triton.jit
 def _bwd_preprocess_kernel(
     O, DO, DELTA, stride_dob, stride_doh, stride_don, H, seq_q,
-    HEAD_DIM: tl.constexpr, D_A: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_E: tl.constexpr,
+    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_E: tl.constexpr,
     BLOCK_M: tl.constexpr,
 ):
     """D = rowsum(dO * O) in fp32, the softmax term the dK/dV and dQ kernels both need."""
+    D_A: tl.constexpr = HEAD_DIM - BLOCK_E  # real columns of the first column block
     bh = tl.program_id(1)
     b, h = (bh // H).to(tl.int64), (bh % H).to(tl.int64)
     offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -200,8 +212,8 @@ def _bwd_preprocess_kernel(
     delta = tl.sum(o.to(tl.float32) * do.to(tl.float32), 1)
     if BLOCK_E > 0:
         offs_e = BLOCK_D + tl.arange(0, BLOCK_E)
-        o_e = _load_rows(O + offs_m[:, None] * HEAD_DIM + offs_e[None, :], offs_m, seq_q, offs_e, BLOCK_E, BLOCK_E, True)
-        do_e = _load_rows(DO + offs_m[:, None] * stride_don + offs_e[None, :], offs_m, seq_q, offs_e, BLOCK_E, BLOCK_E, True)
+        o_e = _load_second_block(O + offs_m[:, None] * HEAD_DIM + offs_e[None, :], offs_m, seq_q, True)
+        do_e = _load_second_block(DO + offs_m[:, None] * stride_don + offs_e[None, :], offs_m, seq_q, True)
         delta += tl.sum(o_e.to(tl.float32) * do_e.to(tl.float32), 1)
     tl.store(DELTA + bh.to(tl.int64) * seq_q + offs_m, delta, mask=offs_m < seq_q)
 
@@ -234,10 +246,11 @@ def _add_dq_share(
 def _dkdv_tiles(
     dk, dv, dk_e, dv_e, k, v, k_e, v_e, Q, DO, LSE, DELTA, DQ, DQ_DESC, bh, LOCKS, stride_qn, stride_don,
     offs_n, lo, hi, seq_q, qk_scale, sm_scale, turn,
-    HEAD_DIM: tl.constexpr, D_A: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_E: tl.constexpr,
+    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_E: tl.constexpr,
     BLOCK_M: tl.constexpr, MASKED: tl.constexpr, PRECISION: tl.constexpr, DQ_MODE: tl.constexpr,
 ):
     # Query rows past seq_q load as zeros with LSE = +inf, so their P is exactly 0.
+    D_A: tl.constexpr = HEAD_DIM - BLOCK_E  # real columns of the first column block
     offs_d = tl.arange(0, BLOCK_D)
     for start_m in range(lo, hi, BLOCK_M):
         offs_m = start_m + tl.arange(0, BLOCK_M)
@@ -249,6 +262,8 @@ def _dkdv_tiles(
         rows_e = rows  # stand-in, unused unless the head_dim has a second column block
         if BLOCK_E > 0:
             offs_e = BLOCK_D + tl.arange(0, BLOCK_E)
+            # The column test is always true, yet the sm90 code is not the same without it
+            # (sass_fingerprint.py: +-2% instructions at head_dim 48, 80, 96); kept until timed.
             rows_e = row_ok[:, None] & (offs_e[None, :] < HEAD_DIM)
             q_e = tl.load(Q + offs_m[:, None] * stride_qn + offs_e[None, :], mask=rows_e, other=0.0)
             qk_t = tl.dot(k_e, tl.trans(q_e), qk_t, input_precision=PRECISION)
@@ -287,11 +302,12 @@ def _bwd_dkdv_kernel(
     stride_qb, stride_qh, stride_qn, stride_kb, stride_kh, stride_kn,
     stride_vb, stride_vh, stride_vn, stride_dob, stride_doh, stride_don,
     H, seq_q, seq_k,
-    HEAD_DIM: tl.constexpr, D_A: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_E: tl.constexpr,
+    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_E: tl.constexpr,
     CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
     DQ_MODE: tl.constexpr, GROUP: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     """One key tile of one key/value head: dK, dV over every query head of its group (and dQ shares)."""
+    D_A: tl.constexpr = HEAD_DIM - BLOCK_E  # real columns of the first column block
     qk_scale, sm_scale = tl.cast(qk_scale, tl.float32), tl.cast(sm_scale, tl.float32)  # fp64 under torch.compile
     key_tile = tl.program_id(0)
     start_n = key_tile * BLOCK_N
@@ -310,8 +326,8 @@ def _bwd_dkdv_kernel(
     k_e, v_e, dk_e, dv_e = k, v, dk, dv  # stand-ins, unused unless the head_dim has a second column block
     if BLOCK_E > 0:
         offs_e = BLOCK_D + tl.arange(0, BLOCK_E)
-        k_e = _load_rows(K + offs_n[:, None] * stride_kn + offs_e[None, :], offs_n, seq_k, offs_e, BLOCK_E, BLOCK_E, True)
-        v_e = _load_rows(V + offs_n[:, None] * stride_vn + offs_e[None, :], offs_n, seq_k, offs_e, BLOCK_E, BLOCK_E, True)
+        k_e = _load_second_block(K + offs_n[:, None] * stride_kn + offs_e[None, :], offs_n, seq_k, True)
+        v_e = _load_second_block(V + offs_n[:, None] * stride_vn + offs_e[None, :], offs_n, seq_k, True)
         dk_e = tl.zeros([BLOCK_N, BLOCK_E], dtype=tl.float32)
         dv_e = tl.zeros([BLOCK_N, BLOCK_E], dtype=tl.float32)
     n_query_tiles = tl.cdiv(seq_q, BLOCK_M)
@@ -339,12 +355,12 @@ def _bwd_dkdv_kernel(
             dk, dv, dk_e, dv_e = _dkdv_tiles(
                 dk, dv, dk_e, dv_e, k, v, k_e, v_e, Qh, DOh, LSEh, DELTAh, DQh, dq_desc, bh, LOCKSh,
                 stride_qn, stride_don, offs_n, lo, full_start, seq_q, qk_scale, sm_scale, key_tile,
-                HEAD_DIM, D_A, BLOCK_D, BLOCK_E, BLOCK_M, True, PRECISION, DQ_MODE,
+                HEAD_DIM, BLOCK_D, BLOCK_E, BLOCK_M, True, PRECISION, DQ_MODE,
             )
         dk, dv, dk_e, dv_e = _dkdv_tiles(
             dk, dv, dk_e, dv_e, k, v, k_e, v_e, Qh, DOh, LSEh, DELTAh, DQh, dq_desc, bh, LOCKSh,
             stride_qn, stride_don, offs_n, full_start, seq_q, seq_q, qk_scale, sm_scale, key_tile,
-            HEAD_DIM, D_A, BLOCK_D, BLOCK_E, BLOCK_M, False, PRECISION, DQ_MODE,
+            HEAD_DIM, BLOCK_D, BLOCK_E, BLOCK_M, False, PRECISION, DQ_MODE,
         )
     DK += bh_kv.to(tl.int64) * seq_k * HEAD_DIM
     DV += bh_kv.to(tl.int64) * seq_k * HEAD_DIM
@@ -370,8 +386,8 @@ def _dq_tiles(
         qk = tl.dot(q, tl.trans(k), input_precision=PRECISION)  # (BM, BN)
         if BLOCK_E > 0:  # the head_dim's remaining columns, chained into the same accumulators
             offs_e = BLOCK_D + tl.arange(0, BLOCK_E)
-            k_e = _load_rows(K + offs_n[:, None] * stride_kn + offs_e[None, :], offs_n, seq_k, offs_e, BLOCK_E, BLOCK_E, MASKED)
-            v_e = _load_rows(V + offs_n[:, None] * stride_vn + offs_e[None, :], offs_n, seq_k, offs_e, BLOCK_E, BLOCK_E, MASKED)
+            k_e = _load_second_block(K + offs_n[:, None] * stride_kn + offs_e[None, :], offs_n, seq_k, MASKED)
+            v_e = _load_second_block(V + offs_n[:, None] * stride_vn + offs_e[None, :], offs_n, seq_k, MASKED)
             qk = tl.dot(q_e, tl.trans(k_e), qk, input_precision=PRECISION)
         p = tl.math.exp2(qk * qk_scale - lse[:, None])
         if MASKED:
@@ -392,10 +408,11 @@ def _bwd_dq_kernel(
     stride_qb, stride_qh, stride_qn, stride_kb, stride_kh, stride_kn,
     stride_vb, stride_vh, stride_vn, stride_dob, stride_doh, stride_don,
     H, group, seq_q, seq_k,
-    HEAD_DIM: tl.constexpr, D_A: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_E: tl.constexpr,
+    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_E: tl.constexpr,
     CAUSAL: tl.constexpr, PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     qk_scale, sm_scale = tl.cast(qk_scale, tl.float32), tl.cast(sm_scale, tl.float32)  # fp64 under torch.compile
+    D_A: tl.constexpr = HEAD_DIM - BLOCK_E  # real columns of the first column block
     start_m, bh, b, h = _query_tile(H, BLOCK_M, CAUSAL)
     offs_m = start_m + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, BLOCK_D)
@@ -415,8 +432,8 @@ def _bwd_dq_kernel(
     q_e, do_e, dq_e = q, do, dq  # stand-ins, unused unless the head_dim has a second column block
     if BLOCK_E > 0:
         offs_e = BLOCK_D + tl.arange(0, BLOCK_E)
-        q_e = _load_rows(Q + offs_m[:, None] * stride_qn + offs_e[None, :], offs_m, seq_q, offs_e, BLOCK_E, BLOCK_E, True)
-        do_e = _load_rows(DO + offs_m[:, None] * stride_don + offs_e[None, :], offs_m, seq_q, offs_e, BLOCK_E, BLOCK_E, True)
+        q_e = _load_second_block(Q + offs_m[:, None] * stride_qn + offs_e[None, :], offs_m, seq_q, True)
+        do_e = _load_second_block(DO + offs_m[:, None] * stride_don + offs_e[None, :], offs_m, seq_q, True)
         dq_e = tl.zeros([BLOCK_M, BLOCK_E], dtype=tl.float32)
     full_end, hi = _key_ranges(start_m, seq_k, BLOCK_M, BLOCK_N, CAUSAL)
     dq, dq_e = _dq_tiles(
@@ -446,7 +463,9 @@ def _configs(tiles: list[tuple]) -> list[triton.Config]:
     ]
 
 
-TUNE_KEY = ["seq_q", "seq_k", "HEAD_DIM", "CAUSAL", "PRECISION"]
+# BLOCK_E too: the same head_dim split in two column blocks or padded (SPLIT_HEAD_DIM, "ordered")
+# is another kernel, whose tiles the other's tuning must not pick.
+TUNE_KEY = ["seq_q", "seq_k", "HEAD_DIM", "BLOCK_E", "CAUSAL", "PRECISION"]
 # Per kernel and head_dim class (<= 64, > 64): (BLOCK_M, BLOCK_N, num_warps, num_stages[, maxnreg]).
 # The configs each kernel's autotuner picked on an H100 (benchmarks/attention-h100.md, 2026-11-23
 # variants run) plus the runners-up; maxnreg=128 caps registers so two 8-warp programs share an
@@ -494,8 +513,10 @@ def tuned_kernels(tiles: dict) -> dict:
     tuned = {}
     for name, by_size in tiles.items():
         for large, size_tiles in by_size.items():
-            if _KERNELS[name] is _bwd_dkdv_kernel:  # trial runs add into dQ and advance the counters: zero both after each
-                tuner = triton.autotune(_configs(size_tiles), key=[*TUNE_KEY, "DQ_MODE"], reset_to_zero=["DQ", "LOCKS"])
+            if _KERNELS[name] is _bwd_dkdv_kernel:
+                # Keyed by GQA group too (the kernel is unrolled over it); trial runs add into dQ
+                # and advance the counters: zero both after each.
+                tuner = triton.autotune(_configs(size_tiles), key=[*TUNE_KEY, "DQ_MODE", "GROUP"], reset_to_zero=["DQ", "LOCKS"])
             else:
                 tuner = triton.autotune(_configs(size_tiles), key=TUNE_KEY)
             tuned[name, large] = tuner(_KERNELS[name])
@@ -537,15 +558,16 @@ SPLIT_HEAD_DIM = True
 
 
 def _column_blocks(head_dim: int, split: bool = True) -> dict:
-    """D_A (real columns of the first block), BLOCK_D (its width), BLOCK_E (the second block, or 0).
+    """BLOCK_D (the first block's width) and BLOCK_E (the second block's, or 0); the kernels read
+    the first block's real columns as HEAD_DIM - BLOCK_E.
 
     Tiles span powers of two >= 16 columns (tl.dot's smallest inner size is 16); a head_dim that
     cannot be split into two such blocks (or split=False) is padded to one and masked."""
     padded = _block_d(head_dim)
     rest = head_dim - padded // 2
     if split and SPLIT_HEAD_DIM and head_dim != padded and rest >= 16 and rest & (rest - 1) == 0:
-        return {"D_A": padded // 2, "BLOCK_D": padded // 2, "BLOCK_E": rest}
-    return {"D_A": head_dim, "BLOCK_D": padded, "BLOCK_E": 0}
+        return {"BLOCK_D": padded // 2, "BLOCK_E": rest}
+    return {"BLOCK_D": padded, "BLOCK_E": 0}
 
 
 def _precision(dtype: torch.dtype) -> str:
