@@ -66,7 +66,8 @@ def main() -> None:
                 # As triton_backward: the "ordered" dK/dV kernel (DQ_MODE 2) pads the head_dim.
                 blocks = ft._column_blocks(head_dim, split=extra.get("DQ_MODE") != 2)
                 constexprs = dict(HEAD_DIM=head_dim, **blocks, CAUSAL=causal, PRECISION="tf32", **extra)
-                report = fingerprint(ft._KERNELS[name], ft.TILES[table][head_dim > 64][0], constexprs)
+                config = ft.TILES[table][head_dim > 64][0]
+                report = fingerprint(ft._KERNELS[name], config, constexprs)
                 print(f"{name} d{head_dim} {'causal' if causal else 'full'} {extra} {config}: {report}", flush=True)
         preprocess = dict(HEAD_DIM=head_dim, **ft._column_blocks(head_dim), BLOCK_M=64)
         report = fingerprint(ft._bwd_preprocess_kernel, (64, 0, 4, 1), preprocess)
