@@ -63,7 +63,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+import torch
+
 from lmperf.analysis.flops import MODES
+from lmperf.attention import sdpa_repeats_kv
 from lmperf.errors import UsageError
 from lmperf.model.config import ModelConfig, block_matmul_parameters, parameter_count
 from lmperf.ops.fused_linear_cross_entropy import default_chunk_size
@@ -121,8 +124,9 @@ def _attention_kernel_saves(config: ModelConfig, batch: int, seq_len: int, a: in
 
 
 def _sdpa_repeats_kv(config: ModelConfig, bf16: bool) -> bool:
-    """SDPA in fp32 gets grouped K/V repeated to every query head (lmperf.attention._sdpa)."""
-    return config.attention == "sdpa" and config.n_kv_heads < config.n_heads and not bf16
+    """Whether the model's "sdpa" attention copies grouped K/V to every query head (fp32 does)."""
+    grouped = config.n_kv_heads < config.n_heads
+    return config.attention == "sdpa" and sdpa_repeats_kv(grouped, torch.bfloat16 if bf16 else torch.float32)
 
 
 def activations_per_layer(config: ModelConfig, batch: int, seq_len: int, precision: str,

@@ -45,14 +45,21 @@ def _compute_dtype(q: torch.Tensor) -> torch.dtype:
     return torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else q.dtype
 
 
+def sdpa_repeats_kv(grouped: bool, compute_dtype: torch.dtype) -> bool:
+    """Whether "sdpa" repeats grouped K/V to every query head before calling SDPA.
+
+    Only SDPA's flash and cuDNN kernels take `enable_gqa`, and both need 16-bit inputs. In fp32
+    the memory-efficient kernel refuses it, and the math fallback it leaves saves every score (a
+    1B Llama at 2048 tokens: +29 GB on an H100). Repeating K and V first, as Hugging Face does,
+    keeps a fused kernel at the cost of the copies (which the memory model counts).
+    """
+    return grouped and compute_dtype not in GQA_NATIVE_SDPA_DTYPES
+
+
 def _sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) -> torch.Tensor:
     with regions.region(regions.ATTN_FUSED):
         grouped = _grouped(q, k)
-        if grouped and _compute_dtype(q) not in GQA_NATIVE_SDPA_DTYPES:
-            # Only SDPA's flash and cuDNN kernels take `enable_gqa`, and both need 16-bit inputs.
-            # In fp32 the memory-efficient kernel refuses it, and the math fallback it leaves
-            # saves every score (a 1B Llama at 2048 tokens: +29 GB on an H100). Repeating K and V
-            # first, as Hugging Face does, keeps a fused kernel at the cost of the copies.
+        if sdpa_repeats_kv(grouped, _compute_dtype(q)):
             k, v, grouped = repeat_kv(q, k), repeat_kv(q, v), False
         return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, enable_gqa=grouped)
 
@@ -97,4 +104,4 @@ def attention(
 
 
 __all__ = ["IMPLEMENTATIONS", "NATIVE_GQA", "attention", "check_implementation", "naive_attention",
-           "naive_attention_with_lse", "repeat_kv"]
+           "naive_attention_with_lse", "repeat_kv", "sdpa_repeats_kv"]
