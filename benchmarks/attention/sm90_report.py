@@ -8,7 +8,9 @@ causal and config: registers, spilled stack bytes and shared memory (cuobjdump's
 the cp.async copies of the software pipeline, the wgmma waits that drain every matmul in
 flight, and the matmuls left off wgmma (register-operand mma). This is how the candidate tiles
 of docs/attention.md were chosen before any device time.
-The Triton here may be newer than the device's: treat the figures as close, not exact.
+The Triton here may be newer than the device's: treat the figures as close, not exact, or
+run it with the device's (`pip install triton==3.6.0` in a virtual environment), as the
+report sm90-report-*-triton36.txt was.
 """
 
 import os
