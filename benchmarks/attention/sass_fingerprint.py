@@ -6,8 +6,8 @@ clean-up that keeps them needs no device time to show it changed neither results
 
 Each line is one compiled variant: kernel, head_dim (64 and 128 as one column block, 80 and 96 as
 two, 48 as two small ones), causal or not, the dK/dV kernel's dQ mode and GQA group, and the
-first tile config of flash_triton.TILES for that kernel and size (the interpreter's tiles for the
-preprocess kernel, which has none): the SASS instruction count and a hash of the instructions
+first tile config of flash_triton.TILES for that kernel and size (the preprocess kernel, which has
+none, as the host launches it): the SASS instruction count and a hash of the instructions
 (cuobjdump -sass, addresses and comments dropped). Compiled as sm90_report.py does: Triton
 ahead-of-time, bf16, every integer argument divisible by 16.
 The Triton here should be the device's (3.6 on the H100: `pip install triton==3.6.0` in a
@@ -16,10 +16,8 @@ virtual environment): another version compiles other code, and both sides must u
 
 import hashlib
 import re
-import subprocess
-import tempfile
 
-from sm90_report import TOOLS, compile_sm90
+from sm90_report import compile_sm90, cuobjdump
 
 from lmperf.attention import flash_triton as ft
 
@@ -39,12 +37,8 @@ _ADDRESS = re.compile(r"/\*[0-9a-f]{4,}\*/")
 
 def sass_lines(compiled) -> list[str]:
     """The kernel's instructions, one per line, without addresses, encodings or comments."""
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as cubin:
-        cubin.write(compiled.asm["cubin"])
-        cubin.flush()
-        listing = subprocess.run([TOOLS / "cuobjdump", "-sass", cubin.name], capture_output=True, text=True, check=True).stdout
     instructions = []
-    for line in listing.splitlines():
+    for line in cuobjdump(compiled, "-sass").splitlines():
         if _ADDRESS.match(line.strip()):  # "/*0070*/   IMAD ... ;   /* 0x... */"
             instructions.append(_ADDRESS.sub("", line.split(";")[0]).strip())
     return instructions
@@ -70,7 +64,8 @@ def main() -> None:
                 report = fingerprint(ft._KERNELS[name], config, constexprs)
                 print(f"{name} d{head_dim} {'causal' if causal else 'full'} {extra} {config}: {report}", flush=True)
         preprocess = dict(HEAD_DIM=head_dim, **ft._column_blocks(head_dim), BLOCK_M=64)
-        report = fingerprint(ft._bwd_preprocess_kernel, (64, 0, 4, 1), preprocess)
+        # As triton_backward launches it: BLOCK_M 64, Triton's default 4 warps and 3 stages.
+        report = fingerprint(ft._bwd_preprocess_kernel, (64, 0, 4, 3), preprocess)
         print(f"preprocess d{head_dim}: {report}", flush=True)
 
 

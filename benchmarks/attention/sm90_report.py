@@ -53,11 +53,16 @@ def compile_sm90(kernel, config, constexprs):
     return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)
 
 
-def resources(compiled):
+def cuobjdump(compiled, flag: str) -> str:
+    """cuobjdump's output for the compiled kernel's cubin (flag: --dump-resource-usage, -sass)."""
     with tempfile.NamedTemporaryFile(suffix=".cubin") as cubin:
         cubin.write(compiled.asm["cubin"])
         cubin.flush()
-        report = subprocess.run([TOOLS / "cuobjdump", "--dump-resource-usage", cubin.name], capture_output=True, text=True).stdout
+        return subprocess.run([TOOLS / "cuobjdump", flag, cubin.name], capture_output=True, text=True, check=True).stdout
+
+
+def resources(compiled):
+    report = cuobjdump(compiled, "--dump-resource-usage")
     usage = dict(re.findall(r"(REG|STACK):(\d+)", report))
     ttgir = compiled.asm["ttgir"]
     return dict(
