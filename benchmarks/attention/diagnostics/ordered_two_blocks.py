@@ -1,7 +1,10 @@
 """Reproduce the illegal memory access of the ordered dK/dV kernel with two column blocks (head_dim
 80 = 64 + 16) on a small GQA shape, for compute-sanitizer: `compute-sanitizer --tool memcheck
 python3 benchmarks/attention/diagnostics/ordered_two_blocks.py [padded]`. lmperf itself pads the
-head_dim in the ordered backward since 2026-11-23; this forces the two blocks back on."""
+head_dim in the ordered backward since 2026-11-23; this forces the two blocks back on.
+Since that change (592db41) the ordered dQ path adds the first column block only, so on main's
+kernels the forced run computes a wrong dQ instead of reproducing the fault: run it against the
+kernels of ac8c5ab (`git worktree add /tmp/ac8c5ab ac8c5ab`, PYTHONPATH=/tmp/ac8c5ab/src)."""
 
 import sys
 

@@ -665,7 +665,8 @@ def triton_backward(q, k, v, o, lse, do, is_causal: bool, mode: str):
     scale = 1.0 / math.sqrt(head_dim)
     strides = (*_strides(q), *_strides(k), *_strides(v), *_strides(do))
     # The ordered dK/dV kernel with two column blocks hit an illegal memory access on the H100
-    # (2026-11-23, fourth session; correct under the interpreter, cause not found): it pads.
+    # (2026-11-23, fourth session; correct under the interpreter, cause not found): it pads, and
+    # its dQ path (_add_dq_share, DQ_MODE 2) has since added the first column block only.
     constexprs = dict(
         HEAD_DIM=head_dim, **_column_blocks(head_dim, split=mode != "ordered"), CAUSAL=is_causal,
         PRECISION=_precision(q.dtype),
