@@ -78,7 +78,7 @@ def _one_decode_step(kernels: list[KernelRecord], gemms: list[int]) -> Steps | N
     head = gemms[-1]
     step, tail = kernels[:head + 1], kernels[head + 1:]
     start = forward_start(step)
-    if not tail or not start:
+    if not tail or start is None:
         return None
     before = [kernel_category(k.name) for k in step[:start]]
     while before and before[-1] == COPY:
