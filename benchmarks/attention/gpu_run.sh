@@ -7,6 +7,7 @@
 #   target    the (16, 16384, 64) causal compiled fwd + .sum().backward() shape
 #   tests-a, tests-b, tests-c   pytest -m gpu tests/attention in three parts (-x -q, summaries kept)
 #   tests-k   the tests pytest -k "$TESTS_K" selects
+#   tests-par tests-a, tests-b and tests-c at once (correctness only: no test times anything)
 # Usage, in the repo root: STAGES="info variants tests-a" LMPERF_COMMIT=<sha> bash benchmarks/attention/gpu_run.sh
 set -uo pipefail
 export PYTHONPATH=${PYTHONPATH:-src} PYTHONUNBUFFERED=1 TRITON_CACHE_DIR=/tmp/triton-cache
@@ -35,6 +36,8 @@ PY
     tests-a) timeout "${TESTS_A_S:-150}" $PYTEST -k "float64 or autotuned" 2>&1 | tee "$OUT/tests-a.log" ;;
     tests-b) timeout "${TESTS_B_S:-150}" $PYTEST -k "modes or repeatable or layout" 2>&1 | tee "$OUT/tests-b.log" ;;
     tests-c) timeout "${TESTS_C_S:-150}" $PYTEST -k "not (float64 or autotuned or modes or repeatable or layout)" 2>&1 | tee "$OUT/tests-c.log" ;;
+    tests-par) for part in a b c; do STAGES=tests-$part bash "$0" > "$OUT/tests-par-$part.out" 2>&1 & done; wait
+               cat "$OUT"/tests-par-*.out ;;
     tests-k) timeout "${TESTS_K_S:-240}" $PYTEST -k "$TESTS_K" 2>&1 | tee "$OUT/tests-k.log" ;;
   esac
 done

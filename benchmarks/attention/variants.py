@@ -1,7 +1,10 @@
 """Kernel variants of FlashAttention2Triton on the GPU, timed side by side with SDPA cuDNN.
 
 Run by a device script: `python3 benchmarks/attention/variants.py OUT_JSONL [VARIANT ...]`.
-Each variant sets flash_triton's switches and tile tables (its own autotuned kernels), is
+A VARIANT of the form `file:PATH` is another version of flash_triton.py (e.g. an earlier
+commit's, from `git show REV:src/lmperf/attention/flash_triton.py`), loaded as its own module and
+run with its own defaults and the split backward, so two versions of the kernels are timed side
+by side in one process. Each variant sets flash_triton's switches and tile tables (its own autotuned kernels), is
 checked against a float64 reference (output and all three gradients; 1008 rows, so every tile
 size leaves a ragged edge), then timed with do_bench medians: forward, backward and
 forward+backward at each point of the grid (VARIANTS_GRID: head_dim 64/128, causal and not, seq
@@ -12,10 +15,12 @@ twice, interleaved, the second round in reverse order. One JSON row per peer, po
 the autotuner's choice and its per-config timings are kept in the row.
 """
 
+import importlib.util
 import json
 import os
 import sys
 import time
+from pathlib import Path
 
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -64,15 +69,25 @@ WIDE_TILES = {
 ATOMIC_32_ROW_TILES = dict(MAIN_TILES, dkdv_dq=MAIN_TILES["dkdv"])
 
 
-def prepare(tiles=MAIN_TILES, backward="split", tma=False, split_head_dim=True):
+def prepare(tiles=MAIN_TILES, backward="split", tma=False, split_head_dim=True, module=ft):
     """A variant's switches and its own autotuned kernels (each keeps its tuning cache)."""
-    return dict(tiles=tiles, tuned=ft.tuned_kernels(tiles), backward=backward, tma=tma, split_head_dim=split_head_dim)
+    tuned = module.tuned_kernels(tiles)
+    return dict(tiles=tiles, tuned=tuned, backward=backward, tma=tma, split_head_dim=split_head_dim, module=module)
+
+
+def prepare_file(path):
+    """Another version of flash_triton.py as a variant: its own module, tiles and defaults."""
+    spec = importlib.util.spec_from_file_location(f"flash_triton_{Path(path).stem.replace('-', '_')}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # a file, so triton.jit can read the kernels' source
+    return prepare(tiles=module.TILES, module=module)
 
 
 def activate(variant):
-    """Point flash_triton at a prepared variant; returns its backward mode."""
-    ft.TILES, ft._TUNED = variant["tiles"], variant["tuned"]
-    ft.ATOMIC_DQ_BY_TMA, ft.SPLIT_HEAD_DIM = variant["tma"], variant["split_head_dim"]
+    """Point the variant's flash_triton module at its switches; returns its backward mode."""
+    module = variant["module"]
+    module.TILES, module._TUNED = variant["tiles"], variant["tuned"]
+    module.ATOMIC_DQ_BY_TMA, module.SPLIT_HEAD_DIM = variant["tma"], variant["split_head_dim"]
     return variant["backward"]
 
 
@@ -100,7 +115,7 @@ def _reference(q, k, v, do, causal):
     return o, q.grad, k.grad, v.grad
 
 
-def check(backward, d, causal):
+def check(apply, d, causal):
     """Largest relative error (output, dQ, dK, dV) against float64 on a ragged shape."""
     heads = COLUMNS // d
     gen = torch.Generator(device="cuda").manual_seed(d + causal)
@@ -108,17 +123,17 @@ def check(backward, d, causal):
     q = torch.randn(shape(heads), device="cuda", generator=gen).bfloat16().requires_grad_()
     k, v = (torch.randn(shape(heads // KV_GROUP), device="cuda", generator=gen).bfloat16().requires_grad_() for _ in range(2))
     do = torch.randn(shape(heads), device="cuda", generator=gen).bfloat16()
-    o = ft.FlashAttention2Triton.apply(q, k, v, causal, backward)
+    o = apply(q, k, v, causal)
     o.backward(do)
     expected = _reference(q, k, v, do, causal)
     actual = (o, q.grad, k.grad, v.grad)
     return max(((a.double() - e).norm() / e.norm()).item() for a, e in zip(actual, expected))
 
 
-def _tuned():
+def _tuned(module):
     """Config chosen and per-config ms of each autotuner's last tuning."""
     out = {}
-    for (name, large), tuner in ft._TUNED.items():
+    for (name, large), tuner in module._TUNED.items():
         timings = getattr(tuner, "configs_timings", None)
         if timings:
             out[f"{name}/{'d128' if large else 'd64'}"] = {str(c): round(t[0] if isinstance(t, list) else t, 4) for c, t in timings.items()}
@@ -161,24 +176,26 @@ def sdpa_default(q, k, v, causal):
     return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=grouped)
 
 
-# Timed first at every point; every variant is compared with these rows.
+# Timed first at every point; every variant is compared with these rows (VARIANTS_BASELINES:
+# a comma-separated subset, to spend a call's time on the variants).
 BASELINES = {"sdpa-cudnn": cudnn, "sdpa-default": sdpa_default}
+BASELINES = {name: BASELINES[name] for name in os.environ.get("VARIANTS_BASELINES", ",".join(BASELINES)).split(",")}
 
 
-def time_peer(name, apply, inputs, d, causal, seq, check_backward=None):
+def time_peer(name, apply, inputs, d, causal, seq, checked=False):
     """One peer's row at one grid point; a peer that fails to compile or run is a row, not a crash."""
     row = dict(variant=name, head_dim=d, causal=causal, seq=seq)
     try:
-        if check_backward:
-            row["max_rel_error"] = check(check_backward, d, causal)
+        if checked:
+            row["max_rel_error"] = check(apply, d, causal)
         row.update(time_point(apply, inputs, causal), status="ok")
     except Exception as error:
         row.update(status="failed", error=str(error)[-400:])
     return row
 
 
-def triton_with(backward):
-    return lambda q, k, v, c: ft.FlashAttention2Triton.apply(q, k, v, c, backward)
+def triton_with(module, backward):
+    return lambda q, k, v, c: module.FlashAttention2Triton.apply(q, k, v, c, backward)
 
 
 def summary(row):
@@ -196,7 +213,10 @@ def main(out_path, names):
     apart between variants timed one after another), so side-by-side means interleaved."""
     env = environment("cuda")
     deadline = time.time() + float(os.environ.get("VARIANTS_S", "300"))
-    variants = {name: prepare(**VARIANTS[name]) for name in names or VARIANTS}
+    variants = {
+        name: prepare_file(name[len("file:"):]) if name.startswith("file:") else prepare(**VARIANTS[name])
+        for name in names or VARIANTS
+    }
     peers = [*BASELINES, *variants]
     with open(out_path, "w") as out:
         for d, causal, seq in GRID:
@@ -210,9 +230,10 @@ def main(out_path, names):
                         row = time_peer(name, BASELINES[name], inputs, d, causal, seq)
                     else:
                         backward = activate(variants[name])
-                        checked = backward if round_ == 0 and seq == GRID[0][2] else None
-                        row = time_peer(name, triton_with(backward), inputs, d, causal, seq, checked)
-                        row["tuned"] = _tuned()
+                        module = variants[name]["module"]
+                        checked = round_ == 0 and seq == GRID[0][2]
+                        row = time_peer(name, triton_with(module, backward), inputs, d, causal, seq, checked)
+                        row["tuned"] = _tuned(module)
                     out.write(json.dumps(dict(row, round=round_, env=env)) + "\n")
                     out.flush()
                     print(f"r{round_} " + summary(row), flush=True)
