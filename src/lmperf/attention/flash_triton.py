@@ -1,8 +1,7 @@
 """FlashAttention-2 in Triton: forward and backward kernels behind a torch.autograd.Function.
 
 Forward: one program per (query tile, batch*head) streams the key tiles with the online softmax
-in base 2 (log2(e) folded into the scale) and stores O and the log-sum-exp (natural log); each
-tile's P V is issued after the next tile's Q K^T, so it runs during that tile's softmax.
+in base 2 (log2(e) folded into the scale) and stores O and the log-sum-exp (natural log).
 Backward: D = rowsum(dO * O) first, then one program per key tile streams the query tiles for
 dK and dV (summed over the query heads of its group under GQA). dQ comes one of three ways:
   - "atomic": the dK/dV program adds its dS K share to an fp32 dQ with atomics (5 matmuls, the
@@ -111,13 +110,10 @@ def _query_tile(H, BLOCK_M: tl.constexpr, CAUSAL: tl.constexpr):
 
 @triton.jit
 def _fwd_tiles(
-    acc, acc_e, m_i, l_i, p, alpha, q, q_e, K, V, stride_kn, stride_vn, offs_m, lo, hi, seq_k, qk_scale,
+    acc, acc_e, m_i, l_i, q, q_e, K, V, stride_kn, stride_vn, offs_m, lo, hi, seq_k, qk_scale,
     D_A: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_N: tl.constexpr,
     MASKED: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
 ):
-    """The key tiles [lo, hi). p and alpha: the previous tile's probabilities and acc's rescale,
-    not yet applied: each tile's P V is issued after the next tile's Q K^T, so the tensor cores
-    run it while the next tile's softmax runs (FA3's intra-warpgroup overlap)."""
     offs_d = tl.arange(0, BLOCK_D)
     for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
         offs_n = start_n + tl.arange(0, BLOCK_N)
@@ -127,39 +123,20 @@ def _fwd_tiles(
             offs_e = BLOCK_D + tl.arange(0, BLOCK_E)
             k_e = _load_second_block(K + offs_n[:, None] * stride_kn + offs_e[None, :], offs_n, seq_k, MASKED)
             qk = tl.dot(q_e, tl.trans(k_e), qk, input_precision=PRECISION)
-        # The previous tile (zeros before the first): its p is 0 if there is none.
-        acc, acc_e = _add_pv(
-            acc, acc_e, p, alpha, V, stride_vn, tl.maximum(start_n - BLOCK_N, 0), seq_k,
-            D_A, BLOCK_D, BLOCK_E, BLOCK_N, MASKED, PRECISION,
-        )
         if MASKED:
             qk = tl.where(_visible(offs_m, offs_n, seq_k, CAUSAL), qk, float("-inf"))
         # Scale folded into one FMA per score (log2 units), not a separate multiply pass.
         m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
-        p_new = tl.math.exp2(qk * qk_scale - m_new[:, None])
+        p = tl.math.exp2(qk * qk_scale - m_new[:, None])
         alpha = tl.math.exp2(m_i - m_new)
-        l_i = l_i * alpha + tl.sum(p_new, 1)
-        p = p_new
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = _load_rows(V + offs_n[:, None] * stride_vn + offs_d[None, :], offs_n, seq_k, offs_d, D_A, BLOCK_D, MASKED)
+        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None], input_precision=PRECISION)
+        if BLOCK_E > 0:
+            v_e = _load_second_block(V + offs_n[:, None] * stride_vn + offs_e[None, :], offs_n, seq_k, MASKED)
+            acc_e = tl.dot(p.to(v.dtype), v_e, acc_e * alpha[:, None], input_precision=PRECISION)
         m_i = m_new
-    return acc, acc_e, m_i, l_i, p, alpha
-
-
-@triton.jit
-def _add_pv(
-    acc, acc_e, p, alpha, V, stride_vn, start_n, seq_k,
-    D_A: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_N: tl.constexpr,
-    MASKED: tl.constexpr, PRECISION: tl.constexpr,
-):
-    """acc (and acc_e) * alpha + p V[start_n : start_n + BLOCK_N]."""
-    offs_n = start_n + tl.arange(0, BLOCK_N)
-    offs_d = tl.arange(0, BLOCK_D)
-    v = _load_rows(V + offs_n[:, None] * stride_vn + offs_d[None, :], offs_n, seq_k, offs_d, D_A, BLOCK_D, MASKED)
-    acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None], input_precision=PRECISION)
-    if BLOCK_E > 0:
-        offs_e = BLOCK_D + tl.arange(0, BLOCK_E)
-        v_e = _load_second_block(V + offs_n[:, None] * stride_vn + offs_e[None, :], offs_n, seq_k, MASKED)
-        acc_e = tl.dot(p.to(v.dtype), v_e, acc_e * alpha[:, None], input_precision=PRECISION)
-    return acc, acc_e
+    return acc, acc_e, m_i, l_i
 
 
 @triton.jit
@@ -191,21 +168,14 @@ def _fwd_kernel(
         acc_e = tl.zeros([BLOCK_M, BLOCK_E], dtype=tl.float32)
     m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
-    # Each tile's P V comes with the next tile (see _fwd_tiles); before the first, zeros.
-    p = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    alpha = tl.zeros([BLOCK_M], dtype=tl.float32)
     full_end, hi = _key_ranges(start_m, seq_k, BLOCK_M, BLOCK_N, CAUSAL)
-    acc, acc_e, m_i, l_i, p, alpha = _fwd_tiles(
-        acc, acc_e, m_i, l_i, p, alpha, q, q_e, K, V, stride_kn, stride_vn, offs_m, 0, full_end, seq_k, qk_scale,
+    acc, acc_e, m_i, l_i = _fwd_tiles(
+        acc, acc_e, m_i, l_i, q, q_e, K, V, stride_kn, stride_vn, offs_m, 0, full_end, seq_k, qk_scale,
         D_A, BLOCK_D, BLOCK_E, BLOCK_N, False, CAUSAL, PRECISION, WARP_SPECIALIZE,
     )
-    acc, acc_e, m_i, l_i, p, alpha = _fwd_tiles(
-        acc, acc_e, m_i, l_i, p, alpha, q, q_e, K, V, stride_kn, stride_vn, offs_m, full_end, hi, seq_k, qk_scale,
+    acc, acc_e, m_i, l_i = _fwd_tiles(
+        acc, acc_e, m_i, l_i, q, q_e, K, V, stride_kn, stride_vn, offs_m, full_end, hi, seq_k, qk_scale,
         D_A, BLOCK_D, BLOCK_E, BLOCK_N, True, CAUSAL, PRECISION, False,
-    )
-    acc, acc_e = _add_pv(
-        acc, acc_e, p, alpha, V, stride_vn, (tl.cdiv(hi, BLOCK_N) - 1) * BLOCK_N, seq_k,
-        D_A, BLOCK_D, BLOCK_E, BLOCK_N, True, PRECISION,
     )
     tl.store(
         O + offs_m[:, None] * HEAD_DIM + offs_d[None, :], (acc / l_i[:, None]).to(O.dtype.element_ty),
@@ -503,9 +473,7 @@ TUNE_KEY = ["seq_q", "seq_k", "HEAD_DIM", "BLOCK_E", "CAUSAL", "PRECISION"]
 # (head_dim, causal, dtype) on first use; configs that overflow shared memory are skipped.
 TILES = {
     "fwd": {
-        # (128, 64, 8, 3, 128): the overlapped P V (_fwd_tiles) needs 141 registers at head_dim 64, so
-        # only the cap keeps two programs per SM (48 bytes spilled).
-        False: [(128, 64, 8, 3), (128, 64, 8, 3, 128), (128, 64, 8, 4), (128, 128, 8, 2, 128)],
+        False: [(128, 64, 8, 3), (128, 64, 8, 4), (128, 128, 8, 2, 128), (128, 64, 4, 3)],
         True: [(128, 64, 8, 3), (128, 64, 8, 2, 128), (128, 128, 8, 3), (128, 128, 8, 2)],
     },
     "dkdv": {
