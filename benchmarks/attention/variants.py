@@ -3,7 +3,7 @@
 Run by a device script: `python3 benchmarks/attention/variants.py OUT_JSONL [VARIANT ...]`.
 A VARIANT of the form `file:PATH` is another version of flash_triton.py (e.g. an earlier
 commit's, from `git show REV:src/lmperf/attention/flash_triton.py`), loaded as its own module and
-run with its own defaults and the split backward, so two versions of the kernels are timed side
+run with its own defaults and the split backward (`file:PATH@atomic`: the atomic one), so two versions of the kernels are timed side
 by side in one process. Each variant sets flash_triton's switches and tile tables (its own autotuned kernels), is
 checked against a float64 reference (output and all three gradients; 1008 rows, so every tile
 size leaves a ragged edge), then timed with do_bench medians: forward, backward and
@@ -75,12 +75,14 @@ def prepare(tiles=MAIN_TILES, backward="split", tma=False, split_head_dim=True, 
     return dict(tiles=tiles, tuned=tuned, backward=backward, tma=tma, split_head_dim=split_head_dim, module=module)
 
 
-def prepare_file(path):
-    """Another version of flash_triton.py as a variant: its own module, tiles and defaults."""
+def prepare_file(spec_text):
+    """Another version of flash_triton.py as a variant: its own module, tiles and defaults.
+    `PATH@BACKWARD` runs it with that backward ("atomic", "ordered") instead of "split"."""
+    path, _, backward = spec_text.partition("@")
     spec = importlib.util.spec_from_file_location(f"flash_triton_{Path(path).stem.replace('-', '_')}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # a file, so triton.jit can read the kernels' source
-    return prepare(tiles=module.TILES, module=module)
+    return prepare(tiles=module.TILES, backward=backward or "split", module=module)
 
 
 def activate(variant):

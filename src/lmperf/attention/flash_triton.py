@@ -267,16 +267,19 @@ def _dkdv_tiles(
             rows_e = row_ok[:, None] & (offs_e[None, :] < HEAD_DIM)
             q_e = tl.load(Q + offs_m[:, None] * stride_qn + offs_e[None, :], mask=rows_e, other=0.0)
             qk_t = tl.dot(k_e, tl.trans(q_e), qk_t, input_precision=PRECISION)
+        # dP^T right after S^T, before the softmax: the tensor cores run the two back to back.
+        do = tl.load(DO + offs_m[:, None] * stride_don + offs_d[None, :], mask=rows, other=0.0)
+        dp_t = tl.dot(v, tl.trans(do), input_precision=PRECISION)  # (BN, BM)
+        do_e = do  # stand-in, as rows_e
+        if BLOCK_E > 0:
+            do_e = tl.load(DO + offs_m[:, None] * stride_don + offs_e[None, :], mask=rows_e, other=0.0)
+            dp_t = tl.dot(v_e, tl.trans(do_e), dp_t, input_precision=PRECISION)
         p_t = tl.math.exp2(qk_t * qk_scale - lse[None, :])
         if MASKED:
             p_t = tl.where(offs_m[None, :] >= offs_n[:, None], p_t, 0.0)
-        do = tl.load(DO + offs_m[:, None] * stride_don + offs_d[None, :], mask=rows, other=0.0)
         dv = tl.dot(p_t.to(do.dtype), do, dv, input_precision=PRECISION)
-        dp_t = tl.dot(v, tl.trans(do), input_precision=PRECISION)  # (BN, BM)
         if BLOCK_E > 0:
-            do_e = tl.load(DO + offs_m[:, None] * stride_don + offs_e[None, :], mask=rows_e, other=0.0)
             dv_e = tl.dot(p_t.to(do.dtype), do_e, dv_e, input_precision=PRECISION)
-            dp_t = tl.dot(v_e, tl.trans(do_e), dp_t, input_precision=PRECISION)
         delta = tl.load(DELTA + offs_m, mask=row_ok, other=0.0)
         ds_t = (p_t * (dp_t - delta[None, :])).to(q.dtype)
         dk = tl.dot(ds_t, q, dk, input_precision=PRECISION)
@@ -389,12 +392,12 @@ def _dq_tiles(
             k_e = _load_second_block(K + offs_n[:, None] * stride_kn + offs_e[None, :], offs_n, seq_k, MASKED)
             v_e = _load_second_block(V + offs_n[:, None] * stride_vn + offs_e[None, :], offs_n, seq_k, MASKED)
             qk = tl.dot(q_e, tl.trans(k_e), qk, input_precision=PRECISION)
+        dp = tl.dot(do, tl.trans(v), input_precision=PRECISION)  # before the softmax, as in _dkdv_tiles
+        if BLOCK_E > 0:
+            dp = tl.dot(do_e, tl.trans(v_e), dp, input_precision=PRECISION)
         p = tl.math.exp2(qk * qk_scale - lse[:, None])
         if MASKED:
             p = tl.where(_visible(offs_m, offs_n, seq_k, CAUSAL), p, 0.0)
-        dp = tl.dot(do, tl.trans(v), input_precision=PRECISION)
-        if BLOCK_E > 0:
-            dp = tl.dot(do_e, tl.trans(v_e), dp, input_precision=PRECISION)
         ds = (p * (dp - delta[:, None])).to(k.dtype)
         dq = tl.dot(ds, k, dq, input_precision=PRECISION)
         if BLOCK_E > 0:
