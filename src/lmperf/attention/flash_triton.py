@@ -263,7 +263,8 @@ def _dkdv_tiles(
         if BLOCK_E > 0:
             offs_e = BLOCK_D + tl.arange(0, BLOCK_E)
             # The column test is always true, yet the sm90 code is not the same without it
-            # (sass_fingerprint.py: +-2% instructions at head_dim 48, 80, 96); kept until timed.
+            # (sass_fingerprint.py: +-2% instructions at head_dim 48, 80, 96); timed without it
+            # at d=80 on the H100, the backward within 3% either way (docs/attention.md, 16).
             rows_e = row_ok[:, None] & (offs_e[None, :] < HEAD_DIM)
             q_e = tl.load(Q + offs_m[:, None] * stride_qn + offs_e[None, :], mask=rows_e, other=0.0)
             qk_t = tl.dot(k_e, tl.trans(q_e), qk_t, input_precision=PRECISION)
