@@ -128,6 +128,20 @@ def test_forward_saves_inputs_output_and_lse_in_the_callers_shapes(lead):
     assert sorted(shapes) == sorted([qs, ks, ks, qs, qs[:-1]])  # q, k, v, output, log-sum-exp
 
 
+@pytest.mark.parametrize("lead", [(), (3,), (2, 3), (2, 1, 3)])
+def test_output_is_laid_out_with_heads_inside_the_sequence(lead):
+    # (B, H, T, d) stored as (B, T, H, d): the model's y.transpose(1, 2).reshape(B, T, H * d) is
+    # then a view (SDPA's flash and cuDNN kernels store theirs so too); for other ranks the
+    # caller's shape still comes back. Values: the float64 tests above.
+    q, k, v, _ = random_qkv(lead, 20, 24, 16, torch.float32)
+    out = FlashAttention2Triton.apply(q, k, v, True)
+    assert out.shape == q.shape
+    if len(lead) == 2:
+        B, H, T, d = out.shape
+        assert out.transpose(1, 2).is_contiguous()
+        assert out.transpose(1, 2).reshape(B, T, H * d).data_ptr() == out.data_ptr()
+
+
 def test_model_with_triton_attention_matches_naive():
     loss, grads = model_loss_and_grads("triton")
     expected_loss, expected_grads = model_loss_and_grads("naive")

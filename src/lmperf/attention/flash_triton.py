@@ -143,7 +143,7 @@ def _fwd_tiles(
 def _fwd_kernel(
     Q, K, V, O, LSE, qk_scale,
     stride_qb, stride_qh, stride_qn, stride_kb, stride_kh, stride_kn,
-    stride_vb, stride_vh, stride_vn,
+    stride_vb, stride_vh, stride_vn, stride_ob, stride_oh, stride_on,
     H, group, seq_q, seq_k,
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_E: tl.constexpr,
     CAUSAL: tl.constexpr, PRECISION: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
@@ -158,7 +158,7 @@ def _fwd_kernel(
     q = tl.load(Q + offs_m[:, None] * stride_qn + offs_d[None, :], mask=_mask(offs_m, seq_q, offs_d, D_A, BLOCK_D), other=0.0)
     K += b * stride_kb + h // group * stride_kh
     V += b * stride_vb + h // group * stride_vh
-    O += bh.to(tl.int64) * seq_q * HEAD_DIM
+    O += b * stride_ob + h * stride_oh
 
     acc = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
     q_e, acc_e = q, acc  # stand-ins, unused unless the head_dim has a second column block
@@ -178,12 +178,12 @@ def _fwd_kernel(
         D_A, BLOCK_D, BLOCK_E, BLOCK_N, True, CAUSAL, PRECISION, False,
     )
     tl.store(
-        O + offs_m[:, None] * HEAD_DIM + offs_d[None, :], (acc / l_i[:, None]).to(O.dtype.element_ty),
+        O + offs_m[:, None] * stride_on + offs_d[None, :], (acc / l_i[:, None]).to(O.dtype.element_ty),
         mask=_mask(offs_m, seq_q, offs_d, D_A, BLOCK_D),
     )
     if BLOCK_E > 0:
         tl.store(
-            O + offs_m[:, None] * HEAD_DIM + offs_e[None, :], (acc_e / l_i[:, None]).to(O.dtype.element_ty),
+            O + offs_m[:, None] * stride_on + offs_e[None, :], (acc_e / l_i[:, None]).to(O.dtype.element_ty),
             mask=offs_m[:, None] < seq_q,
         )
     tl.store(LSE + bh.to(tl.int64) * seq_q + offs_m, (m_i + tl.math.log2(l_i)) * _LN2, mask=offs_m < seq_q)
@@ -194,7 +194,7 @@ def _fwd_kernel(
 
 @triton.jit
 def _bwd_preprocess_kernel(
-    O, DO, DELTA, stride_dob, stride_doh, stride_don, H, seq_q,
+    O, DO, DELTA, stride_ob, stride_oh, stride_on, stride_dob, stride_doh, stride_don, H, seq_q,
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_E: tl.constexpr,
     BLOCK_M: tl.constexpr,
 ):
@@ -204,15 +204,15 @@ def _bwd_preprocess_kernel(
     b, h = (bh // H).to(tl.int64), (bh % H).to(tl.int64)
     offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, BLOCK_D)
-    O += bh.to(tl.int64) * seq_q * HEAD_DIM
+    O += b * stride_ob + h * stride_oh
     DO += b * stride_dob + h * stride_doh
     rows = _mask(offs_m, seq_q, offs_d, D_A, BLOCK_D)
-    o = tl.load(O + offs_m[:, None] * HEAD_DIM + offs_d[None, :], mask=rows, other=0.0)
+    o = tl.load(O + offs_m[:, None] * stride_on + offs_d[None, :], mask=rows, other=0.0)
     do = tl.load(DO + offs_m[:, None] * stride_don + offs_d[None, :], mask=rows, other=0.0)
     delta = tl.sum(o.to(tl.float32) * do.to(tl.float32), 1)
     if BLOCK_E > 0:
         offs_e = BLOCK_D + tl.arange(0, BLOCK_E)
-        o_e = _load_second_block(O + offs_m[:, None] * HEAD_DIM + offs_e[None, :], offs_m, seq_q, True)
+        o_e = _load_second_block(O + offs_m[:, None] * stride_on + offs_e[None, :], offs_m, seq_q, True)
         do_e = _load_second_block(DO + offs_m[:, None] * stride_don + offs_e[None, :], offs_m, seq_q, True)
         delta += tl.sum(o_e.to(tl.float32) * do_e.to(tl.float32), 1)
     tl.store(DELTA + bh.to(tl.int64) * seq_q + offs_m, delta, mask=offs_m < seq_q)
@@ -601,17 +601,20 @@ def _strides(x: torch.Tensor) -> tuple[int, int, int]:
 def triton_forward(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """O (B, H, seq_q, d) and LSE (B, H, seq_q) in fp32 from 4-d inputs with unit-stride d."""
+    """O (B, H, seq_q, d), stored (B, seq_q, H, d), and LSE (B, H, seq_q) in fp32 from 4-d inputs
+    with unit-stride d."""
     B, H, seq_q, head_dim = q.shape
     seq_k = k.shape[2]
     if B * H > MAX_GRID_Y:
         raise UsageError(f"batch * heads = {B * H} exceeds {MAX_GRID_Y}")
-    o = torch.empty((B, H, seq_q, head_dim), dtype=q.dtype, device=q.device)
+    # Laid out (B, seq_q, H, d), as SDPA's flash and cuDNN outputs are: the model's next step,
+    # y.transpose(1, 2).reshape(B, T, H * d) for the output projection, is then a view, not a copy.
+    o = torch.empty((B, seq_q, H, head_dim), dtype=q.dtype, device=q.device).transpose(1, 2)
     lse = torch.empty((B, H, seq_q), dtype=torch.float32, device=q.device)
     grid = lambda meta: (triton.cdiv(seq_q, meta["BLOCK_M"]), B * H)  # noqa: E731
     _launch(
         "fwd", grid, q, k, v, o, lse, LOG2E / math.sqrt(head_dim),
-        *_strides(q), *_strides(k), *_strides(v), H, H // k.shape[1], seq_q, seq_k,
+        *_strides(q), *_strides(k), *_strides(v), *_strides(o), H, H // k.shape[1], seq_q, seq_k,
         HEAD_DIM=head_dim, **_column_blocks(head_dim), CAUSAL=is_causal, PRECISION=_precision(q.dtype),
         WARP_SPECIALIZE=FWD_WARP_SPECIALIZE,
     )
@@ -661,7 +664,7 @@ def triton_backward(q, k, v, o, lse, do, is_causal: bool, mode: str):
     delta = torch.empty_like(lse)
     preprocess_grid = (triton.cdiv(seq_q, 64), B * H)
     _bwd_preprocess_kernel[preprocess_grid](
-        o, do, delta, *_strides(do), H, seq_q, HEAD_DIM=head_dim, **_column_blocks(head_dim), BLOCK_M=64
+        o, do, delta, *_strides(o), *_strides(do), H, seq_q, HEAD_DIM=head_dim, **_column_blocks(head_dim), BLOCK_M=64
     )
     dk = torch.empty((B, kv_heads, seq_k, head_dim), dtype=k.dtype, device=k.device)
     dv = torch.empty_like(dk)
