@@ -5,7 +5,8 @@
 - sdpa: torch.nn.functional.scaled_dot_product_attention (PyTorch picks its backend);
 - torch: FlashAttention-2 tiled in PyTorch (lmperf.attention.flash_torch);
 - triton: FlashAttention-2 in Triton (lmperf.attention.flash_triton).
-The FlashAttention modules are imported on first use, so Triton is needed only by `triton`.
+The FlashAttention modules are imported on first use, so Triton is needed only by `triton`;
+code compiled with torch.compile calls `load(impl)` first (the model does when built).
 
 Grouped-query attention: k and v may have fewer heads than q (dimension -3), each shared by
 H_q / H_kv consecutive query heads (query head h reads K/V head h // group, as Hugging Face's
@@ -64,13 +65,35 @@ def _sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) ->
         return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, enable_gqa=grouped)
 
 
+_LOADED: dict[tuple[str, str], type] = {}  # (module, name) -> its autograd.Function, once imported
+
+
+def _loaded(module: str, name: str) -> type:
+    if (module, name) not in _LOADED:
+        _LOADED[module, name] = getattr(importlib.import_module(module), name)
+    return _LOADED[module, name]
+
+
 def _flash_function(module: str, name: str) -> AttentionFn:
     def run(q, k, v, is_causal):
-        function = getattr(importlib.import_module(module), name)
+        function = _loaded(module, name)
         with regions.region(regions.ATTN_FUSED):
             return function.apply(q, k, v, is_causal)
 
+    run.load = lambda: _loaded(module, name)
     return run
+
+
+def load(impl: str) -> None:
+    """Import `impl`'s module now, outside any torch.compile'd code that will call `attention`.
+
+    Dynamo does not trace an import: the first call inside a compiled region would split the
+    graph there, and the model's compiled blocks would run attention eagerly between two graphs
+    (2.7B, H100: five graphs instead of one per block, extra gradient adds and copies, about
+    4 ms of a 200 ms train step; benchmarks/attention/model-profile-h100-e906d3b). After this,
+    `attention` finds the module in a dict.
+    """
+    getattr(IMPLEMENTATIONS[check_implementation(impl)], "load", lambda: None)()
 
 
 IMPLEMENTATIONS: dict[str, AttentionFn] = {
@@ -103,5 +126,5 @@ def attention(
     return IMPLEMENTATIONS[check_implementation(impl)](q, k, v, is_causal)
 
 
-__all__ = ["IMPLEMENTATIONS", "NATIVE_GQA", "attention", "check_implementation", "naive_attention",
+__all__ = ["IMPLEMENTATIONS", "NATIVE_GQA", "attention", "check_implementation", "load", "naive_attention",
            "naive_attention_with_lse", "repeat_kv", "sdpa_repeats_kv"]

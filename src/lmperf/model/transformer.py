@@ -24,7 +24,7 @@ import torch.nn.functional as F
 import torch.utils.checkpoint
 
 from lmperf import regions
-from lmperf.attention import attention
+from lmperf.attention import attention, load
 from lmperf.model.config import ModelConfig
 from lmperf.ops import fused_linear_cross_entropy
 
@@ -87,6 +87,7 @@ class CausalSelfAttention(nn.Module):
         super().__init__()
         self.n_heads, self.n_kv_heads, self.head_dim = config.n_heads, config.n_kv_heads, config.head_dim
         self.impl = config.attention
+        load(self.impl)  # now, not inside the compiled forward (an import there splits the graph)
         self.qkv_proj = nn.Linear(config.d_model, config.d_model + 2 * config.kv_width, bias=False)
         self.out_proj = nn.Linear(config.d_model, config.d_model, bias=False)
         self.rope = RotaryEmbedding(config.head_dim, config.max_seq_len, config.rope_theta)
