@@ -6,6 +6,7 @@ to bf16 round-off of the bf16 eager model (loss rtol 1e-2, gradients within 5% o
 largest entry), and the bf16 model's loss within 2% of the fp32 one.
 """
 
+import dataclasses
 import itertools
 
 import pytest
@@ -83,6 +84,23 @@ def test_selective_checkpointing_keeps_attention_and_full_recomputes_it(checkpoi
     with _AttentionCalls(SAVED_BY_SELECTIVE) as probe:
         model(inputs, targets).backward()
     assert probe.calls == forwards * CONFIG.n_layers
+
+
+@pytest.mark.parametrize("checkpoint, forwards", [("none", 1), ("selective", 2)])
+def test_selective_checkpointing_recomputes_lmperfs_own_attention(monkeypatch, checkpoint, forwards):
+    # The policy lists ATen ops; an autograd.Function is not one, so "selective" runs its forward
+    # again in the backward (as the README says). "torch" stands for "triton" on a CPU.
+    from lmperf.attention import flash_torch
+
+    calls = []
+    forward = flash_torch.FlashAttention2Torch.forward
+    monkeypatch.setattr(
+        flash_torch.FlashAttention2Torch, "forward", staticmethod(lambda ctx, *a: calls.append(1) or forward(ctx, *a))
+    )
+    model = TransformerLM(dataclasses.replace(CONFIG, attention="torch"), checkpoint)
+    inputs, targets = _batch()
+    model(inputs, targets).backward()
+    assert len(calls) == forwards * CONFIG.n_layers
 
 
 def test_bf16_parameters_make_bf16_gradients_and_optimizer_state():

@@ -9,6 +9,9 @@ Two options change how a step spends memory, never what it computes:
   the backward recomputes the matmuls and elementwise parts but not attention, the costliest
   part at long context. Both are torch.utils.checkpoint (non-reentrant; selective through
   torch's selective-checkpoint policy), inside the block so a compiled block compiles them too.
+  The policy names ATen ops, so lmperf's own FlashAttention Functions ("torch", "triton") are
+  not kept: under "selective" their forward runs again in the backward, as under "full"
+  (tests/test_step_options.py counts the calls).
 - `loss`: "eager" forms the (B, T, V) logits and takes F.cross_entropy of them; "fused" computes
   the same loss chunk by chunk without the logits (lmperf.ops.fused_linear_cross_entropy).
 """
