@@ -105,3 +105,15 @@ def test_progress_lines_show_rounded_figures(capsys):
 
     log_row(SimpleNamespace(op="all-reduce", size_bytes=1048576, status="ok", mean_us=3553.1307249584643))
     assert capsys.readouterr().out == "lmperf row: op=all-reduce size_bytes=1048576 status=ok mean_us=3553\n"
+
+
+def test_triton_attention_without_triton_installed(monkeypatch, tmp_path):
+    # Triton is not a core dependency (a CPU-only install may lack it); the model imports its
+    # attention module when built, and a missing package is a usage error, not a traceback.
+    import lmperf.attention as attention_module
+
+    monkeypatch.setitem(sys.modules, "triton", None)  # import triton now fails
+    monkeypatch.delitem(sys.modules, "lmperf.attention.flash_triton", raising=False)
+    monkeypatch.setattr(attention_module, "_LOADED", {})
+    result = CliRunner().invoke(app, ["bench", *TINY, "-p", "tiny", "--attention", "triton", "--runs", str(tmp_path)])
+    one_line_exit_2(result, "needs the triton package")

@@ -70,7 +70,10 @@ _LOADED: dict[tuple[str, str], type] = {}  # (module, name) -> its autograd.Func
 
 def _loaded(module: str, name: str) -> type:
     if (module, name) not in _LOADED:
-        _LOADED[module, name] = getattr(importlib.import_module(module), name)
+        try:
+            _LOADED[module, name] = getattr(importlib.import_module(module), name)
+        except ModuleNotFoundError as error:  # Triton is not a core dependency (CPU-only installs)
+            raise UsageError(f"{name} needs the {error.name} package, which is not installed (pip install {error.name})") from None
     return _LOADED[module, name]
 
 
