@@ -3,8 +3,8 @@
 Run by a device script: `python3 benchmarks/attention/variants.py OUT_JSONL [VARIANT ...]`.
 A VARIANT of the form `file:PATH` is another version of flash_triton.py (e.g. an earlier
 commit's, from `git show REV:src/lmperf/attention/flash_triton.py`), loaded as its own module and
-run with its own defaults and the split backward (`file:PATH@atomic`: the atomic one), so two versions of the kernels are timed side
-by side in one process. Each variant sets flash_triton's switches and tile tables (its own autotuned kernels), is
+run with its own defaults and the split backward (`file:PATH@atomic`: the atomic one), so two
+versions of the kernels are timed side by side in one process. Each variant sets flash_triton's switches and tile tables (its own autotuned kernels), is
 checked against a float64 reference (output and all three gradients; 1008 rows, so every tile
 size leaves a ragged edge), then timed with do_bench medians: forward, backward and
 forward+backward at each point of the grid (VARIANTS_GRID: head_dim 64/128, causal and not, seq

@@ -34,8 +34,9 @@ def test_triton_on_cpu_without_interpreter_is_a_usage_error():
 
 def test_a_compiled_block_traces_flash_attention_as_one_graph(monkeypatch):
     # The attention modules import on first use; an import inside the compiled block split it in
-    # two graphs around attention (2.7B on an H100: ~4 ms of a 200 ms step). The block imports
-    # when built, so dynamo sees one graph. "torch" shares "triton"'s dispatch and runs on a CPU.
+    # two graphs around attention (benchmarks/attention/model-profile-h100-e906d3b). The block
+    # imports when built, so dynamo sees one graph. "torch" shares "triton"'s dispatch and runs
+    # on a CPU. Expected: one graph, no break (what dynamo gives SDPA's block).
     import lmperf.attention as attention_module
     from lmperf.model.config import preset
     from lmperf.model.transformer import Block

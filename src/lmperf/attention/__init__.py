@@ -65,25 +65,31 @@ def _sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) ->
         return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, enable_gqa=grouped)
 
 
-_LOADED: dict[tuple[str, str], type] = {}  # (module, name) -> its autograd.Function, once imported
+# Implementations whose autograd.Function lives in a module imported on first use.
+FLASH_FUNCTIONS = {
+    "torch": ("lmperf.attention.flash_torch", "FlashAttention2Torch"),
+    "triton": ("lmperf.attention.flash_triton", "FlashAttention2Triton"),
+}
+_LOADED: dict[str, type] = {}  # impl -> its autograd.Function, once imported
 
 
-def _loaded(module: str, name: str) -> type:
-    if (module, name) not in _LOADED:
+def _loaded(impl: str) -> type:
+    if impl not in _LOADED:
+        module, name = FLASH_FUNCTIONS[impl]
         try:
-            _LOADED[module, name] = getattr(importlib.import_module(module), name)
+            _LOADED[impl] = getattr(importlib.import_module(module), name)
         except ModuleNotFoundError as error:  # Triton is not a core dependency (CPU-only installs)
-            raise UsageError(f"{name} needs the {error.name} package, which is not installed (pip install {error.name})") from None
-    return _LOADED[module, name]
+            raise UsageError(f"attention {impl!r} needs the {error.name} package, which is not installed "
+                             f"(pip install {error.name})") from None
+    return _LOADED[impl]
 
 
-def _flash_function(module: str, name: str) -> AttentionFn:
+def _flash_function(impl: str) -> AttentionFn:
     def run(q, k, v, is_causal):
-        function = _loaded(module, name)
+        function = _loaded(impl)
         with regions.region(regions.ATTN_FUSED):
             return function.apply(q, k, v, is_causal)
 
-    run.load = lambda: _loaded(module, name)
     return run
 
 
@@ -92,18 +98,18 @@ def load(impl: str) -> None:
 
     Dynamo does not trace an import: the first call inside a compiled region would split the
     graph there, and the model's compiled blocks would run attention eagerly between two graphs
-    (2.7B, H100: five graphs instead of one per block, extra gradient adds and copies, about
-    4 ms of a 200 ms train step; benchmarks/attention/model-profile-h100-e906d3b). After this,
-    `attention` finds the module in a dict.
+    (a 4-layer 2.7B on an H100: five graphs instead of one, with extra gradient adds and copies;
+    the whole 2.7B step spent 3.2 ms more outside the attention kernels than with SDPA;
+    benchmarks/attention/model-profile-h100-e906d3b). After this, `attention` finds it in a dict.
     """
-    getattr(IMPLEMENTATIONS[check_implementation(impl)], "load", lambda: None)()
+    if check_implementation(impl) in FLASH_FUNCTIONS:
+        _loaded(impl)
 
 
 IMPLEMENTATIONS: dict[str, AttentionFn] = {
     "naive": naive_attention,
     "sdpa": _sdpa,
-    "torch": _flash_function("lmperf.attention.flash_torch", "FlashAttention2Torch"),
-    "triton": _flash_function("lmperf.attention.flash_triton", "FlashAttention2Triton"),
+    **{impl: _flash_function(impl) for impl in FLASH_FUNCTIONS},
 }
 NATIVE_GQA = frozenset({"sdpa", "torch", "triton"})  # implementations that take fewer K/V heads than query heads
 
