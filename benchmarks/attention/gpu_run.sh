@@ -8,7 +8,8 @@
 #   tests-a, tests-b, tests-c   pytest -m gpu tests/attention in three parts (-x -q, summaries kept)
 #   tests-k   the tests pytest -k "$TESTS_K" selects
 #   model     lmperf bench, compiled bf16 train step, --attention sdpa,triton: 2.7B at context 1024
-#             (batch 4) and 4096 (batch 1), and the 8B block shape (2 layers) at 32768
+#             (batch 4) and 4096 (batch 1), and the 8B block shape (2 layers) at 32768; MODEL_ROUNDS=2
+#             runs them again with the attentions in reverse order
 #   tests-par tests-a, tests-b and tests-c at once (correctness only: no test times anything)
 # Usage, in the repo root: STAGES="info variants tests-a" LMPERF_COMMIT=<sha> bash benchmarks/attention/gpu_run.sh
 set -uo pipefail
@@ -40,13 +41,17 @@ PY
     tests-c) timeout "${TESTS_C_S:-150}" $PYTEST -k "not (float64 or autotuned or modes or repeatable or layout)" 2>&1 | tee "$OUT/tests-c.log" ;;
     tests-par) for part in a b c; do STAGES=tests-$part bash "$0" > "$OUT/tests-par-$part.out" 2>&1 & done; wait
                cat "$OUT"/tests-par-*.out ;;
-    model) COMMON="--modes train-step --precisions bf16 --compile compile --attention sdpa,triton --warmup 3 --steps 10"
+    model) # MODEL_ROUNDS=2: a second pass with the two attentions in reverse order (clocks drift)
+           for round in $(seq 1 "${MODEL_ROUNDS:-1}"); do
+           order=$([ "$round" = 2 ] && echo triton,sdpa || echo sdpa,triton)
+           COMMON="--modes train-step --precisions bf16 --compile compile --attention $order --warmup 3 --steps 10"
            for shape in "b1024|-p 2.7B -t 1024 --batch 4" "b4096|-p 2.7B -t 4096 --batch 1" \
              "d128|-p small --d-model 4096 --heads 32 --kv-heads 8 --d-ff 14336 --layers 2 --vocab 128256 --untie-embeddings --max-context 32768 --loss fused -t 32768 --batch 1"; do
              name=${shape%%|*}
-             timeout "${MODEL_S:-150}" python3 -m lmperf.cli bench ${shape#*|} $COMMON --runs "$RUNS/model-$name" 2>&1 | grep -E "│ (2.7B|small)" | tee -a "$OUT/model.log"
-             cp "$RUNS/model-$name"/*/results.jsonl "$OUT/bench-$name.jsonl" 2>/dev/null
-           done ;;
+             echo "== round $round $name $order $(date -u +%H:%M:%S)" | tee -a "$OUT/model.log"
+             timeout "${MODEL_S:-150}" python3 -m lmperf.cli bench ${shape#*|} $COMMON --runs "$RUNS/model-$name-r$round" 2>&1 | grep -E "│ (2.7B|small)" | tee -a "$OUT/model.log"
+             cp "$RUNS/model-$name-r$round"/*/results.jsonl "$OUT/bench-$name-r$round.jsonl" 2>/dev/null
+           done; done ;;
     tests-k) timeout "${TESTS_K_S:-240}" $PYTEST -k "$TESTS_K" 2>&1 | tee "$OUT/tests-k.log" ;;
   esac
 done
