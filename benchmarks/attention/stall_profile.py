@@ -1,0 +1,54 @@
+"""Workload for an Nsight Compute stall profile of the attention kernels (run under ncu).
+
+Each case runs forward + backward a few times outside any NVTX range (the autotuner's trials and
+the compilations), then once inside the range `prof` (ncu --nvtx --nvtx-include "prof/"), so ncu
+sees exactly one launch of each kernel per case. Cases, in this order (printed, so the report's
+kernels can be matched to them by order and grid): bf16, 16k tokens per batch, heads x head_dim =
+2048, as in variants.py:
+    d64 causal 16k   Triton default (atomic) and SDPA cuDNN
+    d128 causal 16k  Triton default (atomic) and SDPA cuDNN
+    d64 full 16k     Triton split (the dK/dV and dQ kernels)
+Usage: ncu --nvtx --nvtx-include "prof/" ... python3 benchmarks/attention/stall_profile.py
+"""
+
+import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from lmperf.attention.flash_triton import FlashAttention2Triton
+
+CASES = [
+    (64, True, 16384, "triton"),
+    (64, True, 16384, "sdpa-cudnn"),
+    (128, True, 16384, "triton"),
+    (128, True, 16384, "sdpa-cudnn"),
+    (64, False, 16384, "triton-split"),
+]
+
+
+def run(impl, q, k, v, causal, do):
+    if impl == "sdpa-cudnn":
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    else:
+        o = FlashAttention2Triton.apply(q, k, v, causal, "split" if impl == "triton-split" else None)
+    o.backward(do)
+
+
+def main():
+    for d, causal, seq, impl in CASES:
+        batch, heads = 16384 // seq, 2048 // d
+        shape = (batch, heads, seq, d)
+        q, k, v = (torch.randn(shape, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+        do = torch.randn(shape, device="cuda", dtype=torch.bfloat16)
+        for _ in range(3):  # autotuning and compilation, outside the profiled range
+            run(impl, q, k, v, causal, do)
+        torch.cuda.synchronize()
+        print(f"case d={d} causal={causal} seq={seq} {impl} shape={shape}", flush=True)
+        torch.cuda.nvtx.range_push("prof")
+        run(impl, q, k, v, causal, do)
+        torch.cuda.synchronize()
+        torch.cuda.nvtx.range_pop()
+
+
+if __name__ == "__main__":
+    main()
