@@ -1,8 +1,10 @@
 """Workload for an Nsight Compute stall profile of the attention kernels (run under ncu).
 
 Each case runs forward + backward a few times outside any NVTX range (the autotuner's trials and
-the compilations), then once inside the range `prof` (ncu --nvtx --nvtx-include "prof/"), so ncu
-sees exactly one launch of each kernel per case. Cases, in this order (printed, so the report's
+the compilations), then once inside ranges named `prof` (ncu --nvtx --nvtx-include "prof/"), so
+ncu sees exactly one launch of each kernel per case. NVTX push/pop ranges belong to a thread, and
+autograd runs CUDA backward nodes on its own device thread, so the backward's range is opened and
+closed there, by hooks: on O's gradient (before attention's backward) and on q's (after it). Cases, in this order (printed, so the report's
 kernels can be matched to them by order and grid): bf16, 16k tokens per batch, heads x head_dim =
 2048, as in variants.py:
     d64 causal 16k   Triton default (atomic) and SDPA cuDNN
@@ -25,13 +27,22 @@ CASES = [
 ]
 
 
-def run(impl, q, k, v, causal, do):
+def run(impl, q, k, v, causal, do, profiled=False):
+    if profiled:
+        torch.cuda.nvtx.range_push("prof")
     if impl == "sdpa-cudnn":
         with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
             o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
     else:
         o = FlashAttention2Triton.apply(q, k, v, causal, "split" if impl == "triton-split" else None)
+    if profiled:
+        torch.cuda.synchronize()
+        torch.cuda.nvtx.range_pop()
+        o.register_hook(lambda grad: torch.cuda.nvtx.range_push("prof"))
+        handle = q.register_hook(lambda grad: torch.cuda.nvtx.range_pop())
     o.backward(do)
+    if profiled:
+        handle.remove()
 
 
 def main():
@@ -44,10 +55,8 @@ def main():
             run(impl, q, k, v, causal, do)
         torch.cuda.synchronize()
         print(f"case d={d} causal={causal} seq={seq} {impl} shape={shape}", flush=True)
-        torch.cuda.nvtx.range_push("prof")
-        run(impl, q, k, v, causal, do)
+        run(impl, q, k, v, causal, do, profiled=True)
         torch.cuda.synchronize()
-        torch.cuda.nvtx.range_pop()
 
 
 if __name__ == "__main__":
