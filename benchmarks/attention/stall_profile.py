@@ -27,6 +27,14 @@ CASES = [
 ]
 
 
+def _open_range(grad):
+    torch.cuda.nvtx.range_push("prof")  # returns the depth; a hook must return None
+
+
+def _close_range(grad):
+    torch.cuda.nvtx.range_pop()
+
+
 def run(impl, q, k, v, causal, do, profiled=False):
     if profiled:
         torch.cuda.nvtx.range_push("prof")
@@ -38,8 +46,8 @@ def run(impl, q, k, v, causal, do, profiled=False):
     if profiled:
         torch.cuda.synchronize()
         torch.cuda.nvtx.range_pop()
-        o.register_hook(lambda grad: torch.cuda.nvtx.range_push("prof"))
-        handle = q.register_hook(lambda grad: torch.cuda.nvtx.range_pop())
+        o.register_hook(_open_range)
+        handle = q.register_hook(_close_range)
     o.backward(do)
     if profiled:
         handle.remove()
