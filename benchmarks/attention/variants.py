@@ -69,9 +69,11 @@ WIDE_TILES = {
 ATOMIC_32_ROW_TILES = dict(MAIN_TILES, dkdv_dq=MAIN_TILES["dkdv"])
 
 
-def prepare(tiles=MAIN_TILES, backward="split", tma=False, split_head_dim=True, module=ft):
-    """A variant's switches and its own autotuned kernels (each keeps its tuning cache)."""
+def prepare(tiles=MAIN_TILES, backward="split", tma=None, split_head_dim=True, module=ft):
+    """A variant's switches and its own autotuned kernels (each keeps its tuning cache).
+    tma None: the module's own default for the atomic backward's dQ adds."""
     tuned = module.tuned_kernels(tiles)
+    tma = getattr(module, "ATOMIC_DQ_BY_TMA", False) if tma is None else tma
     return dict(tiles=tiles, tuned=tuned, backward=backward, tma=tma, split_head_dim=split_head_dim, module=module)
 
 
@@ -100,6 +102,7 @@ VARIANTS = {
     "main": {},
     "atomic-tma": dict(backward="atomic", tma=True),
     "atomic": dict(backward="atomic"),
+    "atomic-per-thread": dict(backward="atomic", tma=False),  # dQ shares by per-thread atomics
     "atomic-32-row-tiles": dict(tiles=ATOMIC_32_ROW_TILES, backward="atomic"),
     "ordered": dict(backward="ordered"),
     # A head_dim such as 80 padded to 128 columns (the kernels before commit of 2026-11-23's

@@ -62,7 +62,7 @@ def test_triton_on_model_layout_and_five_dims():
     check_against_reference(*TRITON, q5, k5, v5, do5, True, 5e-3)
 
 
-@pytest.mark.parametrize("backward", list(flash_triton.BACKWARDS))
+@pytest.mark.parametrize("backward", [*flash_triton.BACKWARDS, "atomic-per-thread"])
 @pytest.mark.parametrize(
     "lead, kv_heads, seq_q, seq_k, head_dim, is_causal, autotune",
     [
@@ -73,7 +73,12 @@ def test_triton_on_model_layout_and_five_dims():
     ],
 )
 def test_backward_modes_and_gqa(monkeypatch, backward, lead, kv_heads, seq_q, seq_k, head_dim, is_causal, autotune):
+    """Each backward against float64; "atomic" adds dQ by TMA bulk reductions where it can (d=64
+    and 128 here), "atomic-per-thread" is the same backward with per-thread atomics."""
     monkeypatch.setattr(flash_triton, "AUTOTUNE", autotune)
+    if backward == "atomic-per-thread":
+        monkeypatch.setattr(flash_triton, "ATOMIC_DQ_BY_TMA", False)
+        backward = "atomic"
     q, k, v, do = random_qkv(lead, seq_q, seq_k, head_dim, torch.bfloat16, device="cuda", seed=7, kv_heads=kv_heads)
     apply = lambda q, k, v, c: FlashAttention2Triton.apply(q, k, v, c, backward)  # noqa: E731
     check_against_reference(flash_attention_triton_with_lse, apply, q, k, v, do, is_causal, 3e-2)
@@ -92,9 +97,11 @@ def test_deterministic_backwards_are_bitwise_repeatable(backward, head_dim):
     assert all(torch.equal(a, b) for run in grads[1:] for a, b in zip(grads[0], run))
 
 
-def test_triton_under_torch_compile():
+@pytest.mark.parametrize("backward", [None, "atomic"])
+def test_triton_under_torch_compile(backward):
+    # "atomic": the TMA bulk reductions' descriptors need Triton's allocator inside compiled code
     q, k, v, do = random_qkv((2, 4), 512, 512, 64, torch.bfloat16, device="cuda")
-    compiled = torch.compile(FlashAttention2Triton.apply)
+    compiled = torch.compile(lambda q, k, v, c: FlashAttention2Triton.apply(q, k, v, c, backward))
     check_against_reference(flash_attention_triton_with_lse, compiled, q, k, v, do, True, 3e-2)
 
 

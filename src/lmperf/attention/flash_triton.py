@@ -287,7 +287,10 @@ def _dkdv_tiles(
         if BLOCK_E > 0:
             dk_e = tl.dot(ds_t, q_e, dk_e, input_precision=PRECISION)
         if DQ_MODE != 0:
-            dq = tl.dot(tl.trans(ds_t), k, input_precision=PRECISION) * sm_scale  # (BM, d)
+            # dQ^T = K^T dS^T, then transposed: both operands read from shared memory as they
+            # are (dS^T stored once), where dS K needs dS^T transposed into registers first
+            # (a shared-memory round trip and a barrier per query tile in the sm90 code).
+            dq = tl.trans(tl.dot(tl.trans(k), ds_t, input_precision=PRECISION)) * sm_scale  # (BM, d)
             dq_ptrs = DQ + offs_m[:, None] * HEAD_DIM + offs_d[None, :]
             dq_e, dq_e_ptrs = dq, dq_ptrs  # stand-ins, as rows_e
             if BLOCK_E > 0:
@@ -623,8 +626,21 @@ def triton_forward(
 
 BACKWARDS = {"split": 0, "atomic": 1, "ordered": 2}  # the dK/dV kernel's DQ_MODE
 # "atomic" adds each dQ share by one TMA bulk reduction (DQ_MODE 3) instead of per-thread
-# atomics; the interpreter has no bulk reductions, so it always runs DQ_MODE 1.
-ATOMIC_DQ_BY_TMA = False
+# atomics where it can (_dq_by_tma). Measured interleaved on the H100 (2026-11-25,
+# benchmarks/attention/dq-transposed-h100-cd88912): backward TFLOP/s 1.055-1.119x the per-thread
+# atomics' at d=64 and 1.005-1.091x at d=128. The per-thread atomics need each share moved into a
+# coalesced layout through shared memory, with barriers, every query tile (stall_profile.sh).
+ATOMIC_DQ_BY_TMA = True
+
+
+def _dq_by_tma(q: torch.Tensor, head_dim: int, column_blocks: dict) -> bool:
+    """Whether the atomic backward can add dQ's shares by TMA bulk reductions: a Hopper or newer
+    GPU (not the interpreter, which has none), one column block (a tile spans the head_dim),
+    and rows of dQ 16-byte aligned for the tensor descriptor (fp32: head_dim a multiple of 4)."""
+    return (
+        ATOMIC_DQ_BY_TMA and not INTERPRETED and column_blocks["BLOCK_E"] == 0 and head_dim % 4 == 0
+        and torch.cuda.get_device_capability(q.device)[0] >= 9
+    )
 
 
 # With no backward named and nondeterminism allowed: "atomic" for causal attention over at least
@@ -684,7 +700,7 @@ def triton_backward(q, k, v, o, lse, do, is_causal: bool, mode: str):
         PRECISION=_precision(q.dtype),
     )
     dq_mode = BACKWARDS[mode]
-    if mode == "atomic" and ATOMIC_DQ_BY_TMA and not INTERPRETED and constexprs["BLOCK_E"] == 0:
+    if mode == "atomic" and _dq_by_tma(q, head_dim, constexprs):
         dq_mode = 3
         triton.set_allocator(_tma_scratch)
     _launch(
