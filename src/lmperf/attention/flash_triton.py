@@ -220,21 +220,18 @@ def _bwd_preprocess_kernel(
 
 @triton.jit
 def _add_dq_share(
-    dq, dq_e, DQ, DQ_E, DQ_DESC, DQ_DESC_E, bh, LOCKS, start_m, rows, rows_e, turn,
-    BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_E: tl.constexpr, DQ_MODE: tl.constexpr,
+    dq, dq_e, DQ, DQ_E, DQ_DESC, bh, LOCKS, start_m, rows, rows_e, turn,
+    BLOCK_M: tl.constexpr, BLOCK_E: tl.constexpr, DQ_MODE: tl.constexpr,
 ):
     """Add one key tile's share to fp32 dQ rows (dq_e: the head_dim's second column block, if
-    any): with atomics (1), in key-tile order (2), or by TMA bulk reductions of the whole tile,
-    done in L2 by the copy engine (3; one per column block). The host runs 2 only without a
-    second block."""
+    any): with atomics (1), in key-tile order (2), or by one TMA bulk reduction of the whole
+    tile, done in L2 by the copy engine (3). The host runs 2 and 3 only without a second block."""
     if DQ_MODE == 1:
         tl.atomic_add(DQ, dq, mask=rows, sem="relaxed")
         if BLOCK_E > 0:
             tl.atomic_add(DQ_E, dq_e, mask=rows_e, sem="relaxed")
     elif DQ_MODE == 3:
         DQ_DESC.atomic_add([bh.to(tl.int32), start_m, 0], dq.reshape([1, dq.shape[0], dq.shape[1]]))
-        if BLOCK_E > 0:
-            DQ_DESC_E.atomic_add([bh.to(tl.int32), start_m, BLOCK_D], dq_e.reshape([1, dq_e.shape[0], dq_e.shape[1]]))
     else:
         lock = LOCKS + start_m // BLOCK_M
         while tl.atomic_add(lock, 0, sem="acquire") != turn:  # key tile `turn` - 1 has added
@@ -247,7 +244,7 @@ def _add_dq_share(
 
 @triton.jit
 def _dkdv_tiles(
-    dk, dv, dk_e, dv_e, k, v, k_e, v_e, Q, DO, LSE, DELTA, DQ, DQ_DESC, DQ_DESC_E, bh, LOCKS, stride_qn, stride_don,
+    dk, dv, dk_e, dv_e, k, v, k_e, v_e, Q, DO, LSE, DELTA, DQ, DQ_DESC, bh, LOCKS, stride_qn, stride_don,
     offs_n, lo, hi, seq_q, qk_scale, sm_scale, turn,
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_E: tl.constexpr,
     BLOCK_M: tl.constexpr, MASKED: tl.constexpr, PRECISION: tl.constexpr, DQ_MODE: tl.constexpr,
@@ -300,8 +297,8 @@ def _dkdv_tiles(
                 dq_e = tl.dot(tl.trans(ds_t), k_e, input_precision=PRECISION) * sm_scale
                 dq_e_ptrs = DQ + offs_m[:, None] * HEAD_DIM + offs_e[None, :]
             _add_dq_share(
-                dq, dq_e, dq_ptrs, dq_e_ptrs, DQ_DESC, DQ_DESC_E, bh, LOCKS, start_m, rows, rows_e, turn,
-                BLOCK_M, BLOCK_D, BLOCK_E, DQ_MODE,
+                dq, dq_e, dq_ptrs, dq_e_ptrs, DQ_DESC, bh, LOCKS, start_m, rows, rows_e, turn,
+                BLOCK_M, BLOCK_E, DQ_MODE,
             )
     return dk, dv, dk_e, dv_e
 
@@ -348,18 +345,12 @@ def _bwd_dkdv_kernel(
         lo = 0
         full_start = 0
 
-    # Only DQ_MODE 3 reaches dQ through TMA descriptors of (B*H, seq_q, head_dim), one per column block.
-    dq_desc, dq_desc_e = DQ, DQ
+    dq_desc = DQ  # only DQ_MODE 3 reads dQ through a TMA descriptor (B*H, seq_q, head_dim)
     if DQ_MODE == 3:
         dq_desc = tl.make_tensor_descriptor(
             DQ, shape=[tl.num_programs(1) * GROUP, seq_q, HEAD_DIM], strides=[seq_q * HEAD_DIM, HEAD_DIM, 1],
             block_shape=[1, BLOCK_M, BLOCK_D],
         )
-        if BLOCK_E > 0:
-            dq_desc_e = tl.make_tensor_descriptor(
-                DQ, shape=[tl.num_programs(1) * GROUP, seq_q, HEAD_DIM], strides=[seq_q * HEAD_DIM, HEAD_DIM, 1],
-                block_shape=[1, BLOCK_M, BLOCK_E],
-            )
     # Unrolled (GROUP is constexpr): no run-time loop around the pipelined tile loops.
     for g in tl.static_range(GROUP):
         bh = b * H + h_kv * GROUP + g  # the query head's row in LSE, DELTA, dQ
@@ -369,12 +360,12 @@ def _bwd_dkdv_kernel(
         DQh, LOCKSh = DQ + bh * seq_q * HEAD_DIM, LOCKS + bh * n_query_tiles
         if CAUSAL:
             dk, dv, dk_e, dv_e = _dkdv_tiles(
-                dk, dv, dk_e, dv_e, k, v, k_e, v_e, Qh, DOh, LSEh, DELTAh, DQh, dq_desc, dq_desc_e, bh, LOCKSh,
+                dk, dv, dk_e, dv_e, k, v, k_e, v_e, Qh, DOh, LSEh, DELTAh, DQh, dq_desc, bh, LOCKSh,
                 stride_qn, stride_don, offs_n, lo, full_start, seq_q, qk_scale, sm_scale, key_tile,
                 HEAD_DIM, BLOCK_D, BLOCK_E, BLOCK_M, True, PRECISION, DQ_MODE,
             )
         dk, dv, dk_e, dv_e = _dkdv_tiles(
-            dk, dv, dk_e, dv_e, k, v, k_e, v_e, Qh, DOh, LSEh, DELTAh, DQh, dq_desc, dq_desc_e, bh, LOCKSh,
+            dk, dv, dk_e, dv_e, k, v, k_e, v_e, Qh, DOh, LSEh, DELTAh, DQh, dq_desc, bh, LOCKSh,
             stride_qn, stride_don, offs_n, full_start, seq_q, seq_q, qk_scale, sm_scale, key_tile,
             HEAD_DIM, BLOCK_D, BLOCK_E, BLOCK_M, False, PRECISION, DQ_MODE,
         )
@@ -642,12 +633,14 @@ BACKWARDS = {"split": 0, "atomic": 1, "ordered": 2}  # the dK/dV kernel's DQ_MOD
 ATOMIC_DQ_BY_TMA = True
 
 
-def _dq_by_tma(q: torch.Tensor, head_dim: int) -> bool:
+def _dq_by_tma(q: torch.Tensor, head_dim: int, column_blocks: dict) -> bool:
     """Whether the atomic backward can add dQ's shares by TMA bulk reductions: a Hopper or newer
-    GPU (not the interpreter, which has none) and rows of dQ 16-byte aligned for the tensor
-    descriptors (fp32: head_dim a multiple of 4). A head_dim of two column blocks (80 = 64 + 16)
-    gets one descriptor per block."""
-    return ATOMIC_DQ_BY_TMA and not INTERPRETED and head_dim % 4 == 0 and torch.cuda.get_device_capability(q.device)[0] >= 9
+    GPU (not the interpreter, which has none), one column block (a tile spans the head_dim),
+    and rows of dQ 16-byte aligned for the tensor descriptor (fp32: head_dim a multiple of 4)."""
+    return (
+        ATOMIC_DQ_BY_TMA and not INTERPRETED and column_blocks["BLOCK_E"] == 0 and head_dim % 4 == 0
+        and torch.cuda.get_device_capability(q.device)[0] >= 9
+    )
 
 
 # With no backward named and nondeterminism allowed: "atomic" for causal attention over at least
@@ -707,7 +700,7 @@ def triton_backward(q, k, v, o, lse, do, is_causal: bool, mode: str):
         PRECISION=_precision(q.dtype),
     )
     dq_mode = BACKWARDS[mode]
-    if mode == "atomic" and _dq_by_tma(q, head_dim):
+    if mode == "atomic" and _dq_by_tma(q, head_dim, constexprs):
         dq_mode = 3
         triton.set_allocator(_tma_scratch)
     _launch(
