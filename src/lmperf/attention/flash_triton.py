@@ -4,8 +4,9 @@ Forward: one program per (query tile, batch*head) streams the key tiles with the
 in base 2 (log2(e) folded into the scale) and stores O and the log-sum-exp (natural log).
 Backward: D = rowsum(dO * O) first, then one program per key tile streams the query tiles for
 dK and dV (summed over the query heads of its group under GQA). dQ comes one of three ways:
-  - "atomic": the dK/dV program adds its dS K share to an fp32 dQ with atomics (5 matmuls, the
-    FLOP convention's count; the order of the adds varies, so the bits may vary from run to run);
+  - "atomic": the dK/dV program adds its dS K share to an fp32 dQ (5 matmuls, the FLOP
+    convention's count; the order of the adds varies, so the bits may vary from run to run), by
+    TMA bulk reductions on Hopper where a tile spans the head_dim, else by per-thread atomics;
   - "ordered": the same share added without atomics, in key-tile order, each dQ tile guarded by
     a counter that lets key tile n in only after tile n-1 (5 matmuls, bitwise repeatable);
   - "split": FA2's own split, a separate dQ kernel per query tile that recomputes S and dP
@@ -635,8 +636,10 @@ ATOMIC_DQ_BY_TMA = True
 
 def _dq_by_tma(q: torch.Tensor, head_dim: int, column_blocks: dict) -> bool:
     """Whether the atomic backward can add dQ's shares by TMA bulk reductions: a Hopper or newer
-    GPU (not the interpreter, which has none), one column block (a tile spans the head_dim),
-    and rows of dQ 16-byte aligned for the tensor descriptor (fp32: head_dim a multiple of 4)."""
+    GPU (not the interpreter, which has none), one column block (a tile spans the head_dim; a
+    reduction per block of 80 = 64 + 16 ran slower than per-thread atomics, docs/attention.md
+    item 25), and rows of dQ 16-byte aligned for the tensor descriptor (fp32: head_dim a
+    multiple of 4)."""
     return (
         ATOMIC_DQ_BY_TMA and not INTERPRETED and column_blocks["BLOCK_E"] == 0 and head_dim % 4 == 0
         and torch.cuda.get_device_capability(q.device)[0] >= 9
