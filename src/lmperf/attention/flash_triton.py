@@ -513,8 +513,9 @@ INTERPRETED_TILES = {
     "dq": {"BLOCK_M": 16, "BLOCK_N": 32},
     "dkdv_dq": {"BLOCK_M": 16, "BLOCK_N": 32},
 }
-# Softmax of one tile overlapped with the next tile's matmuls by Triton's warp specialisation
-# (sm90: compiles only with 8 warps). Off: measured in docs/attention.md.
+# Meant to overlap one tile's softmax with the next tile's matmuls by Triton's warp
+# specialisation. With Triton 3.6 on sm90 it changes nothing: the 8-warp tiles compile to the
+# same SASS, the 4-warp ones fail (benchmarks/attention/warp_specialize_check.py). Off.
 FWD_WARP_SPECIALIZE = False
 # LMPERF_ATTENTION_AUTOTUNE=0 uses _fixed_tiles everywhere (quick first calls, e.g. in tests).
 AUTOTUNE = os.environ.get("LMPERF_ATTENTION_AUTOTUNE", "1") != "0"
