@@ -19,8 +19,9 @@ Status: compiles for sm90 with Triton 3.6 (`python benchmarks/attention/trials/g
 prints the compiler's resource report, no GPU needed); in the SASS the next tile's 8 HGMMA
 (d=128) sit before the softmax's MUFU.EX2, and ptxas reports no serialisation. Not yet run: on
 an H100, `PYTHONPATH=src python3 benchmarks/attention/trials/gluon_forward.py gpu OUT.jsonl`
-checks O and LSE against float64 (odd lengths, seq_q != seq_k, GQA) and times the forward
-beside flash_triton's and SDPA cuDNN's, interleaved. Prediction: forward +5-15% at d=128, where our tile's
+checks O, LSE and (through flash_triton's backward, GluonForwardAttention) the gradients against
+float64 (odd lengths, seq_q != seq_k, GQA), then times forward and forward+backward beside
+flash_triton's and SDPA cuDNN's, interleaved. Prediction: forward +5-15% at d=128, where our tile's
 tensor pipe is busy 54% of the time against cuDNN's 75% (stall-profile-h100-cd88912).
 """
 
@@ -190,6 +191,28 @@ def gluon_attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, i
     return o, lse
 
 
+class GluonForwardAttention(torch.autograd.Function):
+    """The Gluon forward with flash_triton's backward: O is stored and LSE laid out as
+    flash_triton's forward leaves them, so its backward takes them as they are."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, is_causal=False):
+        from lmperf.attention.flash_triton import backward_mode
+
+        o, lse = gluon_attention_forward(q, k, v, is_causal)
+        ctx.save_for_backward(q, k, v, o, lse.view(q.shape[:-1]))
+        ctx.is_causal, ctx.mode = is_causal, backward_mode(None, is_causal, k.shape[-2])
+        return o
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        from lmperf.attention.flash_triton import triton_backward
+
+        q, k, v, o, lse = ctx.saved_tensors
+        dq, dk, dv = triton_backward(q, k, v, o, lse, grad_out.contiguous(), ctx.is_causal, ctx.mode)
+        return dq, dk, dv, None
+
+
 def compile_sm90(head_dim: int, causal: bool):
     """Compile for an H100 without a GPU (as sm90_report.py does for the Triton kernels)."""
     from triton.backends.compiler import GPUTarget
@@ -211,7 +234,7 @@ def compile_sm90(head_dim: int, causal: bool):
     return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=8))
 
 
-def check_and_time_on_gpu(out_path: str) -> None:
+def check_and_time_on_gpu(out_path: str, seqs=(4096, 16384), tokens: int = 16384) -> None:
     """On an H100: largest relative error of O and LSE against float64 on ragged shapes (odd
     lengths, seq_q != seq_k, GQA 4), then forward TFLOP/s beside flash_triton's forward and SDPA
     cuDNN, interleaved, two rounds (bf16, 16k tokens, heads x d = 2048). One JSON row per line."""
@@ -230,39 +253,62 @@ def check_and_time_on_gpu(out_path: str) -> None:
         (128, False, 1025, 777, 4, 4), (128, True, 4096, 4096, 8, 2), (64, True, 300, 300, 2, 2),
     ]:
         gen = torch.Generator(device="cuda").manual_seed(d + seq_q)
-        q = torch.randn(2, heads, seq_q, d, device="cuda", generator=gen).bfloat16()
-        k, v = (torch.randn(2, kv_heads, seq_k, d, device="cuda", generator=gen).bfloat16() for _ in range(2))
-        o, lse = gluon_attention_forward(q, k, v, causal)
+        q = torch.randn(2, heads, seq_q, d, device="cuda", generator=gen).bfloat16().requires_grad_()
+        k, v = (torch.randn(2, kv_heads, seq_k, d, device="cuda", generator=gen).bfloat16().requires_grad_() for _ in range(2))
+        do = torch.randn(2, heads, seq_q, d, device="cuda", generator=gen).bfloat16()
+        o, lse = gluon_attention_forward(q.detach(), k.detach(), v.detach(), causal)
+        GluonForwardAttention.apply(q, k, v, causal).backward(do)  # gradients through flash_triton's backward
         group = heads // kv_heads
-        qd, kd, vd = q.double(), k.double().repeat_interleave(group, 1), v.double().repeat_interleave(group, 1)
-        scores = qd @ kd.transpose(-1, -2) / math.sqrt(d)
+        qd, kd, vd = (t.detach().double().requires_grad_() for t in (q, k, v))
+        scores = qd @ kd.repeat_interleave(group, 1).transpose(-1, -2) / math.sqrt(d)
         if causal:
             scores = scores.masked_fill(torch.ones(seq_q, seq_k, device="cuda", dtype=torch.bool).triu(1), float("-inf"))
         ref_lse = torch.logsumexp(scores, -1)
-        ref_o = torch.softmax(scores, -1) @ vd
-        err_o = ((o.double() - ref_o).abs().max() / ref_o.abs().max()).item()
-        err_lse = ((lse.view(2, heads, seq_q).double() - ref_lse).abs().max() / ref_lse.abs().max()).item()
+        ref_o = torch.softmax(scores, -1) @ vd.repeat_interleave(group, 1)
+        ref_o.backward(do.double())
+
+        def rel(got, want):
+            return ((got.double() - want).abs().max() / want.abs().max()).item()
+
         rows.append(dict(kind="check", head_dim=d, causal=causal, seq_q=seq_q, seq_k=seq_k, heads=heads,
-                         kv_heads=kv_heads, max_rel_error_o=err_o, max_rel_error_lse=err_lse, env=env))
+                         kv_heads=kv_heads, max_rel_error_o=rel(o, ref_o.detach()),
+                         max_rel_error_lse=rel(lse.view(2, heads, seq_q), ref_lse.detach()),
+                         max_rel_error_grads=max(rel(t.grad, r.grad) for t, r in ((q, qd), (k, kd), (v, vd))), env=env))
         print(rows[-1] | {"env": None}, flush=True)
 
     def cudnn(q, k, v, causal):
         with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
             return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
-    peers = {"gluon": gluon_attention_forward, "flash_triton": triton_forward, "sdpa-cudnn": cudnn}
+    from lmperf.attention.flash_triton import FlashAttention2Triton
+
+    def fwd_bwd(apply):
+        def run(q, k, v, causal):
+            apply(q, k, v, causal).backward(q.grad_seed)
+        return run
+
+    peers = {"gluon": gluon_attention_forward, "flash_triton": triton_forward, "sdpa-cudnn": cudnn,
+             "gluon+bwd": fwd_bwd(GluonForwardAttention.apply), "flash_triton+bwd": fwd_bwd(FlashAttention2Triton.apply),
+             "sdpa-cudnn+bwd": fwd_bwd(cudnn)}
     for d in (64, 128):
         for causal in (False, True):
-            for seq in (4096, 16384):
+            for seq in seqs:
                 heads = 2048 // d
-                q, k, v = (torch.randn(16384 // seq, heads, seq, d, device="cuda").bfloat16() for _ in range(3))
+                q, k, v = (torch.randn(tokens // seq, heads, seq, d, device="cuda").bfloat16().requires_grad_() for _ in range(3))
+                q.grad_seed = torch.randn_like(q)  # dO for the +bwd peers
                 flops = 4 * q.shape[0] * heads * seq * seq * d / (2 if causal else 1)
                 for round_ in (0, 1):
                     for name in list(peers) if round_ == 0 else list(peers)[::-1]:
-                        ms = do_bench(lambda: peers[name](q, k, v, causal), warmup=25, rep=100)
+                        backward = name.endswith("+bwd")
+                        if backward:
+                            ms = do_bench(lambda: peers[name](q, k, v, causal), warmup=25, rep=100, grad_to_none=(q, k, v))
+                        else:
+                            with torch.no_grad():
+                                ms = do_bench(lambda: peers[name](q, k, v, causal), warmup=25, rep=100)
+                        work = flops * (3.5 if backward else 1)  # fwd + bwd counted 1 + 2.5
                         rows.append(dict(kind="time", peer=name, head_dim=d, causal=causal, seq=seq, round=round_,
-                                         fwd_ms=ms, fwd_tflops=flops / ms / 1e9, env=env))
-                        print(f"r{round_} {name:12s} d{d} {'causal' if causal else 'full'} {seq}: {flops / ms / 1e9:6.1f} TFLOP/s", flush=True)
+                                         ms=ms, tflops=work / ms / 1e9, env=env))
+                        print(f"r{round_} {name:16s} d{d} {'causal' if causal else 'full'} {seq}: {work / ms / 1e9:6.1f} TFLOP/s", flush=True)
     with open(out_path, "w") as out:
         out.writelines(json.dumps(row) + "\n" for row in rows)
 
