@@ -154,10 +154,16 @@ def _attn_fwd(
     gl.store(LSE + bh.to(gl.int64) * seq_q + offs_m, lse, mask=offs_m < seq_q)
 
 
-def _tiles(head_dim: int) -> tuple[int, int]:
-    """(BLOCK_M, BLOCK_N): 128 query rows; key tiles small enough for S, S_next, O and P in
-    registers at d=128 (64 keys), wider at d=64 (128 keys)."""
-    return 128, (128 if head_dim <= 64 else 64)
+# (BLOCK_M, num_warps): one program of two warp groups (128 query rows), or programs of one warp
+# group (64 rows) small enough that two share an SM, so the scheduler runs one's softmax while
+# the other's wgmma runs (ping-pong without FA3's explicit barriers).
+SHAPES = {"128x8": (128, 8), "64x4": (64, 4)}
+
+
+def _tiles(head_dim: int, block_m: int = 128) -> tuple[int, int]:
+    """(BLOCK_M, BLOCK_N): key tiles small enough for S, S_next, O and P in registers at d=128
+    (64 keys), wider at d=64 (128 keys)."""
+    return block_m, (128 if head_dim <= 64 else 64)
 
 
 def _descriptors(q, k, v, block_m, block_n):
@@ -172,13 +178,14 @@ def _descriptors(q, k, v, block_m, block_n):
     )
 
 
-def gluon_attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool = False):
+def gluon_attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool = False, shape: str = "128x8"):
     """Output (B, H, S, d) (stored (B, S, H, d), as flash_triton stores it) and LSE (B*H, S)."""
     batch, heads, seq_q, d = q.shape
     kv_heads, seq_k = k.shape[1], k.shape[2]
     assert d in (64, 128) and q.dtype in (torch.bfloat16, torch.float16), "trial: d 64/128, bf16/fp16"
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
-    block_m, block_n = _tiles(d)
+    block_m, num_warps = SHAPES[shape]
+    block_m, block_n = _tiles(d, block_m)
     q_desc, k_desc, v_desc = _descriptors(q, k, v, block_m, block_n)
     o = torch.empty((batch, seq_q, heads, d), dtype=q.dtype, device=q.device).transpose(1, 2)
     lse = torch.empty((batch * heads, seq_q), dtype=torch.float32, device=q.device)
@@ -186,7 +193,7 @@ def gluon_attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, i
     _attn_fwd[grid](
         q_desc, k_desc, v_desc, o, lse, LOG2E / math.sqrt(d), seq_q, seq_k, heads, heads // kv_heads,
         o.stride(0), o.stride(1), o.stride(2),
-        HEAD_DIM=d, BLOCK_M=block_m, BLOCK_N=block_n, STAGES=STAGES, CAUSAL=is_causal, num_warps=8,
+        HEAD_DIM=d, BLOCK_M=block_m, BLOCK_N=block_n, STAGES=STAGES, CAUSAL=is_causal, num_warps=num_warps,
     )
     return o, lse
 
@@ -213,12 +220,13 @@ class GluonForwardAttention(torch.autograd.Function):
         return dq, dk, dv, None
 
 
-def compile_sm90(head_dim: int, causal: bool):
+def compile_sm90(head_dim: int, causal: bool, shape: str = "128x8"):
     """Compile for an H100 without a GPU (as sm90_report.py does for the Triton kernels)."""
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
 
-    block_m, block_n = _tiles(head_dim)
+    block_m, num_warps = SHAPES[shape]
+    block_m, block_n = _tiles(head_dim, block_m)
     q_layout = gl.NVMMASharedLayout.get_default_for([block_m, head_dim], gl.bfloat16)
     kv_layout = gl.NVMMASharedLayout.get_default_for([block_n, head_dim], gl.bfloat16)
     signature = {
@@ -229,9 +237,9 @@ def compile_sm90(head_dim: int, causal: bool):
         **{name: "i32" for name in ("seq_q", "seq_k", "H", "group", "stride_ob", "stride_oh", "stride_on")},
         **{name: "constexpr" for name in ("HEAD_DIM", "BLOCK_M", "BLOCK_N", "STAGES", "CAUSAL", "num_warps")},
     }
-    constexprs = dict(HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, STAGES=STAGES, CAUSAL=causal, num_warps=8)
+    constexprs = dict(HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, STAGES=STAGES, CAUSAL=causal, num_warps=num_warps)
     source = GluonASTSource(_attn_fwd, signature, constexprs)
-    return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=8))
+    return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=num_warps))
 
 
 def check_and_time_on_gpu(out_path: str, seqs=(4096, 16384), tokens: int = 16384) -> None:
@@ -287,7 +295,10 @@ def check_and_time_on_gpu(out_path: str, seqs=(4096, 16384), tokens: int = 16384
             apply(q, k, v, causal).backward(q.grad_seed)
         return run
 
-    peers = {"gluon": gluon_attention_forward, "flash_triton": triton_forward, "sdpa-cudnn": cudnn,
+    def gluon_64x4(q, k, v, causal):
+        return gluon_attention_forward(q, k, v, causal, "64x4")
+
+    peers = {"gluon": gluon_attention_forward, "gluon-64x4": gluon_64x4, "flash_triton": triton_forward, "sdpa-cudnn": cudnn,
              "gluon+bwd": fwd_bwd(GluonForwardAttention.apply), "flash_triton+bwd": fwd_bwd(FlashAttention2Triton.apply),
              "sdpa-cudnn+bwd": fwd_bwd(cudnn)}
     for d in (64, 128):
@@ -326,14 +337,19 @@ if __name__ == "__main__":
 
     tools = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
     print(f"triton {triton.__version__}: Gluon attention forward for sm90")
-    for head_dim in (64, 128):
-        for causal in (False, True):
-            compiled = compile_sm90(head_dim, causal)
+    for head_dim, causal, shape in [(d, c, sh) for sh in SHAPES for d in (64, 128) for c in (False, True)]:
+            compiled = compile_sm90(head_dim, causal, shape)
             with tempfile.NamedTemporaryFile(suffix=".cubin") as cubin:
                 cubin.write(compiled.asm["cubin"])
                 cubin.flush()
                 usage = subprocess.run([tools / "cuobjdump", "--dump-resource-usage", cubin.name], capture_output=True, text=True).stdout
             regs = dict(re.findall(r"(REG|STACK):(\d+)", usage))
             waits = re.findall(r"wgmma.wait_group.sync.aligned (\d+)", compiled.asm["ptx"])
-            print(f"d{head_dim} {'causal' if causal else 'full'}: registers {regs.get('REG')}, stack {regs.get('STACK')} B, "
-                  f"shared {compiled.metadata.shared // 1024} KB, wgmma waits (pending allowed) {waits}")
+            with tempfile.NamedTemporaryFile("w", suffix=".ptx") as ptx:  # ptxas's own verdict on the wgmma pipeline
+                ptx.write(compiled.asm["ptx"])
+                ptx.flush()
+                report = subprocess.run([tools / "ptxas", "-arch=sm_90a", "-v", ptx.name, "-o", "/dev/null"], capture_output=True, text=True).stderr
+            serialised = "serialized" in report
+            print(f"{shape} d{head_dim} {'causal' if causal else 'full'}: registers {regs.get('REG')}, stack {regs.get('STACK')} B, "
+                  f"shared {compiled.metadata.shared // 1024} KB, wgmma waits (pending allowed) {waits}, "
+                  f"ptxas serialises wgmma: {serialised}")
