@@ -265,6 +265,7 @@ def check_and_time_on_gpu(out_path: str, seqs=(4096, 16384), tokens: int = 16384
         k, v = (torch.randn(2, kv_heads, seq_k, d, device="cuda", generator=gen).bfloat16().requires_grad_() for _ in range(2))
         do = torch.randn(2, heads, seq_q, d, device="cuda", generator=gen).bfloat16()
         o, lse = gluon_attention_forward(q.detach(), k.detach(), v.detach(), causal)
+        o64, lse64 = gluon_attention_forward(q.detach(), k.detach(), v.detach(), causal, "64x4")
         GluonForwardAttention.apply(q, k, v, causal).backward(do)  # gradients through flash_triton's backward
         group = heads // kv_heads
         qd, kd, vd = (t.detach().double().requires_grad_() for t in (q, k, v))
@@ -281,6 +282,8 @@ def check_and_time_on_gpu(out_path: str, seqs=(4096, 16384), tokens: int = 16384
         rows.append(dict(kind="check", head_dim=d, causal=causal, seq_q=seq_q, seq_k=seq_k, heads=heads,
                          kv_heads=kv_heads, max_rel_error_o=rel(o, ref_o.detach()),
                          max_rel_error_lse=rel(lse.view(2, heads, seq_q), ref_lse.detach()),
+                         max_rel_error_o_64x4=rel(o64, ref_o.detach()),
+                         max_rel_error_lse_64x4=rel(lse64.view(2, heads, seq_q), ref_lse.detach()),
                          max_rel_error_grads=max(rel(t.grad, r.grad) for t, r in ((q, qd), (k, kd), (v, vd))), env=env))
         print(rows[-1] | {"env": None}, flush=True)
 
