@@ -9,7 +9,9 @@ exposes the wgmma wait count itself. Per key tile j the program here:
   2. runs the online softmax of S_j while S_{j+1} runs on the tensor cores,
   3. rescales O, issues P_j V_j (async) and waits for both.
 FA3 also leaves P_j V_j in flight into the next step; written that way (first version of this
-file) ptxas serialises every wgmma of the kernel (C7514), so step 3 retires it.
+file, and again with tile 0 peeled off the loop so every step starts alike) ptxas serialises
+every wgmma of the kernel (C7514): any wgmma in flight across the loop's back edge did it here,
+so step 3 retires it.
 K and V stream through a 3-slot ring of TMA loads (mbarriers); Q is loaded once. One program
 per (128 query rows, batch x head), 8 warps (two warp groups of 64 rows each). GQA via the
 key/value head index. Inputs (B, H, S, d) contiguous, bf16 or fp16, d in {64, 128}; causal is
