@@ -329,32 +329,36 @@ def check_and_time_on_gpu(out_path: str, seqs=(4096, 16384), tokens: int = 16384
         out.writelines(json.dumps(row) + "\n" for row in rows)
 
 
-if __name__ == "__main__":
+def _sm90_report() -> None:
+    """Per program shape, head_dim and causal: sm90_report.py's resource figures (registers,
+    spills, shared memory) and whether ptxas serialises the wgmma pipeline (its C7514 note)."""
     import re
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/attention
+    from sm90_report import TOOLS, resources
+
+    print(f"triton {triton.__version__}: Gluon attention forward for sm90")
+    for head_dim, causal, shape in [(d, c, sh) for sh in SHAPES for d in (64, 128) for c in (False, True)]:
+        compiled = compile_sm90(head_dim, causal, shape)
+        usage = resources(compiled)
+        waits = re.findall(r"wgmma.wait_group.sync.aligned (\d+)", compiled.asm["ptx"])
+        with tempfile.NamedTemporaryFile("w", suffix=".ptx") as ptx:
+            ptx.write(compiled.asm["ptx"])
+            ptx.flush()
+            note = subprocess.run([TOOLS / "ptxas", "-arch=sm_90a", "-v", ptx.name, "-o", "/dev/null"], capture_output=True, text=True).stderr
+        print(f"{shape} d{head_dim} {'causal' if causal else 'full'}: registers {usage['registers']}, stack {usage['stack']} B, "
+              f"shared {usage['shared_kb']} KB, wgmma waits (pending allowed) {waits}, "
+              f"ptxas serialises wgmma: {'serialized' in note}")
+
+
+if __name__ == "__main__":
     import sys
 
     if sys.argv[1:2] == ["gpu"]:  # python gluon_forward.py gpu OUT.jsonl (on the H100)
         check_and_time_on_gpu(sys.argv[2])
-        sys.exit()
-    import subprocess
-    import tempfile
-    from pathlib import Path
-
-    tools = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
-    print(f"triton {triton.__version__}: Gluon attention forward for sm90")
-    for head_dim, causal, shape in [(d, c, sh) for sh in SHAPES for d in (64, 128) for c in (False, True)]:
-            compiled = compile_sm90(head_dim, causal, shape)
-            with tempfile.NamedTemporaryFile(suffix=".cubin") as cubin:
-                cubin.write(compiled.asm["cubin"])
-                cubin.flush()
-                usage = subprocess.run([tools / "cuobjdump", "--dump-resource-usage", cubin.name], capture_output=True, text=True).stdout
-            regs = dict(re.findall(r"(REG|STACK):(\d+)", usage))
-            waits = re.findall(r"wgmma.wait_group.sync.aligned (\d+)", compiled.asm["ptx"])
-            with tempfile.NamedTemporaryFile("w", suffix=".ptx") as ptx:  # ptxas's own verdict on the wgmma pipeline
-                ptx.write(compiled.asm["ptx"])
-                ptx.flush()
-                report = subprocess.run([tools / "ptxas", "-arch=sm_90a", "-v", ptx.name, "-o", "/dev/null"], capture_output=True, text=True).stderr
-            serialised = "serialized" in report
-            print(f"{shape} d{head_dim} {'causal' if causal else 'full'}: registers {regs.get('REG')}, stack {regs.get('STACK')} B, "
-                  f"shared {compiled.metadata.shared // 1024} KB, wgmma waits (pending allowed) {waits}, "
-                  f"ptxas serialises wgmma: {serialised}")
+    else:
+        _sm90_report()

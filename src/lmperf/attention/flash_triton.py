@@ -294,7 +294,7 @@ def _dkdv_tiles(
             dq = tl.trans(tl.dot(tl.trans(k), ds_t, input_precision=PRECISION)) * sm_scale  # (BM, d)
             dq_ptrs = DQ + offs_m[:, None] * HEAD_DIM + offs_d[None, :]
             dq_e, dq_e_ptrs = dq, dq_ptrs  # stand-ins, as rows_e
-            if BLOCK_E > 0:
+            if BLOCK_E > 0:  # as dS K_e: K_e^T would be a left operand of BLOCK_E (< 64) rows
                 dq_e = tl.dot(tl.trans(ds_t), k_e, input_precision=PRECISION) * sm_scale
                 dq_e_ptrs = DQ + offs_m[:, None] * HEAD_DIM + offs_e[None, :]
             _add_dq_share(
