@@ -201,14 +201,15 @@ def gluon_attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, i
 
 
 class GluonForwardAttention(torch.autograd.Function):
-    """The Gluon forward with flash_triton's backward: O is stored and LSE laid out as
-    flash_triton's forward leaves them, so its backward takes them as they are."""
+    """A Gluon forward (`forward(q, k, v, causal)`, default this file's 128x8 program) with
+    flash_triton's backward: O is stored and LSE laid out as flash_triton's forward leaves them,
+    so its backward takes them as they are."""
 
     @staticmethod
-    def forward(ctx, q, k, v, is_causal=False):
+    def forward(ctx, q, k, v, is_causal=False, forward=None):
         from lmperf.attention.flash_triton import backward_mode
 
-        o, lse = gluon_attention_forward(q, k, v, is_causal)
+        o, lse = (forward or gluon_attention_forward)(q, k, v, is_causal)
         ctx.save_for_backward(q, k, v, o, lse.view(q.shape[:-1]))
         ctx.is_causal, ctx.mode = is_causal, backward_mode(None, is_causal, k.shape[-2])
         return o
@@ -219,7 +220,7 @@ class GluonForwardAttention(torch.autograd.Function):
 
         q, k, v, o, lse = ctx.saved_tensors
         dq, dk, dv = triton_backward(q, k, v, o, lse, grad_out.contiguous(), ctx.is_causal, ctx.mode)
-        return dq, dk, dv, None
+        return dq, dk, dv, None, None
 
 
 def compile_sm90(head_dim: int, causal: bool, shape: str = "128x8"):
@@ -244,89 +245,97 @@ def compile_sm90(head_dim: int, causal: bool, shape: str = "128x8"):
     return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=num_warps))
 
 
-def check_and_time_on_gpu(out_path: str, seqs=(4096, 16384), tokens: int = 16384) -> None:
-    """On an H100: largest relative error of O and LSE against float64 on ragged shapes (odd
-    lengths, seq_q != seq_k, GQA 4), then forward TFLOP/s beside flash_triton's forward and SDPA
-    cuDNN, interleaved, two rounds (bf16, 16k tokens, heads x d = 2048). One JSON row per line."""
+def check_and_time_on_gpu(out_path: str, forwards: dict | None = None, with_backward: tuple = ("gluon",),
+                          seqs=(4096, 16384), tokens: int = 16384) -> None:
+    """On an H100, for each trial forward in `forwards` (name -> fn(q, k, v, causal) returning
+    O and LSE; default this file's two program shapes): largest relative error of O and LSE
+    against float64 on ragged shapes (odd lengths, seq_q != seq_k, GQA 4), and of the gradients
+    through flash_triton's backward for those in `with_backward`; then forward TFLOP/s of each
+    beside flash_triton's forward and SDPA cuDNN, and forward+backward TFLOP/s of those in
+    `with_backward` beside flash_triton's and cuDNN's, interleaved, two rounds, the second in
+    reverse order (bf16, `tokens` per batch, heads x d = 2048). One JSON row per line."""
     import json
 
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from triton.testing import do_bench
 
-    from lmperf.attention.flash_triton import triton_forward
+    from lmperf.attention.flash_triton import FlashAttention2Triton, triton_forward
     from lmperf.report.environment import environment
 
+    forwards = forwards or {"gluon": gluon_attention_forward,
+                            "gluon-64x4": lambda q, k, v, causal: gluon_attention_forward(q, k, v, causal, "64x4")}
     env = environment("cuda")
     rows = []
-    for d, causal, seq_q, seq_k, heads, kv_heads in [
-        (64, False, 1000, 1000, 4, 4), (64, True, 1000, 1000, 4, 4), (128, True, 777, 1025, 8, 2),
-        (128, False, 1025, 777, 4, 4), (128, True, 4096, 4096, 8, 2), (64, True, 300, 300, 2, 2),
-    ]:
-        gen = torch.Generator(device="cuda").manual_seed(d + seq_q)
-        q = torch.randn(2, heads, seq_q, d, device="cuda", generator=gen).bfloat16().requires_grad_()
-        k, v = (torch.randn(2, kv_heads, seq_k, d, device="cuda", generator=gen).bfloat16().requires_grad_() for _ in range(2))
-        do = torch.randn(2, heads, seq_q, d, device="cuda", generator=gen).bfloat16()
-        o, lse = gluon_attention_forward(q.detach(), k.detach(), v.detach(), causal)
-        o64, lse64 = gluon_attention_forward(q.detach(), k.detach(), v.detach(), causal, "64x4")
-        GluonForwardAttention.apply(q, k, v, causal).backward(do)  # gradients through flash_triton's backward
-        group = heads // kv_heads
-        qd, kd, vd = (t.detach().double().requires_grad_() for t in (q, k, v))
-        scores = qd @ kd.repeat_interleave(group, 1).transpose(-1, -2) / math.sqrt(d)
-        if causal:
-            scores = scores.masked_fill(torch.ones(seq_q, seq_k, device="cuda", dtype=torch.bool).triu(1), float("-inf"))
-        ref_lse = torch.logsumexp(scores, -1)
-        ref_o = torch.softmax(scores, -1) @ vd.repeat_interleave(group, 1)
-        ref_o.backward(do.double())
-
-        def rel(got, want):
-            return ((got.double() - want).abs().max() / want.abs().max()).item()
-
-        rows.append(dict(kind="check", head_dim=d, causal=causal, seq_q=seq_q, seq_k=seq_k, heads=heads,
-                         kv_heads=kv_heads, max_rel_error_o=rel(o, ref_o.detach()),
-                         max_rel_error_lse=rel(lse.view(2, heads, seq_q), ref_lse.detach()),
-                         max_rel_error_o_64x4=rel(o64, ref_o.detach()),
-                         max_rel_error_lse_64x4=rel(lse64.view(2, heads, seq_q), ref_lse.detach()),
-                         max_rel_error_grads=max(rel(t.grad, r.grad) for t, r in ((q, qd), (k, kd), (v, vd))), env=env))
-        print(rows[-1] | {"env": None}, flush=True)
-
-    def cudnn(q, k, v, causal):
-        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-            return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
-
-    from lmperf.attention.flash_triton import FlashAttention2Triton
-
-    def fwd_bwd(apply):
-        def run(q, k, v, causal):
-            apply(q, k, v, causal).backward(q.grad_seed)
-        return run
-
-    def gluon_64x4(q, k, v, causal):
-        return gluon_attention_forward(q, k, v, causal, "64x4")
-
-    peers = {"gluon": gluon_attention_forward, "gluon-64x4": gluon_64x4, "flash_triton": triton_forward, "sdpa-cudnn": cudnn,
-             "gluon+bwd": fwd_bwd(GluonForwardAttention.apply), "flash_triton+bwd": fwd_bwd(FlashAttention2Triton.apply),
-             "sdpa-cudnn+bwd": fwd_bwd(cudnn)}
-    for d in (64, 128):
-        for causal in (False, True):
-            for seq in seqs:
-                heads = 2048 // d
-                q, k, v = (torch.randn(tokens // seq, heads, seq, d, device="cuda").bfloat16().requires_grad_() for _ in range(3))
-                q.grad_seed = torch.randn_like(q)  # dO for the +bwd peers
-                flops = 4 * q.shape[0] * heads * seq * seq * d / (2 if causal else 1)
-                for round_ in (0, 1):
-                    for name in list(peers) if round_ == 0 else list(peers)[::-1]:
-                        backward = name.endswith("+bwd")
-                        if backward:
-                            ms = do_bench(lambda: peers[name](q, k, v, causal), warmup=25, rep=100, grad_to_none=(q, k, v))
-                        else:
-                            with torch.no_grad():
-                                ms = do_bench(lambda: peers[name](q, k, v, causal), warmup=25, rep=100)
-                        work = flops * (3.5 if backward else 1)  # fwd + bwd counted 1 + 2.5
-                        rows.append(dict(kind="time", peer=name, head_dim=d, causal=causal, seq=seq, round=round_,
-                                         ms=ms, tflops=work / ms / 1e9, env=env))
-                        print(f"r{round_} {name:16s} d{d} {'causal' if causal else 'full'} {seq}: {work / ms / 1e9:6.1f} TFLOP/s", flush=True)
     with open(out_path, "w") as out:
-        out.writelines(json.dumps(row) + "\n" for row in rows)
+        def emit(row):
+            rows.append(row)
+            out.write(json.dumps(row) + "\n")
+            out.flush()  # rows so far survive a hang or a crash later on
+
+        for d, causal, seq_q, seq_k, heads, kv_heads in [
+            (64, False, 1000, 1000, 4, 4), (64, True, 1000, 1000, 4, 4), (128, True, 777, 1025, 8, 2),
+            (128, False, 1025, 777, 4, 4), (128, True, 4096, 4096, 8, 2), (64, True, 300, 300, 2, 2),
+        ]:
+            gen = torch.Generator(device="cuda").manual_seed(d + seq_q)
+            q = torch.randn(2, heads, seq_q, d, device="cuda", generator=gen).bfloat16().requires_grad_()
+            k, v = (torch.randn(2, kv_heads, seq_k, d, device="cuda", generator=gen).bfloat16().requires_grad_() for _ in range(2))
+            do = torch.randn(2, heads, seq_q, d, device="cuda", generator=gen).bfloat16()
+            group = heads // kv_heads
+            qd, kd, vd = (t.detach().double().requires_grad_() for t in (q, k, v))
+            scores = qd @ kd.repeat_interleave(group, 1).transpose(-1, -2) / math.sqrt(d)
+            if causal:
+                scores = scores.masked_fill(torch.ones(seq_q, seq_k, device="cuda", dtype=torch.bool).triu(1), float("-inf"))
+            ref_lse = torch.logsumexp(scores, -1)
+            ref_o = torch.softmax(scores, -1) @ vd.repeat_interleave(group, 1)
+            ref_o.backward(do.double())
+
+            def rel(got, want):
+                return ((got.double() - want).abs().max() / want.abs().max()).item()
+
+            for name, forward in forwards.items():
+                o, lse = forward(q.detach(), k.detach(), v.detach(), causal)
+                torch.cuda.synchronize()
+                row = dict(kind="check", forward=name, head_dim=d, causal=causal, seq_q=seq_q, seq_k=seq_k, heads=heads,
+                           kv_heads=kv_heads, max_rel_error_o=rel(o, ref_o.detach()),
+                           max_rel_error_lse=rel(lse.view(2, heads, seq_q), ref_lse.detach()))
+                if name in with_backward:
+                    q.grad = k.grad = v.grad = None
+                    GluonForwardAttention.apply(q, k, v, causal, forward).backward(do)
+                    row["max_rel_error_grads"] = max(rel(t.grad, r.grad) for t, r in ((q, qd), (k, kd), (v, vd)))
+                emit(row | {"env": env})
+                print(row, flush=True)
+
+        def cudnn(q, k, v, causal):
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+        def fwd_bwd(apply, *extra):
+            def run(q, k, v, causal):
+                apply(q, k, v, causal, *extra).backward(q.grad_seed)
+            return run
+
+        peers = dict(forwards, flash_triton=triton_forward, **{"sdpa-cudnn": cudnn})
+        peers.update({f"{name}+bwd": fwd_bwd(GluonForwardAttention.apply, forwards[name]) for name in with_backward})
+        peers.update({"flash_triton+bwd": fwd_bwd(FlashAttention2Triton.apply), "sdpa-cudnn+bwd": fwd_bwd(cudnn)})
+        for d in (64, 128):
+            for causal in (False, True):
+                for seq in seqs:
+                    heads = 2048 // d
+                    q, k, v = (torch.randn(tokens // seq, heads, seq, d, device="cuda").bfloat16().requires_grad_() for _ in range(3))
+                    q.grad_seed = torch.randn_like(q)  # dO for the +bwd peers
+                    flops = 4 * q.shape[0] * heads * seq * seq * d / (2 if causal else 1)
+                    for round_ in (0, 1):
+                        for name in list(peers) if round_ == 0 else list(peers)[::-1]:
+                            backward = name.endswith("+bwd")
+                            if backward:
+                                ms = do_bench(lambda: peers[name](q, k, v, causal), warmup=25, rep=100, grad_to_none=(q, k, v))
+                            else:
+                                with torch.no_grad():
+                                    ms = do_bench(lambda: peers[name](q, k, v, causal), warmup=25, rep=100)
+                            work = flops * (3.5 if backward else 1)  # fwd + bwd counted 1 + 2.5
+                            emit(dict(kind="time", peer=name, head_dim=d, causal=causal, seq=seq, round=round_,
+                                      ms=ms, tflops=work / ms / 1e9, env=env))
+                            print(f"r{round_} {name:20s} d{d} {'causal' if causal else 'full'} {seq}: {work / ms / 1e9:6.1f} TFLOP/s", flush=True)
 
 
 def _sm90_report() -> None:
