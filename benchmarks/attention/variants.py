@@ -69,12 +69,14 @@ WIDE_TILES = {
 ATOMIC_32_ROW_TILES = dict(MAIN_TILES, dkdv_dq=MAIN_TILES["dkdv"])
 
 
-def prepare(tiles=MAIN_TILES, backward="split", tma=None, split_head_dim=True, module=ft):
+def prepare(tiles=MAIN_TILES, backward="split", tma=None, split_head_dim=True, gluon_forward=True, module=ft):
     """A variant's switches and its own autotuned kernels (each keeps its tuning cache).
-    tma None: the module's own default for the atomic backward's dQ adds."""
+    tma None: the module's own default for the atomic backward's dQ adds. gluon_forward False:
+    Triton's forward where flash_gluon's would run."""
     tuned = module.tuned_kernels(tiles)
     tma = getattr(module, "ATOMIC_DQ_BY_TMA", False) if tma is None else tma
-    return dict(tiles=tiles, tuned=tuned, backward=backward, tma=tma, split_head_dim=split_head_dim, module=module)
+    return dict(tiles=tiles, tuned=tuned, backward=backward, tma=tma, split_head_dim=split_head_dim,
+                gluon_forward=gluon_forward, module=module)
 
 
 def prepare_file(spec_text):
@@ -92,6 +94,8 @@ def activate(variant):
     module = variant["module"]
     module.TILES, module._TUNED = variant["tiles"], variant["tuned"]
     module.ATOMIC_DQ_BY_TMA, module.SPLIT_HEAD_DIM = variant["tma"], variant["split_head_dim"]
+    if getattr(module, "flash_gluon", None) is not None:
+        module.flash_gluon.ENABLED = variant["gluon_forward"]
     return variant["backward"]
 
 
@@ -102,6 +106,9 @@ VARIANTS = {
     "main": {},
     "atomic-tma": dict(backward="atomic", tma=True),
     "atomic": dict(backward="atomic"),
+    # main's kernels with Triton's forward where flash_gluon's runs by default
+    "triton-forward": dict(gluon_forward=False),
+    "atomic-triton-forward": dict(backward="atomic", gluon_forward=False),
     "atomic-per-thread": dict(backward="atomic", tma=False),  # dQ shares by per-thread atomics
     "atomic-32-row-tiles": dict(tiles=ATOMIC_32_ROW_TILES, backward="atomic"),
     "ordered": dict(backward="ordered"),

@@ -26,3 +26,29 @@ def test_dq_by_tma_only_where_a_tensor_descriptor_fits_and_was_faster(monkeypatc
     capability["now"] = (9, 0)
     monkeypatch.setattr(flash_triton, "ATOMIC_DQ_BY_TMA", False)
     assert not by_tma(64)
+
+
+def test_gluon_forward_takes_only_what_its_kernel_and_tma_can_address():
+    flash_gluon = pytest.importorskip("lmperf.attention.flash_gluon")
+
+    def qkv(head_dim=64, dtype=torch.bfloat16, heads=4, kv_heads=4):
+        return (torch.empty(2, heads, 300, head_dim, dtype=dtype), *(torch.empty(2, kv_heads, 300, head_dim, dtype=dtype)
+                                                                       for _ in range(2)))
+
+    assert flash_gluon.fits(*qkv()) and flash_gluon.fits(*qkv(128, torch.float16))
+    assert flash_gluon.fits(*qkv(kv_heads=1))  # GQA: K/V head by index
+    # The model's layout: (B, H, T, d) views of a packed (B, T, 3, H, d) projection, no copies.
+    packed = torch.empty(2, 300, 3, 4, 64, dtype=torch.bfloat16)
+    assert flash_gluon.fits(*packed.permute(2, 0, 3, 1, 4).unbind(0))
+    assert not flash_gluon.fits(*qkv(80)) and not flash_gluon.fits(*qkv(32))  # Triton's forward runs those
+    assert not flash_gluon.fits(*qkv(dtype=torch.float32))
+    q, k, v = qkv()
+    assert not flash_gluon.fits(q, k.half(), v.half())
+    assert not flash_gluon.fits(q[:, :, :0], k, v)
+    # A base 2 bytes past a 16-byte boundary: no TMA descriptor.
+    shifted = torch.empty(2 * 4 * 300 * 64 + 1, dtype=torch.bfloat16)[1:].view(2, 4, 300, 64)
+    assert not flash_gluon.fits(shifted, k, v)
+    # Rows 68 bf16 apart (136 bytes): a stride TMA cannot take; 72 apart (144 bytes) it can.
+    assert not flash_gluon.fits(torch.empty(2, 4, 300, 68, dtype=torch.bfloat16)[..., :64], k, v)
+    assert flash_gluon.fits(torch.empty(2, 4, 300, 72, dtype=torch.bfloat16)[..., :64], k, v)
+    assert not flash_gluon.supported(q, k, v)  # CPU tensors

@@ -84,6 +84,38 @@ def test_backward_modes_and_gqa(monkeypatch, backward, lead, kv_heads, seq_q, se
     check_against_reference(flash_attention_triton_with_lse, apply, q, k, v, do, is_causal, 3e-2)
 
 
+HOPPER = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
+
+
+@pytest.mark.skipif(not HOPPER or flash_triton.flash_gluon is None, reason="the Gluon forward is written for sm90")
+@pytest.mark.parametrize(
+    "lead, kv_heads, seq_q, seq_k, head_dim, is_causal, dtype, packed",
+    [
+        ((2, 3), None, 1000, 1000, 64, True, torch.bfloat16, False),
+        ((2, 3), None, 1000, 1000, 64, False, torch.float16, False),
+        ((1, 8), 2, 777, 1025, 128, True, torch.bfloat16, False),  # GQA, seq_q < seq_k
+        ((1, 4), 1, 1025, 777, 128, False, torch.bfloat16, False),  # MQA, seq_q > seq_k
+        ((2, 2), None, 300, 300, 64, True, torch.bfloat16, True),  # the model's strided layout
+        ((1, 2), None, 1, 130, 128, True, torch.float16, False),  # one query row
+        ((1, 2), None, 4097, 4097, 128, True, torch.bfloat16, True),  # 33 query tiles, 65 key tiles
+    ],
+)
+def test_gluon_forward_matches_float64_reference(monkeypatch, lead, kv_heads, seq_q, seq_k, head_dim, is_causal, dtype, packed):
+    """The forward flash_triton hands to flash_gluon on an H100 (it must be the one that ran),
+    with flash_triton's backward on its O and LSE, against float64."""
+    gluon, calls = flash_triton.flash_gluon, []
+    real_forward = gluon.forward
+    monkeypatch.setattr(gluon, "forward", lambda *args: calls.append(args[0].shape) or real_forward(*args))
+    if packed:  # (B, H, T, d) views of a (B, T, 3, H, d) projection, as the model slices them
+        packed_qkv = torch.randn(lead[0], seq_q, 3, lead[1], head_dim, device="cuda", dtype=dtype)
+        q, k, v = (t.requires_grad_() for t in packed_qkv.permute(2, 0, 3, 1, 4).unbind(0))
+        do = torch.randn_like(q)
+    else:
+        q, k, v, do = random_qkv(lead, seq_q, seq_k, head_dim, dtype, device="cuda", seed=seq_q, kv_heads=kv_heads)
+    check_against_reference(*TRITON, q, k, v, do, is_causal, TOLERANCE[dtype])
+    assert calls, "flash_triton did not run the Gluon forward"
+
+
 @pytest.mark.parametrize("head_dim", [64, 80])
 @pytest.mark.parametrize("backward", ["ordered", "split"])
 def test_deterministic_backwards_are_bitwise_repeatable(backward, head_dim):

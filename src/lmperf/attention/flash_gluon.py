@@ -1,0 +1,254 @@
+"""The attention forward on Hopper in Gluon: FlashAttention-3's warp-specialised schedule.
+
+Triton's tl.dot waits on each product as soon as it is issued, so a tile's softmax never runs
+under the tensor cores' work, and Triton 3.6 does not warp-specialise our loops on sm90
+(docs/attention.md items 8 and 26). Gluon (triton.experimental.gluon, shipped with Triton)
+exposes the asynchronous wgmma, TMA, mbarriers and warp specialisation, and this kernel uses
+them as FlashAttention-3 does. One program holds 128 query rows:
+  - a producer warp (24 registers) loads Q once and streams K and V tiles through a ring of
+    shared-memory slots by TMA; a slot is refilled once both consumers have released it;
+  - two consumer warp groups (240 registers each) of 64 query rows share each K/V tile. Per key
+    tile j a consumer issues S_{j+1} = Q K_{j+1}^T and O += P_j V_j together, waits for S_{j+1}
+    only and runs its online softmax while P_j V_j is still on the tensor cores, then waits for
+    P_j V_j, rescales O and releases slot j. Nothing stays in flight across the loop's back edge
+    (ptxas serialises every wgmma of a kernel that does that, benchmarks/attention/trials).
+Measured beside flash_triton's forward on an H100 (benchmarks/attention/gluon-ws-forward-h100-
+6c23e70): 1.02-1.25x faster at head_dim 128, level to 1.24x at 64.
+
+Scope: CUDA sm90 (the kernel is written for Hopper's wgmma), bf16/fp16, head_dim 64 or 128,
+inputs 4-d with unit-stride head_dim and 16-byte aligned (TMA); anything else runs Triton's
+forward (flash_triton.triton_forward decides, `supported`). Output and LSE are laid out as
+flash_triton's forward lays them out, so its backward takes them unchanged. Under torch.compile
+the launch is an opaque custom op (`lmperf::flash_gluon_forward`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import torch
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+LOG2E = 1.4426950408889634
+ROWS = 64  # query rows per consumer warp group; a program holds two
+# head_dim -> (BLOCK_N keys per tile, K/V slots): S, P and O of a warp group fit its registers
+# without spills (benchmarks/attention/trials/gluon_ws_forward.py's sm90 report).
+TILES = {64: (128, 3), 128: (64, 3)}
+# LMPERF_ATTENTION_GLUON=0 keeps Triton's forward everywhere (to time the two side by side).
+ENABLED = os.environ.get("LMPERF_ATTENTION_GLUON", "1") != "0"
+
+
+@gluon.jit
+def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, ready, empty, b, h, kv_h, start_m, n_tiles,
+              BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
+    mbarrier.expect(q_bar, 2 * q_desc.block_type.nbytes)
+    tma.async_copy_global_to_shared(q_desc, [b, h, start_m, 0], q_bar, q_smem.index(0))
+    tma.async_copy_global_to_shared(q_desc, [b, h, start_m + q_desc.block_type.shape[2], 0], q_bar, q_smem.index(1))
+    for t in range(n_tiles):
+        slot = t % STAGES
+        if t >= STAGES:  # both consumers are done with tile t - STAGES, which held this slot
+            mbarrier.wait(empty.index(slot), (t // STAGES - 1) & 1)
+        bar = ready.index(slot)
+        mbarrier.expect(bar, 2 * k_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc, [b, kv_h, t * BLOCK_N, 0], bar, k_smem.index(slot))
+        tma.async_copy_global_to_shared(v_desc, [b, kv_h, t * BLOCK_N, 0], bar, v_smem.index(slot))
+
+
+@gluon.jit
+def _softmax_step(s, m_i, l_i, tile, offs_m, qk_scale, seq_k, mask_from,
+                  BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, cols_s: gl.constexpr):
+    """Online softmax of key tile `tile` in base 2 (scale folded): P, new max, rescale, new sum."""
+    if (tile + 1) * BLOCK_N > mask_from:  # the diagonal or the ragged last tile
+        offs_n = tile * BLOCK_N + gl.arange(0, BLOCK_N, layout=cols_s)
+        visible = offs_n[None, :] < seq_k
+        if CAUSAL:
+            visible = visible & (offs_n[None, :] <= offs_m[:, None])
+        s = gl.where(visible, s, float("-inf"))
+    m_new = gl.maximum(m_i, gl.max(s, 1) * qk_scale)
+    p = gl.exp2(s * qk_scale - m_new[:, None])
+    alpha = gl.exp2(m_i - m_new)
+    return p, m_new, alpha, l_i * alpha + gl.sum(p, 1)
+
+
+@gluon.jit
+def _consumer(q_smem, k_smem, v_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k, start_m, bh, b, h, n_tiles,
+              stride_ob, stride_oh, stride_on, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr,
+              STAGES: gl.constexpr, CAUSAL: gl.constexpr):
+    M: gl.constexpr = 64
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_N, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_DIM, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    rows_s: gl.constexpr = gl.SliceLayout(1, s_layout)
+    cols_s: gl.constexpr = gl.SliceLayout(0, s_layout)
+    rows_o: gl.constexpr = gl.SliceLayout(1, o_layout)
+    cols_o: gl.constexpr = gl.SliceLayout(0, o_layout)
+
+    row0 = start_m + WG * M
+    offs_m = row0 + gl.arange(0, M, layout=rows_s)
+    mask_from = seq_k  # key tiles ending past this need a mask
+    if CAUSAL:
+        mask_from = gl.minimum(seq_k, row0)
+    q = q_smem.index(WG).reshape([M, HEAD_DIM])
+    zero_s = gl.zeros([M, BLOCK_N], gl.float32, layout=s_layout)
+    o = gl.zeros([M, HEAD_DIM], gl.float32, layout=o_layout)
+    m_i = gl.full([M], float("-inf"), gl.float32, layout=rows_s)
+    l_i = gl.zeros([M], gl.float32, layout=rows_s)
+
+    mbarrier.wait(q_bar, 0)
+    mbarrier.wait(ready.index(0), 0)
+    k_tile = k_smem.index(0).reshape([BLOCK_N, HEAD_DIM])
+    s = warpgroup_mma_wait(0, deps=(warpgroup_mma(q, k_tile.permute((1, 0)), zero_s, use_acc=False, is_async=True),))
+    p, m_i, alpha, l_i = _softmax_step(s, m_i, l_i, 0, offs_m, qk_scale, seq_k, mask_from, BLOCK_N, CAUSAL, cols_s)
+    for j in range(n_tiles - 1):
+        nxt = j + 1
+        mbarrier.wait(ready.index(nxt % STAGES), (nxt // STAGES) & 1)
+        k_tile = k_smem.index(nxt % STAGES).reshape([BLOCK_N, HEAD_DIM])
+        s_tok = warpgroup_mma(q, k_tile.permute((1, 0)), zero_s, use_acc=False, is_async=True)
+        p_op = gl.convert_layout(p.to(v_smem.dtype), p_layout)
+        pv_tok = warpgroup_mma(p_op, v_smem.index(j % STAGES).reshape([BLOCK_N, HEAD_DIM]), o, is_async=True)
+        s = warpgroup_mma_wait(1, deps=(s_tok,))  # S_{j+1} done; P_j V_j may still run
+        p, m_i, alpha, l_i = _softmax_step(s, m_i, l_i, nxt, offs_m, qk_scale, seq_k, mask_from, BLOCK_N, CAUSAL, cols_s)
+        o = warpgroup_mma_wait(0, deps=(pv_tok,))
+        o = o * gl.convert_layout(alpha, rows_o)[:, None]
+        mbarrier.arrive(empty.index(j % STAGES), count=1)
+    p_op = gl.convert_layout(p.to(v_smem.dtype), p_layout)
+    v_tile = v_smem.index((n_tiles - 1) % STAGES).reshape([BLOCK_N, HEAD_DIM])
+    o = warpgroup_mma_wait(0, deps=(warpgroup_mma(p_op, v_tile, o, is_async=True),))
+
+    o = o / gl.convert_layout(l_i, rows_o)[:, None]
+    rows = row0 + gl.arange(0, M, layout=rows_o)
+    cols = gl.arange(0, HEAD_DIM, layout=cols_o)
+    out = O + b.to(gl.int64) * stride_ob + h.to(gl.int64) * stride_oh + rows[:, None] * stride_on + cols[None, :]
+    gl.store(out, o.to(O.dtype.element_ty), mask=rows[:, None] < seq_q)
+    lse = (m_i + gl.log2(l_i)) / 1.4426950408889634  # natural log, as flash_triton's backward reads it
+    gl.store(LSE + bh.to(gl.int64) * seq_q + offs_m, lse, mask=offs_m < seq_q)
+
+
+# Two entry points for the two consumers: a partition's arguments carry no constexpr of its own.
+@gluon.jit
+def _consumer0(q_smem, k_smem, v_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k, start_m, bh, b, h, n_tiles,
+               stride_ob, stride_oh, stride_on, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
+               CAUSAL: gl.constexpr):
+    _consumer(q_smem, k_smem, v_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k, start_m, bh, b, h, n_tiles,
+              stride_ob, stride_oh, stride_on, 0, HEAD_DIM, BLOCK_N, STAGES, CAUSAL)
+
+
+@gluon.jit
+def _consumer1(q_smem, k_smem, v_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k, start_m, bh, b, h, n_tiles,
+               stride_ob, stride_oh, stride_on, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
+               CAUSAL: gl.constexpr):
+    _consumer(q_smem, k_smem, v_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k, start_m, bh, b, h, n_tiles,
+              stride_ob, stride_oh, stride_on, 1, HEAD_DIM, BLOCK_N, STAGES, CAUSAL)
+
+
+@gluon.jit
+def _fwd_kernel(
+    q_desc, k_desc, v_desc, O, LSE, qk_scale, seq_q, seq_k, H, group, stride_ob, stride_oh, stride_on,
+    HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
+    num_warps: gl.constexpr,
+):
+    BLOCK_M: gl.constexpr = 128
+    tile_m = gl.program_id(0)
+    if CAUSAL:  # the last query tiles see the most keys: start them first
+        tile_m = gl.num_programs(0) - 1 - tile_m
+    bh = gl.program_id(1)
+    b = bh // H
+    h = bh % H
+    start_m = tile_m * BLOCK_M
+    hi = seq_k
+    if CAUSAL:
+        hi = gl.minimum(seq_k, start_m + BLOCK_M)
+    n_tiles = gl.cdiv(hi, BLOCK_N)
+
+    # One slot per 4-d TMA box (1, 1, rows, HEAD_DIM); the consumers view each as 2-d.
+    q_smem = gl.allocate_shared_memory(q_desc.dtype, [2, 1, 1, BLOCK_M // 2, HEAD_DIM], q_desc.layout)
+    k_smem = gl.allocate_shared_memory(k_desc.dtype, [STAGES, 1, 1, BLOCK_N, HEAD_DIM], k_desc.layout)
+    v_smem = gl.allocate_shared_memory(v_desc.dtype, [STAGES, 1, 1, BLOCK_N, HEAD_DIM], v_desc.layout)
+    q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    mbarrier.init(q_bar, count=1)
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+        mbarrier.init(empty.index(s), count=2)  # one arrival per consumer warp group
+    fence_async_shared()
+
+    # Argument tuples written inline: one bound to a name first turns its constexprs into
+    # tensors on the way into the partitions (Triton 3.6).
+    gl.warp_specialize([
+        (_consumer0, (q_smem, k_smem, v_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k, start_m, bh, b, h,
+                      n_tiles, stride_ob, stride_oh, stride_on, HEAD_DIM, BLOCK_N, STAGES, CAUSAL)),
+        (_consumer1, (q_smem, k_smem, v_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k, start_m, bh, b, h,
+                      n_tiles, stride_ob, stride_oh, stride_on, HEAD_DIM, BLOCK_N, STAGES, CAUSAL)),
+        (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, ready, empty, b, h, h // group, start_m,
+                     n_tiles, BLOCK_N, STAGES)),
+    ], [4, 1], [240, 24])
+
+
+def _tma_ready(x: torch.Tensor) -> bool:
+    """A TMA descriptor can address x: unit-stride last dim, 16-byte aligned base and strides."""
+    size = x.element_size()
+    return x.stride(-1) == 1 and x.data_ptr() % 16 == 0 and all(stride * size % 16 == 0 for stride in x.stride()[:-1])
+
+
+def fits(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
+    """Whether the kernel takes these 4-d (B, H, S, d) inputs, on any device: bf16/fp16 alike,
+    head_dim 64 or 128 for all three, non-empty, batch x heads within the grid, TMA-addressable."""
+    return (
+        q.dtype in (torch.bfloat16, torch.float16) and k.dtype == v.dtype == q.dtype
+        and q.shape[-1] in TILES and k.shape[-1] == v.shape[-1] == q.shape[-1]
+        and q.shape[-2] > 0 and k.shape[-2] > 0 and q.shape[0] * q.shape[1] <= 65535
+        and all(_tma_ready(x) for x in (q, k, v))
+    )
+
+
+def supported(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
+    """Whether this forward runs these inputs (else Triton's does): enabled, an sm90 GPU, `fits`."""
+    return ENABLED and q.is_cuda and torch.cuda.get_device_capability(q.device) == (9, 0) and fits(q, k, v)
+
+
+def _descriptor(x: torch.Tensor, rows: int) -> TensorDescriptor:
+    dtype = gl.bfloat16 if x.dtype == torch.bfloat16 else gl.float16
+    block = [1, 1, rows, x.shape[-1]]
+    return TensorDescriptor.from_tensor(x, block, gl.NVMMASharedLayout.get_default_for(block, dtype))
+
+
+def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """O (B, H, seq_q, d), stored (B, seq_q, H, d), and LSE (B, H, seq_q) in fp32, as
+    flash_triton.triton_forward returns them; inputs as `supported` accepts them."""
+    batch, heads, seq_q, head_dim = q.shape
+    seq_k = k.shape[2]
+    block_n, stages = TILES[head_dim]
+    o = torch.empty((batch, seq_q, heads, head_dim), dtype=q.dtype, device=q.device).transpose(1, 2)
+    lse = torch.empty((batch, heads, seq_q), dtype=torch.float32, device=q.device)
+    _fwd_kernel[(triton.cdiv(seq_q, 2 * ROWS), batch * heads)](
+        _descriptor(q, ROWS), _descriptor(k, block_n), _descriptor(v, block_n), o, lse, LOG2E / math.sqrt(head_dim),
+        seq_q, seq_k, heads, heads // k.shape[1], o.stride(0), o.stride(1), o.stride(2),
+        HEAD_DIM=head_dim, BLOCK_N=block_n, STAGES=stages, CAUSAL=is_causal, num_warps=4,
+    )
+    return o, lse
+
+
+@torch.library.custom_op("lmperf::flash_gluon_forward", mutates_args=())
+def _forward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    return forward(q, k, v, is_causal)
+
+
+@_forward_op.register_fake
+def _(q, k, v, is_causal):
+    batch, heads, seq_q, head_dim = q.shape
+    o = q.new_empty((batch, seq_q, heads, head_dim)).transpose(1, 2)
+    return o, q.new_empty((batch, heads, seq_q), dtype=torch.float32)
+
+
+def launch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """`forward`, through the custom op where torch.compile traces (Dynamo does not trace Gluon
+    launches), directly otherwise (no dispatcher cost on small shapes)."""
+    if torch.compiler.is_compiling():
+        return _forward_op(q, k, v, is_causal)
+    return forward(q, k, v, is_causal)
