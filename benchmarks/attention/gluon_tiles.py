@@ -13,6 +13,7 @@ peer at a point before the next point, twice, the second round in reverse order.
 """
 
 import json
+import os
 import sys
 
 import torch
@@ -23,7 +24,10 @@ from lmperf.attention import flash_gluon
 from lmperf.attention.flash_triton import triton_forward
 from lmperf.report.environment import environment
 
-POINTS = [(d, causal, seq) for d in (64, 128) for causal in (True, False) for seq in (1024, 2048, 4096, 16384)]
+# GLUON_TILES_DIMS / GLUON_TILES_SEQS (comma-separated) narrow the grid.
+DIMS = [int(d) for d in os.environ.get("GLUON_TILES_DIMS", "64,128").split(",")]
+SEQS = [int(s) for s in os.environ.get("GLUON_TILES_SEQS", "1024,2048,4096,16384").split(",")]
+POINTS = [(d, causal, seq) for d in DIMS for causal in (True, False) for seq in SEQS]
 
 
 def gluon_with(block_n):

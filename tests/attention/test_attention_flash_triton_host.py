@@ -51,4 +51,12 @@ def test_gluon_forward_takes_only_what_its_kernel_and_tma_can_address():
     # Rows 68 bf16 apart (136 bytes): a stride TMA cannot take; 72 apart (144 bytes) it can.
     assert not flash_gluon.fits(torch.empty(2, 4, 300, 68, dtype=torch.bfloat16)[..., :64], k, v)
     assert flash_gluon.fits(torch.empty(2, 4, 300, 72, dtype=torch.bfloat16)[..., :64], k, v)
-    assert not flash_gluon.supported(q, k, v)  # CPU tensors
+    assert not flash_gluon.supported(q, k, v, True)  # CPU tensors
+
+
+def test_gluon_forward_runs_where_it_beat_triton_on_the_h100():
+    flash_gluon = pytest.importorskip("lmperf.attention.flash_gluon")
+    # head_dim 128: ahead at every measured length; 64: only over long key ranges.
+    assert flash_gluon.faster_here(128, 1024, True) and flash_gluon.faster_here(128, 1, False)
+    assert not flash_gluon.faster_here(64, 2048, False) and flash_gluon.faster_here(64, 4096, False)
+    assert not flash_gluon.faster_here(64, 4096, True) and flash_gluon.faster_here(64, 8192, True)

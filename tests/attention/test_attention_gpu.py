@@ -101,9 +101,11 @@ HOPPER = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9,
     ],
 )
 def test_gluon_forward_matches_float64_reference(monkeypatch, lead, kv_heads, seq_q, seq_k, head_dim, is_causal, dtype, packed):
-    """The forward flash_triton hands to flash_gluon on an H100 (it must be the one that ran),
-    with flash_triton's backward on its O and LSE, against float64."""
+    """The forward flash_triton hands to flash_gluon on an H100 (it must be the one that ran; at
+    every length here, not only where it is faster), with flash_triton's backward on its O and
+    LSE, against float64."""
     gluon, calls = flash_triton.flash_gluon, []
+    monkeypatch.setattr(gluon, "D64_FROM_KEYS", {False: 0, True: 0})
     real_forward = gluon.forward
     monkeypatch.setattr(gluon, "forward", lambda *args: calls.append(args[0].shape) or real_forward(*args))
     if packed:  # (B, H, T, d) views of a (B, T, 3, H, d) projection, as the model slices them
@@ -114,6 +116,17 @@ def test_gluon_forward_matches_float64_reference(monkeypatch, lead, kv_heads, se
         q, k, v, do = random_qkv(lead, seq_q, seq_k, head_dim, dtype, device="cuda", seed=seq_q, kv_heads=kv_heads)
     check_against_reference(*TRITON, q, k, v, do, is_causal, TOLERANCE[dtype])
     assert calls, "flash_triton did not run the Gluon forward"
+
+
+@pytest.mark.skipif(not HOPPER or flash_triton.flash_gluon is None, reason="the Gluon forward is written for sm90")
+def test_gluon_forward_only_where_it_was_faster(monkeypatch):
+    gluon, calls = flash_triton.flash_gluon, []
+    real_forward = gluon.forward
+    monkeypatch.setattr(gluon, "forward", lambda *args: calls.append(args[0].shape[-1]) or real_forward(*args))
+    for head_dim in (64, 128):  # 64 over 1000 keys: Triton's forward; 128: Gluon's
+        q, k, v, _ = random_qkv((1, 2), 1000, 1000, head_dim, torch.bfloat16, device="cuda")
+        flash_attention_triton_with_lse(q, k, v, True)
+    assert calls == [128]
 
 
 @pytest.mark.parametrize("head_dim", [64, 80])

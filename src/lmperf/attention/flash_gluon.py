@@ -12,8 +12,9 @@ them as FlashAttention-3 does. One program holds 128 query rows:
     only and runs its online softmax while P_j V_j is still on the tensor cores, then waits for
     P_j V_j, rescales O and releases slot j. Nothing stays in flight across the loop's back edge
     (ptxas serialises every wgmma of a kernel that does that, benchmarks/attention/trials).
-Measured beside flash_triton's forward on an H100 (benchmarks/attention/gluon-ws-forward-h100-
-6c23e70): 1.02-1.25x faster at head_dim 128, level to 1.24x at 64.
+Forward time flash_triton's / this one's on an H100 (benchmarks/attention/gluon-ws-forward-h100-
+6c23e70, bf16, 16k tokens): 1.069-1.254 at head_dim 128 (4k and 16k keys, causal and not),
+0.942-1.244 at 64; at short contexts see D64_FROM_KEYS.
 
 Scope: CUDA sm90 (the kernel is written for Hopper's wgmma), bf16/fp16, head_dim 64 or 128,
 inputs 4-d with unit-stride head_dim and 16-byte aligned (TMA); anything else runs Triton's
@@ -207,9 +208,27 @@ def fits(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
     )
 
 
-def supported(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
-    """Whether this forward runs these inputs (else Triton's does): enabled, an sm90 GPU, `fits`."""
-    return ENABLED and q.is_cuda and torch.cuda.get_device_capability(q.device) == (9, 0) and fits(q, k, v)
+# At head_dim 64 the Gluon forward trails Triton's over short key ranges (a program's first
+# Q K^T and last P V overlap nothing, and 128-key tiles leave few tiles per program): forward
+# time Triton / Gluon on an H100 (benchmarks/attention/gluon-tiles-h100-37dafcb) causal 0.82 at
+# 1024 keys, 0.91 at 2048, 0.95-1.06 at 4096 (0.94-0.97 in two earlier runs), 1.03-1.16 at 16384;
+# non-causal 0.92 at 1024, 0.99-1.07 at 2048, 1.02-1.18 at 4096. So from these key counts on
+# (causal: 8192, between the measured 4096 and 16384). At 128 it led at every length (1.03-1.18).
+D64_FROM_KEYS = {False: 4096, True: 8192}
+
+
+def faster_here(head_dim: int, seq_k: int, is_causal: bool) -> bool:
+    """Whether the Gluon forward beat Triton's on the H100 at this head_dim and key count."""
+    return head_dim == 128 or seq_k >= D64_FROM_KEYS[is_causal]
+
+
+def supported(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) -> bool:
+    """Whether this forward runs these inputs (else Triton's does): enabled, an sm90 GPU, `fits`,
+    and `faster_here`."""
+    return (
+        ENABLED and q.is_cuda and torch.cuda.get_device_capability(q.device) == (9, 0) and fits(q, k, v)
+        and faster_here(q.shape[-1], k.shape[-2], is_causal)
+    )
 
 
 def _descriptor(x: torch.Tensor, rows: int) -> TensorDescriptor:
