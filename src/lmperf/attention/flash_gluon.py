@@ -209,11 +209,12 @@ def fits(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
 
 
 # At head_dim 64 the Gluon forward trails Triton's over short key ranges (a program's first
-# Q K^T and last P V overlap nothing, and 128-key tiles leave few tiles per program): forward
-# time Triton / Gluon on an H100 (benchmarks/attention/gluon-tiles-h100-37dafcb) causal 0.82 at
-# 1024 keys, 0.91 at 2048, 0.95-1.06 at 4096 (0.94-0.97 in two earlier runs), 1.03-1.16 at 16384;
-# non-causal 0.92 at 1024, 0.99-1.07 at 2048, 1.02-1.18 at 4096. So from these key counts on
-# (causal: 8192, between the measured 4096 and 16384). At 128 it led at every length (1.03-1.18).
+# Q K^T and last P V overlap nothing, and 128-key tiles leave few tiles per program). Forward
+# time Triton / Gluon on an H100 (benchmarks/attention/gluon-tiles-h100-37dafcb, two rounds per
+# point): causal 0.820-0.826 at 1024 keys, 0.911-0.918 at 2048, 0.946-1.059 at 4096, 0.951-1.044
+# at 8192, 1.028-1.164 at 16384; non-causal 0.914-0.929 at 1024, 0.993-1.068 at 2048, 1.020-1.183
+# at 4096, 0.949-1.058 at 8192, 0.983-1.044 at 16384. So from these key counts on (level or
+# ahead). At 128, with 64-key tiles, it led at every length: 1.033-1.184.
 D64_FROM_KEYS = {False: 4096, True: 8192}
 
 
