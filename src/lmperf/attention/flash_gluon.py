@@ -38,7 +38,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 LOG2E = 1.4426950408889634
 ROWS = 64  # query rows per consumer warp group; a program holds two
 # head_dim -> (BLOCK_N keys per tile, K/V slots): S, P and O of a warp group fit its registers
-# without spills (benchmarks/attention/trials/gluon_ws_forward.py's sm90 report).
+# without spills (benchmarks/attention/gluon_sm90_report.py, gluon-sm90-report-triton36.txt).
 TILES = {64: (128, 3), 128: (64, 3)}
 # LMPERF_ATTENTION_GLUON=0 keeps Triton's forward everywhere (to time the two side by side).
 ENABLED = os.environ.get("LMPERF_ATTENTION_GLUON", "1") != "0"
@@ -130,23 +130,6 @@ def _consumer(q_smem, k_smem, v_smem, q_bar, ready, empty, O, LSE, qk_scale, seq
     gl.store(LSE + bh.to(gl.int64) * seq_q + offs_m, lse, mask=offs_m < seq_q)
 
 
-# Two entry points for the two consumers: a partition's arguments carry no constexpr of its own.
-@gluon.jit
-def _consumer0(q_smem, k_smem, v_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k, start_m, bh, b, h, n_tiles,
-               stride_ob, stride_oh, stride_on, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
-               CAUSAL: gl.constexpr):
-    _consumer(q_smem, k_smem, v_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k, start_m, bh, b, h, n_tiles,
-              stride_ob, stride_oh, stride_on, 0, HEAD_DIM, BLOCK_N, STAGES, CAUSAL)
-
-
-@gluon.jit
-def _consumer1(q_smem, k_smem, v_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k, start_m, bh, b, h, n_tiles,
-               stride_ob, stride_oh, stride_on, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
-               CAUSAL: gl.constexpr):
-    _consumer(q_smem, k_smem, v_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k, start_m, bh, b, h, n_tiles,
-              stride_ob, stride_oh, stride_on, 1, HEAD_DIM, BLOCK_N, STAGES, CAUSAL)
-
-
 @gluon.jit
 def _fwd_kernel(
     q_desc, k_desc, v_desc, O, LSE, qk_scale, seq_q, seq_k, H, group, stride_ob, stride_oh, stride_on,
@@ -179,13 +162,13 @@ def _fwd_kernel(
         mbarrier.init(empty.index(s), count=2)  # one arrival per consumer warp group
     fence_async_shared()
 
-    # Argument tuples written inline: one bound to a name first turns its constexprs into
-    # tensors on the way into the partitions (Triton 3.6).
+    # Argument tuples written inline: one bound to a name first turns its constexprs (the
+    # consumer's index WG among them) into tensors on the way into the partitions (Triton 3.6).
     gl.warp_specialize([
-        (_consumer0, (q_smem, k_smem, v_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k, start_m, bh, b, h,
-                      n_tiles, stride_ob, stride_oh, stride_on, HEAD_DIM, BLOCK_N, STAGES, CAUSAL)),
-        (_consumer1, (q_smem, k_smem, v_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k, start_m, bh, b, h,
-                      n_tiles, stride_ob, stride_oh, stride_on, HEAD_DIM, BLOCK_N, STAGES, CAUSAL)),
+        (_consumer, (q_smem, k_smem, v_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k, start_m, bh, b, h,
+                     n_tiles, stride_ob, stride_oh, stride_on, 0, HEAD_DIM, BLOCK_N, STAGES, CAUSAL)),
+        (_consumer, (q_smem, k_smem, v_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k, start_m, bh, b, h,
+                     n_tiles, stride_ob, stride_oh, stride_on, 1, HEAD_DIM, BLOCK_N, STAGES, CAUSAL)),
         (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, ready, empty, b, h, h // group, start_m,
                      n_tiles, BLOCK_N, STAGES)),
     ], [4, 1], [240, 24])

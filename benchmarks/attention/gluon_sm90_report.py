@@ -1,0 +1,60 @@
+"""The sm90 compiler's report on flash_gluon's forward kernel, on a machine without a GPU.
+
+`python benchmarks/attention/gluon_sm90_report.py` compiles the kernel for an H100 (Triton
+ahead-of-time, target cuda:90, bf16) at each head_dim of flash_gluon.TILES, causal and not, and
+prints registers at launch and each partition's setmaxnreg, spilled stack bytes, shared memory,
+and whether ptxas serialises the wgmma pipeline (its C7514 note: what a wgmma left in flight
+across a loop's back edge caused in benchmarks/attention/trials/gluon_forward.py). Run it with
+the device's Triton (`pip install triton==3.6.0` in a virtual environment) for exact figures,
+as gluon-sm90-report-triton36.txt was.
+"""
+
+import re
+import subprocess
+import tempfile
+
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon._runtime import GluonASTSource
+
+from lmperf.attention import flash_gluon
+from sm90_report import TOOLS, resources
+
+
+def compile_sm90(head_dim: int, causal: bool):
+    block_n, stages = flash_gluon.TILES[head_dim]
+    rows = flash_gluon.ROWS
+    layout = {n: gl.NVMMASharedLayout.get_default_for([1, 1, n, head_dim], gl.bfloat16) for n in (rows, block_n)}
+    signature = {
+        "q_desc": f"tensordesc<bf16[1, 1, {rows}, {head_dim}],{layout[rows]!r}>",
+        **{name: f"tensordesc<bf16[1, 1, {block_n}, {head_dim}],{layout[block_n]!r}>" for name in ("k_desc", "v_desc")},
+        "O": "*bf16", "LSE": "*fp32", "qk_scale": "fp32",
+        **{name: "i32" for name in ("seq_q", "seq_k", "H", "group", "stride_ob", "stride_oh", "stride_on")},
+        **{name: "constexpr" for name in ("HEAD_DIM", "BLOCK_N", "STAGES", "CAUSAL", "num_warps")},
+    }
+    constexprs = dict(HEAD_DIM=head_dim, BLOCK_N=block_n, STAGES=stages, CAUSAL=causal, num_warps=4)
+    source = GluonASTSource(flash_gluon._fwd_kernel, signature, constexprs)
+    return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4))
+
+
+def main() -> None:
+    print(f"triton {triton.__version__}: flash_gluon's forward for sm90 (bf16)")
+    for head_dim in flash_gluon.TILES:
+        for causal in (False, True):
+            compiled = compile_sm90(head_dim, causal)
+            usage = resources(compiled)
+            ptx = compiled.asm["ptx"]
+            maxnreg = sorted(set(re.findall(r"setmaxnreg\.(\w+)\.sync\.aligned\.u32\s+(\d+)", ptx)))
+            with tempfile.NamedTemporaryFile("w", suffix=".ptx") as file:
+                file.write(ptx)
+                file.flush()
+                note = subprocess.run([TOOLS / "ptxas", "-arch=sm_90a", "-v", file.name, "-o", "/dev/null"],
+                                      capture_output=True, text=True).stderr
+            print(f"d{head_dim} {'causal' if causal else 'full'} (BLOCK_N, slots) {flash_gluon.TILES[head_dim]}: "
+                  f"registers at launch {usage['registers']}, setmaxnreg {maxnreg}, stack {usage['stack']} B, "
+                  f"shared {usage['shared_kb']} KB, ptxas serialises wgmma: {'serialized' in note}")
+
+
+if __name__ == "__main__":
+    main()
