@@ -1,0 +1,344 @@
+"""Trial (prepared 2026-11-25, not yet run on a GPU): the dK/dV/dQ backward in Gluon, warp-
+specialised as flash_gluon's forward is, at head_dim 64.
+
+Why: the backward is about 70% of forward + backward and cuDNN's runs 1.38x shorter than ours at
+d=64 causal 16k, its tensor pipe busy 48.5% of the time against our 34.6%
+(benchmarks/attention/stall-profile-h100-cd88912). Triton's tl.dot waits on each product as it
+is issued; here each product is asynchronous and waited on only where its result is read.
+
+One program per (128 keys, batch x key/value head); its two consumer warp groups own 64 keys
+each (their dK and dV stay in registers) and share every query tile, which a producer warp
+streams by TMA (Q_i and dO_i into a 2-slot ring; K and V once). Per query tile i of 64 rows
+(and, under GQA, per query head of the group) a consumer:
+  1. issues S^T = K Q_i^T and dP^T = V dO_i^T together;
+  2. waits for S^T only: P^T = exp2(S^T scale log2e - LSE_i log2e), masked (causal, ragged);
+  3. issues dV += P^T dO_i (P^T from registers), waits for dP^T: dS^T = P^T (dP^T - delta_i);
+  4. stores dS^T to shared memory and issues dK += dS^T Q_i (registers) and dQ_i = dS K
+     (dS^T read transposed from shared memory), waits for all, adds scale x dQ_i into an fp32
+     dQ by per-thread atomics (Gluon 3.6's TMA has no bulk reduction, docs item 27), and
+     releases the slot.
+Steps 2-3 run under the tensor cores' work of 1 and 3. D = rowsum(dO * O) comes from the host
+(torch) in this trial. At the end dK (x scale) and dV are stored.
+
+Prediction (a guess, no profile yet): the dK/dV kernel's time -10 to -20% at d=64 against
+flash_triton's atomic backward, which would bring forward + backward to about 0.95-1.0x cuDNN's
+time; the per-thread atomics (5-12% slower than TMA reductions in Triton, item 24) are the risk.
+
+`python benchmarks/attention/trials/gluon_backward.py` compiles it for sm90 and prints registers
+per partition, spills, shared memory and ptxas's serialisation note (no GPU needed). On an H100:
+`PYTHONPATH=src python3 benchmarks/attention/trials/gluon_backward.py gpu OUT.jsonl` checks dQ,
+dK, dV against float64 (odd lengths, seq_q != seq_k, GQA, causal and not) and times the backward
+beside flash_triton's atomic and split backwards and SDPA cuDNN's, interleaved.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import torch
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+LOG2E = 1.4426950408889634
+KEYS = 64  # keys per consumer warp group; a program holds two
+ROWS = 64  # query rows per tile
+STAGES = 2  # Q_i / dO_i slots
+
+
+@gluon.jit
+def _producer(q_desc, k_desc, v_desc, do_desc, q_smem, k_smem, v_smem, do_smem, kv_bar, ready, empty,
+              b, kv_h, group, start_n, first_tile, n_q_tiles, STAGES: gl.constexpr):
+    mbarrier.expect(kv_bar, 4 * k_desc.block_type.nbytes)
+    for w in gl.static_range(2):
+        tma.async_copy_global_to_shared(k_desc, [b, kv_h, start_n + w * k_desc.block_type.shape[2], 0], kv_bar, k_smem.index(w))
+        tma.async_copy_global_to_shared(v_desc, [b, kv_h, start_n + w * k_desc.block_type.shape[2], 0], kv_bar, v_smem.index(w))
+    for t in range(group * n_q_tiles):
+        slot = t % STAGES
+        if t >= STAGES:  # both consumers are done with step t - STAGES, which held this slot
+            mbarrier.wait(empty.index(slot), (t // STAGES - 1) & 1)
+        h = kv_h * group + t // n_q_tiles
+        row = (first_tile + t % n_q_tiles) * q_desc.block_type.shape[2]
+        bar = ready.index(slot)
+        mbarrier.expect(bar, 2 * q_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(q_desc, [b, h, row, 0], bar, q_smem.index(slot))
+        tma.async_copy_global_to_shared(do_desc, [b, h, row, 0], bar, do_smem.index(slot))
+
+
+@gluon.jit
+def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, kv_bar, ready, empty, LSE, DELTA, DQ, DK, DV,
+              scale, qk_scale, seq_q, seq_k, b, kv_h, H, group, start_n, first_tile, n_q_tiles,
+              stride_dqb, stride_dqh, stride_dqn, stride_kb, stride_kh, stride_kn,
+              WG: gl.constexpr, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr):
+    N: gl.constexpr = 64  # keys of this warp group
+    M: gl.constexpr = 64  # query rows per tile
+    st_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, M, 16])
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_DIM, 16])
+    op_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=2)
+    keys_l: gl.constexpr = gl.SliceLayout(1, st_layout)
+    queries_l: gl.constexpr = gl.SliceLayout(0, st_layout)
+
+    key0 = start_n + WG * N
+    offs_k = key0 + gl.arange(0, N, layout=keys_l)
+    k_tile = k_smem.index(WG).reshape([N, HEAD_DIM])
+    v_tile = v_smem.index(WG).reshape([N, HEAD_DIM])
+    ds_tile = ds_smem.index(WG)
+    zero_st = gl.zeros([N, M], gl.float32, layout=st_layout)
+    zero_dq = gl.zeros([M, HEAD_DIM], gl.float32, layout=acc_layout)
+    dk = gl.zeros([N, HEAD_DIM], gl.float32, layout=acc_layout)
+    dv = gl.zeros([N, HEAD_DIM], gl.float32, layout=acc_layout)
+    rows_acc = gl.arange(0, M, layout=gl.SliceLayout(1, acc_layout))
+    cols_acc = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, acc_layout))
+
+    mbarrier.wait(kv_bar, 0)
+    for t in range(group * n_q_tiles):
+        slot = t % STAGES
+        h = kv_h * group + t // n_q_tiles
+        row0 = (first_tile + t % n_q_tiles) * M
+        bh = b * H + h
+        offs_q = row0 + gl.arange(0, M, layout=queries_l)
+        # Rows past the sequence: LSE +inf makes their P zero (their Q rows are zero-filled).
+        lse = gl.load(LSE + bh.to(gl.int64) * seq_q + offs_q, mask=offs_q < seq_q, other=float("inf")) * 1.4426950408889634
+        delta = gl.load(DELTA + bh.to(gl.int64) * seq_q + offs_q, mask=offs_q < seq_q, other=0.0)
+        mbarrier.wait(ready.index(slot), (t // STAGES) & 1)
+        q_tile = q_smem.index(slot).reshape([M, HEAD_DIM])
+        do_tile = do_smem.index(slot).reshape([M, HEAD_DIM])
+        # 1. S^T and dP^T together
+        st_tok = warpgroup_mma(k_tile, q_tile.permute((1, 0)), zero_st, use_acc=False, is_async=True)
+        dpt_tok = warpgroup_mma(v_tile, do_tile.permute((1, 0)), zero_st, use_acc=False, is_async=True)
+        # 2. P^T under dP^T
+        st = warpgroup_mma_wait(1, deps=(st_tok,))
+        pt = gl.exp2(st * qk_scale - lse[None, :])
+        visible = offs_k[:, None] < seq_k
+        if CAUSAL:
+            visible = visible & (offs_k[:, None] <= offs_q[None, :])
+        pt = gl.where(visible, pt, 0.0)
+        # 3. dV under dS^T
+        pt_op = gl.convert_layout(pt.to(q_tile.dtype), op_layout)
+        dv_tok = warpgroup_mma(pt_op, do_tile, dv, is_async=True)
+        dpt = warpgroup_mma_wait(1, deps=(dpt_tok,))
+        dst = (pt * (dpt - delta[None, :])).to(q_tile.dtype)
+        # 4. dK and dQ_i from dS^T
+        ds_tile.store(dst)
+        fence_async_shared()
+        gl.thread_barrier()  # every thread's part of dS^T is in shared memory before the wgmma reads it
+        dk_tok = warpgroup_mma(gl.convert_layout(dst, op_layout), q_tile, dk, is_async=True)
+        dq_tok = warpgroup_mma(ds_tile.permute((1, 0)), k_tile, zero_dq, use_acc=False, is_async=True)
+        dv, dk, dq = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok))
+        mbarrier.arrive(empty.index(slot), count=1)
+        rows = row0 + rows_acc
+        dq_ptr = DQ + b.to(gl.int64) * stride_dqb + h.to(gl.int64) * stride_dqh + rows[:, None] * stride_dqn + cols_acc[None, :]
+        gl.atomic_add(dq_ptr, dq * scale, mask=rows[:, None] < seq_q, sem="relaxed")
+
+    keys = key0 + gl.arange(0, N, layout=gl.SliceLayout(1, acc_layout))
+    offsets = b.to(gl.int64) * stride_kb + kv_h.to(gl.int64) * stride_kh + keys[:, None] * stride_kn + cols_acc[None, :]
+    gl.store(DK + offsets, (dk * scale).to(DK.dtype.element_ty), mask=keys[:, None] < seq_k)
+    gl.store(DV + offsets, dv.to(DV.dtype.element_ty), mask=keys[:, None] < seq_k)
+
+
+@gluon.jit
+def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, LSE, DELTA, DQ, DK, DV, scale, qk_scale, seq_q, seq_k, H, group,
+                stride_dqb, stride_dqh, stride_dqn, stride_kb, stride_kh, stride_kn,
+                HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, num_warps: gl.constexpr):
+    BLOCK_N: gl.constexpr = 128
+    M: gl.constexpr = 64
+    start_n = gl.program_id(0) * BLOCK_N
+    bkv = gl.program_id(1)
+    kv_heads = H // group
+    b = bkv // kv_heads
+    kv_h = bkv % kv_heads
+    first_tile = 0
+    if CAUSAL:  # query rows before the first key see none of this program's keys
+        first_tile = start_n // M
+    n_q_tiles = gl.cdiv(seq_q, M) - first_tile
+
+    q_smem = gl.allocate_shared_memory(q_desc.dtype, [STAGES, 1, 1, M, HEAD_DIM], q_desc.layout)
+    do_smem = gl.allocate_shared_memory(do_desc.dtype, [STAGES, 1, 1, M, HEAD_DIM], do_desc.layout)
+    k_smem = gl.allocate_shared_memory(k_desc.dtype, [2, 1, 1, BLOCK_N // 2, HEAD_DIM], k_desc.layout)
+    v_smem = gl.allocate_shared_memory(v_desc.dtype, [2, 1, 1, BLOCK_N // 2, HEAD_DIM], v_desc.layout)
+    ds_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_N // 2, M], q_desc.dtype)
+    ds_smem = gl.allocate_shared_memory(q_desc.dtype, [2, BLOCK_N // 2, M], ds_layout)
+    kv_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    mbarrier.init(kv_bar, count=1)
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+        mbarrier.init(empty.index(s), count=2)
+    fence_async_shared()
+
+    # Argument tuples inline (bound to a name first, their constexprs would arrive as tensors).
+    gl.warp_specialize([
+        (_consumer, (q_smem, k_smem, v_smem, do_smem, ds_smem, kv_bar, ready, empty, LSE, DELTA, DQ, DK, DV, scale, qk_scale,
+                     seq_q, seq_k, b, kv_h, H, group, start_n, first_tile, n_q_tiles, stride_dqb, stride_dqh, stride_dqn,
+                     stride_kb, stride_kh, stride_kn, 0, HEAD_DIM, STAGES, CAUSAL)),
+        (_consumer, (q_smem, k_smem, v_smem, do_smem, ds_smem, kv_bar, ready, empty, LSE, DELTA, DQ, DK, DV, scale, qk_scale,
+                     seq_q, seq_k, b, kv_h, H, group, start_n, first_tile, n_q_tiles, stride_dqb, stride_dqh, stride_dqn,
+                     stride_kb, stride_kh, stride_kn, 1, HEAD_DIM, STAGES, CAUSAL)),
+        (_producer, (q_desc, k_desc, v_desc, do_desc, q_smem, k_smem, v_smem, do_smem, kv_bar, ready, empty,
+                     b, kv_h, group, start_n, first_tile, n_q_tiles, STAGES)),
+    ], [4, 1], [240, 24])
+
+
+def _descriptor(x: torch.Tensor, rows: int) -> TensorDescriptor:
+    dtype = gl.bfloat16 if x.dtype == torch.bfloat16 else gl.float16
+    block = [1, 1, rows, x.shape[-1]]
+    return TensorDescriptor.from_tensor(x, block, gl.NVMMASharedLayout.get_default_for(block, dtype))
+
+
+def gluon_backward(q, k, v, o, lse, do, is_causal):
+    """dQ, dK, dV for (B, H, S, 64) inputs (K/V (B, H_kv, S, 64)), LSE (B, H, S) natural log as
+    flash_triton's forward leaves it."""
+    batch, heads, seq_q, head_dim = q.shape
+    kv_heads, seq_k = k.shape[1], k.shape[2]
+    assert head_dim == 64 and q.dtype in (torch.bfloat16, torch.float16), "trial: head_dim 64, bf16/fp16"
+    do = do.contiguous()
+    delta = (do.float() * o.float()).sum(-1).contiguous()
+    dq = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
+    dk, dv = torch.empty(k.shape, dtype=q.dtype, device=q.device), torch.empty(v.shape, dtype=q.dtype, device=q.device)
+    scale = 1 / math.sqrt(head_dim)
+    _bwd_kernel[(triton.cdiv(seq_k, 128), batch * kv_heads)](
+        _descriptor(q, ROWS), _descriptor(k, KEYS), _descriptor(v, KEYS), _descriptor(do, ROWS), lse.contiguous(), delta,
+        dq, dk, dv, scale, scale * LOG2E, seq_q, seq_k, heads, heads // kv_heads,
+        dq.stride(0), dq.stride(1), dq.stride(2), dk.stride(0), dk.stride(1), dk.stride(2),
+        HEAD_DIM=head_dim, STAGES=STAGES, CAUSAL=is_causal, num_warps=4,
+    )
+    return dq.to(q.dtype), dk, dv
+
+
+class GluonBackwardAttention(torch.autograd.Function):
+    """flash_triton's forward (Gluon on an H100 where it runs) with this trial's backward."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, is_causal=False):
+        from lmperf.attention.flash_triton import triton_forward
+
+        o, lse = triton_forward(q, k, v, is_causal)
+        ctx.save_for_backward(q, k, v, o, lse)
+        ctx.is_causal = is_causal
+        return o
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        q, k, v, o, lse = ctx.saved_tensors
+        return (*gluon_backward(q, k, v, o, lse, grad_out, ctx.is_causal), None)
+
+
+def compile_sm90(causal: bool):
+    """Compile for an H100 without a GPU."""
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    layout = gl.NVMMASharedLayout.get_default_for([1, 1, 64, 64], gl.bfloat16)
+    descriptor = f"tensordesc<bf16[1, 1, 64, 64],{layout!r}>"
+    signature = {
+        **{name: descriptor for name in ("q_desc", "k_desc", "v_desc", "do_desc")},
+        "LSE": "*fp32", "DELTA": "*fp32", "DQ": "*fp32", "DK": "*bf16", "DV": "*bf16", "scale": "fp32", "qk_scale": "fp32",
+        **{name: "i32" for name in ("seq_q", "seq_k", "H", "group", "stride_dqb", "stride_dqh", "stride_dqn",
+                                    "stride_kb", "stride_kh", "stride_kn")},
+        **{name: "constexpr" for name in ("HEAD_DIM", "STAGES", "CAUSAL", "num_warps")},
+    }
+    constexprs = dict(HEAD_DIM=64, STAGES=STAGES, CAUSAL=causal, num_warps=4)
+    return triton.compile(GluonASTSource(_bwd_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32),
+                          options=dict(num_warps=4))
+
+
+def _sm90_report() -> None:
+    import re
+    import subprocess
+    import tempfile
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/attention
+    from sm90_report import TOOLS, resources
+
+    print(f"triton {triton.__version__}: warp-specialised Gluon attention backward (d=64) for sm90")
+    for causal in (False, True):
+        compiled = compile_sm90(causal)
+        usage = resources(compiled)
+        ptx = compiled.asm["ptx"]
+        maxnreg = sorted(set(re.findall(r"setmaxnreg\.(\w+)\.sync\.aligned\.u32\s+(\d+)", ptx)))
+        with tempfile.NamedTemporaryFile("w", suffix=".ptx") as file:
+            file.write(ptx)
+            file.flush()
+            note = subprocess.run([TOOLS / "ptxas", "-arch=sm_90a", "-v", file.name, "-o", "/dev/null"],
+                                  capture_output=True, text=True).stderr
+        print(f"d64 {'causal' if causal else 'full'}: registers at launch {usage['registers']}, setmaxnreg {maxnreg}, "
+              f"stack {usage['stack']} B, shared {usage['shared_kb']} KB, ptxas serialises wgmma: {'serialized' in note}")
+
+
+def check_and_time(out_path: str, seqs=(4096, 16384), tokens: int = 16384) -> None:
+    """On an H100: largest relative error of dQ, dK, dV against float64 on ragged shapes; then
+    backward-only ms of this trial, flash_triton's atomic and split backwards on the same saved
+    tensors, and forward + backward TFLOP/s beside FlashAttention2Triton's default and SDPA
+    cuDNN's, interleaved, two rounds (bf16, `tokens` per batch, 32 heads x 64). Rows as they come."""
+    import json
+
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from triton.testing import do_bench
+
+    from lmperf.attention.flash_triton import FlashAttention2Triton, triton_backward, triton_forward
+    from lmperf.report.environment import environment
+
+    env = environment("cuda")
+    with open(out_path, "w") as out:
+        def emit(row):
+            out.write(json.dumps(row | {"env": env}) + "\n")
+            out.flush()
+            print(row, flush=True)
+
+        for causal, seq_q, seq_k, heads, kv_heads in [
+            (False, 1000, 1000, 4, 4), (True, 1000, 1000, 4, 4), (True, 777, 1025, 8, 2), (False, 1025, 777, 4, 1),
+            (True, 4096, 4096, 8, 2), (True, 300, 300, 2, 2), (True, 1025, 777, 4, 4),
+        ]:
+            gen = torch.Generator(device="cuda").manual_seed(seq_q + seq_k)
+            q = torch.randn(2, heads, seq_q, 64, device="cuda", generator=gen).bfloat16().requires_grad_()
+            k, v = (torch.randn(2, kv_heads, seq_k, 64, device="cuda", generator=gen).bfloat16().requires_grad_() for _ in range(2))
+            do = torch.randn(2, heads, seq_q, 64, device="cuda", generator=gen).bfloat16()
+            GluonBackwardAttention.apply(q, k, v, causal).backward(do)
+            group = heads // kv_heads
+            qd, kd, vd = (t.detach().double().requires_grad_() for t in (q, k, v))
+            scores = qd @ kd.repeat_interleave(group, 1).transpose(-1, -2) / 8.0
+            if causal:
+                scores = scores.masked_fill(torch.ones(seq_q, seq_k, device="cuda", dtype=torch.bool).triu(1), float("-inf"))
+            (torch.softmax(scores, -1) @ vd.repeat_interleave(group, 1)).backward(do.double())
+            errors = {f"max_rel_error_{name}": ((t.grad.double() - r.grad).abs().max() / r.grad.abs().max()).item()
+                      for name, t, r in (("dq", q, qd), ("dk", k, kd), ("dv", v, vd))}
+            emit(dict(kind="check", causal=causal, seq_q=seq_q, seq_k=seq_k, heads=heads, kv_heads=kv_heads, **errors))
+
+        def cudnn(q, k, v, causal):
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+        for causal in (False, True):
+            for seq in seqs:
+                q, k, v = (torch.randn(tokens // seq, 32, seq, 64, device="cuda").bfloat16().requires_grad_() for _ in range(3))
+                do = torch.randn_like(q)
+                o, lse = triton_forward(q.detach(), k.detach(), v.detach(), causal)
+                backwards = {
+                    "gluon-bwd": lambda: gluon_backward(q, k, v, o, lse, do, causal),
+                    "triton-atomic-bwd": lambda: triton_backward(q, k, v, o, lse, do, causal, "atomic"),
+                    "triton-split-bwd": lambda: triton_backward(q, k, v, o, lse, do, causal, "split"),
+                }
+                fwd_bwd = {
+                    "gluon+bwd": lambda: GluonBackwardAttention.apply(q, k, v, causal).backward(do),
+                    "flash_triton+bwd": lambda: FlashAttention2Triton.apply(q, k, v, causal).backward(do),
+                    "sdpa-cudnn+bwd": lambda: cudnn(q, k, v, causal).backward(do),
+                }
+                flops = 4 * q.shape[0] * 32 * seq * seq * 64 / (2 if causal else 1)
+                peers = {**backwards, **fwd_bwd}
+                for round_ in (0, 1):
+                    for name in list(peers) if round_ == 0 else list(peers)[::-1]:
+                        ms = do_bench(peers[name], warmup=25, rep=100, grad_to_none=(q, k, v))
+                        work = flops * (2.5 if name in backwards else 3.5)
+                        emit(dict(kind="time", peer=name, causal=causal, seq=seq, round=round_, ms=ms, tflops=work / ms / 1e9))
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["gpu"]:  # python gluon_backward.py gpu OUT.jsonl (on the H100)
+        check_and_time(sys.argv[2])
+    else:
+        _sm90_report()
