@@ -14,13 +14,15 @@ them as FlashAttention-3 does. One program holds 128 query rows:
     (ptxas serialises every wgmma of a kernel that does that, benchmarks/attention/trials).
 Forward time flash_triton's / this one's on an H100 (benchmarks/attention/gluon-ws-forward-h100-
 6c23e70, bf16, 16k tokens): 1.069-1.254 at head_dim 128 (4k and 16k keys, causal and not),
-0.942-1.244 at 64; at short contexts see D64_FROM_KEYS.
+0.942-1.244 at 64; from 1k to 16k keys (gluon-tiles-h100-37dafcb) 1.033-1.184 at 128, and at 64
+behind Triton's below 4096 keys, hence D64_FROM_KEYS.
 
 Scope: CUDA sm90 (the kernel is written for Hopper's wgmma), bf16/fp16, head_dim 64 or 128,
 inputs 4-d with unit-stride head_dim and 16-byte aligned (TMA); anything else runs Triton's
 forward (flash_triton.triton_forward decides, `supported`). Output and LSE are laid out as
 flash_triton's forward lays them out, so its backward takes them unchanged. Under torch.compile
-the launch is an opaque custom op (`lmperf::flash_gluon_forward`).
+the launch is an opaque custom op (`lmperf::flash_gluon_forward`). Like flash_triton's kernels,
+a row offset within one (batch, head) is 32-bit: seq_q x heads x head_dim below 2^31.
 """
 
 from __future__ import annotations
