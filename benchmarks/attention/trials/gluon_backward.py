@@ -1,5 +1,5 @@
 """Trial (prepared 2026-11-25, not yet run on a GPU): the dK/dV/dQ backward in Gluon, warp-
-specialised as flash_gluon's forward is, at head_dim 64.
+specialised as flash_gluon's forward is, at head_dim 64 and 128.
 
 Why: the backward is about 70% of forward + backward and cuDNN's runs 1.38x shorter than ours at
 d=64 causal 16k, its tensor pipe busy 48.5% of the time against our 34.6%
@@ -16,7 +16,9 @@ streams by TMA (Q_i and dO_i into a 2-slot ring; K and V once). Per query tile i
   4. stores dS^T to shared memory and issues dK += dS^T Q_i (registers) and dQ_i = dS K
      (dS^T read transposed from shared memory), waits for all, adds scale x dQ_i into an fp32
      dQ by per-thread atomics (Gluon 3.6's TMA has no bulk reduction, docs item 27), and
-     releases the slot.
+     releases the slot. At head_dim 128, dQ_i comes in two 64-column chunks (K sliced in shared
+     memory), the second issued while the first one's atomics go out; even so the consumers
+     spill 208-288 bytes there (none at 64; gluon-backward-sm90-report.txt).
 Steps 2-3 run under the tensor cores' work of 1 and 3. D = rowsum(dO * O) comes from the host
 (torch) in this trial. At the end dK (x scale) and dV are stored.
 
@@ -27,8 +29,8 @@ time; the per-thread atomics (5-12% slower than TMA reductions in Triton, item 2
 `python benchmarks/attention/trials/gluon_backward.py` compiles it for sm90 and prints registers
 per partition, spills, shared memory and ptxas's serialisation note (no GPU needed). On an H100:
 `PYTHONPATH=src python3 benchmarks/attention/trials/gluon_backward.py gpu OUT.jsonl` checks dQ,
-dK, dV against float64 (odd lengths, seq_q != seq_k, GQA, causal and not) and times the backward
-beside flash_triton's atomic and split backwards and SDPA cuDNN's, interleaved.
+dK, dV against float64 (odd lengths, seq_q != seq_k, GQA/MQA, causal and not, d 64 and 128) and
+times the backward beside flash_triton's atomic and split backwards and SDPA cuDNN's, interleaved.
 """
 
 from __future__ import annotations
@@ -76,8 +78,12 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, kv_bar, ready, empty, LS
               WG: gl.constexpr, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr):
     N: gl.constexpr = 64  # keys of this warp group
     M: gl.constexpr = 64  # query rows per tile
+    # dQ_i in column chunks of at most 64: at head_dim 128 a whole 64 x 128 fp32 dQ_i beside dK,
+    # dV (64 x 128 each) and the tile's S^T, dP^T would not fit the consumer's 240 registers.
+    DQ_W: gl.constexpr = 64 if HEAD_DIM > 64 else HEAD_DIM
     st_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, M, 16])
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_DIM, 16])
+    dq_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, DQ_W, 16])
     op_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=2)
     keys_l: gl.constexpr = gl.SliceLayout(1, st_layout)
     queries_l: gl.constexpr = gl.SliceLayout(0, st_layout)
@@ -88,11 +94,12 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, kv_bar, ready, empty, LS
     v_tile = v_smem.index(WG).reshape([N, HEAD_DIM])
     ds_tile = ds_smem.index(WG)
     zero_st = gl.zeros([N, M], gl.float32, layout=st_layout)
-    zero_dq = gl.zeros([M, HEAD_DIM], gl.float32, layout=acc_layout)
+    zero_dq = gl.zeros([M, DQ_W], gl.float32, layout=dq_layout)
     dk = gl.zeros([N, HEAD_DIM], gl.float32, layout=acc_layout)
     dv = gl.zeros([N, HEAD_DIM], gl.float32, layout=acc_layout)
-    rows_acc = gl.arange(0, M, layout=gl.SliceLayout(1, acc_layout))
     cols_acc = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, acc_layout))
+    rows_dq = gl.arange(0, M, layout=gl.SliceLayout(1, dq_layout))
+    cols_dq = gl.arange(0, DQ_W, layout=gl.SliceLayout(0, dq_layout))
 
     mbarrier.wait(kv_bar, 0)
     for t in range(group * n_q_tiles):
@@ -127,12 +134,17 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, kv_bar, ready, empty, LS
         fence_async_shared()
         gl.thread_barrier()  # every thread's part of dS^T is in shared memory before the wgmma reads it
         dk_tok = warpgroup_mma(gl.convert_layout(dst, op_layout), q_tile, dk, is_async=True)
-        dq_tok = warpgroup_mma(ds_tile.permute((1, 0)), k_tile, zero_dq, use_acc=False, is_async=True)
+        dq_tok = warpgroup_mma(ds_tile.permute((1, 0)), k_tile.slice(0, DQ_W, dim=1), zero_dq, use_acc=False, is_async=True)
         dv, dk, dq = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok))
-        mbarrier.arrive(empty.index(slot), count=1)
-        rows = row0 + rows_acc
-        dq_ptr = DQ + b.to(gl.int64) * stride_dqb + h.to(gl.int64) * stride_dqh + rows[:, None] * stride_dqn + cols_acc[None, :]
+        mbarrier.arrive(empty.index(slot), count=1)  # Q_i and dO_i read (dQ_i reads dS^T and K)
+        rows = row0 + rows_dq
+        dq_ptr = DQ + b.to(gl.int64) * stride_dqb + h.to(gl.int64) * stride_dqh + rows[:, None] * stride_dqn + cols_dq[None, :]
+        if HEAD_DIM > DQ_W:  # the second chunk runs while the first one's atomics go out
+            dq_tok = warpgroup_mma(ds_tile.permute((1, 0)), k_tile.slice(DQ_W, DQ_W, dim=1), zero_dq, use_acc=False, is_async=True)
         gl.atomic_add(dq_ptr, dq * scale, mask=rows[:, None] < seq_q, sem="relaxed")
+        if HEAD_DIM > DQ_W:
+            dq = warpgroup_mma_wait(0, deps=(dq_tok,))
+            gl.atomic_add(dq_ptr + DQ_W, dq * scale, mask=rows[:, None] < seq_q, sem="relaxed")
 
     keys = key0 + gl.arange(0, N, layout=gl.SliceLayout(1, acc_layout))
     offsets = b.to(gl.int64) * stride_kb + kv_h.to(gl.int64) * stride_kh + keys[:, None] * stride_kn + cols_acc[None, :]
@@ -191,11 +203,11 @@ def _descriptor(x: torch.Tensor, rows: int) -> TensorDescriptor:
 
 
 def gluon_backward(q, k, v, o, lse, do, is_causal):
-    """dQ, dK, dV for (B, H, S, 64) inputs (K/V (B, H_kv, S, 64)), LSE (B, H, S) natural log as
+    """dQ, dK, dV for (B, H, S, d) inputs, d 64 or 128 (K/V (B, H_kv, S, d)), LSE (B, H, S) natural log as
     flash_triton's forward leaves it."""
     batch, heads, seq_q, head_dim = q.shape
     kv_heads, seq_k = k.shape[1], k.shape[2]
-    assert head_dim == 64 and q.dtype in (torch.bfloat16, torch.float16), "trial: head_dim 64, bf16/fp16"
+    assert head_dim in (64, 128) and q.dtype in (torch.bfloat16, torch.float16), "trial: head_dim 64/128, bf16/fp16"
     do = do.contiguous()
     delta = (do.float() * o.float()).sum(-1).contiguous()
     dq = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
@@ -228,13 +240,13 @@ class GluonBackwardAttention(torch.autograd.Function):
         return (*gluon_backward(q, k, v, o, lse, grad_out, ctx.is_causal), None)
 
 
-def compile_sm90(causal: bool):
+def compile_sm90(causal: bool, head_dim: int = 64):
     """Compile for an H100 without a GPU."""
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
 
-    layout = gl.NVMMASharedLayout.get_default_for([1, 1, 64, 64], gl.bfloat16)
-    descriptor = f"tensordesc<bf16[1, 1, 64, 64],{layout!r}>"
+    layout = gl.NVMMASharedLayout.get_default_for([1, 1, 64, head_dim], gl.bfloat16)
+    descriptor = f"tensordesc<bf16[1, 1, 64, {head_dim}],{layout!r}>"
     signature = {
         **{name: descriptor for name in ("q_desc", "k_desc", "v_desc", "do_desc")},
         "LSE": "*fp32", "DELTA": "*fp32", "DQ": "*fp32", "DK": "*bf16", "DV": "*bf16", "scale": "fp32", "qk_scale": "fp32",
@@ -242,7 +254,7 @@ def compile_sm90(causal: bool):
                                     "stride_kb", "stride_kh", "stride_kn")},
         **{name: "constexpr" for name in ("HEAD_DIM", "STAGES", "CAUSAL", "num_warps")},
     }
-    constexprs = dict(HEAD_DIM=64, STAGES=STAGES, CAUSAL=causal, num_warps=4)
+    constexprs = dict(HEAD_DIM=head_dim, STAGES=STAGES, CAUSAL=causal, num_warps=4)
     return triton.compile(GluonASTSource(_bwd_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32),
                           options=dict(num_warps=4))
 
@@ -255,9 +267,9 @@ def _sm90_report() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/attention
     from sm90_report import TOOLS, resources
 
-    print(f"triton {triton.__version__}: warp-specialised Gluon attention backward (d=64) for sm90")
-    for causal in (False, True):
-        compiled = compile_sm90(causal)
+    print(f"triton {triton.__version__}: warp-specialised Gluon attention backward for sm90")
+    for head_dim, causal in [(d, c) for d in (64, 128) for c in (False, True)]:
+        compiled = compile_sm90(causal, head_dim)
         usage = resources(compiled)
         ptx = compiled.asm["ptx"]
         maxnreg = sorted(set(re.findall(r"setmaxnreg\.(\w+)\.sync\.aligned\.u32\s+(\d+)", ptx)))
@@ -266,7 +278,7 @@ def _sm90_report() -> None:
             file.flush()
             note = subprocess.run([TOOLS / "ptxas", "-arch=sm_90a", "-v", file.name, "-o", "/dev/null"],
                                   capture_output=True, text=True).stderr
-        print(f"d64 {'causal' if causal else 'full'}: registers at launch {usage['registers']}, setmaxnreg {maxnreg}, "
+        print(f"d{head_dim} {'causal' if causal else 'full'}: registers at launch {usage['registers']}, setmaxnreg {maxnreg}, "
               f"stack {usage['stack']} B, shared {usage['shared_kb']} KB, ptxas serialises wgmma: {'serialized' in note}")
 
 
@@ -274,7 +286,8 @@ def check_and_time(out_path: str, seqs=(4096, 16384), tokens: int = 16384) -> No
     """On an H100: largest relative error of dQ, dK, dV against float64 on ragged shapes; then
     backward-only ms of this trial, flash_triton's atomic and split backwards on the same saved
     tensors, and forward + backward TFLOP/s beside FlashAttention2Triton's default and SDPA
-    cuDNN's, interleaved, two rounds (bf16, `tokens` per batch, 32 heads x 64). Rows as they come."""
+    cuDNN's, interleaved, two rounds (bf16, `tokens` per batch, heads x d = 2048, d 64 and 128).
+    Rows as they come."""
     import json
 
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -290,51 +303,53 @@ def check_and_time(out_path: str, seqs=(4096, 16384), tokens: int = 16384) -> No
             out.flush()
             print(row, flush=True)
 
-        for causal, seq_q, seq_k, heads, kv_heads in [
-            (False, 1000, 1000, 4, 4), (True, 1000, 1000, 4, 4), (True, 777, 1025, 8, 2), (False, 1025, 777, 4, 1),
-            (True, 4096, 4096, 8, 2), (True, 300, 300, 2, 2), (True, 1025, 777, 4, 4),
+        for d, causal, seq_q, seq_k, heads, kv_heads in [
+            (64, False, 1000, 1000, 4, 4), (64, True, 1000, 1000, 4, 4), (64, True, 777, 1025, 8, 2), (64, False, 1025, 777, 4, 1),
+            (64, True, 4096, 4096, 8, 2), (64, True, 300, 300, 2, 2), (64, True, 1025, 777, 4, 4),
+            (128, True, 1000, 1000, 4, 4), (128, False, 777, 1025, 8, 2), (128, True, 1025, 777, 4, 1),
         ]:
-            gen = torch.Generator(device="cuda").manual_seed(seq_q + seq_k)
-            q = torch.randn(2, heads, seq_q, 64, device="cuda", generator=gen).bfloat16().requires_grad_()
-            k, v = (torch.randn(2, kv_heads, seq_k, 64, device="cuda", generator=gen).bfloat16().requires_grad_() for _ in range(2))
-            do = torch.randn(2, heads, seq_q, 64, device="cuda", generator=gen).bfloat16()
+            gen = torch.Generator(device="cuda").manual_seed(d + seq_q + seq_k)
+            q = torch.randn(2, heads, seq_q, d, device="cuda", generator=gen).bfloat16().requires_grad_()
+            k, v = (torch.randn(2, kv_heads, seq_k, d, device="cuda", generator=gen).bfloat16().requires_grad_() for _ in range(2))
+            do = torch.randn(2, heads, seq_q, d, device="cuda", generator=gen).bfloat16()
             GluonBackwardAttention.apply(q, k, v, causal).backward(do)
             group = heads // kv_heads
             qd, kd, vd = (t.detach().double().requires_grad_() for t in (q, k, v))
-            scores = qd @ kd.repeat_interleave(group, 1).transpose(-1, -2) / 8.0
+            scores = qd @ kd.repeat_interleave(group, 1).transpose(-1, -2) / math.sqrt(d)
             if causal:
                 scores = scores.masked_fill(torch.ones(seq_q, seq_k, device="cuda", dtype=torch.bool).triu(1), float("-inf"))
             (torch.softmax(scores, -1) @ vd.repeat_interleave(group, 1)).backward(do.double())
             errors = {f"max_rel_error_{name}": ((t.grad.double() - r.grad).abs().max() / r.grad.abs().max()).item()
                       for name, t, r in (("dq", q, qd), ("dk", k, kd), ("dv", v, vd))}
-            emit(dict(kind="check", causal=causal, seq_q=seq_q, seq_k=seq_k, heads=heads, kv_heads=kv_heads, **errors))
+            emit(dict(kind="check", head_dim=d, causal=causal, seq_q=seq_q, seq_k=seq_k, heads=heads, kv_heads=kv_heads, **errors))
 
         def cudnn(q, k, v, causal):
             with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
                 return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
-        for causal in (False, True):
-            for seq in seqs:
-                q, k, v = (torch.randn(tokens // seq, 32, seq, 64, device="cuda").bfloat16().requires_grad_() for _ in range(3))
-                do = torch.randn_like(q)
-                o, lse = triton_forward(q.detach(), k.detach(), v.detach(), causal)
-                backwards = {
-                    "gluon-bwd": lambda: gluon_backward(q, k, v, o, lse, do, causal),
-                    "triton-atomic-bwd": lambda: triton_backward(q, k, v, o, lse, do, causal, "atomic"),
-                    "triton-split-bwd": lambda: triton_backward(q, k, v, o, lse, do, causal, "split"),
-                }
-                fwd_bwd = {
-                    "gluon+bwd": lambda: GluonBackwardAttention.apply(q, k, v, causal).backward(do),
-                    "flash_triton+bwd": lambda: FlashAttention2Triton.apply(q, k, v, causal).backward(do),
-                    "sdpa-cudnn+bwd": lambda: cudnn(q, k, v, causal).backward(do),
-                }
-                flops = 4 * q.shape[0] * 32 * seq * seq * 64 / (2 if causal else 1)
-                peers = {**backwards, **fwd_bwd}
-                for round_ in (0, 1):
-                    for name in list(peers) if round_ == 0 else list(peers)[::-1]:
-                        ms = do_bench(peers[name], warmup=25, rep=100, grad_to_none=(q, k, v))
-                        work = flops * (2.5 if name in backwards else 3.5)
-                        emit(dict(kind="time", peer=name, causal=causal, seq=seq, round=round_, ms=ms, tflops=work / ms / 1e9))
+        for d, causal, seq in [(d, c, n) for d in (64, 128) for c in (False, True) for n in seqs]:
+            heads = 2048 // d
+            q, k, v = (torch.randn(tokens // seq, heads, seq, d, device="cuda").bfloat16().requires_grad_() for _ in range(3))
+            do = torch.randn_like(q)
+            o, lse = triton_forward(q.detach(), k.detach(), v.detach(), causal)
+            backwards = {
+                "gluon-bwd": lambda: gluon_backward(q, k, v, o, lse, do, causal),
+                "triton-atomic-bwd": lambda: triton_backward(q, k, v, o, lse, do, causal, "atomic"),
+                "triton-split-bwd": lambda: triton_backward(q, k, v, o, lse, do, causal, "split"),
+            }
+            fwd_bwd = {
+                "gluon+bwd": lambda: GluonBackwardAttention.apply(q, k, v, causal).backward(do),
+                "flash_triton+bwd": lambda: FlashAttention2Triton.apply(q, k, v, causal).backward(do),
+                "sdpa-cudnn+bwd": lambda: cudnn(q, k, v, causal).backward(do),
+            }
+            flops = 4 * q.shape[0] * heads * seq * seq * d / (2 if causal else 1)
+            peers = {**backwards, **fwd_bwd}
+            for round_ in (0, 1):
+                for name in list(peers) if round_ == 0 else list(peers)[::-1]:
+                    ms = do_bench(peers[name], warmup=25, rep=100, grad_to_none=(q, k, v))
+                    work = flops * (2.5 if name in backwards else 3.5)
+                    emit(dict(kind="time", peer=name, head_dim=d, causal=causal, seq=seq, round=round_, ms=ms,
+                              tflops=work / ms / 1e9))
 
 
 if __name__ == "__main__":
