@@ -12,20 +12,21 @@ SDPA_BACKENDS = ("flash", "cudnn", "efficient")  # torch.nn.attention.SDPBackend
 TRITON_BACKWARDS = ("split", "atomic", "ordered")  # the Triton kernel's dQ strategies (flash_triton.BACKWARDS)
 
 # How the attention benchmark runs each implementation: as the model does (""), compiled, SDPA
-# pinned to each backend, the Triton kernel with each backward. lmperf's PyTorch FlashAttention is
+# pinned to each backend, the Triton kernel with each backward, and with Triton's own forward where
+# the Gluon forward would run on an H100 ("-no-gluon", to see what that forward is worth). lmperf's PyTorch FlashAttention is
 # timed compiled only (its Python tile loops are what compiling removes).
 _BENCHMARK_FORMS = {
     "naive": ("", "-compiled"),
     "sdpa": tuple(f"-{backend}" for backend in SDPA_BACKENDS),
     "torch": ("-compiled",),
-    "triton": ("", *(f"-{backward}" for backward in TRITON_BACKWARDS)),
+    "triton": ("", *(f"-{backward}" for backward in TRITON_BACKWARDS), "-no-gluon"),
 }
 # ... and PyTorch's FlexAttention, which the model does not offer.
 BENCHMARK_IMPLEMENTATIONS = tuple(
     impl + form for impl in ATTENTION_IMPLEMENTATIONS for form in _BENCHMARK_FORMS.get(impl, ("",))
 ) + ("flex-compiled",)
 # What `lmperf attention` times when not told: every form but the Triton kernel's named backwards
-# ("triton" is its default one).
+# and its forward without Gluon ("triton" is its default).
 BENCHMARK_DEFAULT = tuple(name for name in BENCHMARK_IMPLEMENTATIONS if not name.startswith("triton-"))
 
 

@@ -3,6 +3,7 @@
 import json
 
 import pytest
+import torch
 from typer.testing import CliRunner
 
 from lmperf.analysis.flops import attention_kernel_flops
@@ -36,10 +37,23 @@ def test_the_benchmark_times_every_implementation_in_each_form_the_registry_name
     assert {f"{b.upper()}_ATTENTION" for b in SDPA_BACKENDS} <= set(SDPBackend.__members__)
     assert set(BENCHMARK_IMPLEMENTATIONS) == {
         "naive", "naive-compiled", "sdpa-flash", "sdpa-cudnn", "sdpa-efficient", "flex-compiled",
-        "torch-compiled", "triton", "triton-atomic", "triton-ordered", "triton-split"}
-    assert set(BENCHMARK_DEFAULT) == set(BENCHMARK_IMPLEMENTATIONS) - {"triton-atomic", "triton-ordered", "triton-split"}
+        "torch-compiled", "triton", "triton-atomic", "triton-ordered", "triton-split", "triton-no-gluon"}
+    assert set(BENCHMARK_DEFAULT) == set(BENCHMARK_IMPLEMENTATIONS) - {
+        "triton-atomic", "triton-ordered", "triton-split", "triton-no-gluon"}
     for impl in BENCHMARK_IMPLEMENTATIONS:  # each name dispatches (compiling waits for a call)
         assert callable(attention_function(impl))
+
+
+def test_triton_no_gluon_runs_with_the_gluon_forward_switched_off_and_restores_it(monkeypatch):
+    flash_triton = pytest.importorskip("lmperf.attention.flash_triton")
+    gluon = pytest.importorskip("lmperf.attention.flash_gluon")
+    seen = []
+    monkeypatch.setattr(flash_triton.FlashAttention2Triton, "apply", lambda q, k, v, c, *rest: seen.append(gluon.ENABLED) or q)
+    monkeypatch.setattr(gluon, "ENABLED", True)
+    q = torch.zeros(1, 1, 4, 64)
+    attention_function("triton-no-gluon")(q, q, q, True)
+    attention_function("triton")(q, q, q, True)
+    assert seen == [False, True] and gluon.ENABLED
 
 
 def test_flop_count_follows_flashattention_convention():

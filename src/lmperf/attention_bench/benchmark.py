@@ -107,9 +107,29 @@ def attention_function(impl: str) -> AttentionFn:
         return _flex_compiled()
     from lmperf.attention.flash_triton import FlashAttention2Triton
 
+    if impl == "triton-no-gluon":
+        return _without_gluon_forward(FlashAttention2Triton.apply)
     # triton: the default backward; triton-<mode>: that backward (flash_triton.BACKWARDS)
     backward = impl.partition("-")[2] or None
     return lambda q, k, v, is_causal: FlashAttention2Triton.apply(q, k, v, is_causal, backward)
+
+
+def _without_gluon_forward(apply) -> AttentionFn:
+    """`apply` with flash_gluon switched off while it runs: Triton's forward everywhere (the
+    backward, run later, is the same kernels either way)."""
+    from lmperf.attention import flash_triton
+
+    def run(q, k, v, is_causal):
+        gluon = flash_triton.flash_gluon
+        if gluon is None:  # a Triton without Gluon: Triton's forward already
+            return apply(q, k, v, is_causal)
+        enabled, gluon.ENABLED = gluon.ENABLED, False
+        try:
+            return apply(q, k, v, is_causal)
+        finally:
+            gluon.ENABLED = enabled
+
+    return run
 
 
 def cases(
