@@ -19,7 +19,11 @@ streams by TMA (Q_i and dO_i into a 2-slot ring; K and V once). Per query tile i
      releases the slot. At head_dim 128, dQ_i comes in two 64-column chunks (K sliced in shared
      memory), the second issued while the first one's atomics go out; even so the consumers
      spill 208-288 bytes there (none at 64; gluon-backward-sm90-report.txt).
-Steps 2-3 run under the tensor cores' work of 1 and 3. D = rowsum(dO * O) comes from the host
+Steps 2-3 run under the tensor cores' work of 1 and 3. Issuing the next tile's S^T and dP^T
+before this tile's atomics (so they cross the loop's back edge in flight) was tried on the CPU:
+ptxas then serialises every wgmma (C7514, "non wgmma instructions reading accumulator registers
+... between start and end of the pipeline stage"), as P V across the back edge did in the
+forward trial, though these products accumulate into nothing; so nothing crosses it here. D = rowsum(dO * O) comes from the host
 (torch) in this trial. At the end dK (x scale) and dV are stored.
 
 Prediction (a guess, no profile yet): the dK/dV kernel's time -10 to -20% at d=64 against
