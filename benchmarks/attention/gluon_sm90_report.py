@@ -38,23 +38,27 @@ def compile_sm90(head_dim: int, causal: bool):
     return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4))
 
 
+def warp_specialised_report(compiled) -> str:
+    """Registers at launch and each partition's setmaxnreg, spills, shared memory, and whether
+    ptxas serialises the wgmma pipeline (its C7514 note), for one compiled Gluon kernel."""
+    usage = resources(compiled)
+    ptx = compiled.asm["ptx"]
+    maxnreg = sorted(set(re.findall(r"setmaxnreg\.(\w+)\.sync\.aligned\.u32\s+(\d+)", ptx)))
+    with tempfile.NamedTemporaryFile("w", suffix=".ptx") as file:
+        file.write(ptx)
+        file.flush()
+        note = subprocess.run([TOOLS / "ptxas", "-arch=sm_90a", "-v", file.name, "-o", "/dev/null"],
+                              capture_output=True, text=True).stderr
+    return (f"registers at launch {usage['registers']}, setmaxnreg {maxnreg}, stack {usage['stack']} B, "
+            f"shared {usage['shared_kb']} KB, ptxas serialises wgmma: {'serialized' in note}")
+
+
 def main() -> None:
     print(f"triton {triton.__version__}: flash_gluon's forward for sm90 (bf16)")
     for head_dim in flash_gluon.TILES:
         for causal in (False, True):
-            compiled = compile_sm90(head_dim, causal)
-            usage = resources(compiled)
-            ptx = compiled.asm["ptx"]
-            maxnreg = sorted(set(re.findall(r"setmaxnreg\.(\w+)\.sync\.aligned\.u32\s+(\d+)", ptx)))
-            with tempfile.NamedTemporaryFile("w", suffix=".ptx") as file:
-                file.write(ptx)
-                file.flush()
-                note = subprocess.run([TOOLS / "ptxas", "-arch=sm_90a", "-v", file.name, "-o", "/dev/null"],
-                                      capture_output=True, text=True).stderr
             print(f"d{head_dim} {'causal' if causal else 'full'} (BLOCK_N, slots) {flash_gluon.TILES[head_dim]}: "
-                  f"registers at launch {usage['registers']}, setmaxnreg {maxnreg}, stack {usage['stack']} B, "
-                  f"shared {usage['shared_kb']} KB, ptxas serialises wgmma: {'serialized' in note}")
-
+                  f"{warp_specialised_report(compile_sm90(head_dim, causal))}")
 
 if __name__ == "__main__":
     main()

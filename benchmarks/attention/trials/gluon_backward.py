@@ -48,9 +48,9 @@ import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
-from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-LOG2E = 1.4426950408889634
+from lmperf.attention.flash_gluon import LOG2E, _descriptor  # _descriptor: a 4-d TMA box (1, 1, rows, head_dim)
+
 KEYS = 64  # keys per consumer warp group; a program holds two
 ROWS = 64  # query rows per tile
 STAGES = 2  # Q_i / dO_i slots
@@ -200,12 +200,6 @@ def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, LSE, DELTA, DQ, DK, DV, scale, 
     ], [4, 1], [240, 24])
 
 
-def _descriptor(x: torch.Tensor, rows: int) -> TensorDescriptor:
-    dtype = gl.bfloat16 if x.dtype == torch.bfloat16 else gl.float16
-    block = [1, 1, rows, x.shape[-1]]
-    return TensorDescriptor.from_tensor(x, block, gl.NVMMASharedLayout.get_default_for(block, dtype))
-
-
 def gluon_backward(q, k, v, o, lse, do, is_causal):
     """dQ, dK, dV for (B, H, S, d) inputs, d 64 or 128 (K/V (B, H_kv, S, d)), LSE (B, H, S) natural log as
     flash_triton's forward leaves it."""
@@ -264,26 +258,12 @@ def compile_sm90(causal: bool, head_dim: int = 64):
 
 
 def _sm90_report() -> None:
-    import re
-    import subprocess
-    import tempfile
-
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/attention
-    from sm90_report import TOOLS, resources
+    from gluon_sm90_report import warp_specialised_report
 
     print(f"triton {triton.__version__}: warp-specialised Gluon attention backward for sm90")
     for head_dim, causal in [(d, c) for d in (64, 128) for c in (False, True)]:
-        compiled = compile_sm90(causal, head_dim)
-        usage = resources(compiled)
-        ptx = compiled.asm["ptx"]
-        maxnreg = sorted(set(re.findall(r"setmaxnreg\.(\w+)\.sync\.aligned\.u32\s+(\d+)", ptx)))
-        with tempfile.NamedTemporaryFile("w", suffix=".ptx") as file:
-            file.write(ptx)
-            file.flush()
-            note = subprocess.run([TOOLS / "ptxas", "-arch=sm_90a", "-v", file.name, "-o", "/dev/null"],
-                                  capture_output=True, text=True).stderr
-        print(f"d{head_dim} {'causal' if causal else 'full'}: registers at launch {usage['registers']}, setmaxnreg {maxnreg}, "
-              f"stack {usage['stack']} B, shared {usage['shared_kb']} KB, ptxas serialises wgmma: {'serialized' in note}")
+        print(f"d{head_dim} {'causal' if causal else 'full'}: {warp_specialised_report(compile_sm90(causal, head_dim))}")
 
 
 def check_and_time(out_path: str, seqs=(4096, 16384), tokens: int = 16384) -> None:
