@@ -49,7 +49,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 
-from lmperf.attention.flash_gluon import LOG2E, _descriptor  # _descriptor: a 4-d TMA box (1, 1, rows, head_dim)
+from lmperf.attention.flash_gluon import LOG2E, _descriptor, ring_barriers  # _descriptor: a 4-d TMA box
 
 KEYS = 64  # keys per consumer warp group; a program holds two
 ROWS = 64  # query rows per tile
@@ -179,12 +179,8 @@ def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, LSE, DELTA, DQ, DK, DV, scale, 
     ds_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_N // 2, M], q_desc.dtype)
     ds_smem = gl.allocate_shared_memory(q_desc.dtype, [2, BLOCK_N // 2, M], ds_layout)
     kv_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     mbarrier.init(kv_bar, count=1)
-    for s in gl.static_range(STAGES):
-        mbarrier.init(ready.index(s), count=1)
-        mbarrier.init(empty.index(s), count=2)
+    ready, empty = ring_barriers(STAGES)
     fence_async_shared()
 
     # Argument tuples inline (bound to a name first, their constexprs would arrive as tensors).

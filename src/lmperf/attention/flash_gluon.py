@@ -63,6 +63,18 @@ def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, ready, empt
 
 
 @gluon.jit
+def ring_barriers(STAGES: gl.constexpr):
+    """A ring's mbarriers: `ready` (a slot's TMA loads landed; the producer's one arrival with
+    the byte count) and `empty` (both consumer warp groups done with the slot: two arrivals)."""
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+        mbarrier.init(empty.index(s), count=2)
+    return ready, empty
+
+
+@gluon.jit
 def _softmax_step(s, m_i, l_i, tile, offs_m, qk_scale, seq_k, mask_from,
                   BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr, cols_s: gl.constexpr):
     """Online softmax of key tile `tile` in base 2 (scale folded): P, new max, rescale, new sum."""
@@ -156,12 +168,8 @@ def _fwd_kernel(
     k_smem = gl.allocate_shared_memory(k_desc.dtype, [STAGES, 1, 1, BLOCK_N, HEAD_DIM], k_desc.layout)
     v_smem = gl.allocate_shared_memory(v_desc.dtype, [STAGES, 1, 1, BLOCK_N, HEAD_DIM], v_desc.layout)
     q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     mbarrier.init(q_bar, count=1)
-    for s in gl.static_range(STAGES):
-        mbarrier.init(ready.index(s), count=1)
-        mbarrier.init(empty.index(s), count=2)  # one arrival per consumer warp group
+    ready, empty = ring_barriers(STAGES)
     fence_async_shared()
 
     # Argument tuples written inline: one bound to a name first turns its constexprs (the
