@@ -43,11 +43,8 @@ def gluon_with(block_n):
 
 
 def triton(q, k, v, causal):
-    flash_gluon.ENABLED = False
-    try:
+    with flash_gluon.disabled():
         return triton_forward(q, k, v, causal)
-    finally:
-        flash_gluon.ENABLED = True
 
 
 def cudnn(q, k, v, causal):

@@ -13,8 +13,9 @@ TRITON_BACKWARDS = ("split", "atomic", "ordered")  # the Triton kernel's dQ stra
 
 # How the attention benchmark runs each implementation: as the model does (""), compiled, SDPA
 # pinned to each backend, the Triton kernel with each backward, and with Triton's own forward where
-# the Gluon forward would run on an H100 ("-no-gluon", to see what that forward is worth). lmperf's PyTorch FlashAttention is
-# timed compiled only (its Python tile loops are what compiling removes).
+# the Gluon forward would run on an H100 ("-no-gluon", to see what that forward is worth).
+# lmperf's PyTorch FlashAttention is timed compiled only (its Python tile loops are what compiling
+# removes).
 _BENCHMARK_FORMS = {
     "naive": ("", "-compiled"),
     "sdpa": tuple(f"-{backend}" for backend in SDPA_BACKENDS),

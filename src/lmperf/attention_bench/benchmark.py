@@ -9,6 +9,7 @@ that runs out of memory is a row with status "oom"; one that PyTorch cannot run 
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import itertools
 from dataclasses import asdict, dataclass
@@ -120,14 +121,9 @@ def _without_gluon_forward(apply) -> AttentionFn:
     from lmperf.attention import flash_triton
 
     def run(q, k, v, is_causal):
-        gluon = flash_triton.flash_gluon
-        if gluon is None:  # a Triton without Gluon: Triton's forward already
+        gluon = flash_triton.flash_gluon  # None: a Triton without Gluon, Triton's forward already
+        with gluon.disabled() if gluon is not None else contextlib.nullcontext():
             return apply(q, k, v, is_causal)
-        enabled, gluon.ENABLED = gluon.ENABLED, False
-        try:
-            return apply(q, k, v, is_causal)
-        finally:
-            gluon.ENABLED = enabled
 
     return run
 
