@@ -60,9 +60,10 @@ STAGES = 2  # Q_i / dO_i slots
 def _producer(q_desc, k_desc, v_desc, do_desc, q_smem, k_smem, v_smem, do_smem, kv_bar, ready, empty,
               b, kv_h, group, start_n, first_tile, n_q_tiles, STAGES: gl.constexpr):
     mbarrier.expect(kv_bar, 4 * k_desc.block_type.nbytes)
+    rows: gl.constexpr = k_desc.block_type.shape[2]
     for w in gl.static_range(2):
-        tma.async_copy_global_to_shared(k_desc, [b, kv_h, start_n + w * k_desc.block_type.shape[2], 0], kv_bar, k_smem.index(w))
-        tma.async_copy_global_to_shared(v_desc, [b, kv_h, start_n + w * k_desc.block_type.shape[2], 0], kv_bar, v_smem.index(w))
+        tma.async_copy_global_to_shared(k_desc, [b, kv_h, start_n + w * rows, 0], kv_bar, k_smem.slice(w * rows, rows, dim=2))
+        tma.async_copy_global_to_shared(v_desc, [b, kv_h, start_n + w * rows, 0], kv_bar, v_smem.slice(w * rows, rows, dim=2))
     for t in range(group * n_q_tiles):
         slot = t % STAGES
         if t >= STAGES:  # both consumers are done with step t - STAGES, which held this slot
@@ -76,10 +77,21 @@ def _producer(q_desc, k_desc, v_desc, do_desc, q_smem, k_smem, v_smem, do_smem, 
 
 
 @gluon.jit
-def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, kv_bar, ready, empty, LSE, DELTA, DQ, DK, DV,
+def _red_add_v4(ptr, value, mask):
+    """value into fp32 *ptr by 16-byte vector reductions (sm90's red.v4.f32), four consecutive
+    elements of a thread at a time; Triton 3.6's atomic_add issues one 4-byte atom per element."""
+    return gl.inline_asm_elementwise(
+        "{ .reg .pred p; setp.ne.b32 p, $12, 0; @p red.relaxed.gpu.global.add.v4.f32 [$4], {$8, $9, $10, $11};"
+        " mov.b32 $0, 0; mov.b32 $1, 0; mov.b32 $2, 0; mov.b32 $3, 0; }",
+        "=r,=r,=r,=r,l,l,l,l,f,f,f,f,r,r,r,r", [ptr.to(gl.int64), value, mask.to(gl.int32)], dtype=[gl.int32], is_pure=False, pack=4)
+
+
+@gluon.jit
+def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, kv_bar, ready, empty, LSE, DELTA, DQ, DK, DV,
               scale, qk_scale, seq_q, seq_k, b, kv_h, H, group, start_n, first_tile, n_q_tiles,
               stride_dqb, stride_dqh, stride_dqn, stride_kb, stride_kh, stride_kn,
-              WG: gl.constexpr, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr):
+              WG: gl.constexpr, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
+              DQ_MODE: gl.constexpr):
     N: gl.constexpr = 64  # keys of this warp group
     M: gl.constexpr = 64  # query rows per tile
     # dQ_i in column chunks of at most 64: at head_dim 128 a whole 64 x 128 fp32 dQ_i beside dK,
@@ -89,14 +101,15 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, kv_bar, ready, empty, LS
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_DIM, 16])
     dq_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, DQ_W, 16])
     op_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=2)
+    vec_layout: gl.constexpr = gl.BlockedLayout([1, 4], [32 // (DQ_W // 4), DQ_W // 4], [4, 1], [1, 0])
     keys_l: gl.constexpr = gl.SliceLayout(1, st_layout)
     queries_l: gl.constexpr = gl.SliceLayout(0, st_layout)
 
     key0 = start_n + WG * N
     offs_k = key0 + gl.arange(0, N, layout=keys_l)
-    k_tile = k_smem.index(WG).reshape([N, HEAD_DIM])
-    v_tile = v_smem.index(WG).reshape([N, HEAD_DIM])
-    ds_tile = ds_smem.index(WG)
+    k_all = k_smem.reshape([2 * N, HEAD_DIM])  # both warp groups' keys, for dQ_i over all 128 (mode 3)
+    k_tile = k_all.slice(WG * N, N, dim=0)
+    v_tile = v_smem.reshape([2 * N, HEAD_DIM]).slice(WG * N, N, dim=0)
     zero_st = gl.zeros([N, M], gl.float32, layout=st_layout)
     zero_dq = gl.zeros([M, DQ_W], gl.float32, layout=dq_layout)
     dk = gl.zeros([N, HEAD_DIM], gl.float32, layout=acc_layout)
@@ -134,21 +147,72 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, kv_bar, ready, empty, LS
         dpt = warpgroup_mma_wait(1, deps=(dpt_tok,))
         dst = (pt * (dpt - delta[None, :])).to(q_tile.dtype)
         # 4. dK and dQ_i from dS^T
+        if DQ_MODE >= 3:  # slot t % 2 holds both warp groups' dS^T (128 keys x M)
+            ds_all = ds_smem.index(t % 2)
+            ds_tile = ds_all.slice(WG * N, N, dim=0)
+        else:
+            ds_tile = ds_smem.index(WG).slice(0, N, dim=0)
         ds_tile.store(dst)
         fence_async_shared()
         gl.thread_barrier()  # every thread's part of dS^T is in shared memory before the wgmma reads it
         dk_tok = warpgroup_mma(gl.convert_layout(dst, op_layout), q_tile, dk, is_async=True)
-        dq_tok = warpgroup_mma(ds_tile.permute((1, 0)), k_tile.slice(0, DQ_W, dim=1), zero_dq, use_acc=False, is_async=True)
-        dv, dk, dq = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok))
-        mbarrier.arrive(empty.index(slot), count=1)  # Q_i and dO_i read (dQ_i reads dS^T and K)
-        rows = row0 + rows_dq
-        dq_ptr = DQ + b.to(gl.int64) * stride_dqb + h.to(gl.int64) * stride_dqh + rows[:, None] * stride_dqn + cols_dq[None, :]
-        if HEAD_DIM > DQ_W:  # the second chunk runs while the first one's atomics go out
-            dq_tok = warpgroup_mma(ds_tile.permute((1, 0)), k_tile.slice(DQ_W, DQ_W, dim=1), zero_dq, use_acc=False, is_async=True)
-        gl.atomic_add(dq_ptr, dq * scale, mask=rows[:, None] < seq_q, sem="relaxed")
-        if HEAD_DIM > DQ_W:
-            dq = warpgroup_mma_wait(0, deps=(dq_tok,))
-            gl.atomic_add(dq_ptr + DQ_W, dq * scale, mask=rows[:, None] < seq_q, sem="relaxed")
+        if DQ_MODE == 2:  # ablation: no dQ at all
+            dv, dk = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok))
+            mbarrier.arrive(empty.index(slot), count=1)
+        elif DQ_MODE >= 3:
+            # dQ_i = dS K over all 128 keys, once, by the warp group owning tile t (t % 2): half
+            # the atomics of one dQ_i per warp group, and the owners alternate, so neither waits
+            # on the other's atomics. Slot t % 2's barrier says the other half of dS^T is written.
+            if (t % 2) == WG:
+                mbarrier.wait(ds_bar.index(WG), (t // 2) & 1)
+                dq_tok = warpgroup_mma(ds_all.permute((1, 0)), k_all.slice(0, DQ_W, dim=1), zero_dq, use_acc=False, is_async=True)
+                dv, dk, dq = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok))
+                rows = row0 + rows_dq
+                dq_ptr = DQ + b.to(gl.int64) * stride_dqb + h.to(gl.int64) * stride_dqh + rows[:, None] * stride_dqn + cols_dq[None, :]
+                if HEAD_DIM > DQ_W:
+                    dq_tok = warpgroup_mma(ds_all.permute((1, 0)), k_all.slice(DQ_W, DQ_W, dim=1), zero_dq, use_acc=False, is_async=True)
+                if DQ_MODE >= 4:  # 4 consecutive columns per thread (mode 5: vector reductions)
+                    dq = gl.convert_layout(dq, vec_layout)
+                    dq_ptr = gl.convert_layout(dq_ptr, vec_layout)
+                    rows = gl.convert_layout(rows[:, None], vec_layout)
+                else:
+                    rows = rows[:, None]
+                if DQ_MODE == 5:
+                    _red_add_v4(dq_ptr, dq * scale, (rows < seq_q) & (dq == dq))
+                else:
+                    gl.atomic_add(dq_ptr, dq * scale, mask=rows < seq_q, sem="relaxed")
+                if HEAD_DIM > DQ_W:
+                    dq = warpgroup_mma_wait(0, deps=(dq_tok,))
+                    if DQ_MODE >= 4:
+                        dq = gl.convert_layout(dq, vec_layout)
+                    if DQ_MODE == 5:
+                        _red_add_v4(dq_ptr + DQ_W, dq * scale, (rows < seq_q) & (dq == dq))
+                    else:
+                        gl.atomic_add(dq_ptr + DQ_W, dq * scale, mask=rows < seq_q, sem="relaxed")
+            else:
+                mbarrier.arrive(ds_bar.index(1 - WG), count=1)
+                dv, dk = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok))
+            # After the owner's last read of slot t % 2: the other warp group reuses it at tile
+            # t + 2 only once the producer has refilled this Q/dO slot, which waits for this.
+            mbarrier.arrive(empty.index(slot), count=1)
+        else:
+            dq_tok = warpgroup_mma(ds_tile.permute((1, 0)), k_tile.slice(0, DQ_W, dim=1), zero_dq, use_acc=False, is_async=True)
+            dv, dk, dq = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok))
+            mbarrier.arrive(empty.index(slot), count=1)  # Q_i and dO_i read (dQ_i reads dS^T and K)
+            rows = row0 + rows_dq
+            dq_ptr = DQ + b.to(gl.int64) * stride_dqb + h.to(gl.int64) * stride_dqh + rows[:, None] * stride_dqn + cols_dq[None, :]
+            if HEAD_DIM > DQ_W:  # the second chunk runs while the first one's atomics go out
+                dq_tok = warpgroup_mma(ds_tile.permute((1, 0)), k_tile.slice(DQ_W, DQ_W, dim=1), zero_dq, use_acc=False, is_async=True)
+            if DQ_MODE == 1:  # ablation: plain stores where the atomics go
+                gl.store(dq_ptr, dq * scale, mask=rows[:, None] < seq_q)
+            else:
+                gl.atomic_add(dq_ptr, dq * scale, mask=rows[:, None] < seq_q, sem="relaxed")
+            if HEAD_DIM > DQ_W:
+                dq = warpgroup_mma_wait(0, deps=(dq_tok,))
+                if DQ_MODE == 1:
+                    gl.store(dq_ptr + DQ_W, dq * scale, mask=rows[:, None] < seq_q)
+                else:
+                    gl.atomic_add(dq_ptr + DQ_W, dq * scale, mask=rows[:, None] < seq_q, sem="relaxed")
 
     keys = key0 + gl.arange(0, N, layout=gl.SliceLayout(1, acc_layout))
     offsets = b.to(gl.int64) * stride_kb + kv_h.to(gl.int64) * stride_kh + keys[:, None] * stride_kn + cols_acc[None, :]
@@ -159,7 +223,8 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, kv_bar, ready, empty, LS
 @gluon.jit
 def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, LSE, DELTA, DQ, DK, DV, scale, qk_scale, seq_q, seq_k, H, group,
                 stride_dqb, stride_dqh, stride_dqn, stride_kb, stride_kh, stride_kn,
-                HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, num_warps: gl.constexpr):
+                HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, num_warps: gl.constexpr,
+                DQ_MODE: gl.constexpr = 0):
     BLOCK_N: gl.constexpr = 128
     M: gl.constexpr = 64
     start_n = gl.program_id(0) * BLOCK_N
@@ -174,10 +239,14 @@ def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, LSE, DELTA, DQ, DK, DV, scale, 
 
     q_smem = gl.allocate_shared_memory(q_desc.dtype, [STAGES, 1, 1, M, HEAD_DIM], q_desc.layout)
     do_smem = gl.allocate_shared_memory(do_desc.dtype, [STAGES, 1, 1, M, HEAD_DIM], do_desc.layout)
-    k_smem = gl.allocate_shared_memory(k_desc.dtype, [2, 1, 1, BLOCK_N // 2, HEAD_DIM], k_desc.layout)
-    v_smem = gl.allocate_shared_memory(v_desc.dtype, [2, 1, 1, BLOCK_N // 2, HEAD_DIM], v_desc.layout)
-    ds_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_N // 2, M], q_desc.dtype)
-    ds_smem = gl.allocate_shared_memory(q_desc.dtype, [2, BLOCK_N // 2, M], ds_layout)
+    # K and V of the program's 128 keys, each warp group's 64 a slice (TMA boxes of 64 rows)
+    k_smem = gl.allocate_shared_memory(k_desc.dtype, [1, 1, BLOCK_N, HEAD_DIM], k_desc.layout)
+    v_smem = gl.allocate_shared_memory(v_desc.dtype, [1, 1, BLOCK_N, HEAD_DIM], v_desc.layout)
+    ds_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_N, M], q_desc.dtype)
+    ds_smem = gl.allocate_shared_memory(q_desc.dtype, [2, BLOCK_N, M], ds_layout)
+    ds_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(2):
+        mbarrier.init(ds_bar.index(s), count=1)
     kv_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     mbarrier.init(kv_bar, count=1)
     ready, empty = ring_barriers(STAGES)
@@ -185,18 +254,18 @@ def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, LSE, DELTA, DQ, DK, DV, scale, 
 
     # Argument tuples inline (bound to a name first, their constexprs would arrive as tensors).
     gl.warp_specialize([
-        (_consumer, (q_smem, k_smem, v_smem, do_smem, ds_smem, kv_bar, ready, empty, LSE, DELTA, DQ, DK, DV, scale, qk_scale,
+        (_consumer, (q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, kv_bar, ready, empty, LSE, DELTA, DQ, DK, DV, scale, qk_scale,
                      seq_q, seq_k, b, kv_h, H, group, start_n, first_tile, n_q_tiles, stride_dqb, stride_dqh, stride_dqn,
-                     stride_kb, stride_kh, stride_kn, 0, HEAD_DIM, STAGES, CAUSAL)),
-        (_consumer, (q_smem, k_smem, v_smem, do_smem, ds_smem, kv_bar, ready, empty, LSE, DELTA, DQ, DK, DV, scale, qk_scale,
+                     stride_kb, stride_kh, stride_kn, 0, HEAD_DIM, STAGES, CAUSAL, DQ_MODE)),
+        (_consumer, (q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, kv_bar, ready, empty, LSE, DELTA, DQ, DK, DV, scale, qk_scale,
                      seq_q, seq_k, b, kv_h, H, group, start_n, first_tile, n_q_tiles, stride_dqb, stride_dqh, stride_dqn,
-                     stride_kb, stride_kh, stride_kn, 1, HEAD_DIM, STAGES, CAUSAL)),
+                     stride_kb, stride_kh, stride_kn, 1, HEAD_DIM, STAGES, CAUSAL, DQ_MODE)),
         (_producer, (q_desc, k_desc, v_desc, do_desc, q_smem, k_smem, v_smem, do_smem, kv_bar, ready, empty,
                      b, kv_h, group, start_n, first_tile, n_q_tiles, STAGES)),
     ], [4, 1], [240, 24])
 
 
-def gluon_backward(q, k, v, o, lse, do, is_causal):
+def gluon_backward(q, k, v, o, lse, do, is_causal, dq_mode=0):
     """dQ, dK, dV for (B, H, S, d) inputs, d 64 or 128 (K/V (B, H_kv, S, d)), LSE (B, H, S) natural log as
     flash_triton's forward leaves it."""
     batch, heads, seq_q, head_dim = q.shape
@@ -211,7 +280,7 @@ def gluon_backward(q, k, v, o, lse, do, is_causal):
         _descriptor(q, ROWS), _descriptor(k, KEYS), _descriptor(v, KEYS), _descriptor(do, ROWS), lse.contiguous(), delta,
         dq, dk, dv, scale, scale * LOG2E, seq_q, seq_k, heads, heads // kv_heads,
         dq.stride(0), dq.stride(1), dq.stride(2), dk.stride(0), dk.stride(1), dk.stride(2),
-        HEAD_DIM=head_dim, STAGES=STAGES, CAUSAL=is_causal, num_warps=4,
+        HEAD_DIM=head_dim, STAGES=STAGES, CAUSAL=is_causal, num_warps=4, DQ_MODE=dq_mode,
     )
     return dq.to(q.dtype), dk, dv
 
@@ -220,21 +289,21 @@ class GluonBackwardAttention(torch.autograd.Function):
     """flash_triton's forward (Gluon on an H100 where it runs) with this trial's backward."""
 
     @staticmethod
-    def forward(ctx, q, k, v, is_causal=False):
+    def forward(ctx, q, k, v, is_causal=False, dq_mode=0):
         from lmperf.attention.flash_triton import triton_forward
 
         o, lse = triton_forward(q, k, v, is_causal)
         ctx.save_for_backward(q, k, v, o, lse)
-        ctx.is_causal = is_causal
+        ctx.is_causal, ctx.dq_mode = is_causal, dq_mode
         return o
 
     @staticmethod
     def backward(ctx, grad_out):
         q, k, v, o, lse = ctx.saved_tensors
-        return (*gluon_backward(q, k, v, o, lse, grad_out, ctx.is_causal), None)
+        return (*gluon_backward(q, k, v, o, lse, grad_out, ctx.is_causal, ctx.dq_mode), None, None)
 
 
-def compile_sm90(causal: bool, head_dim: int = 64):
+def compile_sm90(causal: bool, head_dim: int = 64, dq_mode: int = 0):
     """Compile for an H100 without a GPU."""
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
@@ -246,9 +315,9 @@ def compile_sm90(causal: bool, head_dim: int = 64):
         "LSE": "*fp32", "DELTA": "*fp32", "DQ": "*fp32", "DK": "*bf16", "DV": "*bf16", "scale": "fp32", "qk_scale": "fp32",
         **{name: "i32" for name in ("seq_q", "seq_k", "H", "group", "stride_dqb", "stride_dqh", "stride_dqn",
                                     "stride_kb", "stride_kh", "stride_kn")},
-        **{name: "constexpr" for name in ("HEAD_DIM", "STAGES", "CAUSAL", "num_warps")},
+        **{name: "constexpr" for name in ("HEAD_DIM", "STAGES", "CAUSAL", "num_warps", "DQ_MODE")},
     }
-    constexprs = dict(HEAD_DIM=head_dim, STAGES=STAGES, CAUSAL=causal, num_warps=4)
+    constexprs = dict(HEAD_DIM=head_dim, STAGES=STAGES, CAUSAL=causal, num_warps=4, DQ_MODE=dq_mode)
     return triton.compile(GluonASTSource(_bwd_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32),
                           options=dict(num_warps=4))
 
@@ -332,8 +401,69 @@ def check_and_time(out_path: str, seqs=(4096, 16384), tokens: int = 16384) -> No
                               tflops=work / ms / 1e9))
 
 
+DQ_MODES = {0: "gluon-bwd", 1: "no-atomics", 2: "no-dq", 3: "shared-dq", 4: "shared-dq-blocked", 5: "shared-dq-red-v4"}
+
+
+def ablate(out_path: str, tokens: int = 16384) -> None:
+    """On an H100: the float64 check of the exact modes (0, 3, 4, 5) on ragged shapes, then the
+    backward-only ms of every DQ_MODE beside flash_triton's atomic backward, interleaved, two
+    rounds. Modes 1 (plain stores for the atomics) and 2 (no dQ) give wrong dQ on purpose: they
+    say what the atomics and the dQ product cost."""
+    import json
+
+    from triton.testing import do_bench
+
+    from lmperf.attention.flash_triton import triton_backward, triton_forward
+    from lmperf.report.environment import environment
+
+    env = environment("cuda")
+    with open(out_path, "w") as out:
+        def emit(row):
+            out.write(json.dumps(row | {"env": env}) + "\n")
+            out.flush()
+            print(row, flush=True)
+
+        for d, causal, seq_q, seq_k, heads, kv_heads in [
+            (64, True, 777, 1025, 8, 2), (64, False, 1025, 777, 4, 1), (64, True, 300, 300, 2, 2),
+            (128, True, 1000, 1000, 4, 4), (128, False, 777, 1025, 8, 2), (128, True, 1025, 777, 4, 1),
+        ]:
+            gen = torch.Generator(device="cuda").manual_seed(d + seq_q + seq_k)
+            q = torch.randn(2, heads, seq_q, d, device="cuda", generator=gen).bfloat16().requires_grad_()
+            k, v = (torch.randn(2, kv_heads, seq_k, d, device="cuda", generator=gen).bfloat16().requires_grad_() for _ in range(2))
+            do = torch.randn(2, heads, seq_q, d, device="cuda", generator=gen).bfloat16()
+            group = heads // kv_heads
+            qd, kd, vd = (t.detach().double().requires_grad_() for t in (q, k, v))
+            scores = qd @ kd.repeat_interleave(group, 1).transpose(-1, -2) / math.sqrt(d)
+            if causal:
+                scores = scores.masked_fill(torch.ones(seq_q, seq_k, device="cuda", dtype=torch.bool).triu(1), float("-inf"))
+            (torch.softmax(scores, -1) @ vd.repeat_interleave(group, 1)).backward(do.double())
+            for mode in (0, 3, 4, 5):
+                q.grad = k.grad = v.grad = None
+                GluonBackwardAttention.apply(q, k, v, causal, mode).backward(do)
+                errors = {f"max_rel_error_{name}": ((t.grad.double() - r.grad).abs().max() / r.grad.abs().max()).item()
+                          for name, t, r in (("dq", q, qd), ("dk", k, kd), ("dv", v, vd))}
+                emit(dict(kind="check", dq_mode=mode, head_dim=d, causal=causal, seq_q=seq_q, seq_k=seq_k, heads=heads,
+                          kv_heads=kv_heads, **errors))
+
+        for d, causal, seq in [(64, False, 4096), (64, True, 16384), (128, False, 4096), (128, True, 16384)]:
+            heads = 2048 // d
+            q, k, v = (torch.randn(tokens // seq, heads, seq, d, device="cuda").bfloat16() for _ in range(3))
+            do = torch.randn_like(q)
+            o, lse = triton_forward(q, k, v, causal)
+            peers = {name: (lambda m=mode: gluon_backward(q, k, v, o, lse, do, causal, m)) for mode, name in DQ_MODES.items()}
+            peers["triton-atomic-bwd"] = lambda: triton_backward(q, k, v, o, lse, do, causal, "atomic")
+            work = 2.5 * 4 * q.shape[0] * heads * seq * seq * d / (2 if causal else 1)
+            for round_ in (0, 1):
+                for name in list(peers) if round_ == 0 else list(peers)[::-1]:
+                    ms = do_bench(peers[name], warmup=25, rep=100)
+                    emit(dict(kind="time", peer=name, head_dim=d, causal=causal, seq=seq, round=round_, ms=ms,
+                              tflops=work / ms / 1e9))
+
+
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["gpu"]:  # python gluon_backward.py gpu OUT.jsonl (on the H100)
+    if sys.argv[1:2] == ["gpu-ablate"]:  # python gluon_backward.py gpu-ablate OUT.jsonl (on the H100)
+        ablate(sys.argv[2])
+    elif sys.argv[1:2] == ["gpu"]:  # python gluon_backward.py gpu OUT.jsonl (on the H100)
         check_and_time(sys.argv[2])
     else:
         _sm90_report()
