@@ -81,7 +81,7 @@ def _producer(q_desc, k_desc, v_desc, do_desc, q_smem, k_smem, v_smem, do_smem, 
             if t >= 1:  # the previous tile's dQ_i, while this one's loads fly
                 _drain_dq(dq_smem, dq_full, dq_empty, DQ, stride_dqb, stride_dqh, t - 1, b, kv_h, group, first_tile, n_q_tiles,
                           DRAIN_ROWS)
-    if DQ_MODE == 6:
+    if DQ_MODE == 6 and group * n_q_tiles > 0:  # (causal programs past the last query have no tiles)
         _drain_dq(dq_smem, dq_full, dq_empty, DQ, stride_dqb, stride_dqh, group * n_q_tiles - 1, b, kv_h, group, first_tile,
                   n_q_tiles, DRAIN_ROWS)
 
