@@ -111,6 +111,17 @@ def _drain_dq(dq_smem, dq_full, dq_empty, DQ, stride_dqb, stride_dqh, t, b, kv_h
 
 
 @gluon.jit
+def _red_add_v2_at(base, offsets, value):
+    """value into fp32 base[offsets] by 8-byte vector reductions: the pairs of consecutive
+    columns a thread holds in the wgmma accumulator layout, without a layout conversion."""
+    addresses = gl.full(offsets.shape, 0, gl.int64, offsets.type.layout) + base.to(gl.int64)
+    return gl.inline_asm_elementwise(
+        "{ .reg .u64 a; mad.wide.s32 a, $4, 4, $2; red.relaxed.gpu.global.add.v2.f32 [a], {$6, $7};"
+        " mov.b32 $0, 0; mov.b32 $1, 0; }",
+        "=r,=r,l,l,r,r,f,f", [addresses, offsets, value], dtype=[gl.int32], is_pure=False, pack=2)
+
+
+@gluon.jit
 def _red_add_v4_at(base, offsets, value):
     """value into fp32 base[offsets] by 16-byte vector reductions, four consecutive elements of a
     thread at a time (offsets in elements, int32; base one pointer)."""
@@ -162,6 +173,7 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_smem, dq_full
     cols_acc = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, acc_layout))
     rows_dq = gl.arange(0, M, layout=gl.SliceLayout(1, dq_layout))
     cols_dq = gl.arange(0, DQ_W, layout=gl.SliceLayout(0, dq_layout))
+    offs_dq = rows_dq[:, None] * HEAD_DIM + cols_dq[None, :]  # mode 8: a dQ_i chunk's offsets from its tile's base
 
     mbarrier.wait(kv_bar, 0)
     for t in range(group * n_q_tiles):
@@ -223,6 +235,21 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_smem, dq_full
                         dq_smem.index(WG * (HEAD_DIM // DQ_W) + 1).store(dq * scale)
                     gl.thread_barrier()
                     mbarrier.arrive(dq_full.index(WG), count=1)
+                else:
+                    mbarrier.arrive(ds_bar.index(1 - WG), count=1)
+                    dv, dk = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok))
+            elif DQ_MODE == 8:  # as 3, into a tile-padded DQ: one base pointer, no masks, 8-byte reductions
+                if (t % 2) == WG:
+                    mbarrier.wait(ds_bar.index(WG), (t // 2) & 1)
+                    dq_tok = warpgroup_mma(ds_all.permute((1, 0)), k_all.slice(0, DQ_W, dim=1), zero_dq, use_acc=False, is_async=True)
+                    dv, dk, dq = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok))
+                    tile = DQ + b.to(gl.int64) * stride_dqb + h.to(gl.int64) * stride_dqh + row0.to(gl.int64) * HEAD_DIM
+                    if HEAD_DIM > DQ_W:
+                        dq_tok = warpgroup_mma(ds_all.permute((1, 0)), k_all.slice(DQ_W, DQ_W, dim=1), zero_dq, use_acc=False, is_async=True)
+                    _red_add_v2_at(tile, offs_dq, dq * scale)
+                    if HEAD_DIM > DQ_W:
+                        dq = warpgroup_mma_wait(0, deps=(dq_tok,))
+                        _red_add_v2_at(tile + DQ_W, offs_dq, dq * scale)
                 else:
                     mbarrier.arrive(ds_bar.index(1 - WG), count=1)
                     dv, dk = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok))
@@ -347,8 +374,8 @@ def gluon_backward(q, k, v, o, lse, do, is_causal, dq_mode=0, producer_regs=None
     assert head_dim in (64, 128) and q.dtype in (torch.bfloat16, torch.float16), "trial: head_dim 64/128, bf16/fp16"
     do = do.contiguous()
     delta = (do.float() * o.float()).sum(-1).contiguous()
-    # fp32 dQ; in mode 6 padded to whole 64-row tiles, so a tile's rows are one unmasked block
-    padded = triton.cdiv(seq_q, ROWS) * ROWS if dq_mode == 6 else seq_q
+    # fp32 dQ; in modes 6 and 8 padded to whole 64-row tiles, so a tile's rows are one unmasked block
+    padded = triton.cdiv(seq_q, ROWS) * ROWS if dq_mode in (6, 8) else seq_q
     dq = torch.zeros(batch, heads, padded, head_dim, dtype=torch.float32, device=q.device)
     dk, dv = torch.empty(k.shape, dtype=q.dtype, device=q.device), torch.empty(v.shape, dtype=q.dtype, device=q.device)
     scale = 1 / math.sqrt(head_dim)
@@ -480,8 +507,8 @@ def check_and_time(out_path: str, seqs=(4096, 16384), tokens: int = 16384) -> No
 
 
 DQ_MODES = {0: "gluon-bwd", 1: "no-atomics", 2: "no-dq", 3: "shared-dq", 4: "shared-dq-blocked", 5: "shared-dq-red-v4",
-            6: "shared-dq-drained"}
-TIMED_MODES = (0, 2, 3, 6)  # 1, 4, 5: measured at aa4133b, dropped
+            6: "shared-dq-drained", 8: "shared-dq-red-v2"}
+TIMED_MODES = (2, 3, 8)  # 1, 4, 5: measured at aa4133b, 0 and 6 at 8419bad; dropped
 
 
 def ablate(out_path: str, tokens: int = 16384) -> None:
@@ -517,7 +544,7 @@ def ablate(out_path: str, tokens: int = 16384) -> None:
             if causal:
                 scores = scores.masked_fill(torch.ones(seq_q, seq_k, device="cuda", dtype=torch.bool).triu(1), float("-inf"))
             (torch.softmax(scores, -1) @ vd.repeat_interleave(group, 1)).backward(do.double())
-            for mode in (0, 3, 6):
+            for mode in (3, 8):
                 q.grad = k.grad = v.grad = None
                 GluonBackwardAttention.apply(q, k, v, causal, mode).backward(do)
                 errors = {f"max_rel_error_{name}": ((t.grad.double() - r.grad).abs().max() / r.grad.abs().max()).item()
