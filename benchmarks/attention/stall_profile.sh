@@ -4,6 +4,7 @@
 # (the .ncu-rep report; details.csv, the sections' tables; raw.csv, every metric per kernel;
 # source-sass.csv, per-instruction warp-stall samples of each kernel).
 # Usage, in the repo root: LMPERF_COMMIT=<sha> bash benchmarks/attention/stall_profile.sh
+# STALL_WORKLOAD: another workload (script and arguments) whose launches sit in `prof` ranges.
 set -uo pipefail
 export PYTHONPATH=${PYTHONPATH:-src} PYTHONUNBUFFERED=1 TRITON_CACHE_DIR=/tmp/triton-cache
 OUT=${OUT:-/tmp/out}; WORK=/tmp/stall-profile; mkdir -p "$OUT" "$WORK" "$TRITON_CACHE_DIR"
@@ -12,7 +13,7 @@ OUT=${OUT:-/tmp/out}; WORK=/tmp/stall-profile; mkdir -p "$OUT" "$WORK" "$TRITON_
 SECTIONS="--section SpeedOfLight --section WarpStateStats --section SchedulerStats --section Occupancy
   --section LaunchStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section SourceCounters"
 timeout "${PROFILE_S:-420}" ncu --nvtx --nvtx-include "prof/" --clock-control none $SECTIONS --import-source no \
-  -f -o "$WORK/stalls" python3 benchmarks/attention/stall_profile.py 2>&1 | tee "$OUT/stall_profile.log"
+  -f -o "$WORK/stalls" python3 ${STALL_WORKLOAD:-benchmarks/attention/stall_profile.py} 2>&1 | tee "$OUT/stall_profile.log"
 ncu -i "$WORK/stalls.ncu-rep" --page details --csv > "$WORK/details.csv" 2>&1
 ncu -i "$WORK/stalls.ncu-rep" --page raw --csv --print-units base > "$WORK/raw.csv" 2>&1
 ncu -i "$WORK/stalls.ncu-rep" --page source --csv --print-source sass > "$WORK/source-sass.csv" 2>&1

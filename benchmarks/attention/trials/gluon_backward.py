@@ -567,8 +567,35 @@ def ablate(out_path: str, tokens: int = 16384) -> None:
                               tflops=work / ms / 1e9))
 
 
+def profile_workload() -> None:
+    """Under Nsight Compute (stall_profile.sh with STALL_WORKLOAD="benchmarks/attention/trials/
+    gluon_backward.py gpu-profile"): one launch each, inside NVTX ranges named `prof`, of
+    flash_triton's atomic backward and this trial's modes 2 (no dQ) and 3 (shared dQ_i), at d64
+    and d128 causal 16k (bf16, heads x d = 2048), after two unprofiled launches (compilation,
+    autotuning)."""
+    from lmperf.attention.flash_triton import triton_backward, triton_forward
+
+    for d in (64, 128):
+        q, k, v = (torch.randn(1, 2048 // d, 16384, d, device="cuda").bfloat16() for _ in range(3))
+        do = torch.randn_like(q)
+        o, lse = triton_forward(q, k, v, True)
+        cases = {"triton-atomic-bwd": lambda: triton_backward(q, k, v, o, lse, do, True, "atomic"),
+                 "no-dq": lambda: gluon_backward(q, k, v, o, lse, do, True, 2),
+                 "shared-dq": lambda: gluon_backward(q, k, v, o, lse, do, True, 3)}
+        for name, case in cases.items():
+            case(), case()
+            torch.cuda.synchronize()
+            print(f"case d={d} causal=True seq=16384 {name}", flush=True)
+            torch.cuda.nvtx.range_push("prof")
+            case()
+            torch.cuda.synchronize()
+            torch.cuda.nvtx.range_pop()
+
+
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["gpu-ablate"]:  # python gluon_backward.py gpu-ablate OUT.jsonl (on the H100)
+    if sys.argv[1:2] == ["gpu-profile"]:
+        profile_workload()
+    elif sys.argv[1:2] == ["gpu-ablate"]:  # python gluon_backward.py gpu-ablate OUT.jsonl (on the H100)
         ablate(sys.argv[2])
     elif sys.argv[1:2] == ["gpu"]:  # python gluon_backward.py gpu OUT.jsonl (on the H100)
         check_and_time(sys.argv[2])
