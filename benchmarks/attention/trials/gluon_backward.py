@@ -1,5 +1,12 @@
-"""Trial (prepared 2026-11-25, not yet run on a GPU): the dK/dV/dQ backward in Gluon, warp-
-specialised as flash_gluon's forward is, at head_dim 64 and 128.
+"""Trial (prepared 2026-11-25, run the same day: benchmarks/attention/gluon-backward-h100-8a3b095/):
+the dK/dV/dQ backward in Gluon, warp-specialised as flash_gluon's forward is, at head_dim 64 and 128.
+
+Outcome: correct (float64 check, every mode), but no exact mode is as fast as flash_triton's
+atomic backward: the best (DQ_MODE 3, one dQ_i per query tile) runs at 0.834-0.978 of its speed at
+d=64 and 0.737-0.809 at d=128, while the dK/dV part alone (mode 2, no dQ) is 1.096-1.459x faster
+than Triton's whole backward. Rows, modes and profile: the results README above; reasoning:
+docs/attention.md item 32. Prediction below (-10 to -20%): missed; the first run took 1.44-1.85x
+Triton's time.
 
 Why: the backward is about 70% of forward + backward and cuDNN's runs 1.38x shorter than ours at
 d=64 causal 16k, its tensor pipe busy 48.5% of the time against our 34.6%
@@ -26,13 +33,14 @@ ptxas then serialises every wgmma (C7514, "non wgmma instructions reading accumu
 forward trial, though these products accumulate into nothing; so nothing crosses it here. D = rowsum(dO * O) comes from the host
 (torch) in this trial. At the end dK (x scale) and dV are stored.
 
-Prediction (a guess, no profile yet): the dK/dV kernel's time -10 to -20% at d=64 against
+Prediction (before the run, a guess): the dK/dV kernel's time -10 to -20% at d=64 against
 flash_triton's atomic backward, which would bring forward + backward to about 0.95-1.0x cuDNN's
 time; the per-thread atomics (5-12% slower than TMA reductions in Triton, item 24) are the risk.
 
 `python benchmarks/attention/trials/gluon_backward.py` compiles it for sm90 and prints registers
 per partition, spills, shared memory and ptxas's serialisation note (no GPU needed). On an H100:
-`PYTHONPATH=src python3 benchmarks/attention/trials/gluon_backward.py gpu OUT.jsonl` checks dQ,
+`PYTHONPATH=src python3 benchmarks/attention/trials/gluon_backward.py gpu OUT.jsonl` (mode 0; `gpu-ablate`:
+the modes side by side, `gpu-profile`: the Nsight Compute workload) checks dQ,
 dK, dV against float64 (odd lengths, seq_q != seq_k, GQA/MQA, causal and not, d 64 and 128) and
 times the backward beside flash_triton's atomic and split backwards and SDPA cuDNN's, interleaved.
 """
@@ -431,9 +439,11 @@ def _sm90_report() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/attention
     from gluon_sm90_report import warp_specialised_report
 
-    print(f"triton {triton.__version__}: warp-specialised Gluon attention backward for sm90")
-    for head_dim, causal in [(d, c) for d in (64, 128) for c in (False, True)]:
-        print(f"d{head_dim} {'causal' if causal else 'full'}: {warp_specialised_report(compile_sm90(causal, head_dim))}")
+    print(f"triton {triton.__version__}: warp-specialised Gluon attention backward for sm90 (DQ_MODE: {DQ_MODES})")
+    for mode in sorted(DQ_MODES):
+        for head_dim, causal in [(d, c) for d in (64, 128) for c in (False, True)]:
+            report = warp_specialised_report(compile_sm90(causal, head_dim, mode))
+            print(f"mode {mode} d{head_dim} {'causal' if causal else 'full'}: {report}")
 
 
 def check_and_time(out_path: str, seqs=(4096, 16384), tokens: int = 16384) -> None:
