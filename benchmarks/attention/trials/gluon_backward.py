@@ -374,14 +374,30 @@ def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, LSE, DELTA, DQ, DK, DV, scale, 
     ], [4, 1], [240, PRODUCER_REGS])
 
 
-def gluon_backward(q, k, v, o, lse, do, is_causal, dq_mode=0, producer_regs=None):
+def row_delta(o, do, lse, by: str = "torch"):
+    """delta = rowsum(dO * O) in fp32, (B, H, S) like lse: by torch, or by flash_triton's preprocess kernel."""
+    if by == "torch":
+        return (do.float() * o.float()).sum(-1).contiguous()
+    from lmperf.attention.flash_triton import _bwd_preprocess_kernel, _column_blocks, _strides
+
+    batch, heads, seq_q, head_dim = o.shape
+    delta = torch.empty_like(lse)
+    _bwd_preprocess_kernel[(triton.cdiv(seq_q, 64), batch * heads)](
+        o, do, delta, *_strides(o), *_strides(do), heads, seq_q, HEAD_DIM=head_dim, **_column_blocks(head_dim), BLOCK_M=64
+    )
+    return delta
+
+
+def gluon_backward(q, k, v, o, lse, do, is_causal, dq_mode=0, producer_regs=None, delta_by="torch"):
     """dQ, dK, dV for (B, H, S, d) inputs, d 64 or 128 (K/V (B, H_kv, S, d)), LSE (B, H, S) natural log as
-    flash_triton's forward leaves it."""
+    flash_triton's forward leaves it. delta = rowsum(dO O) by torch ("torch": every row up to
+    6f032bc; 0.47 ms at d64 causal 16k under ncu) or by flash_triton's preprocess kernel
+    ("triton", 0.05 ms there, as flash_triton's own backwards)."""
     batch, heads, seq_q, head_dim = q.shape
     kv_heads, seq_k = k.shape[1], k.shape[2]
     assert head_dim in (64, 128) and q.dtype in (torch.bfloat16, torch.float16), "trial: head_dim 64/128, bf16/fp16"
     do = do.contiguous()
-    delta = (do.float() * o.float()).sum(-1).contiguous()
+    delta = row_delta(o, do, lse, delta_by)
     # fp32 dQ; in modes 6 and 8 padded to whole 64-row tiles, so a tile's rows are one unmasked block
     padded = triton.cdiv(seq_q, ROWS) * ROWS if dq_mode in (6, 8) else seq_q
     dq = torch.zeros(batch, heads, padded, head_dim, dtype=torch.float32, device=q.device)
@@ -401,18 +417,19 @@ class GluonBackwardAttention(torch.autograd.Function):
     """flash_triton's forward (Gluon on an H100 where it runs) with this trial's backward."""
 
     @staticmethod
-    def forward(ctx, q, k, v, is_causal=False, dq_mode=0):
+    def forward(ctx, q, k, v, is_causal=False, dq_mode=0, delta_by="torch"):
         from lmperf.attention.flash_triton import triton_forward
 
         o, lse = triton_forward(q, k, v, is_causal)
         ctx.save_for_backward(q, k, v, o, lse)
-        ctx.is_causal, ctx.dq_mode = is_causal, dq_mode
+        ctx.is_causal, ctx.dq_mode, ctx.delta_by = is_causal, dq_mode, delta_by
         return o
 
     @staticmethod
     def backward(ctx, grad_out):
         q, k, v, o, lse = ctx.saved_tensors
-        return (*gluon_backward(q, k, v, o, lse, grad_out, ctx.is_causal, ctx.dq_mode), None, None)
+        grads = gluon_backward(q, k, v, o, lse, grad_out, ctx.is_causal, ctx.dq_mode, delta_by=ctx.delta_by)
+        return (*grads, None, None, None)
 
 
 def compile_sm90(causal: bool, head_dim: int = 64, dq_mode: int = 0, producer_regs: int = 24, drain_rows: int = 4):
@@ -446,74 +463,102 @@ def _sm90_report() -> None:
             print(f"mode {mode} d{head_dim} {'causal' if causal else 'full'}: {report}")
 
 
-def check_and_time(out_path: str, seqs=(4096, 16384), tokens: int = 16384) -> None:
-    """On an H100: largest relative error of dQ, dK, dV against float64 on ragged shapes; then
-    backward-only ms of this trial, flash_triton's atomic and split backwards on the same saved
-    tensors, and forward + backward TFLOP/s beside FlashAttention2Triton's default and SDPA
-    cuDNN's, interleaved, two rounds (bf16, `tokens` per batch, heads x d = 2048, d 64 and 128).
-    Rows as they come."""
+DEVICE = "cuda"  # the harness's tensors; a dry run on the CPU swaps it and the kernels for stand-ins
+RAGGED = [  # (head_dim, causal, seq_q, seq_k, heads, kv_heads): odd lengths, seq_q != seq_k both ways, GQA, MQA
+    (64, True, 777, 1025, 8, 2), (64, False, 1025, 777, 4, 1), (64, True, 300, 300, 2, 2),
+    (128, True, 1000, 1000, 4, 4), (128, False, 777, 1025, 8, 2), (128, True, 1025, 777, 4, 1),
+]
+FIRST_RUN_SHAPES = [  # check_and_time's ten (8a3b095)
+    (64, False, 1000, 1000, 4, 4), (64, True, 1000, 1000, 4, 4), (64, True, 777, 1025, 8, 2), (64, False, 1025, 777, 4, 1),
+    (64, True, 4096, 4096, 8, 2), (64, True, 300, 300, 2, 2), (64, True, 1025, 777, 4, 4),
+    (128, True, 1000, 1000, 4, 4), (128, False, 777, 1025, 8, 2), (128, True, 1025, 777, 4, 1),
+]
+GRID = [(d, c, n) for d in (64, 128) for c in (False, True) for n in (4096, 16384)]
+
+
+def _rows(out_path: str):
+    """emit(row): one JSON line in out_path (flushed, with the environment) and on the console."""
     import json
 
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-    from triton.testing import do_bench
-
-    from lmperf.attention.flash_triton import FlashAttention2Triton, triton_backward, triton_forward
     from lmperf.report.environment import environment
 
-    env = environment("cuda")
-    with open(out_path, "w") as out:
-        def emit(row):
-            out.write(json.dumps(row | {"env": env}) + "\n")
-            out.flush()
-            print(row, flush=True)
+    env, out = environment(DEVICE), open(out_path, "w")
 
-        for d, causal, seq_q, seq_k, heads, kv_heads in [
-            (64, False, 1000, 1000, 4, 4), (64, True, 1000, 1000, 4, 4), (64, True, 777, 1025, 8, 2), (64, False, 1025, 777, 4, 1),
-            (64, True, 4096, 4096, 8, 2), (64, True, 300, 300, 2, 2), (64, True, 1025, 777, 4, 4),
-            (128, True, 1000, 1000, 4, 4), (128, False, 777, 1025, 8, 2), (128, True, 1025, 777, 4, 1),
-        ]:
-            gen = torch.Generator(device="cuda").manual_seed(d + seq_q + seq_k)
-            q = torch.randn(2, heads, seq_q, d, device="cuda", generator=gen).bfloat16().requires_grad_()
-            k, v = (torch.randn(2, kv_heads, seq_k, d, device="cuda", generator=gen).bfloat16().requires_grad_() for _ in range(2))
-            do = torch.randn(2, heads, seq_q, d, device="cuda", generator=gen).bfloat16()
-            GluonBackwardAttention.apply(q, k, v, causal).backward(do)
-            group = heads // kv_heads
-            qd, kd, vd = (t.detach().double().requires_grad_() for t in (q, k, v))
-            scores = qd @ kd.repeat_interleave(group, 1).transpose(-1, -2) / math.sqrt(d)
-            if causal:
-                scores = scores.masked_fill(torch.ones(seq_q, seq_k, device="cuda", dtype=torch.bool).triu(1), float("-inf"))
-            (torch.softmax(scores, -1) @ vd.repeat_interleave(group, 1)).backward(do.double())
-            errors = {f"max_rel_error_{name}": ((t.grad.double() - r.grad).abs().max() / r.grad.abs().max()).item()
-                      for name, t, r in (("dq", q, qd), ("dk", k, kd), ("dv", v, vd))}
-            emit(dict(kind="check", head_dim=d, causal=causal, seq_q=seq_q, seq_k=seq_k, heads=heads, kv_heads=kv_heads, **errors))
+    def emit(row):
+        out.write(json.dumps(row | {"env": env}) + "\n")
+        out.flush()
+        print(row, flush=True)
 
-        def cudnn(q, k, v, causal):
-            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-                return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    return emit
 
-        for d, causal, seq in [(d, c, n) for d in (64, 128) for c in (False, True) for n in seqs]:
-            heads = 2048 // d
-            q, k, v = (torch.randn(tokens // seq, heads, seq, d, device="cuda").bfloat16().requires_grad_() for _ in range(3))
-            do = torch.randn_like(q)
-            o, lse = triton_forward(q.detach(), k.detach(), v.detach(), causal)
-            backwards = {
-                "gluon-bwd": lambda: gluon_backward(q, k, v, o, lse, do, causal),
-                "triton-atomic-bwd": lambda: triton_backward(q, k, v, o, lse, do, causal, "atomic"),
-                "triton-split-bwd": lambda: triton_backward(q, k, v, o, lse, do, causal, "split"),
-            }
-            fwd_bwd = {
-                "gluon+bwd": lambda: GluonBackwardAttention.apply(q, k, v, causal).backward(do),
-                "flash_triton+bwd": lambda: FlashAttention2Triton.apply(q, k, v, causal).backward(do),
-                "sdpa-cudnn+bwd": lambda: cudnn(q, k, v, causal).backward(do),
-            }
-            flops = 4 * q.shape[0] * heads * seq * seq * d / (2 if causal else 1)
-            peers = {**backwards, **fwd_bwd}
-            for round_ in (0, 1):
-                for name in list(peers) if round_ == 0 else list(peers)[::-1]:
-                    ms = do_bench(peers[name], warmup=25, rep=100, grad_to_none=(q, k, v))
-                    work = flops * (2.5 if name in backwards else 3.5)
-                    emit(dict(kind="time", peer=name, head_dim=d, causal=causal, seq=seq, round=round_, ms=ms,
-                              tflops=work / ms / 1e9))
+
+def _float64_check(emit, shapes, variants: dict) -> None:
+    """Largest relative error of dQ, dK, dV against float64 for each variant (name: kwargs of
+    GluonBackwardAttention after is_causal) on each shape, bf16 inputs."""
+    for d, causal, seq_q, seq_k, heads, kv_heads in shapes:
+        gen = torch.Generator(device=DEVICE).manual_seed(d + seq_q + seq_k)
+        q = torch.randn(2, heads, seq_q, d, device=DEVICE, generator=gen).bfloat16().requires_grad_()
+        k, v = (torch.randn(2, kv_heads, seq_k, d, device=DEVICE, generator=gen).bfloat16().requires_grad_() for _ in range(2))
+        do = torch.randn(2, heads, seq_q, d, device=DEVICE, generator=gen).bfloat16()
+        group = heads // kv_heads
+        qd, kd, vd = (t.detach().double().requires_grad_() for t in (q, k, v))
+        scores = qd @ kd.repeat_interleave(group, 1).transpose(-1, -2) / math.sqrt(d)
+        if causal:
+            scores = scores.masked_fill(torch.ones(seq_q, seq_k, device=DEVICE, dtype=torch.bool).triu(1), float("-inf"))
+        (torch.softmax(scores, -1) @ vd.repeat_interleave(group, 1)).backward(do.double())
+        for name, kwargs in variants.items():
+            q.grad = k.grad = v.grad = None
+            GluonBackwardAttention.apply(q, k, v, causal, *kwargs.values()).backward(do)
+            errors = {f"max_rel_error_{grad}": ((t.grad.double() - r.grad).abs().max() / r.grad.abs().max()).item()
+                      for grad, t, r in (("dq", q, qd), ("dk", k, kd), ("dv", v, vd))}
+            emit(dict(kind="check", variant=name, **kwargs, head_dim=d, causal=causal, seq_q=seq_q, seq_k=seq_k,
+                      heads=heads, kv_heads=kv_heads, **errors))
+
+
+def _interleaved(emit, peers: dict, work: dict, point: dict, grad_to_none=None) -> None:
+    """do_bench median of each peer, two rounds, the second in reverse order; TFLOP/s from work[name]."""
+    from triton.testing import do_bench
+
+    for round_ in (0, 1):
+        for name in list(peers) if round_ == 0 else list(peers)[::-1]:
+            ms = do_bench(peers[name], warmup=25, rep=100, grad_to_none=grad_to_none)
+            emit(dict(kind="time", peer=name, **point, round=round_, ms=ms, tflops=work[name] / ms / 1e9))
+
+
+def _cudnn(q, k, v, causal):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+
+def check_and_time(out_path: str, tokens: int = 16384) -> None:
+    """The first run (8a3b095, mode 0): float64 check on ten shapes; then backward-only ms of this
+    trial, flash_triton's atomic and split backwards on the same saved tensors, and forward +
+    backward beside FlashAttention2Triton's default and SDPA cuDNN's, interleaved (bf16, `tokens`
+    per batch, heads x d = 2048)."""
+    from lmperf.attention.flash_triton import FlashAttention2Triton, triton_backward, triton_forward
+
+    emit = _rows(out_path)
+    _float64_check(emit, FIRST_RUN_SHAPES, {"gluon-bwd": dict(dq_mode=0)})
+    for d, causal, seq in GRID:
+        heads = 2048 // d
+        q, k, v = (torch.randn(tokens // seq, heads, seq, d, device=DEVICE).bfloat16().requires_grad_() for _ in range(3))
+        do = torch.randn_like(q)
+        o, lse = triton_forward(q.detach(), k.detach(), v.detach(), causal)
+        backwards = {
+            "gluon-bwd": lambda: gluon_backward(q, k, v, o, lse, do, causal),
+            "triton-atomic-bwd": lambda: triton_backward(q, k, v, o, lse, do, causal, "atomic"),
+            "triton-split-bwd": lambda: triton_backward(q, k, v, o, lse, do, causal, "split"),
+        }
+        fwd_bwd = {
+            "gluon+bwd": lambda: GluonBackwardAttention.apply(q, k, v, causal).backward(do),
+            "flash_triton+bwd": lambda: FlashAttention2Triton.apply(q, k, v, causal).backward(do),
+            "sdpa-cudnn+bwd": lambda: _cudnn(q, k, v, causal).backward(do),
+        }
+        flops = 4 * q.shape[0] * heads * seq * seq * d / (2 if causal else 1)
+        work = {name: flops * (2.5 if name in backwards else 3.5) for name in {**backwards, **fwd_bwd}}
+        _interleaved(emit, {**backwards, **fwd_bwd}, work, dict(head_dim=d, causal=causal, seq=seq), grad_to_none=(q, k, v))
 
 
 DQ_MODES = {0: "gluon-bwd", 1: "no-atomics", 2: "no-dq", 3: "shared-dq", 4: "shared-dq-blocked", 5: "shared-dq-red-v4",
@@ -522,59 +567,53 @@ TIMED_MODES = (2, 3, 8)  # 1, 4, 5: measured at aa4133b, 0 and 6 at 8419bad; dro
 
 
 def ablate(out_path: str, tokens: int = 16384) -> None:
-    """On an H100: the float64 check of the exact modes (0, 3, 6; 4 and 5 at aa4133b) on ragged shapes, then the
-    backward-only ms of TIMED_MODES beside flash_triton's atomic backward, interleaved, two
-    rounds. Modes 1 (plain stores for the atomics) and 2 (no dQ) give wrong dQ on purpose: they
-    say what the atomics and the dQ product cost."""
-    import json
-
-    from triton.testing import do_bench
-
+    """The modes side by side: float64 check of the exact modes among (3, 8) on RAGGED (0, 4, 5, 6
+    at earlier commits), then backward-only ms of TIMED_MODES beside flash_triton's atomic
+    backward, interleaved. Modes 1 (plain stores for the atomics) and 2 (no dQ) give wrong dQ
+    on purpose: they say what the atomics and the dQ product cost."""
     from lmperf.attention.flash_triton import triton_backward, triton_forward
-    from lmperf.report.environment import environment
 
-    env = environment("cuda")
-    with open(out_path, "w") as out:
-        def emit(row):
-            out.write(json.dumps(row | {"env": env}) + "\n")
-            out.flush()
-            print(row, flush=True)
+    emit = _rows(out_path)
+    _float64_check(emit, RAGGED, {DQ_MODES[mode]: dict(dq_mode=mode) for mode in (3, 8)})
+    for d, causal, seq in [(64, False, 4096), (64, True, 16384), (128, False, 4096), (128, True, 16384)]:
+        heads = 2048 // d
+        q, k, v = (torch.randn(tokens // seq, heads, seq, d, device=DEVICE).bfloat16() for _ in range(3))
+        do = torch.randn_like(q)
+        o, lse = triton_forward(q, k, v, causal)
+        peers = {DQ_MODES[mode]: (lambda m=mode: gluon_backward(q, k, v, o, lse, do, causal, m)) for mode in TIMED_MODES}
+        peers["triton-atomic-bwd"] = lambda: triton_backward(q, k, v, o, lse, do, causal, "atomic")
+        work = dict.fromkeys(peers, 2.5 * 4 * q.shape[0] * heads * seq * seq * d / (2 if causal else 1))
+        _interleaved(emit, peers, work, dict(head_dim=d, causal=causal, seq=seq))
 
-        for d, causal, seq_q, seq_k, heads, kv_heads in [
-            (64, True, 777, 1025, 8, 2), (64, False, 1025, 777, 4, 1), (64, True, 300, 300, 2, 2),
-            (128, True, 1000, 1000, 4, 4), (128, False, 777, 1025, 8, 2), (128, True, 1025, 777, 4, 1),
-        ]:
-            gen = torch.Generator(device="cuda").manual_seed(d + seq_q + seq_k)
-            q = torch.randn(2, heads, seq_q, d, device="cuda", generator=gen).bfloat16().requires_grad_()
-            k, v = (torch.randn(2, kv_heads, seq_k, d, device="cuda", generator=gen).bfloat16().requires_grad_() for _ in range(2))
-            do = torch.randn(2, heads, seq_q, d, device="cuda", generator=gen).bfloat16()
-            group = heads // kv_heads
-            qd, kd, vd = (t.detach().double().requires_grad_() for t in (q, k, v))
-            scores = qd @ kd.repeat_interleave(group, 1).transpose(-1, -2) / math.sqrt(d)
-            if causal:
-                scores = scores.masked_fill(torch.ones(seq_q, seq_k, device="cuda", dtype=torch.bool).triu(1), float("-inf"))
-            (torch.softmax(scores, -1) @ vd.repeat_interleave(group, 1)).backward(do.double())
-            for mode in (3, 8):
-                q.grad = k.grad = v.grad = None
-                GluonBackwardAttention.apply(q, k, v, causal, mode).backward(do)
-                errors = {f"max_rel_error_{name}": ((t.grad.double() - r.grad).abs().max() / r.grad.abs().max()).item()
-                          for name, t, r in (("dq", q, qd), ("dk", k, kd), ("dv", v, vd))}
-                emit(dict(kind="check", dq_mode=mode, head_dim=d, causal=causal, seq_q=seq_q, seq_k=seq_k, heads=heads,
-                          kv_heads=kv_heads, **errors))
 
-        for d, causal, seq in [(64, False, 4096), (64, True, 16384), (128, False, 4096), (128, True, 16384)]:
-            heads = 2048 // d
-            q, k, v = (torch.randn(tokens // seq, heads, seq, d, device="cuda").bfloat16() for _ in range(3))
-            do = torch.randn_like(q)
-            o, lse = triton_forward(q, k, v, causal)
-            peers = {DQ_MODES[mode]: (lambda m=mode: gluon_backward(q, k, v, o, lse, do, causal, m)) for mode in TIMED_MODES}
-            peers["triton-atomic-bwd"] = lambda: triton_backward(q, k, v, o, lse, do, causal, "atomic")
-            work = 2.5 * 4 * q.shape[0] * heads * seq * seq * d / (2 if causal else 1)
-            for round_ in (0, 1):
-                for name in list(peers) if round_ == 0 else list(peers)[::-1]:
-                    ms = do_bench(peers[name], warmup=25, rep=100)
-                    emit(dict(kind="time", peer=name, head_dim=d, causal=causal, seq=seq, round=round_, ms=ms,
-                              tflops=work / ms / 1e9))
+def next_step(out_path: str, tokens: int = 16384) -> None:
+    """Prepared after 6f032bc, for the next device call: mode 3 with delta from flash_triton's
+    preprocess kernel. Float64 check on RAGGED; then on the whole grid, backward-only (mode 3 with
+    either delta, flash_triton's atomic and split backwards) and forward + backward (flash_triton's
+    forward with mode 3 + Triton delta; FlashAttention2Triton's default; SDPA cuDNN), interleaved."""
+    from lmperf.attention.flash_triton import FlashAttention2Triton, triton_backward, triton_forward
+
+    emit = _rows(out_path)
+    _float64_check(emit, RAGGED, {"shared-dq+triton-delta": dict(dq_mode=3, delta_by="triton")})
+    for d, causal, seq in GRID:
+        heads = 2048 // d
+        q, k, v = (torch.randn(tokens // seq, heads, seq, d, device=DEVICE).bfloat16().requires_grad_() for _ in range(3))
+        do = torch.randn_like(q)
+        o, lse = triton_forward(q.detach(), k.detach(), v.detach(), causal)
+        backwards = {
+            "shared-dq": lambda: gluon_backward(q, k, v, o, lse, do, causal, 3),
+            "shared-dq+triton-delta": lambda: gluon_backward(q, k, v, o, lse, do, causal, 3, delta_by="triton"),
+            "triton-atomic-bwd": lambda: triton_backward(q, k, v, o, lse, do, causal, "atomic"),
+            "triton-split-bwd": lambda: triton_backward(q, k, v, o, lse, do, causal, "split"),
+        }
+        fwd_bwd = {
+            "shared-dq+triton-delta+fwd": lambda: GluonBackwardAttention.apply(q, k, v, causal, 3, "triton").backward(do),
+            "flash_triton+bwd": lambda: FlashAttention2Triton.apply(q, k, v, causal).backward(do),
+            "sdpa-cudnn+bwd": lambda: _cudnn(q, k, v, causal).backward(do),
+        }
+        flops = 4 * q.shape[0] * heads * seq * seq * d / (2 if causal else 1)
+        work = {name: flops * (2.5 if name in backwards else 3.5) for name in {**backwards, **fwd_bwd}}
+        _interleaved(emit, {**backwards, **fwd_bwd}, work, dict(head_dim=d, causal=causal, seq=seq), grad_to_none=(q, k, v))
 
 
 def profile_workload() -> None:
@@ -586,7 +625,7 @@ def profile_workload() -> None:
     from lmperf.attention.flash_triton import triton_backward, triton_forward
 
     for d in (64, 128):
-        q, k, v = (torch.randn(1, 2048 // d, 16384, d, device="cuda").bfloat16() for _ in range(3))
+        q, k, v = (torch.randn(1, 2048 // d, 16384, d, device=DEVICE).bfloat16() for _ in range(3))
         do = torch.randn_like(q)
         o, lse = triton_forward(q, k, v, True)
         cases = {"triton-atomic-bwd": lambda: triton_backward(q, k, v, o, lse, do, True, "atomic"),
@@ -605,6 +644,8 @@ def profile_workload() -> None:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["gpu-profile"]:
         profile_workload()
+    elif sys.argv[1:2] == ["gpu-next"]:  # python gluon_backward.py gpu-next OUT.jsonl (on the H100)
+        next_step(sys.argv[2])
     elif sys.argv[1:2] == ["gpu-ablate"]:  # python gluon_backward.py gpu-ablate OUT.jsonl (on the H100)
         ablate(sys.argv[2])
     elif sys.argv[1:2] == ["gpu"]:  # python gluon_backward.py gpu OUT.jsonl (on the H100)
