@@ -181,7 +181,7 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_smem, dq_full
     cols_acc = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, acc_layout))
     rows_dq = gl.arange(0, M, layout=gl.SliceLayout(1, dq_layout))
     cols_dq = gl.arange(0, DQ_W, layout=gl.SliceLayout(0, dq_layout))
-    offs_dq = rows_dq[:, None] * HEAD_DIM + cols_dq[None, :]  # mode 8: a dQ_i chunk's offsets from its tile's base
+    offs_dq = rows_dq[:, None] * HEAD_DIM + cols_dq[None, :]  # modes 8, 10: a dQ_i chunk's offsets from its tile's base
 
     mbarrier.wait(kv_bar, 0)
     for t in range(group * n_q_tiles):
@@ -243,6 +243,22 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_smem, dq_full
                         dq_smem.index(WG * (HEAD_DIM // DQ_W) + 1).store(dq * scale)
                     gl.thread_barrier()
                     mbarrier.arrive(dq_full.index(WG), count=1)
+                else:
+                    mbarrier.arrive(ds_bar.index(1 - WG), count=1)
+                    dv, dk = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok))
+            elif DQ_MODE == 10:  # as 3, into a tile-padded DQ: one base pointer + loop-invariant int32
+                # offsets, no masks, scalar atomics (mode 8 without the inline asm)
+                if (t % 2) == WG:
+                    mbarrier.wait(ds_bar.index(WG), (t // 2) & 1)
+                    dq_tok = warpgroup_mma(ds_all.permute((1, 0)), k_all.slice(0, DQ_W, dim=1), zero_dq, use_acc=False, is_async=True)
+                    dv, dk, dq = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok))
+                    tile = DQ + b.to(gl.int64) * stride_dqb + h.to(gl.int64) * stride_dqh + row0.to(gl.int64) * HEAD_DIM
+                    if HEAD_DIM > DQ_W:
+                        dq_tok = warpgroup_mma(ds_all.permute((1, 0)), k_all.slice(DQ_W, DQ_W, dim=1), zero_dq, use_acc=False, is_async=True)
+                    gl.atomic_add(tile + offs_dq, dq * scale, sem="relaxed")
+                    if HEAD_DIM > DQ_W:
+                        dq = warpgroup_mma_wait(0, deps=(dq_tok,))
+                        gl.atomic_add(tile + DQ_W + offs_dq, dq * scale, sem="relaxed")
                 else:
                     mbarrier.arrive(ds_bar.index(1 - WG), count=1)
                     dv, dk = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok))
@@ -398,8 +414,8 @@ def gluon_backward(q, k, v, o, lse, do, is_causal, dq_mode=0, producer_regs=None
     assert head_dim in (64, 128) and q.dtype in (torch.bfloat16, torch.float16), "trial: head_dim 64/128, bf16/fp16"
     do = do.contiguous()
     delta = row_delta(o, do, lse, delta_by)
-    # fp32 dQ; in modes 6 and 8 padded to whole 64-row tiles, so a tile's rows are one unmasked block
-    padded = triton.cdiv(seq_q, ROWS) * ROWS if dq_mode in (6, 8) else seq_q
+    # fp32 dQ; in modes 6, 8 and 10 padded to whole 64-row tiles, so a tile's rows are one unmasked block
+    padded = triton.cdiv(seq_q, ROWS) * ROWS if dq_mode in (6, 8, 10) else seq_q
     dq = torch.zeros(batch, heads, padded, head_dim, dtype=torch.float32, device=q.device)
     dk, dv = torch.empty(k.shape, dtype=q.dtype, device=q.device), torch.empty(v.shape, dtype=q.dtype, device=q.device)
     scale = 1 / math.sqrt(head_dim)
@@ -562,7 +578,7 @@ def check_and_time(out_path: str, tokens: int = 16384) -> None:
 
 
 DQ_MODES = {0: "gluon-bwd", 1: "no-atomics", 2: "no-dq", 3: "shared-dq", 4: "shared-dq-blocked", 5: "shared-dq-red-v4",
-            6: "shared-dq-drained", 8: "shared-dq-red-v2"}
+            6: "shared-dq-drained", 8: "shared-dq-red-v2", 10: "shared-dq-offsets"}
 TIMED_MODES = (2, 3, 8)  # 1, 4, 5: measured at aa4133b, 0 and 6 at 8419bad; dropped
 
 
@@ -587,14 +603,15 @@ def ablate(out_path: str, tokens: int = 16384) -> None:
 
 
 def next_step(out_path: str, tokens: int = 16384) -> None:
-    """Prepared after 6f032bc, for the next device call: mode 3 with delta from flash_triton's
-    preprocess kernel. Float64 check on RAGGED; then on the whole grid, backward-only (mode 3 with
-    either delta, flash_triton's atomic and split backwards) and forward + backward (flash_triton's
+    """Prepared after 6f032bc, for the next device call: modes 3 and 10 with delta from
+    flash_triton's preprocess kernel. Float64 check on RAGGED; then on the whole grid,
+    backward-only (mode 3 with either delta, mode 10, flash_triton's atomic and split backwards) and forward + backward (flash_triton's
     forward with mode 3 + Triton delta; FlashAttention2Triton's default; SDPA cuDNN), interleaved."""
     from lmperf.attention.flash_triton import FlashAttention2Triton, triton_backward, triton_forward
 
     emit = _rows(out_path)
-    _float64_check(emit, RAGGED, {"shared-dq+triton-delta": dict(dq_mode=3, delta_by="triton")})
+    _float64_check(emit, RAGGED, {"shared-dq+triton-delta": dict(dq_mode=3, delta_by="triton"),
+                                  "shared-dq-offsets+triton-delta": dict(dq_mode=10, delta_by="triton")})
     for d, causal, seq in GRID:
         heads = 2048 // d
         q, k, v = (torch.randn(tokens // seq, heads, seq, d, device=DEVICE).bfloat16().requires_grad_() for _ in range(3))
@@ -603,6 +620,7 @@ def next_step(out_path: str, tokens: int = 16384) -> None:
         backwards = {
             "shared-dq": lambda: gluon_backward(q, k, v, o, lse, do, causal, 3),
             "shared-dq+triton-delta": lambda: gluon_backward(q, k, v, o, lse, do, causal, 3, delta_by="triton"),
+            "shared-dq-offsets+triton-delta": lambda: gluon_backward(q, k, v, o, lse, do, causal, 10, delta_by="triton"),
             "triton-atomic-bwd": lambda: triton_backward(q, k, v, o, lse, do, causal, "atomic"),
             "triton-split-bwd": lambda: triton_backward(q, k, v, o, lse, do, causal, "split"),
         }
