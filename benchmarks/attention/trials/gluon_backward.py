@@ -62,14 +62,11 @@ from lmperf.attention.flash_gluon import LOG2E, _descriptor, ring_barriers  # _d
 KEYS = 64  # keys per consumer warp group; a program holds two
 ROWS = 64  # query rows per tile
 STAGES = 2  # Q_i / dO_i slots
-PRODUCER_REGS = {}  # registers per thread of the producer warp by mode (24: each 8 more cost the consumers 8)
 
 
 @gluon.jit
 def _producer(q_desc, k_desc, v_desc, do_desc, q_smem, k_smem, v_smem, do_smem, kv_bar, ready, empty,
-              dq_smem, dq_full, dq_empty, DQ, stride_dqb, stride_dqh,
-              b, kv_h, group, start_n, first_tile, n_q_tiles, STAGES: gl.constexpr, DQ_MODE: gl.constexpr,
-              DRAIN_ROWS: gl.constexpr):
+              b, kv_h, group, start_n, first_tile, n_q_tiles, STAGES: gl.constexpr):
     mbarrier.expect(kv_bar, 4 * k_desc.block_type.nbytes)
     rows: gl.constexpr = k_desc.block_type.shape[2]
     for w in gl.static_range(2):
@@ -85,73 +82,10 @@ def _producer(q_desc, k_desc, v_desc, do_desc, q_smem, k_smem, v_smem, do_smem, 
         mbarrier.expect(bar, 2 * q_desc.block_type.nbytes)
         tma.async_copy_global_to_shared(q_desc, [b, h, row, 0], bar, q_smem.index(slot))
         tma.async_copy_global_to_shared(do_desc, [b, h, row, 0], bar, do_smem.index(slot))
-        if DQ_MODE == 6:
-            if t >= 1:  # the previous tile's dQ_i, while this one's loads fly
-                _drain_dq(dq_smem, dq_full, dq_empty, DQ, stride_dqb, stride_dqh, t - 1, b, kv_h, group, first_tile, n_q_tiles,
-                          DRAIN_ROWS)
-    if DQ_MODE == 6 and group * n_q_tiles > 0:  # (causal programs past the last query have no tiles)
-        _drain_dq(dq_smem, dq_full, dq_empty, DQ, stride_dqb, stride_dqh, group * n_q_tiles - 1, b, kv_h, group, first_tile,
-                  n_q_tiles, DRAIN_ROWS)
 
 
 @gluon.jit
-def _drain_dq(dq_smem, dq_full, dq_empty, DQ, stride_dqb, stride_dqh, t, b, kv_h, group, first_tile, n_q_tiles,
-              DRAIN_ROWS: gl.constexpr):
-    """Mode 6: add tile t's dQ_i (fp32, M x d in 64-column chunks, in shared memory buffer t % 2,
-    scaled) into DQ by 16-byte vector reductions from one warp. DQ is padded to whole tiles, so no
-    masks: the rows of a tile are one contiguous block."""
-    W: gl.constexpr = 64  # columns per chunk
-    CHUNKS: gl.constexpr = dq_smem.shape[0] // 2
-    M: gl.constexpr = dq_smem.shape[1]
-    R: gl.constexpr = DRAIN_ROWS  # rows per pass
-    layout: gl.constexpr = gl.BlockedLayout([1, 4], [32 // (W // 4), W // 4], [1, 1], [1, 0])
-    buf = t % 2
-    h = kv_h * group + t // n_q_tiles
-    row0 = (first_tile + t % n_q_tiles) * M
-    tile = DQ + b.to(gl.int64) * stride_dqb + h.to(gl.int64) * stride_dqh + row0.to(gl.int64) * (CHUNKS * W)
-    offs = gl.arange(0, R, layout=gl.SliceLayout(1, layout))[:, None] * (CHUNKS * W) + gl.arange(0, W, layout=gl.SliceLayout(0, layout))[None, :]
-    mbarrier.wait(dq_full.index(buf), (t // 2) & 1)
-    for c in gl.static_range(CHUNKS):
-        for r in gl.static_range(M // R):
-            values = dq_smem.index(buf * CHUNKS + c).slice(r * R, R, dim=0).load(layout)
-            _red_add_v4_at(tile + r * R * CHUNKS * W + c * W, offs, values)
-    mbarrier.arrive(dq_empty.index(buf), count=1)
-
-
-@gluon.jit
-def _red_add_v2_at(base, offsets, value):
-    """value into fp32 base[offsets] by 8-byte vector reductions: the pairs of consecutive
-    columns a thread holds in the wgmma accumulator layout, without a layout conversion."""
-    addresses = gl.full(offsets.shape, 0, gl.int64, offsets.type.layout) + base.to(gl.int64)
-    return gl.inline_asm_elementwise(
-        "{ .reg .u64 a; mad.wide.s32 a, $4, 4, $2; red.relaxed.gpu.global.add.v2.f32 [a], {$6, $7};"
-        " mov.b32 $0, 0; mov.b32 $1, 0; }",
-        "=r,=r,l,l,r,r,f,f", [addresses, offsets, value], dtype=[gl.int32], is_pure=False, pack=2)
-
-
-@gluon.jit
-def _red_add_v4_at(base, offsets, value):
-    """value into fp32 base[offsets] by 16-byte vector reductions, four consecutive elements of a
-    thread at a time (offsets in elements, int32; base one pointer)."""
-    addresses = gl.full(offsets.shape, 0, gl.int64, offsets.type.layout) + base.to(gl.int64)
-    return gl.inline_asm_elementwise(
-        "{ .reg .u64 a; mad.wide.s32 a, $8, 4, $4; red.relaxed.gpu.global.add.v4.f32 [a], {$12, $13, $14, $15};"
-        " mov.b32 $0, 0; mov.b32 $1, 0; mov.b32 $2, 0; mov.b32 $3, 0; }",
-        "=r,=r,=r,=r,l,l,l,l,r,r,r,r,f,f,f,f", [addresses, offsets, value], dtype=[gl.int32], is_pure=False, pack=4)
-
-
-@gluon.jit
-def _red_add_v4(ptr, value, mask):
-    """value into fp32 *ptr by 16-byte vector reductions (sm90's red.v4.f32), four consecutive
-    elements of a thread at a time; Triton 3.6's atomic_add issues one 4-byte atom per element."""
-    return gl.inline_asm_elementwise(
-        "{ .reg .pred p; setp.ne.b32 p, $12, 0; @p red.relaxed.gpu.global.add.v4.f32 [$4], {$8, $9, $10, $11};"
-        " mov.b32 $0, 0; mov.b32 $1, 0; mov.b32 $2, 0; mov.b32 $3, 0; }",
-        "=r,=r,=r,=r,l,l,l,l,f,f,f,f,r,r,r,r", [ptr.to(gl.int64), value, mask.to(gl.int32)], dtype=[gl.int32], is_pure=False, pack=4)
-
-
-@gluon.jit
-def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_smem, dq_full, dq_empty, kv_bar, ready, empty, LSE, DELTA, DQ, DK, DV,
+def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, kv_bar, ready, empty, LSE, DELTA, DQ, DK, DV,
               scale, qk_scale, seq_q, seq_k, b, kv_h, H, group, start_n, first_tile, n_q_tiles,
               stride_dqb, stride_dqh, stride_dqn, stride_kb, stride_kh, stride_kn,
               WG: gl.constexpr, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
@@ -165,7 +99,6 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_smem, dq_full
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_DIM, 16])
     dq_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, DQ_W, 16])
     op_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=2)
-    vec_layout: gl.constexpr = gl.BlockedLayout([1, 4], [32 // (DQ_W // 4), DQ_W // 4], [4, 1], [1, 0])
     keys_l: gl.constexpr = gl.SliceLayout(1, st_layout)
     queries_l: gl.constexpr = gl.SliceLayout(0, st_layout)
 
@@ -181,7 +114,7 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_smem, dq_full
     cols_acc = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, acc_layout))
     rows_dq = gl.arange(0, M, layout=gl.SliceLayout(1, dq_layout))
     cols_dq = gl.arange(0, DQ_W, layout=gl.SliceLayout(0, dq_layout))
-    offs_dq = rows_dq[:, None] * HEAD_DIM + cols_dq[None, :]  # modes 8, 10: a dQ_i chunk's offsets from its tile's base
+    offs_dq = rows_dq[:, None] * HEAD_DIM + cols_dq[None, :]  # mode 10: a dQ_i chunk's offsets from its tile's base
 
     mbarrier.wait(kv_bar, 0)
     for t in range(group * n_q_tiles):
@@ -225,84 +158,27 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_smem, dq_full
             dv, dk = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok))
             mbarrier.arrive(empty.index(slot), count=1)
         elif DQ_MODE >= 3:
-            # dQ_i = dS K over all 128 keys, once, by the warp group owning tile t (t % 2): half
-            # the atomics of one dQ_i per warp group, and the owners alternate, so neither waits
-            # on the other's atomics. Slot t % 2's barrier says the other half of dS^T is written.
-            if DQ_MODE == 6:  # the owner leaves dQ_i in shared memory; the producer warp adds it into DQ
-                if (t % 2) == WG:
-                    mbarrier.wait(ds_bar.index(WG), (t // 2) & 1)
-                    dq_tok = warpgroup_mma(ds_all.permute((1, 0)), k_all.slice(0, DQ_W, dim=1), zero_dq, use_acc=False, is_async=True)
-                    dv, dk, dq = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok))
-                    if HEAD_DIM > DQ_W:
-                        dq_tok = warpgroup_mma(ds_all.permute((1, 0)), k_all.slice(DQ_W, DQ_W, dim=1), zero_dq, use_acc=False, is_async=True)
-                    if t >= 2:  # the producer has drained this buffer's previous tile (t - 2)
-                        mbarrier.wait(dq_empty.index(WG), (t // 2 - 1) & 1)
-                    dq_smem.index(WG * (HEAD_DIM // DQ_W)).store(dq * scale)
-                    if HEAD_DIM > DQ_W:
-                        dq = warpgroup_mma_wait(0, deps=(dq_tok,))
-                        dq_smem.index(WG * (HEAD_DIM // DQ_W) + 1).store(dq * scale)
-                    gl.thread_barrier()
-                    mbarrier.arrive(dq_full.index(WG), count=1)
-                else:
-                    mbarrier.arrive(ds_bar.index(1 - WG), count=1)
-                    dv, dk = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok))
-            elif DQ_MODE == 10:  # as 3, into a tile-padded DQ: one base pointer + loop-invariant int32
-                # offsets, no masks, scalar atomics (mode 8 without the inline asm)
-                if (t % 2) == WG:
-                    mbarrier.wait(ds_bar.index(WG), (t // 2) & 1)
-                    dq_tok = warpgroup_mma(ds_all.permute((1, 0)), k_all.slice(0, DQ_W, dim=1), zero_dq, use_acc=False, is_async=True)
-                    dv, dk, dq = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok))
-                    tile = DQ + b.to(gl.int64) * stride_dqb + h.to(gl.int64) * stride_dqh + row0.to(gl.int64) * HEAD_DIM
-                    if HEAD_DIM > DQ_W:
-                        dq_tok = warpgroup_mma(ds_all.permute((1, 0)), k_all.slice(DQ_W, DQ_W, dim=1), zero_dq, use_acc=False, is_async=True)
-                    gl.atomic_add(tile + offs_dq, dq * scale, sem="relaxed")
-                    if HEAD_DIM > DQ_W:
-                        dq = warpgroup_mma_wait(0, deps=(dq_tok,))
-                        gl.atomic_add(tile + DQ_W + offs_dq, dq * scale, sem="relaxed")
-                else:
-                    mbarrier.arrive(ds_bar.index(1 - WG), count=1)
-                    dv, dk = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok))
-            elif DQ_MODE == 8:  # as 3, into a tile-padded DQ: one base pointer, no masks, 8-byte reductions
-                if (t % 2) == WG:
-                    mbarrier.wait(ds_bar.index(WG), (t // 2) & 1)
-                    dq_tok = warpgroup_mma(ds_all.permute((1, 0)), k_all.slice(0, DQ_W, dim=1), zero_dq, use_acc=False, is_async=True)
-                    dv, dk, dq = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok))
-                    tile = DQ + b.to(gl.int64) * stride_dqb + h.to(gl.int64) * stride_dqh + row0.to(gl.int64) * HEAD_DIM
-                    if HEAD_DIM > DQ_W:
-                        dq_tok = warpgroup_mma(ds_all.permute((1, 0)), k_all.slice(DQ_W, DQ_W, dim=1), zero_dq, use_acc=False, is_async=True)
-                    _red_add_v2_at(tile, offs_dq, dq * scale)
-                    if HEAD_DIM > DQ_W:
-                        dq = warpgroup_mma_wait(0, deps=(dq_tok,))
-                        _red_add_v2_at(tile + DQ_W, offs_dq, dq * scale)
-                else:
-                    mbarrier.arrive(ds_bar.index(1 - WG), count=1)
-                    dv, dk = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok))
-            elif (t % 2) == WG:
+            # Modes 3 and 10: dQ_i = dS K over all 128 keys, once, by the warp group owning tile t
+            # (t % 2): half the atomics of one dQ_i per warp group, and the owners alternate, so
+            # neither waits on the other's atomics. Slot t % 2's barrier says the other half of
+            # dS^T is written.
+            if (t % 2) == WG:
                 mbarrier.wait(ds_bar.index(WG), (t // 2) & 1)
                 dq_tok = warpgroup_mma(ds_all.permute((1, 0)), k_all.slice(0, DQ_W, dim=1), zero_dq, use_acc=False, is_async=True)
                 dv, dk, dq = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok))
-                rows = row0 + rows_dq
-                dq_ptr = DQ + b.to(gl.int64) * stride_dqb + h.to(gl.int64) * stride_dqh + rows[:, None] * stride_dqn + cols_dq[None, :]
+                if DQ_MODE == 10:  # a tile-padded DQ: one base pointer + loop-invariant int32 offsets, no masks
+                    dq_ptr = DQ + (b.to(gl.int64) * stride_dqb + h.to(gl.int64) * stride_dqh + row0.to(gl.int64) * HEAD_DIM) + offs_dq
+                    rows_ok = None
+                else:
+                    rows = row0 + rows_dq
+                    dq_ptr = DQ + b.to(gl.int64) * stride_dqb + h.to(gl.int64) * stride_dqh + rows[:, None] * stride_dqn + cols_dq[None, :]
+                    rows_ok = rows[:, None] < seq_q
                 if HEAD_DIM > DQ_W:
                     dq_tok = warpgroup_mma(ds_all.permute((1, 0)), k_all.slice(DQ_W, DQ_W, dim=1), zero_dq, use_acc=False, is_async=True)
-                if DQ_MODE >= 4:  # 4 consecutive columns per thread (mode 5: vector reductions)
-                    dq = gl.convert_layout(dq, vec_layout)
-                    dq_ptr = gl.convert_layout(dq_ptr, vec_layout)
-                    rows = gl.convert_layout(rows[:, None], vec_layout)
-                else:
-                    rows = rows[:, None]
-                if DQ_MODE == 5:
-                    _red_add_v4(dq_ptr, dq * scale, (rows < seq_q) & (dq == dq))
-                else:
-                    gl.atomic_add(dq_ptr, dq * scale, mask=rows < seq_q, sem="relaxed")
+                gl.atomic_add(dq_ptr, dq * scale, mask=rows_ok, sem="relaxed")
                 if HEAD_DIM > DQ_W:
                     dq = warpgroup_mma_wait(0, deps=(dq_tok,))
-                    if DQ_MODE >= 4:
-                        dq = gl.convert_layout(dq, vec_layout)
-                    if DQ_MODE == 5:
-                        _red_add_v4(dq_ptr + DQ_W, dq * scale, (rows < seq_q) & (dq == dq))
-                    else:
-                        gl.atomic_add(dq_ptr + DQ_W, dq * scale, mask=rows < seq_q, sem="relaxed")
+                    gl.atomic_add(dq_ptr + DQ_W, dq * scale, mask=rows_ok, sem="relaxed")
             else:
                 mbarrier.arrive(ds_bar.index(1 - WG), count=1)
                 dv, dk = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok))
@@ -338,7 +214,7 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_smem, dq_full
 def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, LSE, DELTA, DQ, DK, DV, scale, qk_scale, seq_q, seq_k, H, group,
                 stride_dqb, stride_dqh, stride_dqn, stride_kb, stride_kh, stride_kn,
                 HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, num_warps: gl.constexpr,
-                DQ_MODE: gl.constexpr = 0, PRODUCER_REGS: gl.constexpr = 24, DRAIN_ROWS: gl.constexpr = 4):
+                DQ_MODE: gl.constexpr = 0):
     BLOCK_N: gl.constexpr = 128
     M: gl.constexpr = 64
     start_n = gl.program_id(0) * BLOCK_N
@@ -361,16 +237,6 @@ def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, LSE, DELTA, DQ, DK, DV, scale, 
     ds_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     for s in gl.static_range(2):
         mbarrier.init(ds_bar.index(s), count=1)
-    # Mode 6: each owner's dQ_i (fp32), one buffer per warp group; full/empty barriers
-    # rows of 64 fp32 swizzled in pairs of columns over DRAIN_ROWS rows (a padded layout spilled more)
-    dq_shape: gl.constexpr = [2 * (HEAD_DIM // 64), M, 64] if DQ_MODE == 6 else [2, 8, 64]
-    dq_layout: gl.constexpr = gl.SwizzledSharedLayout(2, 1, DRAIN_ROWS, [1, 0])
-    dq_smem = gl.allocate_shared_memory(gl.float32, dq_shape, dq_layout)
-    dq_full = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    dq_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    for s in gl.static_range(2):
-        mbarrier.init(dq_full.index(s), count=1)
-        mbarrier.init(dq_empty.index(s), count=1)
     kv_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     mbarrier.init(kv_bar, count=1)
     ready, empty = ring_barriers(STAGES)
@@ -378,16 +244,15 @@ def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, LSE, DELTA, DQ, DK, DV, scale, 
 
     # Argument tuples inline (bound to a name first, their constexprs would arrive as tensors).
     gl.warp_specialize([
-        (_consumer, (q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_smem, dq_full, dq_empty, kv_bar, ready, empty, LSE, DELTA, DQ, DK, DV, scale, qk_scale,
+        (_consumer, (q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, kv_bar, ready, empty, LSE, DELTA, DQ, DK, DV, scale, qk_scale,
                      seq_q, seq_k, b, kv_h, H, group, start_n, first_tile, n_q_tiles, stride_dqb, stride_dqh, stride_dqn,
                      stride_kb, stride_kh, stride_kn, 0, HEAD_DIM, STAGES, CAUSAL, DQ_MODE)),
-        (_consumer, (q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_smem, dq_full, dq_empty, kv_bar, ready, empty, LSE, DELTA, DQ, DK, DV, scale, qk_scale,
+        (_consumer, (q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, kv_bar, ready, empty, LSE, DELTA, DQ, DK, DV, scale, qk_scale,
                      seq_q, seq_k, b, kv_h, H, group, start_n, first_tile, n_q_tiles, stride_dqb, stride_dqh, stride_dqn,
                      stride_kb, stride_kh, stride_kn, 1, HEAD_DIM, STAGES, CAUSAL, DQ_MODE)),
         (_producer, (q_desc, k_desc, v_desc, do_desc, q_smem, k_smem, v_smem, do_smem, kv_bar, ready, empty,
-                     dq_smem, dq_full, dq_empty, DQ, stride_dqb, stride_dqh,
-                     b, kv_h, group, start_n, first_tile, n_q_tiles, STAGES, DQ_MODE, DRAIN_ROWS)),
-    ], [4, 1], [240, PRODUCER_REGS])
+                     b, kv_h, group, start_n, first_tile, n_q_tiles, STAGES)),
+    ], [4, 1], [240, 24])
 
 
 def row_delta(o, do, lse, by: str = "torch"):
@@ -404,7 +269,7 @@ def row_delta(o, do, lse, by: str = "torch"):
     return delta
 
 
-def gluon_backward(q, k, v, o, lse, do, is_causal, dq_mode=0, producer_regs=None, delta_by="torch"):
+def gluon_backward(q, k, v, o, lse, do, is_causal, dq_mode=0, delta_by="torch"):
     """dQ, dK, dV for (B, H, S, d) inputs, d 64 or 128 (K/V (B, H_kv, S, d)), LSE (B, H, S) natural log as
     flash_triton's forward leaves it. delta = rowsum(dO O) by torch ("torch": every row up to
     6f032bc; 0.47 ms at d64 causal 16k under ncu) or by flash_triton's preprocess kernel
@@ -414,8 +279,8 @@ def gluon_backward(q, k, v, o, lse, do, is_causal, dq_mode=0, producer_regs=None
     assert head_dim in (64, 128) and q.dtype in (torch.bfloat16, torch.float16), "trial: head_dim 64/128, bf16/fp16"
     do = do.contiguous()
     delta = row_delta(o, do, lse, delta_by)
-    # fp32 dQ; in modes 6, 8 and 10 padded to whole 64-row tiles, so a tile's rows are one unmasked block
-    padded = triton.cdiv(seq_q, ROWS) * ROWS if dq_mode in (6, 8, 10) else seq_q
+    # fp32 dQ; in mode 10 padded to whole 64-row tiles, so a tile's rows are one unmasked block
+    padded = triton.cdiv(seq_q, ROWS) * ROWS if dq_mode == 10 else seq_q
     dq = torch.zeros(batch, heads, padded, head_dim, dtype=torch.float32, device=q.device)
     dk, dv = torch.empty(k.shape, dtype=q.dtype, device=q.device), torch.empty(v.shape, dtype=q.dtype, device=q.device)
     scale = 1 / math.sqrt(head_dim)
@@ -424,7 +289,6 @@ def gluon_backward(q, k, v, o, lse, do, is_causal, dq_mode=0, producer_regs=None
         dq, dk, dv, scale, scale * LOG2E, seq_q, seq_k, heads, heads // kv_heads,
         dq.stride(0), dq.stride(1), dq.stride(2), dk.stride(0), dk.stride(1), dk.stride(2),
         HEAD_DIM=head_dim, STAGES=STAGES, CAUSAL=is_causal, num_warps=4, DQ_MODE=dq_mode,
-        PRODUCER_REGS=producer_regs or PRODUCER_REGS.get(dq_mode, 24),
     )
     return dq[:, :, :seq_q].to(q.dtype), dk, dv
 
@@ -448,7 +312,7 @@ class GluonBackwardAttention(torch.autograd.Function):
         return (*grads, None, None, None)
 
 
-def compile_sm90(causal: bool, head_dim: int = 64, dq_mode: int = 0, producer_regs: int = 24, drain_rows: int = 4):
+def compile_sm90(causal: bool, head_dim: int = 64, dq_mode: int = 0):
     """Compile for an H100 without a GPU."""
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
@@ -460,10 +324,9 @@ def compile_sm90(causal: bool, head_dim: int = 64, dq_mode: int = 0, producer_re
         "LSE": "*fp32", "DELTA": "*fp32", "DQ": "*fp32", "DK": "*bf16", "DV": "*bf16", "scale": "fp32", "qk_scale": "fp32",
         **{name: "i32" for name in ("seq_q", "seq_k", "H", "group", "stride_dqb", "stride_dqh", "stride_dqn",
                                     "stride_kb", "stride_kh", "stride_kn")},
-        **{name: "constexpr" for name in ("HEAD_DIM", "STAGES", "CAUSAL", "num_warps", "DQ_MODE", "PRODUCER_REGS", "DRAIN_ROWS")},
+        **{name: "constexpr" for name in ("HEAD_DIM", "STAGES", "CAUSAL", "num_warps", "DQ_MODE")},
     }
-    constexprs = dict(HEAD_DIM=head_dim, STAGES=STAGES, CAUSAL=causal, num_warps=4, DQ_MODE=dq_mode,
-                      PRODUCER_REGS=producer_regs, DRAIN_ROWS=drain_rows)
+    constexprs = dict(HEAD_DIM=head_dim, STAGES=STAGES, CAUSAL=causal, num_warps=4, DQ_MODE=dq_mode)
     return triton.compile(GluonASTSource(_bwd_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32),
                           options=dict(num_warps=4))
 
@@ -577,20 +440,21 @@ def check_and_time(out_path: str, tokens: int = 16384) -> None:
         _interleaved(emit, {**backwards, **fwd_bwd}, work, dict(head_dim=d, causal=causal, seq=seq), grad_to_none=(q, k, v))
 
 
-DQ_MODES = {0: "gluon-bwd", 1: "no-atomics", 2: "no-dq", 3: "shared-dq", 4: "shared-dq-blocked", 5: "shared-dq-red-v4",
-            6: "shared-dq-drained", 8: "shared-dq-red-v2", 10: "shared-dq-offsets"}
-TIMED_MODES = (2, 3, 8)  # 1, 4, 5: measured at aa4133b, 0 and 6 at 8419bad; dropped
+# Modes 4, 5, 6 and 8 (vector reductions, a producer warp draining dQ_i) were measured slower
+# than 3 and removed: `git show 7a09cf3:benchmarks/attention/trials/gluon_backward.py`.
+DQ_MODES = {0: "gluon-bwd", 1: "no-atomics", 2: "no-dq", 3: "shared-dq", 10: "shared-dq-offsets"}
+TIMED_MODES = (2, 3, 10)
 
 
 def ablate(out_path: str, tokens: int = 16384) -> None:
-    """The modes side by side: float64 check of the exact modes among (3, 8) on RAGGED (0, 4, 5, 6
-    at earlier commits), then backward-only ms of TIMED_MODES beside flash_triton's atomic
+    """The modes side by side: float64 check of modes 3 and 10 on RAGGED (0, 4, 5, 6, 8 at earlier
+    commits), then backward-only ms of TIMED_MODES beside flash_triton's atomic
     backward, interleaved. Modes 1 (plain stores for the atomics) and 2 (no dQ) give wrong dQ
     on purpose: they say what the atomics and the dQ product cost."""
     from lmperf.attention.flash_triton import triton_backward, triton_forward
 
     emit = _rows(out_path)
-    _float64_check(emit, RAGGED, {DQ_MODES[mode]: dict(dq_mode=mode) for mode in (3, 8)})
+    _float64_check(emit, RAGGED, {DQ_MODES[mode]: dict(dq_mode=mode) for mode in (3, 10)})
     for d, causal, seq in [(64, False, 4096), (64, True, 16384), (128, False, 4096), (128, True, 16384)]:
         heads = 2048 // d
         q, k, v = (torch.randn(tokens // seq, heads, seq, d, device=DEVICE).bfloat16() for _ in range(3))
