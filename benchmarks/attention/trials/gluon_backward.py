@@ -3,10 +3,12 @@ the dK/dV/dQ backward in Gluon, warp-specialised as flash_gluon's forward is, at
 
 Outcome: correct (float64 check, every mode), but no exact mode is as fast as flash_triton's
 atomic backward: the best (DQ_MODE 3, one dQ_i per query tile) runs at 0.834-0.978 of its speed at
-d=64 and 0.737-0.809 at d=128, while the dK/dV part alone (mode 2, no dQ) is 1.096-1.459x faster
-than Triton's whole backward. Rows, modes and profile: the results README above; reasoning:
+d=64 and 0.737-0.809 at d=128, while the dK/dV part alone (mode 2, no dQ) is 1.096-1.459x as fast
+as Triton's whole backward. Rows, modes and profile: the results README above; reasoning:
 docs/attention.md item 32. Prediction below (-10 to -20%): missed; the first run took 1.44-1.85x
-Triton's time.
+Triton's time. Prepared since, not yet run: mode 10 (mode 3's addressing from one base pointer)
+and mode 11 (dQ_i through shared memory and TMA bulk reductions, `_tma_reduce_add`), with delta
+from flash_triton's preprocess kernel (`gpu-next`).
 
 Why: the backward is about 70% of forward + backward and cuDNN's runs 1.38x shorter than ours at
 d=64 causal 16k, its tensor pipe busy 48.5% of the time against our 34.6%
@@ -57,11 +59,23 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 
+from triton._C.libtriton import ir
+from triton.experimental.gluon.language._core import builtin
+
 from lmperf.attention.flash_gluon import LOG2E, _descriptor, ring_barriers  # _descriptor: a 4-d TMA box
 
 KEYS = 64  # keys per consumer warp group; a program holds two
 ROWS = 64  # query rows per tile
 STAGES = 2  # Q_i / dO_i slots
+
+
+@builtin
+def _tma_reduce_add(tensor_desc, coord, src, _semantic=None):
+    """TMA bulk reduction: add shared-memory tile `src` into the tensor at `coord` (one thread
+    issues it; asynchronous, a bulk group that tma.store_wait retires). Gluon 3.6 wraps TMA
+    loads and stores but not this, though its op builder has it (create_async_tma_reduce)."""
+    coord = _semantic._convert_to_ir_values(coord, require_i64=False)
+    _semantic.builder.create_async_tma_reduce(ir.DESCRIPTOR_REDUCE_KIND.ADD, tensor_desc.handle, coord, src.handle)
 
 
 @gluon.jit
@@ -85,7 +99,7 @@ def _producer(q_desc, k_desc, v_desc, do_desc, q_smem, k_smem, v_smem, do_smem, 
 
 
 @gluon.jit
-def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, kv_bar, ready, empty, LSE, DELTA, DQ, DK, DV,
+def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_desc, dq_smem, kv_bar, ready, empty, LSE, DELTA, DQ, DK, DV,
               scale, qk_scale, seq_q, seq_k, b, kv_h, H, group, start_n, first_tile, n_q_tiles,
               stride_dqb, stride_dqh, stride_dqn, stride_kb, stride_kh, stride_kn,
               WG: gl.constexpr, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
@@ -95,6 +109,7 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, kv_bar, ready, e
     # dQ_i in column chunks of at most 64: at head_dim 128 a whole 64 x 128 fp32 dQ_i beside dK,
     # dV (64 x 128 each) and the tile's S^T, dP^T would not fit the consumer's 240 registers.
     DQ_W: gl.constexpr = 64 if HEAD_DIM > 64 else HEAD_DIM
+    CHUNKS: gl.constexpr = HEAD_DIM // DQ_W
     st_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, M, 16])
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_DIM, 16])
     dq_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, DQ_W, 16])
@@ -162,7 +177,29 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, kv_bar, ready, e
             # (t % 2): half the atomics of one dQ_i per warp group, and the owners alternate, so
             # neither waits on the other's atomics. Slot t % 2's barrier says the other half of
             # dS^T is written.
-            if (t % 2) == WG:
+            if DQ_MODE == 11:  # the owner's dQ_i into shared memory, added into DQ by TMA reductions
+                if (t % 2) == WG:
+                    mbarrier.wait(ds_bar.index(WG), (t // 2) & 1)
+                    dq_tok = warpgroup_mma(ds_all.permute((1, 0)), k_all.slice(0, DQ_W, dim=1), zero_dq, use_acc=False, is_async=True)
+                    dv, dk, dq = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok))
+                    if HEAD_DIM > DQ_W:
+                        dq_tok = warpgroup_mma(ds_all.permute((1, 0)), k_all.slice(DQ_W, DQ_W, dim=1), zero_dq, use_acc=False, is_async=True)
+                    # This warp group's reductions of its previous tile (t - 2) have read the buffer;
+                    # the issuing thread waits, the barrier holds the others until it has.
+                    tma.store_wait(0)
+                    gl.thread_barrier()
+                    dq_smem.index(WG * CHUNKS).reshape([M, DQ_W]).store(dq * scale)
+                    if HEAD_DIM > DQ_W:
+                        dq = warpgroup_mma_wait(0, deps=(dq_tok,))
+                        dq_smem.index(WG * CHUNKS + 1).reshape([M, DQ_W]).store(dq * scale)
+                    fence_async_shared()
+                    gl.thread_barrier()  # every thread's part of dQ_i written before the reductions read it
+                    for c in gl.static_range(CHUNKS):
+                        _tma_reduce_add(dq_desc, [b, h, row0, c * DQ_W], dq_smem.index(WG * CHUNKS + c))
+                else:
+                    mbarrier.arrive(ds_bar.index(1 - WG), count=1)
+                    dv, dk = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok))
+            elif (t % 2) == WG:
                 mbarrier.wait(ds_bar.index(WG), (t // 2) & 1)
                 dq_tok = warpgroup_mma(ds_all.permute((1, 0)), k_all.slice(0, DQ_W, dim=1), zero_dq, use_acc=False, is_async=True)
                 dv, dk, dq = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok))
@@ -204,6 +241,8 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, kv_bar, ready, e
                 else:
                     gl.atomic_add(dq_ptr + DQ_W, dq * scale, mask=rows[:, None] < seq_q, sem="relaxed")
 
+    if DQ_MODE == 11:
+        tma.store_wait(0)  # the last reductions read shared memory the program is about to give up
     keys = key0 + gl.arange(0, N, layout=gl.SliceLayout(1, acc_layout))
     offsets = b.to(gl.int64) * stride_kb + kv_h.to(gl.int64) * stride_kh + keys[:, None] * stride_kn + cols_acc[None, :]
     gl.store(DK + offsets, (dk * scale).to(DK.dtype.element_ty), mask=keys[:, None] < seq_k)
@@ -211,7 +250,7 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, kv_bar, ready, e
 
 
 @gluon.jit
-def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, LSE, DELTA, DQ, DK, DV, scale, qk_scale, seq_q, seq_k, H, group,
+def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, DELTA, DQ, DK, DV, scale, qk_scale, seq_q, seq_k, H, group,
                 stride_dqb, stride_dqh, stride_dqn, stride_kb, stride_kh, stride_kn,
                 HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, num_warps: gl.constexpr,
                 DQ_MODE: gl.constexpr = 0):
@@ -237,6 +276,9 @@ def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, LSE, DELTA, DQ, DK, DV, scale, 
     ds_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     for s in gl.static_range(2):
         mbarrier.init(ds_bar.index(s), count=1)
+    # Mode 11: each warp group's dQ_i (fp32, in 64-column chunks) for the TMA reductions
+    dq_chunks: gl.constexpr = 2 * (HEAD_DIM // dq_desc.block_type.shape[3]) if DQ_MODE == 11 else 1
+    dq_smem = gl.allocate_shared_memory(gl.float32, [dq_chunks] + dq_desc.block_type.shape, dq_desc.layout)
     kv_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     mbarrier.init(kv_bar, count=1)
     ready, empty = ring_barriers(STAGES)
@@ -244,10 +286,10 @@ def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, LSE, DELTA, DQ, DK, DV, scale, 
 
     # Argument tuples inline (bound to a name first, their constexprs would arrive as tensors).
     gl.warp_specialize([
-        (_consumer, (q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, kv_bar, ready, empty, LSE, DELTA, DQ, DK, DV, scale, qk_scale,
+        (_consumer, (q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_desc, dq_smem, kv_bar, ready, empty, LSE, DELTA, DQ, DK, DV, scale, qk_scale,
                      seq_q, seq_k, b, kv_h, H, group, start_n, first_tile, n_q_tiles, stride_dqb, stride_dqh, stride_dqn,
                      stride_kb, stride_kh, stride_kn, 0, HEAD_DIM, STAGES, CAUSAL, DQ_MODE)),
-        (_consumer, (q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, kv_bar, ready, empty, LSE, DELTA, DQ, DK, DV, scale, qk_scale,
+        (_consumer, (q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_desc, dq_smem, kv_bar, ready, empty, LSE, DELTA, DQ, DK, DV, scale, qk_scale,
                      seq_q, seq_k, b, kv_h, H, group, start_n, first_tile, n_q_tiles, stride_dqb, stride_dqh, stride_dqn,
                      stride_kb, stride_kh, stride_kn, 1, HEAD_DIM, STAGES, CAUSAL, DQ_MODE)),
         (_producer, (q_desc, k_desc, v_desc, do_desc, q_smem, k_smem, v_smem, do_smem, kv_bar, ready, empty,
@@ -269,6 +311,14 @@ def row_delta(o, do, lse, by: str = "torch"):
     return delta
 
 
+def _dq_descriptor(dq: torch.Tensor):
+    """fp32 dQ (B, H, S, d) as TMA boxes of 64 rows x 64 columns (mode 11's reductions)."""
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    block = [1, 1, ROWS, min(64, dq.shape[-1])]
+    return TensorDescriptor.from_tensor(dq, block, gl.NVMMASharedLayout.get_default_for(block, gl.float32))
+
+
 def gluon_backward(q, k, v, o, lse, do, is_causal, dq_mode=0, delta_by="torch"):
     """dQ, dK, dV for (B, H, S, d) inputs, d 64 or 128 (K/V (B, H_kv, S, d)), LSE (B, H, S) natural log as
     flash_triton's forward leaves it. delta = rowsum(dO O) by torch ("torch": every row up to
@@ -285,7 +335,8 @@ def gluon_backward(q, k, v, o, lse, do, is_causal, dq_mode=0, delta_by="torch"):
     dk, dv = torch.empty(k.shape, dtype=q.dtype, device=q.device), torch.empty(v.shape, dtype=q.dtype, device=q.device)
     scale = 1 / math.sqrt(head_dim)
     _bwd_kernel[(triton.cdiv(seq_k, 128), batch * kv_heads)](
-        _descriptor(q, ROWS), _descriptor(k, KEYS), _descriptor(v, KEYS), _descriptor(do, ROWS), lse.contiguous(), delta,
+        _descriptor(q, ROWS), _descriptor(k, KEYS), _descriptor(v, KEYS), _descriptor(do, ROWS), _dq_descriptor(dq),
+        lse.contiguous(), delta,
         dq, dk, dv, scale, scale * LOG2E, seq_q, seq_k, heads, heads // kv_heads,
         dq.stride(0), dq.stride(1), dq.stride(2), dk.stride(0), dk.stride(1), dk.stride(2),
         HEAD_DIM=head_dim, STAGES=STAGES, CAUSAL=is_causal, num_warps=4, DQ_MODE=dq_mode,
@@ -319,8 +370,11 @@ def compile_sm90(causal: bool, head_dim: int = 64, dq_mode: int = 0):
 
     layout = gl.NVMMASharedLayout.get_default_for([1, 1, 64, head_dim], gl.bfloat16)
     descriptor = f"tensordesc<bf16[1, 1, 64, {head_dim}],{layout!r}>"
+    dq_block = [1, 1, 64, min(64, head_dim)]
+    dq_layout = gl.NVMMASharedLayout.get_default_for(dq_block, gl.float32)
     signature = {
         **{name: descriptor for name in ("q_desc", "k_desc", "v_desc", "do_desc")},
+        "dq_desc": f"tensordesc<fp32{dq_block},{dq_layout!r}>",
         "LSE": "*fp32", "DELTA": "*fp32", "DQ": "*fp32", "DK": "*bf16", "DV": "*bf16", "scale": "fp32", "qk_scale": "fp32",
         **{name: "i32" for name in ("seq_q", "seq_k", "H", "group", "stride_dqb", "stride_dqh", "stride_dqn",
                                     "stride_kb", "stride_kh", "stride_kn")},
@@ -442,7 +496,7 @@ def check_and_time(out_path: str, tokens: int = 16384) -> None:
 
 # Modes 4, 5, 6 and 8 (vector reductions, a producer warp draining dQ_i) were measured slower
 # than 3 and removed: `git show 7a09cf3:benchmarks/attention/trials/gluon_backward.py`.
-DQ_MODES = {0: "gluon-bwd", 1: "no-atomics", 2: "no-dq", 3: "shared-dq", 10: "shared-dq-offsets"}
+DQ_MODES = {0: "gluon-bwd", 1: "no-atomics", 2: "no-dq", 3: "shared-dq", 10: "shared-dq-offsets", 11: "shared-dq-tma"}
 TIMED_MODES = (2, 3, 10)
 
 
@@ -467,15 +521,17 @@ def ablate(out_path: str, tokens: int = 16384) -> None:
 
 
 def next_step(out_path: str, tokens: int = 16384) -> None:
-    """Prepared after 6f032bc, for the next device call: modes 3 and 10 with delta from
+    """Prepared after 6f032bc, for the next device call: modes 3, 10 and 11 with delta from
     flash_triton's preprocess kernel. Float64 check on RAGGED; then on the whole grid,
-    backward-only (mode 3 with either delta, mode 10, flash_triton's atomic and split backwards) and forward + backward (flash_triton's
-    forward with mode 3 + Triton delta; FlashAttention2Triton's default; SDPA cuDNN), interleaved."""
+    backward-only (mode 3 with either delta, modes 10 and 11, flash_triton's atomic and split
+    backwards) and forward + backward (flash_triton's forward with modes 3 and 11 + Triton delta;
+    FlashAttention2Triton's default; SDPA cuDNN), interleaved."""
     from lmperf.attention.flash_triton import FlashAttention2Triton, triton_backward, triton_forward
 
     emit = _rows(out_path)
     _float64_check(emit, RAGGED, {"shared-dq+triton-delta": dict(dq_mode=3, delta_by="triton"),
-                                  "shared-dq-offsets+triton-delta": dict(dq_mode=10, delta_by="triton")})
+                                  "shared-dq-offsets+triton-delta": dict(dq_mode=10, delta_by="triton"),
+                                  "shared-dq-tma+triton-delta": dict(dq_mode=11, delta_by="triton")})
     for d, causal, seq in GRID:
         heads = 2048 // d
         q, k, v = (torch.randn(tokens // seq, heads, seq, d, device=DEVICE).bfloat16().requires_grad_() for _ in range(3))
@@ -485,11 +541,13 @@ def next_step(out_path: str, tokens: int = 16384) -> None:
             "shared-dq": lambda: gluon_backward(q, k, v, o, lse, do, causal, 3),
             "shared-dq+triton-delta": lambda: gluon_backward(q, k, v, o, lse, do, causal, 3, delta_by="triton"),
             "shared-dq-offsets+triton-delta": lambda: gluon_backward(q, k, v, o, lse, do, causal, 10, delta_by="triton"),
+            "shared-dq-tma+triton-delta": lambda: gluon_backward(q, k, v, o, lse, do, causal, 11, delta_by="triton"),
             "triton-atomic-bwd": lambda: triton_backward(q, k, v, o, lse, do, causal, "atomic"),
             "triton-split-bwd": lambda: triton_backward(q, k, v, o, lse, do, causal, "split"),
         }
         fwd_bwd = {
             "shared-dq+triton-delta+fwd": lambda: GluonBackwardAttention.apply(q, k, v, causal, 3, "triton").backward(do),
+            "shared-dq-tma+triton-delta+fwd": lambda: GluonBackwardAttention.apply(q, k, v, causal, 11, "triton").backward(do),
             "flash_triton+bwd": lambda: FlashAttention2Triton.apply(q, k, v, causal).backward(do),
             "sdpa-cudnn+bwd": lambda: _cudnn(q, k, v, causal).backward(do),
         }

@@ -1,0 +1,50 @@
+"""Does Triton 3.6's Gluon reach the TMA bulk reduction on sm90? (compile only; no GPU needed)
+
+Gluon's `hopper.tma` module wraps TMA loads and stores but not reductions; its op builder has
+`create_async_tma_reduce`. This compiles a kernel that adds a 64 x 64 fp32 shared-memory tile into
+a tensor through that op (the same builtin as benchmarks/attention/trials/gluon_backward.py's
+`_tma_reduce_add`) and prints the PTX instructions it became.
+
+    python benchmarks/facts/gluon_tma_reduce_probe.py
+"""
+
+import re
+
+import triton
+from triton._C.libtriton import ir
+from triton.backends.compiler import GPUTarget
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon._runtime import GluonASTSource
+from triton.experimental.gluon.language._core import builtin
+from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, tma
+
+
+@builtin
+def tma_reduce_add(tensor_desc, coord, src, _semantic=None):
+    coord = _semantic._convert_to_ir_values(coord, require_i64=False)
+    _semantic.builder.create_async_tma_reduce(ir.DESCRIPTOR_REDUCE_KIND.ADD, tensor_desc.handle, coord, src.handle)
+
+
+@gluon.jit
+def _kernel(desc, num_warps: gl.constexpr):
+    layout: gl.constexpr = gl.BlockedLayout([1, 4], [2, 16], [num_warps, 1], [1, 0])
+    tile = gl.full([64, 64], 1.0, gl.float32, layout)
+    smem = gl.allocate_shared_memory(gl.float32, [64, 64], desc.layout, tile)
+    fence_async_shared()
+    tma_reduce_add(desc, [gl.program_id(0) * 64, 0], smem)
+    tma.store_wait(0)
+
+
+def main() -> None:
+    layout = gl.NVMMASharedLayout.get_default_for([64, 64], gl.float32)
+    source = GluonASTSource(_kernel, {"desc": f"tensordesc<fp32[64, 64],{layout!r}>", "num_warps": "constexpr"},
+                            {"num_warps": 4})
+    ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4)).asm["ptx"]
+    print(f"triton {triton.__version__}, sm90:")
+    for line in sorted({re.sub(r"\s+", " ", x.strip()) for x in ptx.splitlines() if "cp.reduce" in x or "bulk.wait" in x}):
+        print("  " + line)
+
+
+if __name__ == "__main__":
+    main()
