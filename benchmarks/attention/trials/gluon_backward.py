@@ -86,16 +86,21 @@ def _producer(q_desc, k_desc, v_desc, do_desc, q_smem, k_smem, v_smem, do_smem, 
     for w in gl.static_range(2):
         tma.async_copy_global_to_shared(k_desc, [b, kv_h, start_n + w * rows, 0], kv_bar, k_smem.slice(w * rows, rows, dim=2))
         tma.async_copy_global_to_shared(v_desc, [b, kv_h, start_n + w * rows, 0], kv_bar, v_smem.slice(w * rows, rows, dim=2))
+    h = kv_h * group  # the query head and tile of step t, counted on (no division per step)
+    i = 0
     for t in range(group * n_q_tiles):
         slot = t % STAGES
         if t >= STAGES:  # both consumers are done with step t - STAGES, which held this slot
             mbarrier.wait(empty.index(slot), (t // STAGES - 1) & 1)
-        h = kv_h * group + t // n_q_tiles
-        row = (first_tile + t % n_q_tiles) * q_desc.block_type.shape[2]
+        row = (first_tile + i) * q_desc.block_type.shape[2]
         bar = ready.index(slot)
         mbarrier.expect(bar, 2 * q_desc.block_type.nbytes)
         tma.async_copy_global_to_shared(q_desc, [b, h, row, 0], bar, q_smem.index(slot))
         tma.async_copy_global_to_shared(do_desc, [b, h, row, 0], bar, do_smem.index(slot))
+        i += 1
+        if i == n_q_tiles:
+            i = 0
+            h += 1
 
 
 @gluon.jit
@@ -132,10 +137,11 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_desc, dq_smem
     offs_dq = rows_dq[:, None] * HEAD_DIM + cols_dq[None, :]  # mode 10: a dQ_i chunk's offsets from its tile's base
 
     mbarrier.wait(kv_bar, 0)
+    h = kv_h * group  # the query head and tile of step t, counted on (no division per step)
+    i = 0
     for t in range(group * n_q_tiles):
         slot = t % STAGES
-        h = kv_h * group + t // n_q_tiles
-        row0 = (first_tile + t % n_q_tiles) * M
+        row0 = (first_tile + i) * M
         bh = b * H + h
         offs_q = row0 + gl.arange(0, M, layout=queries_l)
         # Rows past the sequence: LSE +inf makes their P zero (their Q rows are zero-filled).
@@ -240,6 +246,10 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_desc, dq_smem
                     gl.store(dq_ptr + DQ_W, dq * scale, mask=rows[:, None] < seq_q)
                 else:
                     gl.atomic_add(dq_ptr + DQ_W, dq * scale, mask=rows[:, None] < seq_q, sem="relaxed")
+        i += 1
+        if i == n_q_tiles:
+            i = 0
+            h += 1
 
     if DQ_MODE == 11:
         tma.store_wait(0)  # the last reductions read shared memory the program is about to give up
