@@ -475,37 +475,43 @@ def _cudnn(q, k, v, causal):
         return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
 
-def check_and_time(out_path: str, tokens: int = 16384) -> None:
-    """The first run (8a3b095, mode 0): float64 check on ten shapes; then backward-only ms of this
-    trial, flash_triton's atomic and split backwards on the same saved tensors, and forward +
-    backward beside FlashAttention2Triton's default and SDPA cuDNN's, interleaved (bf16, `tokens`
-    per batch, heads x d = 2048)."""
-    from lmperf.attention.flash_triton import FlashAttention2Triton, triton_backward, triton_forward
+def _time_grid(emit, tokens: int, backwards, fwd_bwd) -> None:
+    """On every GRID point (bf16, `tokens` per batch, heads x d = 2048): the peers that
+    backwards(q, k, v, o, lse, do, causal) and fwd_bwd(q, k, v, do, causal) return, interleaved;
+    a backward counts 2.5x the forward's FLOPs, forward + backward 3.5x."""
+    from lmperf.attention.flash_triton import triton_forward
 
-    emit = _rows(out_path)
-    _float64_check(emit, FIRST_RUN_SHAPES, {"gluon-bwd": dict(dq_mode=0)})
     for d, causal, seq in GRID:
         heads = 2048 // d
         q, k, v = (torch.randn(tokens // seq, heads, seq, d, device=DEVICE).bfloat16().requires_grad_() for _ in range(3))
         do = torch.randn_like(q)
         o, lse = triton_forward(q.detach(), k.detach(), v.detach(), causal)
-        backwards = {
-            "gluon-bwd": lambda: gluon_backward(q, k, v, o, lse, do, causal),
-            "triton-atomic-bwd": lambda: triton_backward(q, k, v, o, lse, do, causal, "atomic"),
-            "triton-split-bwd": lambda: triton_backward(q, k, v, o, lse, do, causal, "split"),
-        }
-        fwd_bwd = {
-            "gluon+bwd": lambda: GluonBackwardAttention.apply(q, k, v, causal).backward(do),
-            "flash_triton+bwd": lambda: FlashAttention2Triton.apply(q, k, v, causal).backward(do),
-            "sdpa-cudnn+bwd": lambda: _cudnn(q, k, v, causal).backward(do),
-        }
+        bwd, both = backwards(q, k, v, o, lse, do, causal), fwd_bwd(q, k, v, do, causal)
         flops = 4 * q.shape[0] * heads * seq * seq * d / (2 if causal else 1)
-        work = {name: flops * (2.5 if name in backwards else 3.5) for name in {**backwards, **fwd_bwd}}
-        _interleaved(emit, {**backwards, **fwd_bwd}, work, dict(head_dim=d, causal=causal, seq=seq), grad_to_none=(q, k, v))
+        work = {name: flops * (2.5 if name in bwd else 3.5) for name in {**bwd, **both}}
+        _interleaved(emit, {**bwd, **both}, work, dict(head_dim=d, causal=causal, seq=seq), grad_to_none=(q, k, v))
 
 
-# Modes 4, 5, 6 and 8 (vector reductions, a producer warp draining dQ_i) were measured slower
-# than 3 and removed: `git show 7a09cf3:benchmarks/attention/trials/gluon_backward.py`.
+def check_and_time(out_path: str, tokens: int = 16384) -> None:
+    """The first run (8a3b095, mode 0): float64 check on ten shapes; then backward-only ms of this
+    trial, flash_triton's atomic and split backwards on the same saved tensors, and forward +
+    backward beside FlashAttention2Triton's default and SDPA cuDNN's, interleaved (bf16, `tokens`
+    per batch, heads x d = 2048)."""
+    from lmperf.attention.flash_triton import FlashAttention2Triton, triton_backward
+
+    emit = _rows(out_path)
+    _float64_check(emit, FIRST_RUN_SHAPES, {"gluon-bwd": dict(dq_mode=0)})
+    _time_grid(emit, tokens, lambda q, k, v, o, lse, do, causal: {
+        "gluon-bwd": lambda: gluon_backward(q, k, v, o, lse, do, causal),
+        "triton-atomic-bwd": lambda: triton_backward(q, k, v, o, lse, do, causal, "atomic"),
+        "triton-split-bwd": lambda: triton_backward(q, k, v, o, lse, do, causal, "split"),
+    }, lambda q, k, v, do, causal: {
+        "gluon+bwd": lambda: GluonBackwardAttention.apply(q, k, v, causal).backward(do),
+        "flash_triton+bwd": lambda: FlashAttention2Triton.apply(q, k, v, causal).backward(do),
+        "sdpa-cudnn+bwd": lambda: _cudnn(q, k, v, causal).backward(do),
+    })
+
+
 DQ_MODES = {0: "gluon-bwd", 1: "no-atomics", 2: "no-dq", 3: "shared-dq", 10: "shared-dq-offsets", 11: "shared-dq-tma"}
 TIMED_MODES = (2, 3, 10)
 
@@ -536,34 +542,25 @@ def next_step(out_path: str, tokens: int = 16384) -> None:
     backward-only (mode 3 with either delta, modes 10 and 11, flash_triton's atomic and split
     backwards) and forward + backward (flash_triton's forward with modes 3 and 11 + Triton delta;
     FlashAttention2Triton's default; SDPA cuDNN), interleaved."""
-    from lmperf.attention.flash_triton import FlashAttention2Triton, triton_backward, triton_forward
+    from lmperf.attention.flash_triton import FlashAttention2Triton, triton_backward
 
     emit = _rows(out_path)
     _float64_check(emit, RAGGED, {"shared-dq+triton-delta": dict(dq_mode=3, delta_by="triton"),
                                   "shared-dq-offsets+triton-delta": dict(dq_mode=10, delta_by="triton"),
                                   "shared-dq-tma+triton-delta": dict(dq_mode=11, delta_by="triton")})
-    for d, causal, seq in GRID:
-        heads = 2048 // d
-        q, k, v = (torch.randn(tokens // seq, heads, seq, d, device=DEVICE).bfloat16().requires_grad_() for _ in range(3))
-        do = torch.randn_like(q)
-        o, lse = triton_forward(q.detach(), k.detach(), v.detach(), causal)
-        backwards = {
-            "shared-dq": lambda: gluon_backward(q, k, v, o, lse, do, causal, 3),
-            "shared-dq+triton-delta": lambda: gluon_backward(q, k, v, o, lse, do, causal, 3, delta_by="triton"),
-            "shared-dq-offsets+triton-delta": lambda: gluon_backward(q, k, v, o, lse, do, causal, 10, delta_by="triton"),
-            "shared-dq-tma+triton-delta": lambda: gluon_backward(q, k, v, o, lse, do, causal, 11, delta_by="triton"),
-            "triton-atomic-bwd": lambda: triton_backward(q, k, v, o, lse, do, causal, "atomic"),
-            "triton-split-bwd": lambda: triton_backward(q, k, v, o, lse, do, causal, "split"),
-        }
-        fwd_bwd = {
-            "shared-dq+triton-delta+fwd": lambda: GluonBackwardAttention.apply(q, k, v, causal, 3, "triton").backward(do),
-            "shared-dq-tma+triton-delta+fwd": lambda: GluonBackwardAttention.apply(q, k, v, causal, 11, "triton").backward(do),
-            "flash_triton+bwd": lambda: FlashAttention2Triton.apply(q, k, v, causal).backward(do),
-            "sdpa-cudnn+bwd": lambda: _cudnn(q, k, v, causal).backward(do),
-        }
-        flops = 4 * q.shape[0] * heads * seq * seq * d / (2 if causal else 1)
-        work = {name: flops * (2.5 if name in backwards else 3.5) for name in {**backwards, **fwd_bwd}}
-        _interleaved(emit, {**backwards, **fwd_bwd}, work, dict(head_dim=d, causal=causal, seq=seq), grad_to_none=(q, k, v))
+    _time_grid(emit, tokens, lambda q, k, v, o, lse, do, causal: {
+        "shared-dq": lambda: gluon_backward(q, k, v, o, lse, do, causal, 3),
+        "shared-dq+triton-delta": lambda: gluon_backward(q, k, v, o, lse, do, causal, 3, delta_by="triton"),
+        "shared-dq-offsets+triton-delta": lambda: gluon_backward(q, k, v, o, lse, do, causal, 10, delta_by="triton"),
+        "shared-dq-tma+triton-delta": lambda: gluon_backward(q, k, v, o, lse, do, causal, 11, delta_by="triton"),
+        "triton-atomic-bwd": lambda: triton_backward(q, k, v, o, lse, do, causal, "atomic"),
+        "triton-split-bwd": lambda: triton_backward(q, k, v, o, lse, do, causal, "split"),
+    }, lambda q, k, v, do, causal: {
+        "shared-dq+triton-delta+fwd": lambda: GluonBackwardAttention.apply(q, k, v, causal, 3, "triton").backward(do),
+        "shared-dq-tma+triton-delta+fwd": lambda: GluonBackwardAttention.apply(q, k, v, causal, 11, "triton").backward(do),
+        "flash_triton+bwd": lambda: FlashAttention2Triton.apply(q, k, v, causal).backward(do),
+        "sdpa-cudnn+bwd": lambda: _cudnn(q, k, v, causal).backward(do),
+    })
 
 
 def profile_workload() -> None:
