@@ -79,8 +79,9 @@ def _tma_reduce_add(tensor_desc, coord, src, _semantic=None):
 
 
 @gluon.jit
-def _producer(q_desc, k_desc, v_desc, do_desc, q_smem, k_smem, v_smem, do_smem, kv_bar, ready, empty,
-              b, kv_h, group, start_n, first_tile, n_q_tiles, STAGES: gl.constexpr):
+def _producer(q_desc, k_desc, v_desc, do_desc, lse_desc, delta_desc, q_smem, k_smem, v_smem, do_smem, lse_smem, delta_smem,
+              kv_bar, ready, empty, b, kv_h, H, group, start_n, first_tile, n_q_tiles, seq_q, STAGES: gl.constexpr,
+              STATS_BY_TMA: gl.constexpr):
     mbarrier.expect(kv_bar, 4 * k_desc.block_type.nbytes)
     rows: gl.constexpr = k_desc.block_type.shape[2]
     for w in gl.static_range(2):
@@ -94,7 +95,13 @@ def _producer(q_desc, k_desc, v_desc, do_desc, q_smem, k_smem, v_smem, do_smem, 
             mbarrier.wait(empty.index(slot), (t // STAGES - 1) & 1)
         row = (first_tile + i) * q_desc.block_type.shape[2]
         bar = ready.index(slot)
-        mbarrier.expect(bar, 2 * q_desc.block_type.nbytes)
+        if STATS_BY_TMA:  # the tile's LSE and delta too (flat (B H S) rows: past seq_q, the next head's)
+            mbarrier.expect(bar, 2 * q_desc.block_type.nbytes + 2 * lse_desc.block_type.nbytes)
+            flat = (b * H + h) * seq_q + row
+            tma.async_copy_global_to_shared(lse_desc, [flat], bar, lse_smem.index(slot))
+            tma.async_copy_global_to_shared(delta_desc, [flat], bar, delta_smem.index(slot))
+        else:
+            mbarrier.expect(bar, 2 * q_desc.block_type.nbytes)
         tma.async_copy_global_to_shared(q_desc, [b, h, row, 0], bar, q_smem.index(slot))
         tma.async_copy_global_to_shared(do_desc, [b, h, row, 0], bar, do_smem.index(slot))
         i += 1
@@ -104,11 +111,12 @@ def _producer(q_desc, k_desc, v_desc, do_desc, q_smem, k_smem, v_smem, do_smem, 
 
 
 @gluon.jit
-def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_desc, dq_smem, kv_bar, ready, empty, LSE, DELTA, DQ, DK, DV,
+def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_desc, dq_smem, lse_smem, delta_smem, kv_bar, ready, empty,
+              LSE, DELTA, DQ, DK, DV,
               scale, qk_scale, seq_q, seq_k, b, kv_h, H, group, start_n, first_tile, n_q_tiles,
               stride_dqb, stride_dqh, stride_dqn, stride_kb, stride_kh, stride_kn,
               WG: gl.constexpr, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
-              DQ_MODE: gl.constexpr):
+              DQ_MODE: gl.constexpr, STATS_BY_TMA: gl.constexpr):
     N: gl.constexpr = 64  # keys of this warp group
     M: gl.constexpr = 64  # query rows per tile
     # dQ_i in column chunks of at most 64: at head_dim 128 a whole 64 x 128 fp32 dQ_i beside dK,
@@ -145,9 +153,13 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_desc, dq_smem
         bh = b * H + h
         offs_q = row0 + gl.arange(0, M, layout=queries_l)
         # Rows past the sequence: LSE +inf makes their P zero (their Q rows are zero-filled).
-        lse = gl.load(LSE + bh.to(gl.int64) * seq_q + offs_q, mask=offs_q < seq_q, other=float("inf")) * 1.4426950408889634
-        delta = gl.load(DELTA + bh.to(gl.int64) * seq_q + offs_q, mask=offs_q < seq_q, other=0.0)
+        if not STATS_BY_TMA:
+            lse = gl.load(LSE + bh.to(gl.int64) * seq_q + offs_q, mask=offs_q < seq_q, other=float("inf")) * 1.4426950408889634
+            delta = gl.load(DELTA + bh.to(gl.int64) * seq_q + offs_q, mask=offs_q < seq_q, other=0.0)
         mbarrier.wait(ready.index(slot), (t // STAGES) & 1)
+        if STATS_BY_TMA:  # rows past seq_q hold another head's values: harmless, their Q and dO rows are 0
+            lse = lse_smem.index(slot).load(queries_l) * 1.4426950408889634
+            delta = delta_smem.index(slot).load(queries_l)
         q_tile = q_smem.index(slot).reshape([M, HEAD_DIM])
         do_tile = do_smem.index(slot).reshape([M, HEAD_DIM])
         # 1. S^T and dP^T together
@@ -260,10 +272,10 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_desc, dq_smem
 
 
 @gluon.jit
-def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, DELTA, DQ, DK, DV, scale, qk_scale, seq_q, seq_k, H, group,
+def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, lse_desc, delta_desc, LSE, DELTA, DQ, DK, DV, scale, qk_scale, seq_q, seq_k, H, group,
                 stride_dqb, stride_dqh, stride_dqn, stride_kb, stride_kh, stride_kn,
                 HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, num_warps: gl.constexpr,
-                DQ_MODE: gl.constexpr = 0):
+                DQ_MODE: gl.constexpr = 0, STATS_BY_TMA: gl.constexpr = False):
     BLOCK_N: gl.constexpr = 128
     M: gl.constexpr = 64
     start_n = gl.program_id(0) * BLOCK_N
@@ -289,6 +301,9 @@ def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, DELTA, DQ, DK, DV
     # Mode 11: each warp group's dQ_i (fp32, in 64-column chunks) for the TMA reductions
     dq_chunks: gl.constexpr = 2 * (HEAD_DIM // dq_desc.block_type.shape[3]) if DQ_MODE == 11 else 1
     dq_smem = gl.allocate_shared_memory(gl.float32, [dq_chunks] + dq_desc.block_type.shape, dq_desc.layout)
+    # STATS_BY_TMA: each slot's LSE and delta rows, loaded by the producer with Q_i and dO_i
+    lse_smem = gl.allocate_shared_memory(gl.float32, [STAGES] + lse_desc.block_type.shape, lse_desc.layout)
+    delta_smem = gl.allocate_shared_memory(gl.float32, [STAGES] + delta_desc.block_type.shape, delta_desc.layout)
     kv_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     mbarrier.init(kv_bar, count=1)
     ready, empty = ring_barriers(STAGES)
@@ -296,14 +311,17 @@ def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, DELTA, DQ, DK, DV
 
     # Argument tuples inline (bound to a name first, their constexprs would arrive as tensors).
     gl.warp_specialize([
-        (_consumer, (q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_desc, dq_smem, kv_bar, ready, empty, LSE, DELTA, DQ, DK, DV, scale, qk_scale,
+        (_consumer, (q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_desc, dq_smem, lse_smem, delta_smem, kv_bar, ready, empty,
+                     LSE, DELTA, DQ, DK, DV, scale, qk_scale,
                      seq_q, seq_k, b, kv_h, H, group, start_n, first_tile, n_q_tiles, stride_dqb, stride_dqh, stride_dqn,
-                     stride_kb, stride_kh, stride_kn, 0, HEAD_DIM, STAGES, CAUSAL, DQ_MODE)),
-        (_consumer, (q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_desc, dq_smem, kv_bar, ready, empty, LSE, DELTA, DQ, DK, DV, scale, qk_scale,
+                     stride_kb, stride_kh, stride_kn, 0, HEAD_DIM, STAGES, CAUSAL, DQ_MODE, STATS_BY_TMA)),
+        (_consumer, (q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_desc, dq_smem, lse_smem, delta_smem, kv_bar, ready, empty,
+                     LSE, DELTA, DQ, DK, DV, scale, qk_scale,
                      seq_q, seq_k, b, kv_h, H, group, start_n, first_tile, n_q_tiles, stride_dqb, stride_dqh, stride_dqn,
-                     stride_kb, stride_kh, stride_kn, 1, HEAD_DIM, STAGES, CAUSAL, DQ_MODE)),
-        (_producer, (q_desc, k_desc, v_desc, do_desc, q_smem, k_smem, v_smem, do_smem, kv_bar, ready, empty,
-                     b, kv_h, group, start_n, first_tile, n_q_tiles, STAGES)),
+                     stride_kb, stride_kh, stride_kn, 1, HEAD_DIM, STAGES, CAUSAL, DQ_MODE, STATS_BY_TMA)),
+        (_producer, (q_desc, k_desc, v_desc, do_desc, lse_desc, delta_desc, q_smem, k_smem, v_smem, do_smem, lse_smem,
+                     delta_smem, kv_bar, ready, empty, b, kv_h, H, group, start_n, first_tile, n_q_tiles, seq_q, STAGES,
+                     STATS_BY_TMA)),
     ], [4, 1], [240, 24])
 
 
@@ -329,7 +347,15 @@ def _dq_descriptor(dq: torch.Tensor):
     return TensorDescriptor.from_tensor(dq, block, gl.NVMMASharedLayout.get_default_for(block, gl.float32))
 
 
-def gluon_backward(q, k, v, o, lse, do, is_causal, dq_mode=0, delta_by="torch"):
+def _row_descriptor(x: torch.Tensor):
+    """fp32 (B, H, S) row statistics (LSE, delta) as one flat row of B*H*S, TMA boxes of 64 (a
+    (B, H, S) descriptor would need S*4 bytes 16-aligned, which ragged lengths are not)."""
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    return TensorDescriptor.from_tensor(x.reshape(-1), [ROWS], gl.NVMMASharedLayout.get_default_for([ROWS], gl.float32))
+
+
+def gluon_backward(q, k, v, o, lse, do, is_causal, dq_mode=0, delta_by="torch", stats_by_tma=False):
     """dQ, dK, dV for (B, H, S, d) inputs, d 64 or 128 (K/V (B, H_kv, S, d)), LSE (B, H, S) natural log as
     flash_triton's forward leaves it. delta = rowsum(dO O) by torch ("torch": every row up to
     6f032bc; 0.47 ms at d64 causal 16k under ncu) or by flash_triton's preprocess kernel
@@ -344,12 +370,13 @@ def gluon_backward(q, k, v, o, lse, do, is_causal, dq_mode=0, delta_by="torch"):
     dq = torch.zeros(batch, heads, padded, head_dim, dtype=torch.float32, device=q.device)
     dk, dv = torch.empty(k.shape, dtype=q.dtype, device=q.device), torch.empty(v.shape, dtype=q.dtype, device=q.device)
     scale = 1 / math.sqrt(head_dim)
+    lse = lse.contiguous()
     _bwd_kernel[(triton.cdiv(seq_k, 128), batch * kv_heads)](
         _descriptor(q, ROWS), _descriptor(k, KEYS), _descriptor(v, KEYS), _descriptor(do, ROWS), _dq_descriptor(dq),
-        lse.contiguous(), delta,
+        _row_descriptor(lse), _row_descriptor(delta), lse, delta,
         dq, dk, dv, scale, scale * LOG2E, seq_q, seq_k, heads, heads // kv_heads,
         dq.stride(0), dq.stride(1), dq.stride(2), dk.stride(0), dk.stride(1), dk.stride(2),
-        HEAD_DIM=head_dim, STAGES=STAGES, CAUSAL=is_causal, num_warps=4, DQ_MODE=dq_mode,
+        HEAD_DIM=head_dim, STAGES=STAGES, CAUSAL=is_causal, num_warps=4, DQ_MODE=dq_mode, STATS_BY_TMA=stats_by_tma,
     )
     return dq[:, :, :seq_q].to(q.dtype), dk, dv
 
@@ -358,22 +385,23 @@ class GluonBackwardAttention(torch.autograd.Function):
     """flash_triton's forward (Gluon on an H100 where it runs) with this trial's backward."""
 
     @staticmethod
-    def forward(ctx, q, k, v, is_causal=False, dq_mode=0, delta_by="torch"):
+    def forward(ctx, q, k, v, is_causal=False, dq_mode=0, delta_by="torch", stats_by_tma=False):
         from lmperf.attention.flash_triton import triton_forward
 
         o, lse = triton_forward(q, k, v, is_causal)
         ctx.save_for_backward(q, k, v, o, lse)
-        ctx.is_causal, ctx.dq_mode, ctx.delta_by = is_causal, dq_mode, delta_by
+        ctx.options = dict(dq_mode=dq_mode, delta_by=delta_by, stats_by_tma=stats_by_tma)
+        ctx.is_causal = is_causal
         return o
 
     @staticmethod
     def backward(ctx, grad_out):
         q, k, v, o, lse = ctx.saved_tensors
-        grads = gluon_backward(q, k, v, o, lse, grad_out, ctx.is_causal, ctx.dq_mode, delta_by=ctx.delta_by)
-        return (*grads, None, None, None)
+        grads = gluon_backward(q, k, v, o, lse, grad_out, ctx.is_causal, **ctx.options)
+        return (*grads, None, None, None, None)
 
 
-def compile_sm90(causal: bool, head_dim: int = 64, dq_mode: int = 0):
+def compile_sm90(causal: bool, head_dim: int = 64, dq_mode: int = 0, stats_by_tma: bool = False):
     """Compile for an H100 without a GPU."""
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
@@ -385,12 +413,15 @@ def compile_sm90(causal: bool, head_dim: int = 64, dq_mode: int = 0):
     signature = {
         **{name: descriptor for name in ("q_desc", "k_desc", "v_desc", "do_desc")},
         "dq_desc": f"tensordesc<fp32{dq_block},{dq_layout!r}>",
+        **{name: f"tensordesc<fp32[64],{gl.NVMMASharedLayout.get_default_for([64], gl.float32)!r}>"
+           for name in ("lse_desc", "delta_desc")},
         "LSE": "*fp32", "DELTA": "*fp32", "DQ": "*fp32", "DK": "*bf16", "DV": "*bf16", "scale": "fp32", "qk_scale": "fp32",
         **{name: "i32" for name in ("seq_q", "seq_k", "H", "group", "stride_dqb", "stride_dqh", "stride_dqn",
                                     "stride_kb", "stride_kh", "stride_kn")},
-        **{name: "constexpr" for name in ("HEAD_DIM", "STAGES", "CAUSAL", "num_warps", "DQ_MODE")},
+        **{name: "constexpr" for name in ("HEAD_DIM", "STAGES", "CAUSAL", "num_warps", "DQ_MODE", "STATS_BY_TMA")},
     }
-    constexprs = dict(HEAD_DIM=head_dim, STAGES=STAGES, CAUSAL=causal, num_warps=4, DQ_MODE=dq_mode)
+    constexprs = dict(HEAD_DIM=head_dim, STAGES=STAGES, CAUSAL=causal, num_warps=4, DQ_MODE=dq_mode,
+                      STATS_BY_TMA=stats_by_tma)
     return triton.compile(GluonASTSource(_bwd_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32),
                           options=dict(num_warps=4))
 
@@ -400,10 +431,10 @@ def _sm90_report() -> None:
     from gluon_sm90_report import warp_specialised_report
 
     print(f"triton {triton.__version__}: warp-specialised Gluon attention backward for sm90 (DQ_MODE: {DQ_MODES})")
-    for mode in sorted(DQ_MODES):
+    for mode, stats_by_tma in [(mode, False) for mode in sorted(DQ_MODES)] + [(11, True)]:
         for head_dim, causal in [(d, c) for d in (64, 128) for c in (False, True)]:
-            report = warp_specialised_report(compile_sm90(causal, head_dim, mode))
-            print(f"mode {mode} d{head_dim} {'causal' if causal else 'full'}: {report}")
+            report = warp_specialised_report(compile_sm90(causal, head_dim, mode, stats_by_tma))
+            print(f"mode {mode}{' stats_by_tma' if stats_by_tma else ''} d{head_dim} {'causal' if causal else 'full'}: {report}")
 
 
 DEVICE = "cuda"  # the harness's tensors; a dry run on the CPU swaps it and the kernels for stand-ins
@@ -538,21 +569,25 @@ def ablate(out_path: str, tokens: int = 16384) -> None:
 
 def next_step(out_path: str, tokens: int = 16384) -> None:
     """Prepared after 6f032bc, for the next device call: modes 3, 10 and 11 with delta from
-    flash_triton's preprocess kernel. Float64 check on RAGGED; then on the whole grid,
-    backward-only (mode 3 with either delta, modes 10 and 11, flash_triton's atomic and split
-    backwards) and forward + backward (flash_triton's forward with modes 3 and 11 + Triton delta;
-    FlashAttention2Triton's default; SDPA cuDNN), interleaved."""
+    flash_triton's preprocess kernel, 11 also with LSE and delta loaded by the producer's TMA
+    (stats_by_tma). Float64 check on RAGGED; then on the whole grid, backward-only (mode 3 with
+    either delta, modes 10 and 11, flash_triton's atomic and split backwards) and forward +
+    backward (flash_triton's forward with modes 3 and 11 + Triton delta; FlashAttention2Triton's
+    default; SDPA cuDNN), interleaved."""
     from lmperf.attention.flash_triton import FlashAttention2Triton, triton_backward
 
     emit = _rows(out_path)
     _float64_check(emit, RAGGED, {"shared-dq+triton-delta": dict(dq_mode=3, delta_by="triton"),
                                   "shared-dq-offsets+triton-delta": dict(dq_mode=10, delta_by="triton"),
-                                  "shared-dq-tma+triton-delta": dict(dq_mode=11, delta_by="triton")})
+                                  "shared-dq-tma+triton-delta": dict(dq_mode=11, delta_by="triton"),
+                                  "shared-dq-tma+triton-delta+stats-tma": dict(dq_mode=11, delta_by="triton", stats_by_tma=True)})
     _time_grid(emit, tokens, lambda q, k, v, o, lse, do, causal: {
         "shared-dq": lambda: gluon_backward(q, k, v, o, lse, do, causal, 3),
         "shared-dq+triton-delta": lambda: gluon_backward(q, k, v, o, lse, do, causal, 3, delta_by="triton"),
         "shared-dq-offsets+triton-delta": lambda: gluon_backward(q, k, v, o, lse, do, causal, 10, delta_by="triton"),
         "shared-dq-tma+triton-delta": lambda: gluon_backward(q, k, v, o, lse, do, causal, 11, delta_by="triton"),
+        "shared-dq-tma+triton-delta+stats-tma": lambda: gluon_backward(q, k, v, o, lse, do, causal, 11, delta_by="triton",
+                                                                       stats_by_tma=True),
         "triton-atomic-bwd": lambda: triton_backward(q, k, v, o, lse, do, causal, "atomic"),
         "triton-split-bwd": lambda: triton_backward(q, k, v, o, lse, do, causal, "split"),
     }, lambda q, k, v, do, causal: {
