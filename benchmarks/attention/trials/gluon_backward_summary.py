@@ -1,0 +1,50 @@
+"""Summarise gluon_backward.py's rows (any of its device commands): the float64 check's largest
+error per variant, then per grid point each peer's ms and its ratio to the reference peers,
+measured side by side (ranges over the rounds: min(reference)/max(peer) to max(reference)/min(peer),
+> 1 = the peer faster).
+
+    python benchmarks/attention/trials/gluon_backward_summary.py ROWS.jsonl
+"""
+
+import collections
+import json
+import sys
+
+BACKWARD_REFERENCE = "triton-atomic-bwd"
+FORWARD_BACKWARD_REFERENCES = ("flash_triton+bwd", "sdpa-cudnn+bwd")
+
+
+def _ratio(reference: list[float], peer: list[float]) -> str:
+    return f"{min(reference) / max(peer):.3f}-{max(reference) / min(peer):.3f}"
+
+
+def summarise(path: str) -> None:
+    rows = [json.loads(line) for line in open(path)]
+    env = rows[0]["env"] if rows else {}
+    print(f"{path}: {len(rows)} rows, {env.get('device')}, commit {str(env.get('commit'))[:7]}, {env.get('date')}")
+    errors = collections.defaultdict(list)
+    for row in rows:
+        if row["kind"] == "check":
+            name = row.get("variant") or f"mode {row.get('dq_mode', 0)}"
+            errors[name].append(max(row["max_rel_error_dq"], row["max_rel_error_dk"], row["max_rel_error_dv"]))
+    for name, values in errors.items():
+        print(f"  check {name}: {len(values)} shapes, largest relative error {min(values):.4f}-{max(values):.4f}")
+    times = collections.defaultdict(lambda: collections.defaultdict(list))
+    for row in rows:
+        if row["kind"] == "time":
+            times[(row["head_dim"], row["causal"], row["seq"])][row["peer"]].append(row["ms"])
+    for (head_dim, causal, seq), peers in times.items():
+        print(f"  d{head_dim} {'causal' if causal else 'full'} {seq}:")
+        for name, ms in peers.items():
+            line = f"    {name:40s} {min(ms):8.3f}-{max(ms):.3f} ms"
+            if name.endswith("+bwd") or name.endswith("+fwd"):
+                refs = [r for r in FORWARD_BACKWARD_REFERENCES if r in peers and r != name]
+            else:
+                refs = [BACKWARD_REFERENCE] if BACKWARD_REFERENCE in peers and name != BACKWARD_REFERENCE else []
+            line += "".join(f"   {ref} / it {_ratio(peers[ref], ms)}" for ref in refs)
+            print(line)
+
+
+if __name__ == "__main__":
+    for path in sys.argv[1:]:
+        summarise(path)
