@@ -2,28 +2,25 @@
 
 Gluon's `hopper.tma` module wraps TMA loads and stores but not reductions; its op builder has
 `create_async_tma_reduce`. This compiles a kernel that adds a 64 x 64 fp32 shared-memory tile into
-a tensor through that op (the same builtin as benchmarks/attention/trials/gluon_backward.py's
-`_tma_reduce_add`) and prints the PTX instructions it became.
+a tensor through benchmarks/attention/trials/gluon_backward.py's builtin `_tma_reduce_add` (the
+one the trial's mode 11 uses) and prints the PTX instructions it became.
 
-    python benchmarks/facts/gluon_tma_reduce_probe.py
+    PYTHONPATH=src python benchmarks/facts/gluon_tma_reduce_probe.py
 """
 
 import re
+import sys
+from pathlib import Path
 
 import triton
-from triton._C.libtriton import ir
 from triton.backends.compiler import GPUTarget
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon._runtime import GluonASTSource
-from triton.experimental.gluon.language._core import builtin
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, tma
 
-
-@builtin
-def tma_reduce_add(tensor_desc, coord, src, _semantic=None):
-    coord = _semantic._convert_to_ir_values(coord, require_i64=False)
-    _semantic.builder.create_async_tma_reduce(ir.DESCRIPTOR_REDUCE_KIND.ADD, tensor_desc.handle, coord, src.handle)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "attention" / "trials"))
+from gluon_backward import _tma_reduce_add as tma_reduce_add  # noqa: E402
 
 
 @gluon.jit

@@ -191,19 +191,19 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_desc, dq_smem
             dv, dk = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok))
             mbarrier.arrive(empty.index(slot), count=1)
         elif DQ_MODE >= 3:
-            # Modes 3 and 10: dQ_i = dS K over all 128 keys, once, by the warp group owning tile t
-            # (t % 2): half the atomics of one dQ_i per warp group, and the owners alternate, so
-            # neither waits on the other's atomics. Slot t % 2's barrier says the other half of
-            # dS^T is written.
-            if DQ_MODE == 11:  # the owner's dQ_i into shared memory, added into DQ by TMA reductions
-                if (t % 2) == WG:
-                    mbarrier.wait(ds_bar.index(WG), (t // 2) & 1)
-                    dq_tok = warpgroup_mma(ds_all.permute((1, 0)), k_all.slice(0, DQ_W, dim=1), zero_dq, use_acc=False, is_async=True)
-                    dv, dk, dq = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok))
+            # Modes 3, 10 and 11: dQ_i = dS K over all 128 keys, once, by the warp group owning
+            # tile t (t % 2): half the atomics of one dQ_i per warp group, and the owners
+            # alternate, so neither waits on the other's. Slot t % 2's barrier says the other
+            # half of dS^T is written.
+            if (t % 2) == WG:
+                mbarrier.wait(ds_bar.index(WG), (t // 2) & 1)
+                dq_tok = warpgroup_mma(ds_all.permute((1, 0)), k_all.slice(0, DQ_W, dim=1), zero_dq, use_acc=False, is_async=True)
+                dv, dk, dq = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok))
+                if DQ_MODE == 11:  # dQ_i into shared memory, added into DQ by TMA reductions
                     if HEAD_DIM > DQ_W:
                         dq_tok = warpgroup_mma(ds_all.permute((1, 0)), k_all.slice(DQ_W, DQ_W, dim=1), zero_dq, use_acc=False, is_async=True)
                     # This warp group's reductions of its previous tile (t - 2) have read the buffer;
-                    # the issuing thread waits, the barrier holds the others until it has.
+                    # the issuing threads wait, the barrier holds the others until they have.
                     tma.store_wait(0)
                     gl.thread_barrier()
                     dq_smem.index(WG * CHUNKS).reshape([M, DQ_W]).store(dq * scale)
@@ -214,26 +214,20 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_desc, dq_smem
                     gl.thread_barrier()  # every thread's part of dQ_i written before the reductions read it
                     for c in gl.static_range(CHUNKS):
                         _tma_reduce_add(dq_desc, [b, h, row0, c * DQ_W], dq_smem.index(WG * CHUNKS + c))
-                else:
-                    mbarrier.arrive(ds_bar.index(1 - WG), count=1)
-                    dv, dk = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok))
-            elif (t % 2) == WG:
-                mbarrier.wait(ds_bar.index(WG), (t // 2) & 1)
-                dq_tok = warpgroup_mma(ds_all.permute((1, 0)), k_all.slice(0, DQ_W, dim=1), zero_dq, use_acc=False, is_async=True)
-                dv, dk, dq = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok))
-                if DQ_MODE == 10:  # a tile-padded DQ: one base pointer + loop-invariant int32 offsets, no masks
-                    dq_ptr = DQ + (b.to(gl.int64) * stride_dqb + h.to(gl.int64) * stride_dqh + row0.to(gl.int64) * HEAD_DIM) + offs_dq
-                    rows_ok = None
-                else:
-                    rows = row0 + rows_dq
-                    dq_ptr = DQ + b.to(gl.int64) * stride_dqb + h.to(gl.int64) * stride_dqh + rows[:, None] * stride_dqn + cols_dq[None, :]
-                    rows_ok = rows[:, None] < seq_q
-                if HEAD_DIM > DQ_W:
-                    dq_tok = warpgroup_mma(ds_all.permute((1, 0)), k_all.slice(DQ_W, DQ_W, dim=1), zero_dq, use_acc=False, is_async=True)
-                gl.atomic_add(dq_ptr, dq * scale, mask=rows_ok, sem="relaxed")
-                if HEAD_DIM > DQ_W:
-                    dq = warpgroup_mma_wait(0, deps=(dq_tok,))
-                    gl.atomic_add(dq_ptr + DQ_W, dq * scale, mask=rows_ok, sem="relaxed")
+                else:  # by atomics
+                    if DQ_MODE == 10:  # a tile-padded DQ: one base pointer + loop-invariant int32 offsets, no masks
+                        dq_ptr = DQ + (b.to(gl.int64) * stride_dqb + h.to(gl.int64) * stride_dqh + row0.to(gl.int64) * HEAD_DIM) + offs_dq
+                        rows_ok = None
+                    else:
+                        rows = row0 + rows_dq
+                        dq_ptr = DQ + b.to(gl.int64) * stride_dqb + h.to(gl.int64) * stride_dqh + rows[:, None] * stride_dqn + cols_dq[None, :]
+                        rows_ok = rows[:, None] < seq_q
+                    if HEAD_DIM > DQ_W:
+                        dq_tok = warpgroup_mma(ds_all.permute((1, 0)), k_all.slice(DQ_W, DQ_W, dim=1), zero_dq, use_acc=False, is_async=True)
+                    gl.atomic_add(dq_ptr, dq * scale, mask=rows_ok, sem="relaxed")
+                    if HEAD_DIM > DQ_W:
+                        dq = warpgroup_mma_wait(0, deps=(dq_tok,))
+                        gl.atomic_add(dq_ptr + DQ_W, dq * scale, mask=rows_ok, sem="relaxed")
             else:
                 mbarrier.arrive(ds_bar.index(1 - WG), count=1)
                 dv, dk = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok))
