@@ -17,7 +17,7 @@ per (128 query rows, batch x head), 8 warps (two warp groups of 64 rows each). G
 key/value head index. Inputs (B, H, S, d) contiguous, bf16 or fp16, d in {64, 128}; causal is
 top-left aligned (query i sees keys j <= i), as in lmperf.attention.
 
-Status: compiles for sm90 with Triton 3.6 (`python benchmarks/attention/trials/gluon_forward.py`
+Status: compiles for sm90 with Triton 3.6 (`PYTHONPATH=src python benchmarks/attention/trials/gluon_forward.py`
 prints the compiler's resource report, no GPU needed); in the SASS the next tile's 8 HGMMA
 (d=128) sit before the softmax's MUFU.EX2, and ptxas reports no serialisation. Not yet run: on
 an H100, `PYTHONPATH=src python3 benchmarks/attention/trials/gluon_forward.py gpu OUT.jsonl`
@@ -37,6 +37,8 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+from lmperf.attention.flash_gluon import _softmax_step  # the same step the warp-specialised forward takes
 
 LOG2E = 1.4426950408889634
 STAGES = 3  # K/V slots: the next tile's Q K^T is issued before the slot of tile j-1 is refilled
@@ -121,17 +123,7 @@ def _attn_fwd(
         #    barrier phase is still complete)
         s_next = _qk(q_smem, k_smem, kv_bars, gl.minimum(j + 1, n_tiles - 1), zero_s, STAGES)
         # 2. online softmax of this tile, in base 2 with the scale folded
-        if (j + 1) * BLOCK_N > mask_from:
-            offs_n = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=cols_s)
-            visible = offs_n[None, :] < seq_k
-            if CAUSAL:
-                visible = visible & (offs_n[None, :] <= offs_m[:, None])
-            s_tile = gl.where(visible, s_tile, float("-inf"))
-        m_new = gl.maximum(m_i, gl.max(s_tile, 1) * qk_scale)
-        p = gl.exp2(s_tile * qk_scale - m_new[:, None])
-        alpha = gl.exp2(m_i - m_new)
-        l_i = l_i * alpha + gl.sum(p, 1)
-        m_i = m_new
+        p, m_i, alpha, l_i = _softmax_step(s_tile, m_i, l_i, j, offs_m, qk_scale, seq_k, mask_from, BLOCK_N, CAUSAL, cols_s)
         # 3. P V of this tile, then both in flight retired. (Leaving P V in flight into the next
         #    step, FA3's full overlap, makes ptxas serialise every wgmma of the kernel: "non wgmma
         #    instructions reading accumulator registers ... between start and end of the pipeline
