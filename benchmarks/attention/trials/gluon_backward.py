@@ -564,7 +564,8 @@ def ablate(out_path: str, tokens: int = 16384) -> None:
 def next_step(out_path: str, tokens: int = 16384) -> None:
     """Prepared after 6f032bc, for the next device call: modes 3, 10 and 11 with delta from
     flash_triton's preprocess kernel, 11 also with LSE and delta loaded by the producer's TMA
-    (stats_by_tma). Float64 check on RAGGED; then on the whole grid, backward-only (mode 3 with
+    (stats_by_tma; dropped after its first run at 43fc11f: an illegal instruction on RAGGED's first
+    shape, rows in gluon-backward-next-h100-43fc11f/). Float64 check on RAGGED; then on the whole grid, backward-only (mode 3 with
     either delta, modes 10 and 11, flash_triton's atomic and split backwards) and forward +
     backward (flash_triton's forward with modes 3 and 11 + Triton delta; FlashAttention2Triton's
     default; SDPA cuDNN), interleaved."""
@@ -573,15 +574,12 @@ def next_step(out_path: str, tokens: int = 16384) -> None:
     emit = _rows(out_path)
     _float64_check(emit, RAGGED, {"shared-dq+triton-delta": dict(dq_mode=3, delta_by="triton"),
                                   "shared-dq-offsets+triton-delta": dict(dq_mode=10, delta_by="triton"),
-                                  "shared-dq-tma+triton-delta": dict(dq_mode=11, delta_by="triton"),
-                                  "shared-dq-tma+triton-delta+stats-tma": dict(dq_mode=11, delta_by="triton", stats_by_tma=True)})
+                                  "shared-dq-tma+triton-delta": dict(dq_mode=11, delta_by="triton")})
     _time_grid(emit, tokens, lambda q, k, v, o, lse, do, causal: {
         "shared-dq": lambda: gluon_backward(q, k, v, o, lse, do, causal, 3),
         "shared-dq+triton-delta": lambda: gluon_backward(q, k, v, o, lse, do, causal, 3, delta_by="triton"),
         "shared-dq-offsets+triton-delta": lambda: gluon_backward(q, k, v, o, lse, do, causal, 10, delta_by="triton"),
         "shared-dq-tma+triton-delta": lambda: gluon_backward(q, k, v, o, lse, do, causal, 11, delta_by="triton"),
-        "shared-dq-tma+triton-delta+stats-tma": lambda: gluon_backward(q, k, v, o, lse, do, causal, 11, delta_by="triton",
-                                                                       stats_by_tma=True),
         "triton-atomic-bwd": lambda: triton_backward(q, k, v, o, lse, do, causal, "atomic"),
         "triton-split-bwd": lambda: triton_backward(q, k, v, o, lse, do, causal, "split"),
     }, lambda q, k, v, do, causal: {
