@@ -1,7 +1,8 @@
-"""The sm90 compiler's report on flash_gluon's forward kernel, on a machine without a GPU.
+"""The sm90 compiler's report on the Gluon kernels (flash_gluon's forward, flash_gluon_backward's
+backward), on a machine without a GPU.
 
-`python benchmarks/attention/gluon_sm90_report.py` compiles the kernel for an H100 (Triton
-ahead-of-time, target cuda:90, bf16) at each head_dim of flash_gluon.TILES, causal and not, and
+`python benchmarks/attention/gluon_sm90_report.py` compiles them for an H100 (Triton
+ahead-of-time, target cuda:90, bf16) at each head_dim they take, causal and not, and
 prints registers at launch and each partition's setmaxnreg, spilled stack bytes, shared memory,
 and whether ptxas serialises the wgmma pipeline (its C7514 note: what a wgmma left in flight
 across a loop's back edge caused in benchmarks/attention/trials/gluon_forward.py). Run it with
@@ -18,7 +19,7 @@ from triton.backends.compiler import GPUTarget
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon._runtime import GluonASTSource
 
-from lmperf.attention import flash_gluon
+from lmperf.attention import flash_gluon, flash_gluon_backward
 from sm90_report import TOOLS, resources
 
 
@@ -35,6 +36,24 @@ def compile_sm90(head_dim: int, causal: bool):
     }
     constexprs = dict(HEAD_DIM=head_dim, BLOCK_N=block_n, STAGES=stages, CAUSAL=causal, num_warps=4)
     source = GluonASTSource(flash_gluon._fwd_kernel, signature, constexprs)
+    return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4))
+
+
+def compile_backward_sm90(head_dim: int, causal: bool):
+    rows, keys = flash_gluon_backward.ROWS, flash_gluon_backward.KEYS
+    layout = gl.NVMMASharedLayout.get_default_for([1, 1, rows, head_dim], gl.bfloat16)
+    dq_block = [1, 1, rows, min(flash_gluon_backward.DQ_COLUMNS, head_dim)]
+    dq_layout = gl.NVMMASharedLayout.get_default_for(dq_block, gl.float32)
+    assert rows == keys  # one descriptor type for Q, K, V, dO
+    signature = {
+        **{name: f"tensordesc<bf16[1, 1, {rows}, {head_dim}],{layout!r}>" for name in ("q_desc", "k_desc", "v_desc", "do_desc")},
+        "dq_desc": f"tensordesc<fp32{dq_block},{dq_layout!r}>",
+        "LSE": "*fp32", "DELTA": "*fp32", "DK": "*bf16", "DV": "*bf16", "scale": "fp32", "qk_scale": "fp32",
+        **{name: "i32" for name in ("seq_q", "seq_k", "H", "group", "stride_kb", "stride_kh", "stride_kn")},
+        **{name: "constexpr" for name in ("HEAD_DIM", "STAGES", "CAUSAL", "num_warps")},
+    }
+    constexprs = dict(HEAD_DIM=head_dim, STAGES=flash_gluon_backward.STAGES, CAUSAL=causal, num_warps=4)
+    source = GluonASTSource(flash_gluon_backward._bwd_kernel, signature, constexprs)
     return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4))
 
 
@@ -59,6 +78,11 @@ def main() -> None:
         for causal in (False, True):
             print(f"d{head_dim} {'causal' if causal else 'full'} (BLOCK_N, slots) {flash_gluon.TILES[head_dim]}: "
                   f"{warp_specialised_report(compile_sm90(head_dim, causal))}")
+    print(f"triton {triton.__version__}: flash_gluon_backward's backward for sm90 (bf16)")
+    for head_dim in (64, 128):
+        for causal in (False, True):
+            print(f"d{head_dim} {'causal' if causal else 'full'}: {warp_specialised_report(compile_backward_sm90(head_dim, causal))}")
+
 
 if __name__ == "__main__":
     main()

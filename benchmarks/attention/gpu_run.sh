@@ -29,7 +29,7 @@ for stage in ${STAGES:-info variants tests-a}; do
            tar -czf "$OUT/runs.tgz" -C "$RUNS" . ;;
     target) timeout "${TARGET_S:-80}" python3 - 2>&1 <<'PY' | tee "$OUT/target.log"
 from lmperf.attention_bench.benchmark import time_compiled_fwd_sum_bwd as t
-for impl in ("triton", "triton-split", "sdpa-cudnn"):  # triton: the default backward for the shape
+for impl in ("triton", "triton-no-gluon", "triton-split", "sdpa-cudnn"):  # triton: the default backward for the shape
     try:
         print(f"target (16,16384,64) causal compiled fwd+sum().backward() {impl}: {t(impl):.3f} ms")
     except Exception as error:  # one failing peer must not cost the others

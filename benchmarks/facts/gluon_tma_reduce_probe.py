@@ -2,15 +2,13 @@
 
 Gluon's `hopper.tma` module wraps TMA loads and stores but not reductions; its op builder has
 `create_async_tma_reduce`. This compiles a kernel that adds a 64 x 64 fp32 shared-memory tile into
-a tensor through benchmarks/attention/trials/gluon_backward.py's builtin `_tma_reduce_add` (the
-one the trial's mode 11 uses) and prints the PTX instructions it became.
+a tensor through the builtin `_tma_reduce_add` (first the Gluon backward trial's mode 11, since
+2026-11-25 lmperf.attention.flash_gluon_backward's) and prints the PTX instructions it became.
 
     PYTHONPATH=src python benchmarks/facts/gluon_tma_reduce_probe.py
 """
 
 import re
-import sys
-from pathlib import Path
 
 import triton
 from triton.backends.compiler import GPUTarget
@@ -19,8 +17,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon._runtime import GluonASTSource
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, tma
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "attention" / "trials"))
-from gluon_backward import _tma_reduce_add as tma_reduce_add  # noqa: E402
+from lmperf.attention.flash_gluon_backward import _tma_reduce_add as tma_reduce_add
 
 
 @gluon.jit

@@ -12,8 +12,8 @@ SDPA_BACKENDS = ("flash", "cudnn", "efficient")  # torch.nn.attention.SDPBackend
 TRITON_BACKWARDS = ("split", "atomic", "ordered")  # the Triton kernel's dQ strategies (flash_triton.BACKWARDS)
 
 # How the attention benchmark runs each implementation: as the model does (""), compiled, SDPA
-# pinned to each backend, the Triton kernel with each backward, and with Triton's own forward where
-# the Gluon forward would run on an H100 ("-no-gluon", to see what that forward is worth).
+# pinned to each backend, the Triton kernel with each backward, and with Triton's own kernels where
+# the Gluon forward and backward would run on an H100 ("-no-gluon", to see what they are worth).
 # lmperf's PyTorch FlashAttention is timed compiled only (its Python tile loops are what compiling
 # removes).
 _BENCHMARK_FORMS = {

@@ -81,14 +81,18 @@ def test_head_dims_tiled_as_two_column_blocks(backward, head_dim, heads, kv_head
 
 
 def test_default_backward_by_shape_and_determinism():
-    # Unnamed: atomic only for causal attention over >= 4096 keys, and never under determinism.
+    # Unnamed: atomic only for causal attention over >= 4096 keys or where the Gluon backward
+    # runs, and never under determinism.
     assert backward_mode() == "split" and backward_mode("atomic") == "atomic"
     assert backward_mode(None, True, 4096) == "atomic" and backward_mode(None, True, 4095) == "split"
     assert backward_mode(None, False, 16384) == "split" and backward_mode("split", True, 16384) == "split"
+    # Where the Gluon backward runs ("atomic" on an H100), it is the default at any length.
+    assert backward_mode(None, False, 1024, gluon=True) == "atomic" and backward_mode("split", False, 1024, True) == "split"
     q, k, v, _ = random_qkv((2,), 20, 24, 16, torch.float32)
     torch.use_deterministic_algorithms(True)
     try:
         assert backward_mode(None, True, 16384) == "split" and backward_mode("ordered") == "ordered"
+        assert backward_mode(None, False, 16384, gluon=True) == "split"
         with pytest.raises(UsageError, match="atomic"):
             FlashAttention2Triton.apply(q, k, v, True, "atomic")
     finally:

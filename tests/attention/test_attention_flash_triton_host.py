@@ -60,3 +60,35 @@ def test_gluon_forward_runs_where_it_beat_triton_on_the_h100():
     assert flash_gluon.faster_here(128, 1024, True) and flash_gluon.faster_here(128, 1, False)
     assert not flash_gluon.faster_here(64, 2048, False) and flash_gluon.faster_here(64, 4096, False)
     assert not flash_gluon.faster_here(64, 4096, True) and flash_gluon.faster_here(64, 8192, True)
+
+
+def test_gluon_backward_takes_what_the_gluon_forward_takes_where_it_beat_triton():
+    flash_gluon_backward = pytest.importorskip("lmperf.attention.flash_gluon_backward")
+    q, k, v = (torch.empty(2, 4, 4096, 64, dtype=torch.bfloat16) for _ in range(3))
+    assert flash_gluon_backward.fits(q, k, v) and not flash_gluon_backward.fits(q.float(), k.float(), v.float())
+    assert not flash_gluon_backward.supported(q, k, v)  # CPU tensors
+    # Ahead of flash_triton's atomic backward at head_dim 64 from 4096 keys; level at 128.
+    assert flash_gluon_backward.faster_here(64, 4096) and flash_gluon_backward.faster_here(64, 16384)
+    assert not flash_gluon_backward.faster_here(64, 4095) and not flash_gluon_backward.faster_here(128, 16384)
+
+
+def test_atomic_backward_hands_over_to_gluon_with_the_preprocessed_delta(monkeypatch):
+    """Where the Gluon backward runs, "atomic" launches it with the preprocess kernel's delta and
+    nothing of Triton's dK/dV kernel; "split" never does."""
+    flash_gluon_backward = pytest.importorskip("lmperf.attention.flash_gluon_backward")
+    launched = []
+    monkeypatch.setattr(flash_triton, "gluon_backward_runs", lambda q, k, v: True)
+    monkeypatch.setattr(flash_triton, "_bwd_preprocess_kernel", {(1, 6): lambda *args, **kw: launched.append("delta")})
+    monkeypatch.setattr(flash_triton, "_launch", lambda name, *args, **kw: launched.append(name))
+    grads = tuple(torch.full((1,), float(n)) for n in range(3))
+    monkeypatch.setattr(flash_gluon_backward, "launch", lambda *args: launched.append(args) or grads)
+    q, do, o = (torch.randn(2, 3, 40, 64) for _ in range(3))
+    k, v = torch.randn(2, 1, 50, 64), torch.randn(2, 1, 50, 64)
+    lse = torch.randn(2, 3, 40)
+    assert flash_triton.triton_backward(q, k, v, o, lse, do, True, "atomic") is grads
+    assert launched[0] == "delta" and len(launched) == 2
+    gq, gk, gv, gdo, glse, gdelta, causal = launched[1]
+    assert (gq, gk, gv, gdo, glse) == (q, k, v, do, lse) and gdelta.shape == lse.shape and causal is True
+    launched.clear()
+    flash_triton.triton_backward(q, k, v, o, lse, do, True, "split")
+    assert launched == ["delta", "dkdv", "dq"]

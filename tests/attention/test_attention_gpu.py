@@ -5,7 +5,7 @@ import functools
 import pytest
 import torch
 
-from attention_reference import check_against_reference, model_loss_and_grads, random_qkv
+from attention_reference import check_against_reference, model_loss_and_grads, random_qkv, reference, rel_err
 from lmperf.attention import attention, flash_triton, repeat_kv
 from lmperf.attention.naive import naive_attention_with_lse
 from lmperf.attention.flash_torch import FlashAttention2Torch, flash_attention_torch_with_lse
@@ -127,6 +127,81 @@ def test_gluon_forward_only_where_it_was_faster(monkeypatch):
         q, k, v, _ = random_qkv((1, 2), 1000, 1000, head_dim, torch.bfloat16, device="cuda")
         flash_attention_triton_with_lse(q, k, v, True)
     assert calls == [128]
+
+
+GLUON_BACKWARD = HOPPER and flash_triton.flash_gluon_backward is not None
+
+
+def record_gluon_backward(monkeypatch, everywhere: bool) -> list:
+    """The head_dims flash_gluon_backward.backward ran at (directly or through its custom op);
+    everywhere: at any shape it fits, not only where it was faster."""
+    gluon_backward, calls = flash_triton.flash_gluon_backward, []
+    if everywhere:
+        monkeypatch.setattr(gluon_backward, "faster_here", lambda head_dim, seq_k: True)
+    real_backward = gluon_backward.backward
+    monkeypatch.setattr(gluon_backward, "backward", lambda *args: calls.append(args[0].shape[-1]) or real_backward(*args))
+    return calls
+
+
+@pytest.mark.skipif(not GLUON_BACKWARD, reason="the Gluon backward is written for sm90")
+@pytest.mark.parametrize(
+    "lead, kv_heads, seq_q, seq_k, head_dim, is_causal, dtype, packed",
+    [
+        ((2, 8), 2, 777, 1025, 64, True, torch.bfloat16, False),  # GQA, seq_q < seq_k
+        ((2, 4), 1, 1025, 777, 64, False, torch.bfloat16, False),  # MQA, seq_q > seq_k
+        ((2, 2), None, 300, 300, 64, True, torch.float16, True),  # the model's strided layout
+        ((1, 4), None, 1000, 1000, 128, True, torch.bfloat16, False),
+        ((1, 8), 2, 777, 1025, 128, False, torch.bfloat16, False),
+        ((1, 4), 1, 1025, 777, 128, True, torch.float16, False),
+        ((1, 2), None, 1, 130, 64, True, torch.bfloat16, False),  # one query row: the second key block sees none
+        ((1, 2), None, 4097, 4097, 64, True, torch.bfloat16, True),  # 65 query tiles, 33 key blocks
+    ],
+)
+def test_gluon_backward_matches_float64_reference(monkeypatch, lead, kv_heads, seq_q, seq_k, head_dim, is_causal, dtype, packed):
+    """The backward FlashAttention2Triton's default hands to flash_gluon_backward on an H100 (it
+    must be the one that ran; at every shape here, not only where it is faster), against float64."""
+    calls = record_gluon_backward(monkeypatch, everywhere=True)
+    if packed:  # (B, H, T, d) views of a (B, T, 3, H, d) projection, as the model slices them
+        packed_qkv = torch.randn(lead[0], seq_q, 3, lead[1], head_dim, device="cuda", dtype=dtype)
+        q, k, v = (t.requires_grad_() for t in packed_qkv.permute(2, 0, 3, 1, 4).unbind(0))
+        do = torch.randn_like(q)
+    else:
+        q, k, v, do = random_qkv(lead, seq_q, seq_k, head_dim, dtype, device="cuda", seed=seq_q, kv_heads=kv_heads)
+    check_against_reference(*TRITON, q, k, v, do, is_causal, TOLERANCE[dtype])
+    assert calls == [head_dim], "FlashAttention2Triton did not run the Gluon backward"
+
+
+@pytest.mark.skipif(not GLUON_BACKWARD, reason="the Gluon backward is written for sm90")
+def test_gluon_backward_only_where_it_was_faster_and_nondeterminism_is_allowed(monkeypatch):
+    calls = record_gluon_backward(monkeypatch, everywhere=False)
+    for head_dim, seq, backward in [(64, 4096, None), (128, 4096, None), (64, 2048, None), (64, 4096, "split")]:
+        q, k, v, do = random_qkv((1, 2), seq, seq, head_dim, torch.bfloat16, device="cuda")
+        FlashAttention2Triton.apply(q, k, v, True, backward).backward(do)
+    assert calls == [64]  # d64 over 4096 keys by default; not d128, not 2048 keys, not "split"
+    q, k, v, do = random_qkv((1, 2), 4096, 4096, 64, torch.bfloat16, device="cuda")
+    torch.use_deterministic_algorithms(True)
+    try:
+        FlashAttention2Triton.apply(q, k, v, True).backward(do)
+    finally:
+        torch.use_deterministic_algorithms(False)
+    with flash_triton.flash_gluon.disabled():  # around the forward only: its decision holds for the backward
+        out = FlashAttention2Triton.apply(q, k, v, True)
+    out.backward(do)
+    assert calls == [64]
+
+
+@pytest.mark.skipif(not GLUON_BACKWARD, reason="the Gluon backward is written for sm90")
+def test_gluon_backward_compiled_on_a_sum_loss(monkeypatch):
+    """torch.compile around forward + .sum(): the output gradient arrives expanded (stride 0),
+    which TMA cannot address (the backward copies it), and the launch goes through the custom op."""
+    calls = record_gluon_backward(monkeypatch, everywhere=True)
+    q, k, v, _ = random_qkv((2, 4), 1000, 1000, 64, torch.bfloat16, device="cuda", kv_heads=2)
+    compiled = torch.compile(lambda q, k, v: FlashAttention2Triton.apply(q, k, v, True).sum())
+    compiled(q, k, v).backward()
+    *_, dq, dk, dv = reference(q, k, v, torch.ones_like(q), True)
+    for name, actual, expected in (("dq", q.grad, dq), ("dk", k.grad, dk), ("dv", v.grad, dv)):
+        assert rel_err(actual, expected) < 3e-2, name
+    assert calls == [64]
 
 
 @pytest.mark.parametrize("head_dim", [64, 80])

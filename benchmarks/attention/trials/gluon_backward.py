@@ -59,23 +59,12 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 
-from triton._C.libtriton import ir
-from triton.experimental.gluon.language._core import builtin
-
-from lmperf.attention.flash_gluon import LOG2E, _descriptor, ring_barriers  # _descriptor: a 4-d TMA box
+from lmperf.attention.flash_gluon import LOG2E, descriptor as _descriptor, ring_barriers  # a 4-d TMA box
+from lmperf.attention.flash_gluon_backward import _tma_reduce_add  # mode 11 went into src/ from here
 
 KEYS = 64  # keys per consumer warp group; a program holds two
 ROWS = 64  # query rows per tile
 STAGES = 2  # Q_i / dO_i slots
-
-
-@builtin
-def _tma_reduce_add(tensor_desc, coord, src, _semantic=None):
-    """TMA bulk reduction: add shared-memory tile `src` into the tensor at `coord` (one thread
-    issues it; asynchronous, a bulk group that tma.store_wait retires). Gluon 3.6 wraps TMA
-    loads and stores but not this, though its op builder has it (create_async_tma_reduce)."""
-    coord = _semantic._convert_to_ir_values(coord, require_i64=False)
-    _semantic.builder.create_async_tma_reduce(ir.DESCRIPTOR_REDUCE_KIND.ADD, tensor_desc.handle, coord, src.handle)
 
 
 @gluon.jit
@@ -335,10 +324,7 @@ def row_delta(o, do, lse, by: str = "torch"):
 
 def _dq_descriptor(dq: torch.Tensor):
     """fp32 dQ (B, H, S, d) as TMA boxes of 64 rows x 64 columns (mode 11's reductions)."""
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-
-    block = [1, 1, ROWS, min(64, dq.shape[-1])]
-    return TensorDescriptor.from_tensor(dq, block, gl.NVMMASharedLayout.get_default_for(block, gl.float32))
+    return _descriptor(dq, ROWS, min(64, dq.shape[-1]))
 
 
 def _row_descriptor(x: torch.Tensor):

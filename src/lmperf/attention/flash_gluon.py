@@ -196,7 +196,7 @@ def _fwd_kernel(
     ], [4, 1], [240, 24])
 
 
-def _tma_ready(x: torch.Tensor) -> bool:
+def tma_ready(x: torch.Tensor) -> bool:
     """A TMA descriptor can address x: unit-stride last dim, 16-byte aligned base and strides."""
     size = x.element_size()
     return x.stride(-1) == 1 and x.data_ptr() % 16 == 0 and all(stride * size % 16 == 0 for stride in x.stride()[:-1])
@@ -210,7 +210,7 @@ def fits(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
         q.dtype in (torch.bfloat16, torch.float16) and k.dtype == v.dtype == q.dtype
         and q.shape[-1] in TILES and k.shape[-1] == v.shape[-1] == q.shape[-1]
         and q.shape[-2] > 0 and k.shape[-2] > 0
-        and all(_tma_ready(x) for x in (q, k, v))
+        and all(tma_ready(x) for x in (q, k, v))
     )
 
 
@@ -238,10 +238,13 @@ def supported(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool
     )
 
 
-def _descriptor(x: torch.Tensor, rows: int) -> TensorDescriptor:
-    dtype = gl.bfloat16 if x.dtype == torch.bfloat16 else gl.float16
-    block = [1, 1, rows, x.shape[-1]]
-    return TensorDescriptor.from_tensor(x, block, gl.NVMMASharedLayout.get_default_for(block, dtype))
+GL_DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16, torch.float32: gl.float32}
+
+
+def descriptor(x: torch.Tensor, rows: int, columns: int | None = None) -> TensorDescriptor:
+    """A TMA descriptor of 4-d x in boxes of `rows` x `columns` (default: the whole head_dim)."""
+    block = [1, 1, rows, columns or x.shape[-1]]
+    return TensorDescriptor.from_tensor(x, block, gl.NVMMASharedLayout.get_default_for(block, GL_DTYPES[x.dtype]))
 
 
 def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) -> tuple[torch.Tensor, torch.Tensor]:
@@ -253,7 +256,7 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) 
     o = torch.empty((batch, seq_q, heads, head_dim), dtype=q.dtype, device=q.device).transpose(1, 2)
     lse = torch.empty((batch, heads, seq_q), dtype=torch.float32, device=q.device)
     _fwd_kernel[(triton.cdiv(seq_q, 2 * ROWS), batch * heads)](
-        _descriptor(q, ROWS), _descriptor(k, block_n), _descriptor(v, block_n), o, lse, LOG2E / math.sqrt(head_dim),
+        descriptor(q, ROWS), descriptor(k, block_n), descriptor(v, block_n), o, lse, LOG2E / math.sqrt(head_dim),
         seq_q, seq_k, heads, heads // k.shape[1], o.stride(0), o.stride(1), o.stride(2),
         HEAD_DIM=head_dim, BLOCK_N=block_n, STAGES=stages, CAUSAL=is_causal, num_warps=4,
     )

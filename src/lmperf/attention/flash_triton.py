@@ -14,10 +14,13 @@ dK and dV (summed over the query heads of its group under GQA). dQ comes one of 
     a counter that lets key tile n in only after tile n-1 (5 matmuls, bitwise repeatable);
   - "split": FA2's own split, a separate dQ kernel per query tile that recomputes S and dP
     (7 matmuls, no shared writes, bitwise repeatable).
+On an H100 at head_dim 64 over >= 4096 keys (bf16/fp16), "atomic" is flash_gluon_backward's
+kernel instead (Gluon, warp-specialised, dQ by TMA bulk reductions: 1.10-1.35x faster there).
 `FlashAttention2Triton.apply(q, k, v, is_causal, backward)` names one; "atomic" is refused while
 torch.are_deterministic_algorithms_enabled() is True. Unnamed (None): "split" while determinism is
-required, else the faster on the H100 for the shape, "atomic" for causal attention over >= 4096
-keys (backward_mode). "ordered" ran at 0.39-0.63x of "atomic" (docs/attention.md).
+required, else the faster on the H100 for the shape: "atomic" for causal attention over >= 4096
+keys and wherever the Gluon backward runs, "split" otherwise (backward_mode). "ordered" ran at
+0.39-0.63x of "atomic" (docs/attention.md).
 GQA/MQA: k and v may have fewer heads than q (see lmperf.attention.contract).
 Causal (query i sees keys j <= i): fully masked tiles are never visited, and each loop runs in two
 phases, the tiles that need no mask and then the few diagonal or ragged-edge tiles that do.
@@ -41,10 +44,10 @@ import triton.language as tl
 from lmperf.attention.contract import as_4d, check_inputs
 from lmperf.errors import UsageError
 
-try:  # Gluon ships with Triton 3.5 and later; an older Triton keeps this module's forward
-    from lmperf.attention import flash_gluon
+try:  # Gluon ships with Triton 3.5 and later; an older Triton keeps this module's kernels
+    from lmperf.attention import flash_gluon, flash_gluon_backward
 except ImportError:
-    flash_gluon = None
+    flash_gluon = flash_gluon_backward = None
 
 LOG2E = 1.4426950408889634
 # Kernels may read only constexpr globals.
@@ -667,12 +670,13 @@ def _dq_by_tma(q: torch.Tensor, head_dim: int, column_blocks: dict) -> bool:
 ATOMIC_FROM_KEYS = 4096
 
 
-def backward_mode(requested: str | None = None, is_causal: bool = False, seq_k: int = 0) -> str:
+def backward_mode(requested: str | None = None, is_causal: bool = False, seq_k: int = 0, gluon: bool = False) -> str:
     """The dQ strategy: the one requested (checked against PyTorch's determinism); by default
     "split" while torch.use_deterministic_algorithms(True) is set, else the faster of "split" and
-    "atomic" on the H100 for this shape (ATOMIC_FROM_KEYS)."""
+    "atomic" on the H100 for this shape: "atomic" where `gluon` (its "atomic" is the Gluon backward,
+    faster than both Triton backwards at every point measured) or ATOMIC_FROM_KEYS says so."""
     if requested is None:
-        fast_atomic = is_causal and seq_k >= ATOMIC_FROM_KEYS
+        fast_atomic = gluon or (is_causal and seq_k >= ATOMIC_FROM_KEYS)
         return "atomic" if fast_atomic and not torch.are_deterministic_algorithms_enabled() else "split"
     if requested not in BACKWARDS:
         raise UsageError(f"unknown backward {requested!r}; choose from {', '.join(BACKWARDS)}")
@@ -689,8 +693,14 @@ def _tma_scratch(size: int, alignment: int, stream) -> torch.Tensor:
     return torch.empty(size, dtype=torch.int8, device="cuda")
 
 
-def triton_backward(q, k, v, o, lse, do, is_causal: bool, mode: str):
-    """dQ, dK, dV (4-d, contiguous) from the forward's inputs, O, LSE and the output gradient."""
+def gluon_backward_runs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
+    """Whether "atomic" runs flash_gluon_backward's kernel for these 4-d inputs."""
+    return flash_gluon_backward is not None and not INTERPRETED and flash_gluon_backward.supported(q, k, v)
+
+
+def triton_backward(q, k, v, o, lse, do, is_causal: bool, mode: str, gluon: bool | None = None):
+    """dQ, dK, dV (4-d, contiguous) from the forward's inputs, O, LSE and the output gradient.
+    gluon: whether "atomic" runs flash_gluon_backward's kernel (None: `gluon_backward_runs`)."""
     B, H, seq_q, head_dim = q.shape
     kv_heads, seq_k = k.shape[1], k.shape[2]
     delta = torch.empty_like(lse)
@@ -698,6 +708,8 @@ def triton_backward(q, k, v, o, lse, do, is_causal: bool, mode: str):
     _bwd_preprocess_kernel[preprocess_grid](
         o, do, delta, *_strides(o), *_strides(do), H, seq_q, HEAD_DIM=head_dim, **_column_blocks(head_dim), BLOCK_M=64
     )
+    if mode == "atomic" and (gluon_backward_runs(q, k, v) if gluon is None else gluon):
+        return flash_gluon_backward.launch(q, k, v, do, lse, delta, is_causal)
     dk = torch.empty((B, kv_heads, seq_k, head_dim), dtype=k.dtype, device=k.device)
     dv = torch.empty_like(dk)
     if mode == "split":
@@ -754,8 +766,12 @@ class FlashAttention2Triton(torch.autograd.Function):
     def forward(ctx, q, k, v, is_causal=False, backward=None):
         check_inputs(q, k, v)
         _check_device(q)
-        ctx.backward_mode = backward_mode(backward, is_causal, k.shape[-2])
-        o, lse = triton_forward(as_4d(q), as_4d(k), as_4d(v), is_causal)
+        q4, k4, v4 = as_4d(q), as_4d(k), as_4d(v)
+        # Decided here, with the forward's kernel: flash_gluon.disabled() around the forward alone
+        # (lmperf attention's triton-no-gluon) keeps Triton's kernels in the backward too.
+        ctx.gluon_backward = gluon_backward_runs(q4, k4, v4)
+        ctx.backward_mode = backward_mode(backward, is_causal, k.shape[-2], ctx.gluon_backward)
+        o, lse = triton_forward(q4, k4, v4, is_causal)
         o, lse = o.view(q.shape), lse.view(q.shape[:-1])
         ctx.save_for_backward(q, k, v, o, lse)
         ctx.is_causal = is_causal
@@ -766,6 +782,6 @@ class FlashAttention2Triton(torch.autograd.Function):
         q, k, v, o, lse = ctx.saved_tensors
         q4, k4, o4, do = as_4d(q), as_4d(k), as_4d(o), as_4d(grad_out)
         dq, dk, dv = triton_backward(
-            q4, k4, as_4d(v), o4, lse.view(o4.shape[:-1]), do, ctx.is_causal, ctx.backward_mode
+            q4, k4, as_4d(v), o4, lse.view(o4.shape[:-1]), do, ctx.is_causal, ctx.backward_mode, ctx.gluon_backward
         )
         return dq.view(q.shape), dk.view(k.shape), dv.view(k.shape), None, None

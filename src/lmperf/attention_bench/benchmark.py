@@ -116,8 +116,8 @@ def attention_function(impl: str) -> AttentionFn:
 
 
 def _without_gluon_forward(apply) -> AttentionFn:
-    """`apply` with flash_gluon switched off while it runs: Triton's forward everywhere (the
-    backward, run later, is the same kernels either way)."""
+    """`apply` with flash_gluon switched off while it runs: Triton's kernels everywhere (the
+    forward decides for the backward run later, FlashAttention2Triton.forward)."""
     from lmperf.attention import flash_triton
 
     def run(q, k, v, is_causal):

@@ -25,7 +25,7 @@ def _causal_flags(text: str) -> list[bool]:
 def attention_command(
     impls: str = typer.Option(
         ",".join(BENCHMARK_DEFAULT),
-        help=f"Implementations to time, of: {', '.join(BENCHMARK_IMPLEMENTATIONS)} (triton-<backward>: the Triton kernel with that backward; triton-no-gluon: with Triton's forward where the Gluon one would run).",
+        help=f"Implementations to time, of: {', '.join(BENCHMARK_IMPLEMENTATIONS)} (triton-<backward>: the Triton kernel with that backward; triton-no-gluon: with Triton's kernels where the Gluon forward and backward would run).",
     ),
     contexts: str = typer.Option(ALL_CONTEXTS, "--contexts", "-t", "--seqs", help="Context (sequence) lengths."),
     head_dims: str = typer.Option("16,32,64,128", help="Head dimensions."),

@@ -1,0 +1,296 @@
+"""The attention backward on Hopper in Gluon: dK, dV and dQ in one warp-specialised kernel.
+
+flash_triton's backwards wait on each tl.dot as it is issued; this kernel issues its wgmmas
+asynchronously and waits only where a result is read, and adds dQ as FlashAttention-3 does:
+each query tile's dQ_i goes through shared memory into an fp32 dQ by TMA bulk reductions
+(`cp.reduce.async.bulk.tensor`, which Gluon 3.6's op builder has but its `tma` module does not
+wrap: `_tma_reduce_add`). The order of those additions varies from run to run, so this is an
+"atomic" backward: flash_triton runs it only where nondeterminism is allowed.
+
+One program per (128 keys, batch x key/value head). A producer warp loads the program's K and V
+once and streams each query tile's Q_i and dO_i (64 rows; under GQA every query head of the
+group in turn) through a 2-slot ring by TMA. Two consumer warp groups own 64 keys each (their dK
+and dV stay in registers); per tile a consumer
+  1. issues S^T = K Q_i^T and dP^T = V dO_i^T together, waits for S^T only;
+  2. P^T = exp2(S^T scale log2e - LSE_i log2e), masked (causal, ragged); issues dV += P^T dO_i;
+  3. waits for dP^T: dS^T = P^T (dP^T - delta_i), stored to shared memory; issues dK += dS^T Q_i;
+  4. the warp group owning tile t (t % 2, so the owners alternate) waits on an mbarrier for the
+     other's half of dS^T, computes dQ_i = dS K over all 128 keys (64-column chunks at head_dim
+     128), writes scale x dQ_i to shared memory and issues its TMA reductions; the other warp
+     group goes straight on to the next tile.
+delta = rowsum(dO O) comes from flash_triton's preprocess kernel, dK and dV are stored at the end.
+
+Measured on an H100 (benchmarks/attention/gluon-backward-next-h100-43fc11f, bf16, 16k tokens,
+heads x d = 2048, interleaved rounds): backward time flash_triton's atomic backward / this one's
+1.124-1.350 (d64 full 4k), 1.171-1.208 (full 16k), 1.099-1.191 (causal 4k), 1.136-1.180 (causal
+16k); at head_dim 128 level (0.929-1.060), its consumers spilling 168-208 bytes: flash_triton runs
+it at 64 only (`faster_here`). Reasoning and the variants that lost: docs/attention.md item 32.
+
+Scope (`fits`): CUDA sm90, bf16/fp16, head_dim 64 or 128, q, k, v and dO TMA-addressable (dO is
+copied when not, e.g. the expanded gradient of `.sum()`). Under torch.compile the launch is an
+opaque custom op (`lmperf::flash_gluon_backward`), as the Gluon forward's is.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import triton
+from triton._C.libtriton import ir
+from triton.experimental import gluon
+from triton.experimental.gluon.language import _core as gl_core
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
+
+from lmperf.attention import flash_gluon
+from lmperf.attention.flash_gluon import LOG2E, ring_barriers
+
+KEYS = 64  # keys per consumer warp group; a program holds two
+BLOCK_N = 2 * KEYS
+ROWS = 64  # query rows per tile
+STAGES = 2  # Q_i / dO_i slots
+DQ_COLUMNS = 64  # dQ_i's chunk: a 64 x 128 fp32 dQ_i would not fit beside dK and dV in registers
+
+
+@gl_core.builtin
+def _tma_reduce_add(tensor_desc, coord, src, _semantic=None):
+    """TMA bulk reduction: add shared-memory tile `src` into the tensor at `coord` (one thread
+    issues it; asynchronous, a bulk group that tma.store_wait retires)."""
+    coord = _semantic._convert_to_ir_values(coord, require_i64=False)
+    _semantic.builder.create_async_tma_reduce(ir.DESCRIPTOR_REDUCE_KIND.ADD, tensor_desc.handle, coord, src.handle)
+
+
+@gluon.jit
+def _producer(q_desc, k_desc, v_desc, do_desc, q_smem, k_smem, v_smem, do_smem, kv_bar, ready, empty,
+              b, kv_h, group, start_n, first_tile, n_q_tiles, STAGES: gl.constexpr):
+    mbarrier.expect(kv_bar, 4 * k_desc.block_type.nbytes)
+    rows: gl.constexpr = k_desc.block_type.shape[2]
+    for w in gl.static_range(2):
+        tma.async_copy_global_to_shared(k_desc, [b, kv_h, start_n + w * rows, 0], kv_bar, k_smem.slice(w * rows, rows, dim=2))
+        tma.async_copy_global_to_shared(v_desc, [b, kv_h, start_n + w * rows, 0], kv_bar, v_smem.slice(w * rows, rows, dim=2))
+    h = kv_h * group  # the query head and tile of step t, counted on (a division per step showed in the profile)
+    i = 0
+    for t in range(group * n_q_tiles):
+        slot = t % STAGES
+        if t >= STAGES:  # both consumers are done with step t - STAGES, which held this slot
+            mbarrier.wait(empty.index(slot), (t // STAGES - 1) & 1)
+        row = (first_tile + i) * q_desc.block_type.shape[2]
+        bar = ready.index(slot)
+        mbarrier.expect(bar, 2 * q_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(q_desc, [b, h, row, 0], bar, q_smem.index(slot))
+        tma.async_copy_global_to_shared(do_desc, [b, h, row, 0], bar, do_smem.index(slot))
+        i += 1
+        if i == n_q_tiles:
+            i = 0
+            h += 1
+
+
+@gluon.jit
+def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_desc, dq_smem, kv_bar, ready, empty,
+              LSE, DELTA, DK, DV, scale, qk_scale, seq_q, seq_k, b, kv_h, H, group, start_n, first_tile, n_q_tiles,
+              stride_kb, stride_kh, stride_kn,
+              WG: gl.constexpr, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr):
+    N: gl.constexpr = 64  # keys of this warp group
+    M: gl.constexpr = 64  # query rows per tile
+    DQ_W: gl.constexpr = dq_desc.block_type.shape[3]
+    CHUNKS: gl.constexpr = HEAD_DIM // DQ_W
+    st_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, M, 16])
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_DIM, 16])
+    dq_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, DQ_W, 16])
+    op_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=2)
+    keys_l: gl.constexpr = gl.SliceLayout(1, st_layout)
+    queries_l: gl.constexpr = gl.SliceLayout(0, st_layout)
+
+    key0 = start_n + WG * N
+    offs_k = key0 + gl.arange(0, N, layout=keys_l)
+    k_all = k_smem.reshape([2 * N, HEAD_DIM])  # both warp groups' keys: dQ_i sums over all 128
+    k_tile = k_all.slice(WG * N, N, dim=0)
+    v_tile = v_smem.reshape([2 * N, HEAD_DIM]).slice(WG * N, N, dim=0)
+    zero_st = gl.zeros([N, M], gl.float32, layout=st_layout)
+    zero_dq = gl.zeros([M, DQ_W], gl.float32, layout=dq_layout)
+    dk = gl.zeros([N, HEAD_DIM], gl.float32, layout=acc_layout)
+    dv = gl.zeros([N, HEAD_DIM], gl.float32, layout=acc_layout)
+
+    mbarrier.wait(kv_bar, 0)
+    h = kv_h * group
+    i = 0
+    for t in range(group * n_q_tiles):
+        slot = t % STAGES
+        row0 = (first_tile + i) * M
+        bh = b * H + h
+        offs_q = row0 + gl.arange(0, M, layout=queries_l)
+        # Rows past the sequence: LSE +inf makes their P zero (their Q and dO rows are zero-filled).
+        lse = gl.load(LSE + bh.to(gl.int64) * seq_q + offs_q, mask=offs_q < seq_q, other=float("inf")) * 1.4426950408889634
+        delta = gl.load(DELTA + bh.to(gl.int64) * seq_q + offs_q, mask=offs_q < seq_q, other=0.0)
+        mbarrier.wait(ready.index(slot), (t // STAGES) & 1)
+        q_tile = q_smem.index(slot).reshape([M, HEAD_DIM])
+        do_tile = do_smem.index(slot).reshape([M, HEAD_DIM])
+        # 1. S^T and dP^T together
+        st_tok = warpgroup_mma(k_tile, q_tile.permute((1, 0)), zero_st, use_acc=False, is_async=True)
+        dpt_tok = warpgroup_mma(v_tile, do_tile.permute((1, 0)), zero_st, use_acc=False, is_async=True)
+        # 2. P^T under dP^T
+        st = warpgroup_mma_wait(1, deps=(st_tok,))
+        pt = gl.exp2(st * qk_scale - lse[None, :])
+        visible = offs_k[:, None] < seq_k
+        if CAUSAL:
+            visible = visible & (offs_k[:, None] <= offs_q[None, :])
+        pt = gl.where(visible, pt, 0.0)
+        # 3. dV under dS^T
+        pt_op = gl.convert_layout(pt.to(q_tile.dtype), op_layout)
+        dv_tok = warpgroup_mma(pt_op, do_tile, dv, is_async=True)
+        dpt = warpgroup_mma_wait(1, deps=(dpt_tok,))
+        dst = (pt * (dpt - delta[None, :])).to(q_tile.dtype)
+        # 4. dK, and dQ_i by the owner of tile t; slot t % 2 holds both warp groups' dS^T
+        ds_all = ds_smem.index(t % 2)
+        ds_all.slice(WG * N, N, dim=0).store(dst)
+        fence_async_shared()
+        gl.thread_barrier()  # every thread's part of dS^T is in shared memory before the wgmma reads it
+        dk_tok = warpgroup_mma(gl.convert_layout(dst, op_layout), q_tile, dk, is_async=True)
+        if (t % 2) == WG:
+            mbarrier.wait(ds_bar.index(WG), (t // 2) & 1)  # the other half of dS^T is written
+            dq_tok = warpgroup_mma(ds_all.permute((1, 0)), k_all.slice(0, DQ_W, dim=1), zero_dq, use_acc=False, is_async=True)
+            dv, dk, dq = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok))
+            if CHUNKS > 1:
+                dq_tok = warpgroup_mma(ds_all.permute((1, 0)), k_all.slice(DQ_W, DQ_W, dim=1), zero_dq, use_acc=False, is_async=True)
+            # This warp group's reductions of its previous tile (t - 2) have read the buffer: the
+            # issuing thread waits, the barrier holds the others until it has.
+            tma.store_wait(0)
+            gl.thread_barrier()
+            dq_smem.index(WG * CHUNKS).reshape([M, DQ_W]).store(dq * scale)
+            if CHUNKS > 1:
+                dq = warpgroup_mma_wait(0, deps=(dq_tok,))
+                dq_smem.index(WG * CHUNKS + 1).reshape([M, DQ_W]).store(dq * scale)
+            fence_async_shared()
+            gl.thread_barrier()  # every thread's part of dQ_i written before the reductions read it
+            for c in gl.static_range(CHUNKS):  # rows past seq_q fall outside the tensor: TMA drops them
+                _tma_reduce_add(dq_desc, [b, h, row0, c * DQ_W], dq_smem.index(WG * CHUNKS + c))
+        else:
+            mbarrier.arrive(ds_bar.index(1 - WG), count=1)
+            dv, dk = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok))
+        # After the owner's last read of slot t % 2: the other warp group reuses it at tile t + 2
+        # only once the producer has refilled this Q/dO slot, which waits for this.
+        mbarrier.arrive(empty.index(slot), count=1)
+        i += 1
+        if i == n_q_tiles:
+            i = 0
+            h += 1
+
+    tma.store_wait(0)  # the last reductions read shared memory the program is about to give up
+    cols = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, acc_layout))
+    keys = key0 + gl.arange(0, N, layout=gl.SliceLayout(1, acc_layout))
+    offsets = b.to(gl.int64) * stride_kb + kv_h.to(gl.int64) * stride_kh + keys[:, None] * stride_kn + cols[None, :]
+    gl.store(DK + offsets, (dk * scale).to(DK.dtype.element_ty), mask=keys[:, None] < seq_k)
+    gl.store(DV + offsets, dv.to(DV.dtype.element_ty), mask=keys[:, None] < seq_k)
+
+
+@gluon.jit
+def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, DELTA, DK, DV, scale, qk_scale, seq_q, seq_k, H, group,
+                stride_kb, stride_kh, stride_kn,
+                HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, num_warps: gl.constexpr):
+    M: gl.constexpr = 64
+    start_n = gl.program_id(0) * 128
+    bkv = gl.program_id(1)
+    kv_heads = H // group
+    b = bkv // kv_heads
+    kv_h = bkv % kv_heads
+    first_tile = 0
+    if CAUSAL:  # query rows before the first key see none of this program's keys
+        first_tile = start_n // M
+    n_q_tiles = gl.cdiv(seq_q, M) - first_tile  # <= 0 past the last query row: dK = dV = 0
+
+    q_smem = gl.allocate_shared_memory(q_desc.dtype, [STAGES, 1, 1, M, HEAD_DIM], q_desc.layout)
+    do_smem = gl.allocate_shared_memory(do_desc.dtype, [STAGES, 1, 1, M, HEAD_DIM], do_desc.layout)
+    # K and V of the program's 128 keys, each warp group's 64 a slice (TMA boxes of 64 rows)
+    k_smem = gl.allocate_shared_memory(k_desc.dtype, [1, 1, 128, HEAD_DIM], k_desc.layout)
+    v_smem = gl.allocate_shared_memory(v_desc.dtype, [1, 1, 128, HEAD_DIM], v_desc.layout)
+    ds_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([128, M], q_desc.dtype)
+    ds_smem = gl.allocate_shared_memory(q_desc.dtype, [2, 128, M], ds_layout)
+    ds_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(2):
+        mbarrier.init(ds_bar.index(s), count=1)
+    # each warp group's dQ_i (fp32, in 64-column chunks) for the TMA reductions
+    dq_chunks: gl.constexpr = 2 * (HEAD_DIM // dq_desc.block_type.shape[3])
+    dq_smem = gl.allocate_shared_memory(gl.float32, [dq_chunks] + dq_desc.block_type.shape, dq_desc.layout)
+    kv_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    mbarrier.init(kv_bar, count=1)
+    ready, empty = ring_barriers(STAGES)
+    fence_async_shared()
+
+    # Argument tuples inline (bound to a name first, their constexprs would arrive as tensors).
+    gl.warp_specialize([
+        (_consumer, (q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_desc, dq_smem, kv_bar, ready, empty,
+                     LSE, DELTA, DK, DV, scale, qk_scale, seq_q, seq_k, b, kv_h, H, group, start_n, first_tile, n_q_tiles,
+                     stride_kb, stride_kh, stride_kn, 0, HEAD_DIM, STAGES, CAUSAL)),
+        (_consumer, (q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_desc, dq_smem, kv_bar, ready, empty,
+                     LSE, DELTA, DK, DV, scale, qk_scale, seq_q, seq_k, b, kv_h, H, group, start_n, first_tile, n_q_tiles,
+                     stride_kb, stride_kh, stride_kn, 1, HEAD_DIM, STAGES, CAUSAL)),
+        (_producer, (q_desc, k_desc, v_desc, do_desc, q_smem, k_smem, v_smem, do_smem, kv_bar, ready, empty,
+                     b, kv_h, group, start_n, first_tile, n_q_tiles, STAGES)),
+    ], [4, 1], [240, 24])
+
+
+def fits(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
+    """Whether the kernel takes these 4-d (B, H, S, d) inputs, on any device: what the Gluon
+    forward takes (flash_gluon.fits: bf16/fp16, head_dim 64 or 128, TMA-addressable)."""
+    return flash_gluon.fits(q, k, v)
+
+
+# Backward time flash_triton's atomic backward / this one's on the H100, bf16, 16k tokens
+# (module docstring): ahead at every d=64 point measured (4096 and 16384 keys, causal and not),
+# level at 128. Shorter key ranges unmeasured when this was written: from 4096 keys on.
+D64_FROM_KEYS = 4096
+
+
+def faster_here(head_dim: int, seq_k: int) -> bool:
+    """Whether this backward beat flash_triton's atomic backward on the H100 at this shape."""
+    return head_dim == 64 and seq_k >= D64_FROM_KEYS
+
+
+def supported(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
+    """Whether flash_triton's "atomic" backward runs this kernel for these inputs: the Gluon
+    kernels enabled (flash_gluon.ENABLED), an sm90 GPU, `fits` and `faster_here`."""
+    return (
+        flash_gluon.ENABLED and q.is_cuda and torch.cuda.get_device_capability(q.device) == (9, 0) and fits(q, k, v)
+        and faster_here(q.shape[-1], k.shape[-2])
+    )
+
+
+def backward(q, k, v, do, lse, delta, is_causal: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """dQ, dK, dV (contiguous, the inputs' dtype) from (B, H, S, d) q, dO, (B, H_kv, S, d) k, v,
+    and the forward's LSE and the preprocess kernel's delta, both (B, H, seq_q) fp32."""
+    batch, heads, seq_q, head_dim = q.shape
+    kv_heads, seq_k = k.shape[1], k.shape[2]
+    if not flash_gluon.tma_ready(do):
+        do = do.contiguous()
+    dq = torch.zeros(batch, heads, seq_q, head_dim, dtype=torch.float32, device=q.device)
+    dk = torch.empty((batch, kv_heads, seq_k, head_dim), dtype=q.dtype, device=q.device)
+    dv = torch.empty_like(dk)
+    scale = 1 / math.sqrt(head_dim)
+    descriptor = flash_gluon.descriptor
+    _bwd_kernel[(triton.cdiv(seq_k, BLOCK_N), batch * kv_heads)](
+        descriptor(q, ROWS), descriptor(k, KEYS), descriptor(v, KEYS), descriptor(do, ROWS),
+        descriptor(dq, ROWS, min(DQ_COLUMNS, head_dim)), lse, delta, dk, dv, scale, scale * LOG2E,
+        seq_q, seq_k, heads, heads // kv_heads, dk.stride(0), dk.stride(1), dk.stride(2),
+        HEAD_DIM=head_dim, STAGES=STAGES, CAUSAL=is_causal, num_warps=4,
+    )
+    return dq.to(q.dtype), dk, dv
+
+
+@torch.library.custom_op("lmperf::flash_gluon_backward", mutates_args=())
+def _backward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, do: torch.Tensor, lse: torch.Tensor,
+                 delta: torch.Tensor, is_causal: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return backward(q, k, v, do, lse, delta, is_causal)
+
+
+@_backward_op.register_fake
+def _(q, k, v, do, lse, delta, is_causal):
+    return torch.empty_like(q, memory_format=torch.contiguous_format), k.new_empty(k.shape), v.new_empty(k.shape)
+
+
+def launch(q, k, v, do, lse, delta, is_causal: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """`backward`, through the custom op where torch.compile traces (Dynamo does not trace Gluon
+    launches), directly otherwise."""
+    if torch.compiler.is_compiling():
+        return _backward_op(q, k, v, do, lse, delta, is_causal)
+    return backward(q, k, v, do, lse, delta, is_causal)
