@@ -174,11 +174,11 @@ def test_gluon_backward_matches_float64_reference(monkeypatch, lead, kv_heads, s
 @pytest.mark.skipif(not GLUON_BACKWARD, reason="the Gluon backward is written for sm90")
 def test_gluon_backward_only_where_it_was_faster_and_nondeterminism_is_allowed(monkeypatch):
     calls = record_gluon_backward(monkeypatch, everywhere=False)
-    for head_dim, seq, backward in [(64, 4096, None), (128, 4096, None), (64, 2048, None), (64, 4096, "split")]:
+    for head_dim, seq, backward in [(64, 2048, None), (128, 4096, None), (64, 1024, None), (64, 2048, "split")]:
         q, k, v, do = random_qkv((1, 2), seq, seq, head_dim, torch.bfloat16, device="cuda")
-        FlashAttention2Triton.apply(q, k, v, True, backward).backward(do)
-    assert calls == [64]  # d64 over 4096 keys by default; not d128, not 2048 keys, not "split"
-    q, k, v, do = random_qkv((1, 2), 4096, 4096, 64, torch.bfloat16, device="cuda")
+        FlashAttention2Triton.apply(q, k, v, False, backward).backward(do)
+    assert calls == [64]  # d64 over 2048 keys by default; not d128, not 1024 keys, not "split"
+    q, k, v, do = random_qkv((1, 2), 2048, 2048, 64, torch.bfloat16, device="cuda")
     torch.use_deterministic_algorithms(True)
     try:
         FlashAttention2Triton.apply(q, k, v, True).backward(do)
@@ -187,6 +187,8 @@ def test_gluon_backward_only_where_it_was_faster_and_nondeterminism_is_allowed(m
     with flash_triton.flash_gluon.disabled():  # around the forward only: its decision holds for the backward
         out = FlashAttention2Triton.apply(q, k, v, True)
     out.backward(do)
+    monkeypatch.setattr(flash_triton.flash_gluon_backward, "ENABLED", False)  # the Gluon forward alone
+    FlashAttention2Triton.apply(q, k, v, True).backward(do)
     assert calls == [64]
 
 

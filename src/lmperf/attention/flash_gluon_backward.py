@@ -24,7 +24,7 @@ Measured on an H100 (benchmarks/attention/gluon-backward-next-h100-43fc11f, bf16
 heads x d = 2048, interleaved rounds): backward time flash_triton's atomic backward / this one's
 1.124-1.350 (d64 full 4k), 1.171-1.208 (full 16k), 1.099-1.191 (causal 4k), 1.136-1.180 (causal
 16k); at head_dim 128 level (0.929-1.060), its consumers spilling 168-208 bytes: flash_triton runs
-it at 64 only (`faster_here`). Reasoning and the variants that lost: docs/attention.md item 32.
+it at 64 from 2048 keys (`faster_here`). Reasoning and the variants that lost: docs/attention.md item 32.
 
 Scope (`fits`): CUDA sm90, bf16/fp16, head_dim 64 or 128, q, k, v and dO TMA-addressable (dO is
 copied when not, e.g. the expanded gradient of `.sum()`). Under torch.compile the launch is an
@@ -236,22 +236,27 @@ def fits(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
     return flash_gluon.fits(q, k, v)
 
 
-# Backward time flash_triton's atomic backward / this one's on the H100, bf16, 16k tokens
-# (module docstring): ahead at every d=64 point measured (4096 and 16384 keys, causal and not),
-# level at 128. Shorter key ranges unmeasured when this was written: from 4096 keys on.
-D64_FROM_KEYS = 4096
+# Backward time at head_dim 64 on the H100, bf16, 16k tokens, two interleaved rounds
+# (benchmarks/attention/gluon-backward-h100-e53598a/lengths.jsonl): flash_triton's atomic / this
+# one's 1.076-1.180 non-causal and 1.018-1.112 causal at every length from 1024 to 16384 keys;
+# its split backward / this one's 1.061-1.116 and 1.060-1.277 from 2048 on, but 0.959-0.972 and
+# 0.947-0.965 at 1024. So from 2048 keys (at 1024 the default is "split"). At 128: level.
+D64_FROM_KEYS = 2048
+# False keeps flash_triton's own backwards (with the Gluon forward still on: to time the two).
+ENABLED = True
 
 
 def faster_here(head_dim: int, seq_k: int) -> bool:
-    """Whether this backward beat flash_triton's atomic backward on the H100 at this shape."""
+    """Whether this backward beat both of flash_triton's on the H100 at this shape."""
     return head_dim == 64 and seq_k >= D64_FROM_KEYS
 
 
 def supported(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
-    """Whether flash_triton's "atomic" backward runs this kernel for these inputs: the Gluon
-    kernels enabled (flash_gluon.ENABLED), an sm90 GPU, `fits` and `faster_here`."""
+    """Whether flash_triton's "atomic" backward runs this kernel for these inputs: enabled here
+    and for the Gluon kernels as a whole (flash_gluon.ENABLED), an sm90 GPU, `fits` and
+    `faster_here`."""
     return (
-        flash_gluon.ENABLED and q.is_cuda and torch.cuda.get_device_capability(q.device) == (9, 0) and fits(q, k, v)
+        ENABLED and flash_gluon.ENABLED and q.is_cuda and torch.cuda.get_device_capability(q.device) == (9, 0) and fits(q, k, v)
         and faster_here(q.shape[-1], k.shape[-2])
     )
 
