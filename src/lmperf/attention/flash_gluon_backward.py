@@ -34,6 +34,7 @@ opaque custom op (`lmperf::flash_gluon_backward`), as the Gluon forward's is.
 from __future__ import annotations
 
 import math
+import os
 
 import torch
 import triton
@@ -242,8 +243,9 @@ def fits(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
 # its split backward / this one's 1.061-1.116 and 1.060-1.277 from 2048 on, but 0.959-0.972 and
 # 0.947-0.965 at 1024. So from 2048 keys (at 1024 the default is "split"). At 128: level.
 D64_FROM_KEYS = 2048
-# False keeps flash_triton's own backwards (with the Gluon forward still on: to time the two).
-ENABLED = True
+# False (or LMPERF_ATTENTION_GLUON_BACKWARD=0) keeps flash_triton's own backwards, with the Gluon
+# forward still on: to time the two.
+ENABLED = os.environ.get("LMPERF_ATTENTION_GLUON_BACKWARD", "1") != "0"
 
 
 def faster_here(head_dim: int, seq_k: int) -> bool:
