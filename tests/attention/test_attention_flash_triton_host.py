@@ -92,3 +92,16 @@ def test_atomic_backward_hands_over_to_gluon_with_the_preprocessed_delta(monkeyp
     launched.clear()
     flash_triton.triton_backward(q, k, v, o, lse, do, True, "split")
     assert launched == ["delta", "dkdv", "dq"]
+
+
+def test_gluon_checks_trace_under_torch_compile_without_a_graph_break():
+    """fits (and so supported) runs inside FlashAttention2Triton while torch.compile traces the
+    model: a graph break there (Dynamo cannot read data_ptr) split every compiled layer; the
+    custom ops realign a base instead. fullgraph=True turns a graph break into an error."""
+    flash_gluon = pytest.importorskip("lmperf.attention.flash_gluon")
+    q = torch.randn(1, 2, 128, 64, dtype=torch.bfloat16)
+    compiled = torch.compile(lambda q, k, v: q * 2 if flash_gluon.fits(q, k, v) else q * 3, fullgraph=True, backend="eager")
+    assert torch.equal(compiled(q, q, q), q * 2)
+    shifted = torch.empty(2 * 128 * 64 + 1, dtype=torch.bfloat16)[1:].view(1, 2, 128, 64)
+    assert not flash_gluon.tma_ready(shifted) and flash_gluon.aligned(shifted).data_ptr() % 16 == 0
+    assert flash_gluon.aligned(q) is q

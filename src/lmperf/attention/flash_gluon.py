@@ -197,9 +197,18 @@ def _fwd_kernel(
 
 
 def tma_ready(x: torch.Tensor) -> bool:
-    """A TMA descriptor can address x: unit-stride last dim, 16-byte aligned base and strides."""
+    """A TMA descriptor can address x: unit-stride last dim, 16-byte aligned strides and base.
+    While torch.compile traces, the base is not known (Dynamo breaks the graph at data_ptr, and
+    before 2026-11-25 every attention call of a compiled model broke it there): the strides
+    decide, and the custom ops realign a base at run time (`aligned`)."""
     size = x.element_size()
-    return x.stride(-1) == 1 and x.data_ptr() % 16 == 0 and all(stride * size % 16 == 0 for stride in x.stride()[:-1])
+    strides_ok = x.stride(-1) == 1 and all(stride * size % 16 == 0 for stride in x.stride()[:-1])
+    return strides_ok and (torch.compiler.is_compiling() or x.data_ptr() % 16 == 0)
+
+
+def aligned(x: torch.Tensor) -> torch.Tensor:
+    """x, or a contiguous copy (a fresh allocation, 16-byte aligned) where TMA cannot address it."""
+    return x if tma_ready(x) else x.clone(memory_format=torch.contiguous_format)
 
 
 def fits(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
@@ -265,7 +274,7 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) 
 
 @torch.library.custom_op("lmperf::flash_gluon_forward", mutates_args=())
 def _forward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    return forward(q, k, v, is_causal)
+    return forward(aligned(q), aligned(k), aligned(v), is_causal)
 
 
 @_forward_op.register_fake

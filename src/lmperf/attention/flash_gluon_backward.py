@@ -268,8 +268,7 @@ def backward(q, k, v, do, lse, delta, is_causal: bool) -> tuple[torch.Tensor, to
     and the forward's LSE and the preprocess kernel's delta, both (B, H, seq_q) fp32."""
     batch, heads, seq_q, head_dim = q.shape
     kv_heads, seq_k = k.shape[1], k.shape[2]
-    if not flash_gluon.tma_ready(do):
-        do = do.contiguous()
+    do = flash_gluon.aligned(do)
     dq = torch.zeros(batch, heads, seq_q, head_dim, dtype=torch.float32, device=q.device)
     dk = torch.empty((batch, kv_heads, seq_k, head_dim), dtype=q.dtype, device=q.device)
     dv = torch.empty_like(dk)
@@ -287,7 +286,7 @@ def backward(q, k, v, do, lse, delta, is_causal: bool) -> tuple[torch.Tensor, to
 @torch.library.custom_op("lmperf::flash_gluon_backward", mutates_args=())
 def _backward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, do: torch.Tensor, lse: torch.Tensor,
                  delta: torch.Tensor, is_causal: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    return backward(q, k, v, do, lse, delta, is_causal)
+    return backward(flash_gluon.aligned(q), flash_gluon.aligned(k), flash_gluon.aligned(v), do, lse, delta, is_causal)
 
 
 @_backward_op.register_fake
