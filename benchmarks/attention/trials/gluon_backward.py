@@ -6,9 +6,11 @@ atomic backward: the best (DQ_MODE 3, one dQ_i per query tile) runs at 0.834-0.9
 d=64 and 0.737-0.809 at d=128, while the dK/dV part alone (mode 2, no dQ) is 1.096-1.459x as fast
 as Triton's whole backward. Rows, modes and profile: the results README above; reasoning:
 docs/attention.md item 32. Prediction below (-10 to -20%): missed; the first run took 1.44-1.85x
-Triton's time. Prepared since, not yet run: mode 10 (mode 3's addressing from one base pointer)
-and mode 11 (dQ_i through shared memory and TMA bulk reductions, `_tma_reduce_add`), with delta
-from flash_triton's preprocess kernel (`gpu-next`).
+Triton's time. Prepared since and run (`gpu-next`, gluon-backward-next-h100-43fc11f/): mode 10
+(mode 3's addressing from one base pointer) and mode 11 (dQ_i through shared memory and TMA bulk
+reductions, `_tma_reduce_add`), with delta from flash_triton's preprocess kernel: mode 11 is
+1.099-1.350x as fast as flash_triton's atomic backward at d=64 and level at 128, and went into
+src/lmperf/attention/flash_gluon_backward.py (docs/attention.md item 33).
 
 Why: the backward is about 70% of forward + backward and cuDNN's runs 1.38x shorter than ours at
 d=64 causal 16k, its tensor pipe busy 48.5% of the time against our 34.6%
