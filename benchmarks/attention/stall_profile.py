@@ -7,7 +7,7 @@ autograd runs CUDA backward nodes on its own device thread, so the backward's ra
 closed there, by hooks: on O's gradient (before attention's backward) and on q's (after it). Cases, in this order (printed, so the report's
 kernels can be matched to them by order and grid): bf16, 16k tokens per batch, heads x head_dim =
 2048, as in variants.py:
-    d64 causal 16k   Triton default (atomic) and SDPA cuDNN
+    d64 causal 16k   Triton default (since e53598a the Gluon forward and backward) and SDPA cuDNN
     d128 causal 16k  Triton default (atomic) and SDPA cuDNN
     d64 full 16k     Triton split (the dK/dV and dQ kernels)
 Usage: ncu --nvtx --nvtx-include "prof/" ... python3 benchmarks/attention/stall_profile.py

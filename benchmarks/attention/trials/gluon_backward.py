@@ -314,14 +314,9 @@ def row_delta(o, do, lse, by: str = "torch"):
     """delta = rowsum(dO * O) in fp32, (B, H, S) like lse: by torch, or by flash_triton's preprocess kernel."""
     if by == "torch":
         return (do.float() * o.float()).sum(-1).contiguous()
-    from lmperf.attention.flash_triton import _bwd_preprocess_kernel, _column_blocks, _strides
+    from lmperf.attention import flash_triton
 
-    batch, heads, seq_q, head_dim = o.shape
-    delta = torch.empty_like(lse)
-    _bwd_preprocess_kernel[(triton.cdiv(seq_q, 64), batch * heads)](
-        o, do, delta, *_strides(o), *_strides(do), heads, seq_q, HEAD_DIM=head_dim, **_column_blocks(head_dim), BLOCK_M=64
-    )
-    return delta
+    return flash_triton.row_delta(o, do)
 
 
 def _dq_descriptor(dq: torch.Tensor):

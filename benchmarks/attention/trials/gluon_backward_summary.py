@@ -10,7 +10,7 @@ import collections
 import json
 import sys
 
-BACKWARD_REFERENCE = "triton-atomic-bwd"
+BACKWARD_REFERENCES = ("triton-atomic-bwd", "committed")  # committed: gluon_backward_ab.py's unpatched module
 FORWARD_BACKWARD_REFERENCES = ("flash_triton+bwd", "sdpa-cudnn+bwd")
 
 
@@ -40,7 +40,7 @@ def summarise(path: str) -> None:
             if name.endswith("+bwd") or name.endswith("+fwd"):
                 refs = [r for r in FORWARD_BACKWARD_REFERENCES if r in peers and r != name]
             else:
-                refs = [BACKWARD_REFERENCE] if BACKWARD_REFERENCE in peers and name != BACKWARD_REFERENCE else []
+                refs = [r for r in BACKWARD_REFERENCES if r in peers and r != name]
             line += "".join(f"   {ref} / it {_ratio(peers[ref], ms)}" for ref in refs)
             print(line)
 

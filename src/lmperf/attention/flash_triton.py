@@ -694,6 +694,16 @@ def _tma_scratch(size: int, alignment: int, stream) -> torch.Tensor:
     return torch.empty(size, dtype=torch.int8, device="cuda")
 
 
+def row_delta(o: torch.Tensor, do: torch.Tensor) -> torch.Tensor:
+    """D = rowsum(dO * O) in fp32, (B, H, seq_q), from 4-d O and dO: the backwards' first step."""
+    B, H, seq_q, head_dim = o.shape
+    delta = torch.empty((B, H, seq_q), dtype=torch.float32, device=o.device)
+    _bwd_preprocess_kernel[(triton.cdiv(seq_q, 64), B * H)](
+        o, do, delta, *_strides(o), *_strides(do), H, seq_q, HEAD_DIM=head_dim, **_column_blocks(head_dim), BLOCK_M=64
+    )
+    return delta
+
+
 def gluon_backward_runs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
     """Whether "atomic" runs flash_gluon_backward's kernel for these 4-d inputs."""
     return flash_gluon_backward is not None and not INTERPRETED and flash_gluon_backward.supported(q, k, v)
@@ -704,11 +714,7 @@ def triton_backward(q, k, v, o, lse, do, is_causal: bool, mode: str, gluon: bool
     gluon: whether "atomic" runs flash_gluon_backward's kernel (None: `gluon_backward_runs`)."""
     B, H, seq_q, head_dim = q.shape
     kv_heads, seq_k = k.shape[1], k.shape[2]
-    delta = torch.empty_like(lse)
-    preprocess_grid = (triton.cdiv(seq_q, 64), B * H)
-    _bwd_preprocess_kernel[preprocess_grid](
-        o, do, delta, *_strides(o), *_strides(do), H, seq_q, HEAD_DIM=head_dim, **_column_blocks(head_dim), BLOCK_M=64
-    )
+    delta = row_delta(o, do)
     if mode == "atomic" and (gluon_backward_runs(q, k, v) if gluon is None else gluon):
         return flash_gluon_backward.launch(q, k, v, do, lse, delta, is_causal)
     dk = torch.empty((B, kv_heads, seq_k, head_dim), dtype=k.dtype, device=k.device)

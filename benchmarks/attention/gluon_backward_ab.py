@@ -1,0 +1,94 @@
+"""A change to flash_gluon_backward measured against the module as committed, on an H100.
+
+    PYTHONPATH=src python3 benchmarks/attention/gluon_backward_ab.py PATCH OUT.jsonl
+
+PATCH, a diff of src/lmperf/attention/flash_gluon_backward.py (`git diff` format), is applied to
+a copy of the module, which is loaded beside the committed one under its own custom-op name.
+First the candidate's dQ, dK, dV against float64 (SDPA in float64, variants.py's `_reference`)
+on ragged shapes: odd lengths, seq_q != seq_k both ways, GQA and MQA, causal and not, d 64 and
+128. Then, per point, backward time of the committed module ("committed"), the candidate and
+flash_triton's atomic backward with the Gluon kernels off ("triton-atomic-bwd"), on the same
+saved O, LSE and delta, two interleaved rounds, the second reversed (gluon_backward.py's
+`_interleaved`); bf16, 16k tokens per batch, heads x d = 2048; a backward counts 2.5x the
+forward's FLOPs. Rows as gluon_backward.py's, so `trials/gluon_backward_summary.py OUT.jsonl`
+prints errors and ratios (committed / candidate > 1: the change is faster).
+"""
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE / "trials")]
+from gluon_backward import _interleaved, _rows  # noqa: E402
+from variants import _reference  # noqa: E402
+
+from lmperf.attention import flash_gluon_backward, flash_triton  # noqa: E402
+
+MODULE = Path("src/lmperf/attention/flash_gluon_backward.py")
+RAGGED = [  # (head_dim, causal, seq_q, seq_k, heads, kv_heads)
+    (64, True, 777, 1025, 8, 2), (64, False, 1025, 777, 4, 1), (64, True, 300, 300, 2, 2), (64, True, 1, 130, 2, 2),
+    (128, True, 1000, 1000, 4, 4), (128, False, 777, 1025, 8, 2), (128, True, 1025, 777, 4, 1),
+]
+GRID = [(64, causal, seq) for causal in (False, True) for seq in (1024, 2048, 4096, 16384)] + [
+    (128, False, 4096), (128, True, 16384)]
+
+
+def candidate(patch: str):
+    """The module with PATCH applied, imported from a temporary copy, its custom op renamed."""
+    work = Path(tempfile.mkdtemp())
+    (work / MODULE).parent.mkdir(parents=True)
+    shutil.copy(Path(flash_gluon_backward.__file__), work / MODULE)
+    subprocess.run(["patch", "-p1", "-d", str(work), "-i", str(Path(patch).resolve())], check=True)
+    source = (work / MODULE).read_text().replace('"lmperf::flash_gluon_backward"', '"lmperf::flash_gluon_backward_ab"')
+    path = work / "flash_gluon_backward_ab.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("flash_gluon_backward_ab", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # from a file, so gluon.jit can read the kernels' source
+    return module
+
+
+def _saved(q, k, v, do, causal):
+    o, lse = flash_triton.triton_forward(q, k, v, causal)
+    return o, lse, flash_triton.row_delta(o, do)
+
+
+def check(emit, module) -> None:
+    for d, causal, seq_q, seq_k, heads, kv_heads in RAGGED:
+        gen = torch.Generator(device="cuda").manual_seed(d + seq_q + seq_k)
+        q, do = (torch.randn(2, heads, seq_q, d, device="cuda", generator=gen).bfloat16() for _ in range(2))
+        k, v = (torch.randn(2, kv_heads, seq_k, d, device="cuda", generator=gen).bfloat16() for _ in range(2))
+        o, lse, delta = _saved(q, k, v, do, causal)
+        grads = module.backward(q, k, v, do, lse, delta, causal)
+        _, *expected = _reference(q, k, v, do, causal)
+        errors = {f"max_rel_error_{name}": ((g.double() - e).abs().max() / e.abs().max()).item()
+                  for name, g, e in zip(("dq", "dk", "dv"), grads, expected)}
+        emit(dict(kind="check", variant="candidate", head_dim=d, causal=causal, seq_q=seq_q, seq_k=seq_k,
+                  heads=heads, kv_heads=kv_heads, **errors))
+
+
+def main(patch: str, out_path: str, tokens: int = 16384) -> None:
+    module = candidate(patch)
+    emit = _rows(out_path)
+    check(emit, module)
+    for d, causal, seq in GRID:
+        heads = 2048 // d
+        q, k, v, do = (torch.randn(tokens // seq, heads, seq, d, device="cuda").bfloat16() for _ in range(4))
+        o, lse, delta = _saved(q, k, v, do, causal)
+        peers = {
+            "committed": lambda: flash_gluon_backward.backward(q, k, v, do, lse, delta, causal),
+            "candidate": lambda: module.backward(q, k, v, do, lse, delta, causal),
+            "triton-atomic-bwd": lambda: flash_triton.triton_backward(q, k, v, o, lse, do, causal, "atomic", gluon=False),
+        }
+        work = dict.fromkeys(peers, 2.5 * 4 * q.shape[0] * heads * seq * seq * d / (2 if causal else 1))
+        _interleaved(emit, peers, work, dict(head_dim=d, causal=causal, seq=seq))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
