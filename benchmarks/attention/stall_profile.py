@@ -10,12 +10,14 @@ kernels can be matched to them by order and grid): bf16, 16k tokens per batch, h
     d64 causal 16k   Triton default (since e53598a the Gluon forward and backward) and SDPA cuDNN
     d128 causal 16k  Triton default (atomic) and SDPA cuDNN
     d64 full 16k     Triton split (the dK/dV and dQ kernels)
+    d128 causal 16k  the Gluon backward forced on (level with Triton's there, spilling; to see why)
 Usage: ncu --nvtx --nvtx-include "prof/" ... python3 benchmarks/attention/stall_profile.py
 """
 
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from lmperf.attention import flash_triton
 from lmperf.attention.flash_triton import FlashAttention2Triton
 
 CASES = [
@@ -24,6 +26,7 @@ CASES = [
     (128, True, 16384, "triton"),
     (128, True, 16384, "sdpa-cudnn"),
     (64, False, 16384, "triton-split"),
+    (128, True, 16384, "triton-gluon-backward"),
 ]
 
 
@@ -41,6 +44,13 @@ def run(impl, q, k, v, causal, do, profiled=False):
     if impl == "sdpa-cudnn":
         with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
             o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    elif impl == "triton-gluon-backward":  # wherever it fits, not only where it was faster
+        gluon_backward = flash_triton.flash_gluon_backward
+        faster_here, gluon_backward.faster_here = gluon_backward.faster_here, lambda head_dim, seq_k: True
+        try:
+            o = FlashAttention2Triton.apply(q, k, v, causal)  # the forward decides for the backward
+        finally:
+            gluon_backward.faster_here = faster_here
     else:
         o = FlashAttention2Triton.apply(q, k, v, causal, "split" if impl == "triton-split" else None)
     if profiled:
