@@ -239,8 +239,8 @@ def fits(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
 
 # Backward time at head_dim 64 on the H100, bf16, 16k tokens, two interleaved rounds
 # (benchmarks/attention/gluon-backward-h100-e53598a/lengths.jsonl): flash_triton's atomic / this
-# one's 1.076-1.180 non-causal and 1.018-1.112 causal at every length from 1024 to 16384 keys;
-# its split backward / this one's 1.061-1.116 and 1.060-1.277 from 2048 on, but 0.959-0.972 and
+# one's 1.076-1.307 non-causal and 1.018-1.112 causal at every length from 1024 to 16384 keys;
+# its split backward / this one's 1.044-1.123 and 1.060-1.279 from 2048 on, but 0.959-0.973 and
 # 0.947-0.965 at 1024. So from 2048 keys (at 1024 the default is "split"). At 128: level.
 D64_FROM_KEYS = 2048
 # False (or LMPERF_ATTENTION_GLUON_BACKWARD=0) keeps flash_triton's own backwards, with the Gluon
