@@ -11,6 +11,7 @@
 #             (batch 4) and 4096 (batch 1), and the 8B block shape (2 layers) at 32768; MODEL_ROUNDS=2
 #             runs them again with the attentions in reverse order
 #   tests-par tests-a, tests-b and tests-c at once (correctness only: no test times anything)
+#   ab        gluon_backward_ab.py with AB_PATCH (a patch of flash_gluon_backward against the committed one)
 # Usage, in the repo root: STAGES="info variants tests-a" LMPERF_COMMIT=<sha> bash benchmarks/attention/gpu_run.sh
 set -uo pipefail
 export PYTHONPATH=${PYTHONPATH:-src} PYTHONUNBUFFERED=1 TRITON_CACHE_DIR=/tmp/triton-cache
@@ -53,6 +54,8 @@ PY
              cp "$RUNS/model-$name-r$round"/*/results.jsonl "$OUT/bench-$name-r$round.jsonl" 2>/dev/null
            done; done ;;
     tests-k) timeout "${TESTS_K_S:-240}" $PYTEST -k "$TESTS_K" 2>&1 | tee "$OUT/tests-k.log" ;;
+    ab) timeout "${AB_S:-240}" python3 benchmarks/attention/gluon_backward_ab.py "$AB_PATCH" "$OUT/ab.jsonl" 2>&1 | tee "$OUT/ab.log"
+        python3 benchmarks/attention/trials/gluon_backward_summary.py "$OUT/ab.jsonl" | tee "$OUT/ab-summary.log" ;;
   esac
 done
 echo "=== done $(date -u +%H:%M:%S)"
