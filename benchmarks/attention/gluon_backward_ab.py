@@ -1,10 +1,10 @@
 """A change to flash_gluon_backward measured against the module as committed, on an H100.
 
-    PYTHONPATH=src python3 benchmarks/attention/gluon_backward_ab.py PATCH OUT.jsonl
+    PYTHONPATH=src python3 benchmarks/attention/gluon_backward_ab.py PATCH[,PATCH...] OUT.jsonl
 
-PATCH, a diff of src/lmperf/attention/flash_gluon_backward.py (`git diff` format), is applied to
-a copy of the module, which is loaded beside the committed one under its own custom-op name.
-First the candidate's dQ, dK, dV against float64 (SDPA in float64, variants.py's `_reference`)
+PATCH, a diff of src/lmperf/attention/flash_gluon_backward.py (`git diff` format; several,
+comma-separated, are applied in order), is applied to a copy of the module, which is loaded
+beside the committed one under its own custom-op name. First the candidate's dQ, dK, dV against float64 (SDPA in float64, variants.py's `_reference`)
 on ragged shapes: odd lengths, seq_q != seq_k both ways, GQA and MQA, causal and not, d 64 and
 128. Then, per point, backward time of the committed module ("committed"), the candidate and
 flash_triton's atomic backward with the Gluon kernels off ("triton-atomic-bwd"), on the same
@@ -35,16 +35,18 @@ RAGGED = [  # (head_dim, causal, seq_q, seq_k, heads, kv_heads)
     (64, True, 777, 1025, 8, 2), (64, False, 1025, 777, 4, 1), (64, True, 300, 300, 2, 2), (64, True, 1, 130, 2, 2),
     (128, True, 1000, 1000, 4, 4), (128, False, 777, 1025, 8, 2), (128, True, 1025, 777, 4, 1),
 ]
-GRID = [(64, causal, seq) for causal in (False, True) for seq in (1024, 2048, 4096, 16384)] + [
-    (128, False, 4096), (128, True, 16384)]
+LENGTHS = {64: (1024, 2048, 4096, 16384), 128: (4096, 16384)}
+GRID = [(d, causal, seq) for d in LENGTHS for causal in (False, True) for seq in LENGTHS[d]]
 
 
-def candidate(patch: str):
-    """The module with PATCH applied, imported from a temporary copy, its custom op renamed."""
+def candidate(patches: str):
+    """The module with the (comma-separated) patches applied, imported from a temporary copy, its
+    custom op renamed."""
     work = Path(tempfile.mkdtemp())
     (work / MODULE).parent.mkdir(parents=True)
     shutil.copy(Path(flash_gluon_backward.__file__), work / MODULE)
-    subprocess.run(["patch", "-p1", "-d", str(work), "-i", str(Path(patch).resolve())], check=True)
+    for patch in patches.split(","):
+        subprocess.run(["patch", "-p1", "-d", str(work), "-i", str(Path(patch).resolve())], check=True)
     source = (work / MODULE).read_text().replace('"lmperf::flash_gluon_backward"', '"lmperf::flash_gluon_backward_ab"')
     path = work / "flash_gluon_backward_ab.py"
     path.write_text(source)
@@ -73,8 +75,8 @@ def check(emit, module) -> None:
                   heads=heads, kv_heads=kv_heads, **errors))
 
 
-def main(patch: str, out_path: str, tokens: int = 16384) -> None:
-    module = candidate(patch)
+def main(patches: str, out_path: str, tokens: int = 16384) -> None:
+    module = candidate(patches)
     emit = _rows(out_path)
     check(emit, module)
     for d, causal, seq in GRID:
