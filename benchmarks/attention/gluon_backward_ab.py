@@ -31,6 +31,7 @@ from variants import _reference  # noqa: E402
 from lmperf.attention import flash_gluon_backward, flash_triton  # noqa: E402
 
 MODULE = Path("src/lmperf/attention/flash_gluon_backward.py")
+DEVICE = "cuda"  # a dry run on the CPU swaps it and the kernels for stand-ins
 RAGGED = [  # (head_dim, causal, seq_q, seq_k, heads, kv_heads)
     (64, True, 777, 1025, 8, 2), (64, False, 1025, 777, 4, 1), (64, True, 300, 300, 2, 2), (64, True, 1, 130, 2, 2),
     (128, True, 1000, 1000, 4, 4), (128, False, 777, 1025, 8, 2), (128, True, 1025, 777, 4, 1),
@@ -63,9 +64,9 @@ def _saved(q, k, v, do, causal):
 
 def check(emit, module) -> None:
     for d, causal, seq_q, seq_k, heads, kv_heads in RAGGED:
-        gen = torch.Generator(device="cuda").manual_seed(d + seq_q + seq_k)
-        q, do = (torch.randn(2, heads, seq_q, d, device="cuda", generator=gen).bfloat16() for _ in range(2))
-        k, v = (torch.randn(2, kv_heads, seq_k, d, device="cuda", generator=gen).bfloat16() for _ in range(2))
+        gen = torch.Generator(device=DEVICE).manual_seed(d + seq_q + seq_k)
+        q, do = (torch.randn(2, heads, seq_q, d, device=DEVICE, generator=gen).bfloat16() for _ in range(2))
+        k, v = (torch.randn(2, kv_heads, seq_k, d, device=DEVICE, generator=gen).bfloat16() for _ in range(2))
         o, lse, delta = _saved(q, k, v, do, causal)
         grads = module.backward(q, k, v, do, lse, delta, causal)
         _, *expected = _reference(q, k, v, do, causal)
@@ -81,7 +82,7 @@ def main(patches: str, out_path: str, tokens: int = 16384) -> None:
     check(emit, module)
     for d, causal, seq in GRID:
         heads = 2048 // d
-        q, k, v, do = (torch.randn(tokens // seq, heads, seq, d, device="cuda").bfloat16() for _ in range(4))
+        q, k, v, do = (torch.randn(tokens // seq, heads, seq, d, device=DEVICE).bfloat16() for _ in range(4))
         o, lse, delta = _saved(q, k, v, do, causal)
         peers = {
             "committed": lambda: flash_gluon_backward.backward(q, k, v, do, lse, delta, causal),

@@ -21,7 +21,7 @@ PYTEST="python3 -m pytest -x -q -rf -m gpu -p no:cacheprovider tests/attention/t
 for stage in ${STAGES:-info variants tests-a}; do
   echo "=== $stage $(date -u +%H:%M:%S)"
   case $stage in
-    info) { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
+    info) { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.limit,serial --format=csv
             python3 -c "import torch, triton; print(torch.__version__, triton.__version__)"; } 2>&1 | tee "$OUT/info.log" ;;
     variants) timeout "${VARIANTS_TIMEOUT_S:-330}" python3 benchmarks/attention/variants.py "$OUT/variants.jsonl" \
                 ${VARIANTS:-} 2>&1 | tee "$OUT/variants.log" ;;
