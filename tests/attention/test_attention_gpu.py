@@ -87,6 +87,16 @@ def test_backward_modes_and_gqa(monkeypatch, backward, lead, kv_heads, seq_q, se
 HOPPER = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
 
 
+def gluon_case_inputs(lead, kv_heads, seq_q, seq_k, head_dim, dtype, packed):
+    """q, k, v (requiring grad) and dO of a Gluon test case; packed: (B, H, T, d) views of a
+    (B, T, 3, H, d) projection, as the model slices them (seq_k = seq_q, no GQA)."""
+    if not packed:
+        return random_qkv(lead, seq_q, seq_k, head_dim, dtype, device="cuda", seed=seq_q, kv_heads=kv_heads)
+    packed_qkv = torch.randn(lead[0], seq_q, 3, lead[1], head_dim, device="cuda", dtype=dtype)
+    q, k, v = (t.requires_grad_() for t in packed_qkv.permute(2, 0, 3, 1, 4).unbind(0))
+    return q, k, v, torch.randn_like(q)
+
+
 @pytest.mark.skipif(not HOPPER or flash_triton.flash_gluon is None, reason="the Gluon forward is written for sm90")
 @pytest.mark.parametrize(
     "lead, kv_heads, seq_q, seq_k, head_dim, is_causal, dtype, packed",
@@ -108,12 +118,7 @@ def test_gluon_forward_matches_float64_reference(monkeypatch, lead, kv_heads, se
     monkeypatch.setattr(gluon, "D64_FROM_KEYS", {False: 0, True: 0})
     real_forward = gluon.forward
     monkeypatch.setattr(gluon, "forward", lambda *args: calls.append(args[0].shape) or real_forward(*args))
-    if packed:  # (B, H, T, d) views of a (B, T, 3, H, d) projection, as the model slices them
-        packed_qkv = torch.randn(lead[0], seq_q, 3, lead[1], head_dim, device="cuda", dtype=dtype)
-        q, k, v = (t.requires_grad_() for t in packed_qkv.permute(2, 0, 3, 1, 4).unbind(0))
-        do = torch.randn_like(q)
-    else:
-        q, k, v, do = random_qkv(lead, seq_q, seq_k, head_dim, dtype, device="cuda", seed=seq_q, kv_heads=kv_heads)
+    q, k, v, do = gluon_case_inputs(lead, kv_heads, seq_q, seq_k, head_dim, dtype, packed)
     check_against_reference(*TRITON, q, k, v, do, is_causal, TOLERANCE[dtype])
     assert calls, "flash_triton did not run the Gluon forward"
 
@@ -161,12 +166,7 @@ def test_gluon_backward_matches_float64_reference(monkeypatch, lead, kv_heads, s
     """The backward FlashAttention2Triton's default hands to flash_gluon_backward on an H100 (it
     must be the one that ran; at every shape here, not only where it is faster), against float64."""
     calls = record_gluon_backward(monkeypatch, everywhere=True)
-    if packed:  # (B, H, T, d) views of a (B, T, 3, H, d) projection, as the model slices them
-        packed_qkv = torch.randn(lead[0], seq_q, 3, lead[1], head_dim, device="cuda", dtype=dtype)
-        q, k, v = (t.requires_grad_() for t in packed_qkv.permute(2, 0, 3, 1, 4).unbind(0))
-        do = torch.randn_like(q)
-    else:
-        q, k, v, do = random_qkv(lead, seq_q, seq_k, head_dim, dtype, device="cuda", seed=seq_q, kv_heads=kv_heads)
+    q, k, v, do = gluon_case_inputs(lead, kv_heads, seq_q, seq_k, head_dim, dtype, packed)
     check_against_reference(*TRITON, q, k, v, do, is_causal, TOLERANCE[dtype])
     assert calls == [head_dim], "FlashAttention2Triton did not run the Gluon backward"
 
