@@ -1,6 +1,6 @@
 """A change to flash_gluon_backward measured against the module as committed, on an H100.
 
-    PYTHONPATH=src python3 benchmarks/attention/gluon_backward_ab.py PATCH[,PATCH...] OUT.jsonl
+    PYTHONPATH=src [AB_HEAD_DIMS=128] python3 benchmarks/attention/gluon_backward_ab.py PATCH[,PATCH...] OUT.jsonl
 
 PATCH, a diff of src/lmperf/attention/flash_gluon_backward.py (`git diff` format; several,
 comma-separated, are applied in order), is applied to a copy of the module, which is loaded
@@ -15,6 +15,7 @@ prints errors and ratios (committed / candidate > 1: the change is faster).
 """
 
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
@@ -37,7 +38,9 @@ RAGGED = [  # (head_dim, causal, seq_q, seq_k, heads, kv_heads)
     (128, True, 1000, 1000, 4, 4), (128, False, 777, 1025, 8, 2), (128, True, 1025, 777, 4, 1),
 ]
 LENGTHS = {64: (1024, 2048, 4096, 16384), 128: (4096, 16384)}
-GRID = [(d, causal, seq) for d in LENGTHS for causal in (False, True) for seq in LENGTHS[d]]
+# AB_HEAD_DIMS=128 times only d=128 (a change that touches only that head size: half the device time)
+HEAD_DIMS = [int(d) for d in os.environ.get("AB_HEAD_DIMS", "64,128").split(",")]
+GRID = [(d, causal, seq) for d in HEAD_DIMS for causal in (False, True) for seq in LENGTHS[d]]
 
 
 def candidate(patches: str):
