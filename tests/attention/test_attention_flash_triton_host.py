@@ -67,9 +67,12 @@ def test_gluon_backward_takes_what_the_gluon_forward_takes_where_it_beat_triton(
     q, k, v = (torch.empty(2, 4, 4096, 64, dtype=torch.bfloat16) for _ in range(3))
     assert flash_gluon_backward.fits(q, k, v) and not flash_gluon_backward.fits(q.float(), k.float(), v.float())
     assert not flash_gluon_backward.supported(q, k, v)  # CPU tensors
-    # Ahead of both flash_triton backwards at head_dim 64 from 2048 keys; level at 128.
+    # Ahead of both flash_triton backwards at head_dim 64 from 2048 keys, at 128 from 4096 (the
+    # shortest length timed there); no kernel for 80.
     assert flash_gluon_backward.faster_here(64, 2048) and flash_gluon_backward.faster_here(64, 16384)
-    assert not flash_gluon_backward.faster_here(64, 2047) and not flash_gluon_backward.faster_here(128, 16384)
+    assert not flash_gluon_backward.faster_here(64, 2047) and not flash_gluon_backward.faster_here(128, 4095)
+    assert flash_gluon_backward.faster_here(128, 4096) and flash_gluon_backward.faster_here(128, 32768)
+    assert not flash_gluon_backward.faster_here(80, 16384)
 
 
 def test_atomic_backward_hands_over_to_gluon_with_the_preprocessed_delta(monkeypatch):

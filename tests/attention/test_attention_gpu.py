@@ -160,6 +160,9 @@ def record_gluon_backward(monkeypatch, everywhere: bool) -> list:
         ((1, 4), 1, 1025, 777, 128, True, torch.float16, False),
         ((1, 2), None, 1, 130, 64, True, torch.bfloat16, False),  # one query row: the second key block sees none
         ((1, 2), None, 4097, 4097, 64, True, torch.bfloat16, True),  # 65 query tiles, 33 key blocks
+        # head_dim 128's dQ_i buffers and barriers alternate by tile parity: odd tile counts, long
+        ((1, 2), None, 4097, 4097, 128, True, torch.bfloat16, True),
+        ((1, 4), 2, 2049, 3001, 128, False, torch.float16, False),
     ],
 )
 def test_gluon_backward_matches_float64_reference(monkeypatch, lead, kv_heads, seq_q, seq_k, head_dim, is_causal, dtype, packed):
@@ -174,10 +177,12 @@ def test_gluon_backward_matches_float64_reference(monkeypatch, lead, kv_heads, s
 @pytest.mark.skipif(not GLUON_BACKWARD, reason="the Gluon backward is written for sm90")
 def test_gluon_backward_only_where_it_was_faster_and_nondeterminism_is_allowed(monkeypatch):
     calls = record_gluon_backward(monkeypatch, everywhere=False)
-    for head_dim, seq, backward in [(64, 2048, None), (128, 4096, None), (64, 1024, None), (64, 2048, "split")]:
+    shapes = [(64, 2048, None), (128, 4096, None), (128, 2048, None), (64, 1024, None), (64, 2048, "split")]
+    for head_dim, seq, backward in shapes:
         q, k, v, do = random_qkv((1, 2), seq, seq, head_dim, torch.bfloat16, device="cuda")
         FlashAttention2Triton.apply(q, k, v, False, backward).backward(do)
-    assert calls == [64]  # d64 over 2048 keys by default; not d128, not 1024 keys, not "split"
+    # by default d64 from 2048 keys and d128 from 4096; not d128 at 2048, not 1024 keys, not "split"
+    assert calls == [64, 128]
     q, k, v, do = random_qkv((1, 2), 2048, 2048, 64, torch.bfloat16, device="cuda")
     torch.use_deterministic_algorithms(True)
     try:
@@ -189,7 +194,7 @@ def test_gluon_backward_only_where_it_was_faster_and_nondeterminism_is_allowed(m
     out.backward(do)
     monkeypatch.setattr(flash_triton.flash_gluon_backward, "ENABLED", False)  # the Gluon forward alone
     FlashAttention2Triton.apply(q, k, v, True).backward(do)
-    assert calls == [64]
+    assert calls == [64, 128]
 
 
 @pytest.mark.skipif(not GLUON_BACKWARD, reason="the Gluon backward is written for sm90")
@@ -224,6 +229,23 @@ def test_triton_under_torch_compile(backward):
     # "atomic": the TMA bulk reductions' descriptors need Triton's allocator inside compiled code
     q, k, v, do = random_qkv((2, 4), 512, 512, 64, torch.bfloat16, device="cuda")
     compiled = torch.compile(lambda q, k, v, c: FlashAttention2Triton.apply(q, k, v, c, backward))
+    check_against_reference(flash_attention_triton_with_lse, compiled, q, k, v, do, True, 3e-2)
+
+
+@pytest.mark.skipif(not HOPPER, reason="the Gluon kernels and the TMA-reduced dQ run on sm90")
+@pytest.mark.parametrize(
+    "head_dim, seq, backward",
+    [(64, 2048, None), (64, 8192, None), (128, 4096, None), (64, 1024, "atomic"), (128, 2048, "atomic"), (80, 4096, None)],
+)
+def test_compiled_attention_is_one_graph(head_dim, seq, backward):
+    """fullgraph=True: any graph break inside FlashAttention2Triton, forward or backward, is an
+    error. The paths: the Gluon backward (d64 from 2048 keys, d128 from 4096) and forward (d64
+    from 8192), flash_triton's atomic backward whose dQ goes by TMA when eager (d64 at 1024, d128
+    at 2048, named), and d80's per-thread atomics. Each graph break cost host time in every
+    layer of a compiled model (docs/attention.md item 33)."""
+    torch._dynamo.reset()
+    q, k, v, do = random_qkv((1, 4), seq, seq, head_dim, torch.bfloat16, device="cuda")
+    compiled = torch.compile(lambda q, k, v, c: FlashAttention2Triton.apply(q, k, v, c, backward), fullgraph=True)
     check_against_reference(flash_attention_triton_with_lse, compiled, q, k, v, do, True, 3e-2)
 
 

@@ -14,17 +14,21 @@ and dV stay in registers); per tile a consumer
   1. issues S^T = K Q_i^T and dP^T = V dO_i^T together, waits for S^T only;
   2. P^T = exp2(S^T scale log2e - LSE_i log2e), masked (causal, ragged); issues dV += P^T dO_i;
   3. waits for dP^T: dS^T = P^T (dP^T - delta_i), stored to shared memory; issues dK += dS^T Q_i;
-  4. the warp group owning tile t (t % 2, so the owners alternate) waits on an mbarrier for the
-     other's half of dS^T, computes dQ_i = dS K over all 128 keys (64-column chunks at head_dim
-     128), writes scale x dQ_i to shared memory and issues its TMA reductions; the other warp
-     group goes straight on to the next tile.
+  4. at head_dim 64 the warp group owning tile t (t % 2, so the owners alternate) waits on an
+     mbarrier for the other's half of dS^T, computes dQ_i = dS K over all 128 keys, writes
+     scale x dQ_i to shared memory and issues its TMA reduction; the other warp group goes
+     straight on to the next tile. At 128 (where one warp group holding a 64 x 128 fp32 dQ_i
+     beside dK and dV spilled) both wait for each other and each makes 64 of dQ_i's columns.
 delta = rowsum(dO O) comes from flash_triton's preprocess kernel, dK and dV are stored at the end.
 
 Measured on an H100 (benchmarks/attention/gluon-backward-next-h100-43fc11f, bf16, 16k tokens,
 heads x d = 2048, interleaved rounds): backward time flash_triton's atomic backward / this one's
 1.124-1.350 (d64 full 4k), 1.171-1.208 (full 16k), 1.099-1.191 (causal 4k), 1.136-1.180 (causal
-16k); at head_dim 128 level (0.929-1.060), its consumers spilling 168-208 bytes: flash_triton runs
-it at 64 from 2048 keys (`faster_here`). Reasoning and the variants that lost: docs/attention.md item 32.
+16k). At head_dim 128 the one-owner scheme was level (0.929-1.060), its consumers spilling
+168-208 bytes; with the dQ_i columns split between the warp groups (56 bytes)
+1.048-1.185 full and 0.975-1.125 causal (gluon-backward-ab-h100-b1ecd71). flash_triton runs it
+at 64 from 2048 keys and at 128 from 4096 (`faster_here`). Reasoning and the variants that lost:
+docs/attention.md items 32-34.
 
 Scope (`fits`): CUDA sm90, bf16/fp16, head_dim 64 or 128, q, k, v and dO TMA-addressable (dO is
 copied when not, e.g. the expanded gradient of `.sum()`). Under torch.compile the launch is an
@@ -51,7 +55,7 @@ KEYS = 64  # keys per consumer warp group; a program holds two
 BLOCK_N = 2 * KEYS
 ROWS = 64  # query rows per tile
 STAGES = 2  # Q_i / dO_i slots
-DQ_COLUMNS = 64  # dQ_i's chunk: a 64 x 128 fp32 dQ_i would not fit beside dK and dV in registers
+DQ_COLUMNS = 64  # a warp group's share of dQ_i: a 64 x 128 fp32 dQ_i would not fit beside dK and dV in registers
 
 
 @gl_core.builtin
@@ -85,6 +89,16 @@ def _producer(q_desc, k_desc, v_desc, do_desc, q_smem, k_smem, v_smem, do_smem, 
         if i == n_q_tiles:
             i = 0
             h += 1
+
+
+@gluon.jit
+def _hide_keys(pt, offs_k, offs_q, seq_k, CAUSAL: gl.constexpr):
+    """P^T with zeros for the keys a query must not see: past seq_k (TMA zero-fills K there, and
+    exp2(0 - LSE) is not 0) and, causal, later than the query."""
+    visible = offs_k[:, None] < seq_k
+    if CAUSAL:
+        visible = visible & (offs_k[:, None] <= offs_q[None, :])
+    return gl.where(visible, pt, 0.0)
 
 
 @gluon.jit
@@ -122,8 +136,15 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_desc, dq_smem
         bh = b * H + h
         offs_q = row0 + gl.arange(0, M, layout=queries_l)
         # Rows past the sequence: LSE +inf makes their P zero (their Q and dO rows are zero-filled).
-        lse = gl.load(LSE + bh.to(gl.int64) * seq_q + offs_q, mask=offs_q < seq_q, other=float("inf")) * 1.4426950408889634
-        delta = gl.load(DELTA + bh.to(gl.int64) * seq_q + offs_q, mask=offs_q < seq_q, other=0.0)
+        if CHUNKS > 1:  # from one 64-bit base: at d=128 a quarter of the spills (SASS local loads
+            # 112 -> 28 with the column split); at d=64 causal it cost 264 more instructions
+            rows = gl.arange(0, M, layout=queries_l)
+            start = bh.to(gl.int64) * seq_q + row0
+            lse = gl.load(LSE + start + rows, mask=rows < seq_q - row0, other=float("inf")) * 1.4426950408889634
+            delta = gl.load(DELTA + start + rows, mask=rows < seq_q - row0, other=0.0)
+        else:
+            lse = gl.load(LSE + bh.to(gl.int64) * seq_q + offs_q, mask=offs_q < seq_q, other=float("inf")) * 1.4426950408889634
+            delta = gl.load(DELTA + bh.to(gl.int64) * seq_q + offs_q, mask=offs_q < seq_q, other=0.0)
         mbarrier.wait(ready.index(slot), (t // STAGES) & 1)
         q_tile = q_smem.index(slot).reshape([M, HEAD_DIM])
         do_tile = do_smem.index(slot).reshape([M, HEAD_DIM])
@@ -133,10 +154,14 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_desc, dq_smem
         # 2. P^T under dP^T
         st = warpgroup_mma_wait(1, deps=(st_tok,))
         pt = gl.exp2(st * qk_scale - lse[None, :])
-        visible = offs_k[:, None] < seq_k
-        if CAUSAL:
-            visible = visible & (offs_k[:, None] <= offs_q[None, :])
-        pt = gl.where(visible, pt, 0.0)
+        if CHUNKS == 1:
+            # At head_dim 64 the mask only where a key can be hidden: most tiles need none, and
+            # skipping it there made the backward 1.035-1.102x as fast at causal 1k-16k
+            # (gluon-backward-ab-h100-b1ecd71). At 128 the branch cost 7-10% causal: always there.
+            if (key0 + N > seq_k) or (CAUSAL and key0 + N - 1 > row0):
+                pt = _hide_keys(pt, offs_k, offs_q, seq_k, CAUSAL)
+        else:
+            pt = _hide_keys(pt, offs_k, offs_q, seq_k, CAUSAL)
         # 3. dV under dS^T
         pt_op = gl.convert_layout(pt.to(q_tile.dtype), op_layout)
         dv_tok = warpgroup_mma(pt_op, do_tile, dv, is_async=True)
@@ -148,24 +173,36 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_desc, dq_smem
         fence_async_shared()
         gl.thread_barrier()  # every thread's part of dS^T is in shared memory before the wgmma reads it
         dk_tok = warpgroup_mma(gl.convert_layout(dst, op_layout), q_tile, dk, is_async=True)
-        if (t % 2) == WG:
-            mbarrier.wait(ds_bar.index(WG), (t // 2) & 1)  # the other half of dS^T is written
-            dq_tok = warpgroup_mma(ds_all.permute((1, 0)), k_all.slice(0, DQ_W, dim=1), zero_dq, use_acc=False, is_async=True)
+        if CHUNKS > 1:
+            # Head_dim 128: both warp groups make dQ_i every tile, each its 64 columns from all
+            # 128 keys, so neither holds a second chunk's accumulator (the owner scheme below
+            # spilled there). Barriers per tile parity: a warp group's arrival for tile t + 2
+            # needs its wait at t + 1, which needs the other's arrival there, after its wait at t.
+            mbarrier.arrive(ds_bar.index(2 * (1 - WG) + t % 2), count=1)
+            mbarrier.wait(ds_bar.index(2 * WG + t % 2), (t // 2) & 1)  # the other half of dS^T is written
+            dq_tok = warpgroup_mma(ds_all.permute((1, 0)), k_all.slice(WG * DQ_W, DQ_W, dim=1), zero_dq, use_acc=False,
+                                   is_async=True)
             dv, dk, dq = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok))
-            if CHUNKS > 1:
-                dq_tok = warpgroup_mma(ds_all.permute((1, 0)), k_all.slice(DQ_W, DQ_W, dim=1), zero_dq, use_acc=False, is_async=True)
-            # This warp group's reductions of its previous tile (t - 2) have read the buffer: the
+            buffer = dq_smem.index(2 * WG + t % 2)
+            tma.store_wait(1)  # this buffer's reduction, issued two tiles ago, has read it
+            gl.thread_barrier()
+            buffer.reshape([M, DQ_W]).store(dq * scale)
+            fence_async_shared()
+            gl.thread_barrier()  # every thread's part of dQ_i written before the reduction reads it
+            _tma_reduce_add(dq_desc, [b, h, row0, WG * DQ_W], buffer)
+        elif (t % 2) == WG:
+            mbarrier.wait(ds_bar.index(WG), (t // 2) & 1)  # the other half of dS^T is written
+            dq_tok = warpgroup_mma(ds_all.permute((1, 0)), k_all, zero_dq, use_acc=False, is_async=True)
+            dv, dk, dq = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok))
+            # This warp group's reduction of its previous tile (t - 2) has read the buffer: the
             # issuing thread waits, the barrier holds the others until it has.
             tma.store_wait(0)
             gl.thread_barrier()
-            dq_smem.index(WG * CHUNKS).reshape([M, DQ_W]).store(dq * scale)
-            if CHUNKS > 1:
-                dq = warpgroup_mma_wait(0, deps=(dq_tok,))
-                dq_smem.index(WG * CHUNKS + 1).reshape([M, DQ_W]).store(dq * scale)
+            dq_smem.index(WG).reshape([M, DQ_W]).store(dq * scale)
             fence_async_shared()
-            gl.thread_barrier()  # every thread's part of dQ_i written before the reductions read it
-            for c in gl.static_range(CHUNKS):  # rows past seq_q fall outside the tensor: TMA drops them
-                _tma_reduce_add(dq_desc, [b, h, row0, c * DQ_W], dq_smem.index(WG * CHUNKS + c))
+            gl.thread_barrier()  # every thread's part of dQ_i written before the reduction reads it
+            # rows past seq_q fall outside the tensor: TMA drops them
+            _tma_reduce_add(dq_desc, [b, h, row0, 0], dq_smem.index(WG))
         else:
             mbarrier.arrive(ds_bar.index(1 - WG), count=1)
             dv, dk = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok))
@@ -207,12 +244,14 @@ def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, DELTA, DK, DV, sc
     v_smem = gl.allocate_shared_memory(v_desc.dtype, [1, 1, 128, HEAD_DIM], v_desc.layout)
     ds_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([128, M], q_desc.dtype)
     ds_smem = gl.allocate_shared_memory(q_desc.dtype, [2, 128, M], ds_layout)
-    ds_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    for s in gl.static_range(2):
+    # "the other half of dS^T is written": per warp group (at head_dim 128 also per tile parity)
+    ds_bar = gl.allocate_shared_memory(gl.int64, [4, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(4):
         mbarrier.init(ds_bar.index(s), count=1)
-    # each warp group's dQ_i (fp32, in 64-column chunks) for the TMA reductions
-    dq_chunks: gl.constexpr = 2 * (HEAD_DIM // dq_desc.block_type.shape[3])
-    dq_smem = gl.allocate_shared_memory(gl.float32, [dq_chunks] + dq_desc.block_type.shape, dq_desc.layout)
+    # dQ_i (fp32) for the TMA reductions: per warp group, at head_dim 128 its 64 columns in two
+    # buffers (tiles t and t + 1; the reduction of t may still read one while t + 1 is written)
+    dq_buffers: gl.constexpr = 2 if dq_desc.block_type.shape[3] == HEAD_DIM else 4
+    dq_smem = gl.allocate_shared_memory(gl.float32, [dq_buffers] + dq_desc.block_type.shape, dq_desc.layout)
     kv_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     mbarrier.init(kv_bar, count=1)
     ready, empty = ring_barriers(STAGES)
@@ -241,16 +280,21 @@ def fits(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
 # (benchmarks/attention/gluon-backward-h100-e53598a/lengths.jsonl): flash_triton's atomic / this
 # one's 1.076-1.307 non-causal and 1.018-1.112 causal at every length from 1024 to 16384 keys;
 # its split backward / this one's 1.044-1.123 and 1.060-1.279 from 2048 on, but 0.959-0.973 and
-# 0.947-0.965 at 1024. So from 2048 keys (at 1024 the default is "split"). At 128: level.
+# 0.947-0.965 at 1024. So from 2048 keys (at 1024 the default is "split").
 D64_FROM_KEYS = 2048
+# Head_dim 128, with both warp groups making dQ_i's halves (2026-11-25, sixth session,
+# gluon-backward-ab-h100-b1ecd71): flash_triton's atomic backward time / this one's 1.048-1.185
+# (full 4k and 16k), 1.083-1.125 (causal 4k), 0.975-1.011 (causal 16k). Shorter: not timed.
+D128_FROM_KEYS = 4096
 # False (or LMPERF_ATTENTION_GLUON_BACKWARD=0) keeps flash_triton's own backwards, with the Gluon
 # forward still on: to time the two.
 ENABLED = os.environ.get("LMPERF_ATTENTION_GLUON_BACKWARD", "1") != "0"
 
 
 def faster_here(head_dim: int, seq_k: int) -> bool:
-    """Whether this backward beat both of flash_triton's on the H100 at this shape."""
-    return head_dim == 64 and seq_k >= D64_FROM_KEYS
+    """Whether this backward beat both of flash_triton's on the H100 at this shape (head_dim 128:
+    from D128_FROM_KEYS, the shortest length timed there; level with Triton's at causal 16k)."""
+    return (head_dim == 64 and seq_k >= D64_FROM_KEYS) or (head_dim == 128 and seq_k >= D128_FROM_KEYS)
 
 
 def supported(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:

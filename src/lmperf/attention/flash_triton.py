@@ -735,7 +735,12 @@ def triton_backward(q, k, v, o, lse, do, is_causal: bool, mode: str, gluon: bool
         PRECISION=_precision(q.dtype),
     )
     dq_mode = BACKWARDS[mode]
-    if mode == "atomic" and _dq_by_tma(q, head_dim, constexprs):
+    # Not while torch.compile traces: Dynamo (torch 2.11) breaks the graph at set_allocator (a
+    # ContextVar), in every layer of a compiled model, and the traced kernel without it returned
+    # a wrong dQ (relative error 1.0, H100, benchmarks/attention/gluon-backward-ab-h100-b1ecd71).
+    # Compiled, the per-thread atomics add dQ instead (the TMA path was 1.005-1.119x as fast eager,
+    # dq-transposed-h100-cd88912); the Gluon backward, where it runs, is a custom op and unaffected.
+    if mode == "atomic" and _dq_by_tma(q, head_dim, constexprs) and not torch.compiler.is_compiling():
         dq_mode = 3
         triton.set_allocator(_tma_scratch)
     _launch(
