@@ -70,18 +70,17 @@ ATOMIC_32_ROW_TILES = dict(MAIN_TILES, dkdv_dq=MAIN_TILES["dkdv"])
 
 
 def prepare(tiles=MAIN_TILES, backward="split", tma=None, split_head_dim=True, gluon_forward=True, gluon_backward=True,
-            gluon_backward_stages=2, heavy_first=True, module=ft):
+            gluon_backward_stages=2, module=ft):
     """A variant's switches and its own autotuned kernels (each keeps its tuning cache).
     backward None: FlashAttention2Triton's default for the shape. tma None: the module's own
     default for the atomic backward's dQ adds. gluon_forward False: Triton's kernels where
     flash_gluon's and flash_gluon_backward's would run; gluon_backward False: Triton's backward
-    where flash_gluon_backward's would run; gluon_backward_stages: its Q/dO ring's slots;
-    heavy_first False: the Gluon kernels' causal programs launched head by head (flash_gluon.HEAVY_FIRST)."""
+    where flash_gluon_backward's would run; gluon_backward_stages: its Q/dO ring's slots."""
     tuned = module.tuned_kernels(tiles)
     tma = getattr(module, "ATOMIC_DQ_BY_TMA", False) if tma is None else tma
     return dict(tiles=tiles, tuned=tuned, backward=backward, tma=tma, split_head_dim=split_head_dim,
                 gluon_forward=gluon_forward, gluon_backward=gluon_backward, gluon_backward_stages=gluon_backward_stages,
-                heavy_first=heavy_first, module=module)
+                module=module)
 
 
 def prepare_file(spec_text):
@@ -101,7 +100,6 @@ def activate(variant):
     module.ATOMIC_DQ_BY_TMA, module.SPLIT_HEAD_DIM = variant["tma"], variant["split_head_dim"]
     if getattr(module, "flash_gluon", None) is not None:
         module.flash_gluon.ENABLED = variant["gluon_forward"]
-        module.flash_gluon.HEAVY_FIRST = variant["heavy_first"]
     if getattr(module, "flash_gluon_backward", None) is not None:
         module.flash_gluon_backward.ENABLED = variant["gluon_backward"]
         module.flash_gluon_backward.STAGES = variant["gluon_backward_stages"]
@@ -119,7 +117,6 @@ VARIANTS = {
     "default": dict(backward=None),
     "default-triton-backward": dict(backward=None, gluon_backward=False),
     "default-3-slots": dict(backward=None, gluon_backward_stages=3),
-    "default-head-major": dict(backward=None, heavy_first=False),  # causal Gluon programs head by head
     "atomic-tma": dict(backward="atomic", tma=True),
     "atomic": dict(backward="atomic"),
     # main's kernels with Triton's forward where flash_gluon's runs by default

@@ -54,16 +54,6 @@ def test_gluon_forward_takes_only_what_its_kernel_and_tma_can_address():
     assert not flash_gluon.supported(q, k, v, True)  # CPU tensors
 
 
-def test_gluon_causal_grids_launch_every_heads_heaviest_tiles_first(monkeypatch):
-    """Causal: the tiles on the grid's slow axis (y), so CUDA's x-first launch order takes tile 0
-    (heaviest) of every head before tile 1 of any; otherwise, and with HEAVY_FIRST off, head by head."""
-    flash_gluon = pytest.importorskip("lmperf.attention.flash_gluon")
-    assert flash_gluon.grid(128, 16, True) == ((16, 128), True)
-    assert flash_gluon.grid(128, 16, False) == ((128, 16), False)
-    monkeypatch.setattr(flash_gluon, "HEAVY_FIRST", False)
-    assert flash_gluon.grid(128, 16, True) == ((128, 16), False)
-
-
 def test_gluon_forward_runs_where_it_beat_triton_on_the_h100():
     flash_gluon = pytest.importorskip("lmperf.attention.flash_gluon")
     # head_dim 128: ahead at every measured length; 64: only over long key ranges.

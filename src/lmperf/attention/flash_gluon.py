@@ -45,12 +45,6 @@ ROWS = 64  # query rows per consumer warp group; a program holds two
 TILES = {64: (128, 3), 128: (64, 3)}
 # LMPERF_ATTENTION_GLUON=0 keeps Triton's forward everywhere (to time the two side by side).
 ENABLED = os.environ.get("LMPERF_ATTENTION_GLUON", "1") != "0"
-# Causal programs differ in work: a query tile sees the keys up to its diagonal, a key block (the
-# backward) the queries from its diagonal on. Launched head by head, the last head's heaviest
-# programs start near the end and run alone: a tail of idle SMs. True: causal grids put the
-# tiles on the slow axis, heaviest first, and the heads on the fast one (`grid`, `tile_and_head`),
-# so every head's heaviest programs go first. False: head by head (before 2026-11-25's sixth session).
-HEAVY_FIRST = True
 
 
 @contextlib.contextmanager
@@ -106,22 +100,6 @@ def _softmax_step(s, m_i, l_i, tile, offs_m, qk_scale, seq_k, mask_from,
     p = gl.exp2(s * qk_scale - m_new[:, None])
     alpha = gl.exp2(m_i - m_new)
     return p, m_new, alpha, l_i * alpha + gl.sum(p, 1)
-
-
-def grid(tiles: int, heads: int, is_causal: bool) -> tuple[tuple[int, int], bool]:
-    """A Gluon kernel's launch grid over (tiles, batch x heads) and its HEADS_FAST constexpr:
-    heads on the fast axis for causal attention where HEAVY_FIRST (see there)."""
-    heads_fast = is_causal and HEAVY_FIRST
-    return ((heads, tiles) if heads_fast else (tiles, heads)), heads_fast
-
-
-@gluon.jit
-def tile_and_head(HEADS_FAST: gl.constexpr):
-    """This program's (tile, number of tiles, batch x head) under `grid`'s layout."""
-    if HEADS_FAST:
-        return gl.program_id(1), gl.num_programs(1), gl.program_id(0)
-    else:
-        return gl.program_id(0), gl.num_programs(0), gl.program_id(1)
 
 
 @gluon.jit
@@ -182,12 +160,13 @@ def _consumer(q_smem, k_smem, v_smem, q_bar, ready, empty, O, LSE, qk_scale, seq
 def _fwd_kernel(
     q_desc, k_desc, v_desc, O, LSE, qk_scale, seq_q, seq_k, H, group, stride_ob, stride_oh, stride_on,
     HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
-    HEADS_FAST: gl.constexpr, num_warps: gl.constexpr,
+    num_warps: gl.constexpr,
 ):
     BLOCK_M: gl.constexpr = 128
-    tile_m, n_query_tiles, bh = tile_and_head(HEADS_FAST)
+    tile_m = gl.program_id(0)
     if CAUSAL:  # the last query tiles see the most keys: start them first
-        tile_m = n_query_tiles - 1 - tile_m
+        tile_m = gl.num_programs(0) - 1 - tile_m
+    bh = gl.program_id(1)
     b = bh // H
     h = bh % H
     start_m = tile_m * BLOCK_M
@@ -285,11 +264,10 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) 
     block_n, stages = TILES[head_dim]
     o = torch.empty((batch, seq_q, heads, head_dim), dtype=q.dtype, device=q.device).transpose(1, 2)
     lse = torch.empty((batch, heads, seq_q), dtype=torch.float32, device=q.device)
-    launch_grid, heads_fast = grid(triton.cdiv(seq_q, 2 * ROWS), batch * heads, is_causal)
-    _fwd_kernel[launch_grid](
+    _fwd_kernel[(triton.cdiv(seq_q, 2 * ROWS), batch * heads)](
         descriptor(q, ROWS), descriptor(k, block_n), descriptor(v, block_n), o, lse, LOG2E / math.sqrt(head_dim),
         seq_q, seq_k, heads, heads // k.shape[1], o.stride(0), o.stride(1), o.stride(2),
-        HEAD_DIM=head_dim, BLOCK_N=block_n, STAGES=stages, CAUSAL=is_causal, HEADS_FAST=heads_fast, num_warps=4,
+        HEAD_DIM=head_dim, BLOCK_N=block_n, STAGES=stages, CAUSAL=is_causal, num_warps=4,
     )
     return o, lse
 
