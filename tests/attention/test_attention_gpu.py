@@ -99,23 +99,31 @@ def gluon_case_inputs(lead, kv_heads, seq_q, seq_k, head_dim, dtype, packed):
 
 @pytest.mark.skipif(not HOPPER or flash_triton.flash_gluon is None, reason="the Gluon forward is written for sm90")
 @pytest.mark.parametrize(
-    "lead, kv_heads, seq_q, seq_k, head_dim, is_causal, dtype, packed",
+    "lead, kv_heads, seq_q, seq_k, head_dim, is_causal, dtype, packed, d128_tiles",
     [
-        ((2, 3), None, 1000, 1000, 64, True, torch.bfloat16, False),
-        ((2, 3), None, 1000, 1000, 64, False, torch.float16, False),
-        ((1, 8), 2, 777, 1025, 128, True, torch.bfloat16, False),  # GQA, seq_q < seq_k
-        ((1, 4), 1, 1025, 777, 128, False, torch.bfloat16, False),  # MQA, seq_q > seq_k
-        ((2, 2), None, 300, 300, 64, True, torch.bfloat16, True),  # the model's strided layout
-        ((1, 2), None, 1, 130, 128, True, torch.float16, False),  # one query row
-        ((1, 2), None, 4097, 4097, 128, True, torch.bfloat16, True),  # 33 query tiles, 65 key tiles
+        ((2, 3), None, 1000, 1000, 64, True, torch.bfloat16, False, None),
+        ((2, 3), None, 1000, 1000, 64, False, torch.float16, False, None),
+        ((1, 8), 2, 777, 1025, 128, True, torch.bfloat16, False, None),  # GQA, seq_q < seq_k
+        ((1, 4), 1, 1025, 777, 128, False, torch.bfloat16, False, None),  # MQA, seq_q > seq_k
+        ((2, 2), None, 300, 300, 64, True, torch.bfloat16, True, None),  # the model's strided layout
+        ((1, 2), None, 1, 130, 128, True, torch.float16, False, None),  # one query row
+        ((1, 2), None, 4097, 4097, 128, True, torch.bfloat16, True, None),  # 33 query tiles, 65 key tiles
+        # 128-key tiles at head_dim 128, P through shared memory (flash_gluon.p_shared)
+        ((1, 8), 2, 777, 1025, 128, True, torch.bfloat16, False, (128, 2)),
+        ((1, 4), 1, 1025, 777, 128, False, torch.float16, False, (128, 2)),
+        ((1, 2), None, 4097, 4097, 128, True, torch.bfloat16, True, (128, 2)),
     ],
 )
-def test_gluon_forward_matches_float64_reference(monkeypatch, lead, kv_heads, seq_q, seq_k, head_dim, is_causal, dtype, packed):
+def test_gluon_forward_matches_float64_reference(
+    monkeypatch, lead, kv_heads, seq_q, seq_k, head_dim, is_causal, dtype, packed, d128_tiles
+):
     """The forward flash_triton hands to flash_gluon on an H100 (it must be the one that ran; at
     every length here, not only where it is faster), with flash_triton's backward on its O and
     LSE, against float64."""
     gluon, calls = flash_triton.flash_gluon, []
     monkeypatch.setattr(gluon, "D64_FROM_KEYS", {False: 0, True: 0})
+    if d128_tiles:
+        monkeypatch.setitem(gluon.TILES, 128, d128_tiles)
     real_forward = gluon.forward
     monkeypatch.setattr(gluon, "forward", lambda *args: calls.append(args[0].shape) or real_forward(*args))
     q, k, v, do = gluon_case_inputs(lead, kv_heads, seq_q, seq_k, head_dim, dtype, packed)
