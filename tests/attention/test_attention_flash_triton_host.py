@@ -60,6 +60,9 @@ def test_gluon_forward_runs_where_it_beat_triton_on_the_h100():
     assert flash_gluon.faster_here(128, 1024, True) and flash_gluon.faster_here(128, 1, False)
     assert not flash_gluon.faster_here(64, 2048, False) and flash_gluon.faster_here(64, 4096, False)
     assert not flash_gluon.faster_here(64, 4096, True) and flash_gluon.faster_here(64, 8192, True)
+    # P through shared memory only for 128-key tiles at head_dim 128, which the default tiles are not
+    assert flash_gluon.p_shared(128, 128) and not flash_gluon.p_shared(128, 64) and not flash_gluon.p_shared(64, 128)
+    assert not any(flash_gluon.p_shared(d, block_n) for d, (block_n, _) in flash_gluon.TILES.items())
 
 
 def test_gluon_backward_takes_what_the_gluon_forward_takes_where_it_beat_triton():

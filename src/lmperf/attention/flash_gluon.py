@@ -44,16 +44,17 @@ ROWS = 64  # query rows per consumer warp group; a program holds two
 # without spills (benchmarks/attention/gluon_sm90_report.py, gluon-sm90-report-triton36.txt).
 TILES = {64: (128, 3), 128: (64, 3)}
 # With 128-key tiles at head_dim 128 a warp group's S_{j+1}, P_j and O do not fit its registers
-# together (152-160 bytes of spills, item 29); there P_j goes to the tensor cores through shared
-# memory instead (`p_shared`; compiled: no spills, 192 KB of shared memory with 2 slots, 3 would
-# need 256). Not the default: not yet timed (variants.py "gluon-d128-n128").
-def p_shared(head_dim: int, block_n: int) -> bool:
-    """Whether P_j reaches the tensor cores through shared memory (see TILES)."""
-    return head_dim == 128 and block_n == 128
-
+# together (152-160 bytes of spills, docs/attention.md item 29); there P_j goes to the tensor
+# cores through shared memory instead (`p_shared`; compiled: no spills, 192 KB of shared memory
+# with 2 slots, 3 would need 256). Not the default: not yet timed (variants.py "gluon-d128-n128").
 
 # LMPERF_ATTENTION_GLUON=0 keeps Triton's forward everywhere (to time the two side by side).
 ENABLED = os.environ.get("LMPERF_ATTENTION_GLUON", "1") != "0"
+
+
+def p_shared(head_dim: int, block_n: int) -> bool:
+    """Whether P_j reaches the tensor cores through shared memory (see TILES)."""
+    return head_dim == 128 and block_n == 128
 
 
 @contextlib.contextmanager

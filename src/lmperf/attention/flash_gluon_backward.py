@@ -283,8 +283,10 @@ def fits(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
 # 0.947-0.965 at 1024. So from 2048 keys (at 1024 the default is "split").
 D64_FROM_KEYS = 2048
 # Head_dim 128, with both warp groups making dQ_i's halves (2026-11-25, sixth session,
-# gluon-backward-ab-h100-b1ecd71): flash_triton's atomic backward time / this one's 1.048-1.185
-# (full 4k and 16k), 1.083-1.125 (causal 4k), 0.975-1.011 (causal 16k). Shorter: not timed.
+# gluon-backward-ab-h100-b1ecd71 and gluon-backward-d128-h100-46bf753): flash_triton's atomic
+# backward time / this one's 1.006-1.185 (full 4k and 16k), 1.054-1.125 (causal 4k), but
+# 0.948-1.011 at causal 16k, kept there because the compiled 8B block at 32k ran faster with it
+# (474.80 against 490.52 ms: compiled, Triton's dQ goes by per-thread atomics). Shorter: not timed.
 D128_FROM_KEYS = 4096
 # False (or LMPERF_ATTENTION_GLUON_BACKWARD=0) keeps flash_triton's own backwards, with the Gluon
 # forward still on: to time the two.
@@ -293,7 +295,7 @@ ENABLED = os.environ.get("LMPERF_ATTENTION_GLUON_BACKWARD", "1") != "0"
 
 def faster_here(head_dim: int, seq_k: int) -> bool:
     """Whether this backward beat both of flash_triton's on the H100 at this shape (head_dim 128:
-    from D128_FROM_KEYS, the shortest length timed there; level with Triton's at causal 16k)."""
+    from D128_FROM_KEYS, the shortest length timed there; see there for causal 16k)."""
     return (head_dim == 64 and seq_k >= D64_FROM_KEYS) or (head_dim == 128 and seq_k >= D128_FROM_KEYS)
 
 
