@@ -4,12 +4,15 @@ backward), on a machine without a GPU.
 `python benchmarks/attention/gluon_sm90_report.py` compiles them for an H100 (Triton
 ahead-of-time, target cuda:90, bf16) at each head_dim they take, causal and not, and
 prints registers at launch and each partition's setmaxnreg, spilled stack bytes, shared memory,
-and whether ptxas serialises the wgmma pipeline (its C7514 note: what a wgmma left in flight
-across a loop's back edge caused in benchmarks/attention/trials/gluon_forward.py). Run it with
+whether ptxas serialises the wgmma pipeline (its C7514 note: what a wgmma left in flight
+across a loop's back edge caused in benchmarks/attention/trials/gluon_forward.py), and the SASS
+instruction count and hash (sass_fingerprint.py's: equal hashes, the same machine code), also for
+the forward tiles in CANDIDATE_FORWARD_TILES. Run it with
 the device's Triton (`pip install triton==3.6.0` in a virtual environment) for exact figures,
 as gluon-sm90-report-triton36.txt was.
 """
 
+import hashlib
 import re
 import subprocess
 import tempfile
@@ -20,6 +23,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon._runtime import GluonASTSource
 
 from lmperf.attention import flash_gluon, flash_gluon_backward
+from sass_fingerprint import sass_lines
 from sm90_report import TOOLS, resources
 
 
@@ -69,8 +73,14 @@ def warp_specialised_report(compiled) -> str:
         file.flush()
         note = subprocess.run([TOOLS / "ptxas", "-arch=sm_90a", "-v", file.name, "-o", "/dev/null"],
                               capture_output=True, text=True).stderr
+    sass = sass_lines(compiled)  # equal count and hash: the same machine code (sass_fingerprint.py)
     return (f"registers at launch {usage['registers']}, setmaxnreg {maxnreg}, stack {usage['stack']} B, "
-            f"shared {usage['shared_kb']} KB, ptxas serialises wgmma: {'serialized' in note}")
+            f"shared {usage['shared_kb']} KB, ptxas serialises wgmma: {'serialized' in note}, "
+            f"SASS {len(sass)} instructions {hashlib.sha1(chr(10).join(sass).encode()).hexdigest()[:12]}")
+
+
+# Forward tiles compiled besides the defaults: 128-key tiles at head_dim 128 (P through shared memory)
+CANDIDATE_FORWARD_TILES = [(128, (128, 2))]
 
 
 def main() -> None:
@@ -79,6 +89,13 @@ def main() -> None:
         for causal in (False, True):
             print(f"d{head_dim} {'causal' if causal else 'full'} (BLOCK_N, slots) {flash_gluon.TILES[head_dim]}: "
                   f"{warp_specialised_report(compile_sm90(head_dim, causal))}")
+    default_tiles = dict(flash_gluon.TILES)
+    for head_dim, tiles in CANDIDATE_FORWARD_TILES:
+        flash_gluon.TILES[head_dim] = tiles
+        for causal in (False, True):
+            print(f"d{head_dim} {'causal' if causal else 'full'} (BLOCK_N, slots) {tiles}, not the default: "
+                  f"{warp_specialised_report(compile_sm90(head_dim, causal))}")
+    flash_gluon.TILES.update(default_tiles)
     print(f"triton {triton.__version__}: flash_gluon_backward's backward for sm90 (bf16)")
     for head_dim in (64, 128):
         for causal in (False, True):
