@@ -36,10 +36,11 @@ def compile_sm90(head_dim: int, causal: bool):
         **{name: f"tensordesc<bf16[1, 1, {block_n}, {head_dim}],{layout[block_n]!r}>" for name in ("k_desc", "v_desc")},
         "O": "*bf16", "LSE": "*fp32", "qk_scale": "fp32",
         **{name: "i32" for name in ("seq_q", "seq_k", "H", "group", "stride_ob", "stride_oh", "stride_on")},
-        **{name: "constexpr" for name in ("HEAD_DIM", "BLOCK_N", "STAGES", "CAUSAL", "P_SHARED", "num_warps")},
+        **{name: "constexpr" for name in ("HEAD_DIM", "BLOCK_N", "STAGES", "CAUSAL", "P_SHARED", "GRID_CHUNK", "num_warps")},
     }
     constexprs = dict(HEAD_DIM=head_dim, BLOCK_N=block_n, STAGES=stages, CAUSAL=causal,
-                      P_SHARED=flash_gluon.p_shared(head_dim, block_n), num_warps=4)
+                      P_SHARED=flash_gluon.p_shared(head_dim, block_n), GRID_CHUNK=flash_gluon.launch_grid(1, 1, causal)[1],
+                      num_warps=4)
     source = GluonASTSource(flash_gluon._fwd_kernel, signature, constexprs)
     return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4))
 
@@ -55,9 +56,10 @@ def compile_backward_sm90(head_dim: int, causal: bool):
         "dq_desc": f"tensordesc<fp32{dq_block},{dq_layout!r}>",
         "LSE": "*fp32", "DELTA": "*fp32", "DK": "*bf16", "DV": "*bf16", "scale": "fp32", "qk_scale": "fp32",
         **{name: "i32" for name in ("seq_q", "seq_k", "H", "group", "stride_kb", "stride_kh", "stride_kn")},
-        **{name: "constexpr" for name in ("HEAD_DIM", "STAGES", "CAUSAL", "num_warps")},
+        **{name: "constexpr" for name in ("HEAD_DIM", "STAGES", "CAUSAL", "GRID_CHUNK", "num_warps")},
     }
-    constexprs = dict(HEAD_DIM=head_dim, STAGES=flash_gluon_backward.STAGES, CAUSAL=causal, num_warps=4)
+    constexprs = dict(HEAD_DIM=head_dim, STAGES=flash_gluon_backward.STAGES, CAUSAL=causal,
+                      GRID_CHUNK=flash_gluon.launch_grid(1, 1, causal)[1], num_warps=4)
     source = GluonASTSource(flash_gluon_backward._bwd_kernel, signature, constexprs)
     return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4))
 

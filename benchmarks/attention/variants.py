@@ -71,18 +71,19 @@ ATOMIC_32_ROW_TILES = dict(MAIN_TILES, dkdv_dq=MAIN_TILES["dkdv"])
 
 
 def prepare(tiles=MAIN_TILES, backward="split", tma=None, split_head_dim=True, gluon_forward=True, gluon_backward=True,
-            gluon_backward_stages=2, gluon_tiles=None, module=ft):
+            gluon_backward_stages=2, gluon_tiles=None, gluon_chunk=0, module=ft):
     """A variant's switches and its own autotuned kernels (each keeps its tuning cache).
     backward None: FlashAttention2Triton's default for the shape. tma None: the module's own
     default for the atomic backward's dQ adds. gluon_forward False: Triton's kernels where
     flash_gluon's and flash_gluon_backward's would run; gluon_backward False: Triton's backward
     where flash_gluon_backward's would run; gluon_backward_stages: its Q/dO ring's slots;
-    gluon_tiles: flash_gluon.TILES for the variant (None: the module's own)."""
+    gluon_tiles: flash_gluon.TILES for the variant (None: the module's own); gluon_chunk: the Gluon
+    kernels' causal launch order (flash_gluon.LAUNCH_CHUNK; 0 head by head)."""
     tuned = module.tuned_kernels(tiles)
     tma = getattr(module, "ATOMIC_DQ_BY_TMA", False) if tma is None else tma
     return dict(tiles=tiles, tuned=tuned, backward=backward, tma=tma, split_head_dim=split_head_dim,
                 gluon_forward=gluon_forward, gluon_backward=gluon_backward, gluon_backward_stages=gluon_backward_stages,
-                gluon_tiles=gluon_tiles, module=module)
+                gluon_tiles=gluon_tiles, gluon_chunk=gluon_chunk, module=module)
 
 
 def prepare_file(spec_text):
@@ -103,6 +104,7 @@ def activate(variant):
     if getattr(module, "flash_gluon", None) is not None:
         module.flash_gluon.ENABLED = variant["gluon_forward"]
         module.flash_gluon.TILES = variant["gluon_tiles"] or GLUON_TILES
+        module.flash_gluon.LAUNCH_CHUNK = variant["gluon_chunk"]
     if getattr(module, "flash_gluon_backward", None) is not None:
         module.flash_gluon_backward.ENABLED = variant["gluon_backward"]
         module.flash_gluon_backward.STAGES = variant["gluon_backward_stages"]
@@ -122,6 +124,9 @@ VARIANTS = {
     "default-3-slots": dict(backward=None, gluon_backward_stages=3),
     # the Gluon forward at head_dim 128 with 128-key tiles, P through shared memory (2 K/V slots)
     "gluon-d128-n128": dict(backward=None, gluon_tiles={**GLUON_TILES, 128: (128, 2)}),
+    # causal Gluon programs in chunks of 8 or 16 tiles across heads, heaviest chunk first
+    "default-chunk8": dict(backward=None, gluon_chunk=8),
+    "default-chunk16": dict(backward=None, gluon_chunk=16),
     "atomic-tma": dict(backward="atomic", tma=True),
     "atomic": dict(backward="atomic"),
     # main's kernels with Triton's forward where flash_gluon's runs by default

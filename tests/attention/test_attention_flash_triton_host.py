@@ -54,6 +54,15 @@ def test_gluon_forward_takes_only_what_its_kernel_and_tma_can_address():
     assert not flash_gluon.supported(q, k, v, True)  # CPU tensors
 
 
+def test_gluon_launch_grids_are_head_by_head_unless_a_causal_chunk_is_set(monkeypatch):
+    flash_gluon = pytest.importorskip("lmperf.attention.flash_gluon")
+    assert flash_gluon.LAUNCH_CHUNK == 0  # the order every timing so far was made with
+    assert flash_gluon.launch_grid(128, 16, True) == ((128, 16), 0)
+    monkeypatch.setattr(flash_gluon, "LAUNCH_CHUNK", 8)
+    assert flash_gluon.launch_grid(128, 16, True) == ((2048,), 8)  # one axis, the kernel maps it
+    assert flash_gluon.launch_grid(128, 16, False) == ((128, 16), 0)  # equal work: no reorder
+
+
 def test_gluon_forward_runs_where_it_beat_triton_on_the_h100():
     flash_gluon = pytest.importorskip("lmperf.attention.flash_gluon")
     # head_dim 128: ahead at every measured length; 64: only over long key ranges.

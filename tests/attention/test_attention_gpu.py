@@ -182,6 +182,21 @@ def test_gluon_backward_matches_float64_reference(monkeypatch, lead, kv_heads, s
     assert calls == [head_dim], "FlashAttention2Triton did not run the Gluon backward"
 
 
+@pytest.mark.skipif(not GLUON_BACKWARD, reason="the Gluon kernels are written for sm90")
+@pytest.mark.parametrize("chunk", [3, 8])
+@pytest.mark.parametrize("head_dim, seq_q, seq_k, kv_heads", [(64, 1537, 1537, 2), (128, 777, 1025, None)])
+def test_gluon_chunked_launch_order_matches_float64_reference(monkeypatch, chunk, head_dim, seq_q, seq_k, kv_heads):
+    """flash_gluon.LAUNCH_CHUNK reorders the causal programs of the Gluon forward and backward
+    (chunks of tiles across heads, the last chunk narrower here): a tile missed or run twice
+    would show in O or a gradient."""
+    calls = record_gluon_backward(monkeypatch, everywhere=True)
+    monkeypatch.setattr(flash_triton.flash_gluon, "D64_FROM_KEYS", {False: 0, True: 0})
+    monkeypatch.setattr(flash_triton.flash_gluon, "LAUNCH_CHUNK", chunk)
+    q, k, v, do = gluon_case_inputs((2, 4), kv_heads, seq_q, seq_k, head_dim, torch.bfloat16, False)
+    check_against_reference(*TRITON, q, k, v, do, True, TOLERANCE[torch.bfloat16])
+    assert calls == [head_dim], "FlashAttention2Triton did not run the Gluon backward"
+
+
 @pytest.mark.skipif(not GLUON_BACKWARD, reason="the Gluon backward is written for sm90")
 def test_gluon_backward_only_where_it_was_faster_and_nondeterminism_is_allowed(monkeypatch):
     calls = record_gluon_backward(monkeypatch, everywhere=False)

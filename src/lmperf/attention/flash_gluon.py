@@ -57,6 +57,42 @@ def p_shared(head_dim: int, block_n: int) -> bool:
     return head_dim == 128 and block_n == 128
 
 
+# Causal programs differ in work (a query tile sees the keys up to its diagonal; a key block, in
+# the backward, the queries from its diagonal on). Launched head by head (0, the default), the
+# last head's heaviest program starts near the end and can run alone: with one program per SM
+# and 16 heads, a tail of up to ~5% by a rough count (16 (batch x head)s: the target shape, d=128
+# at 16k). All heads' heaviest tiles first lost (1.10-1.52x the causal backward's time,
+# benchmarks/attention/heavy-first-h100-6d0e6f1): resident programs shared no Q/dO in L2. A chunk
+# C > 0 orders causal programs by chunks of C tiles, all heads' first chunk (the heaviest) first,
+# so resident programs still share each head's stream C ways. Not yet timed (variants.py
+# "default-chunk8", "default-chunk16").
+LAUNCH_CHUNK = 0
+
+
+def launch_grid(tiles: int, heads: int, is_causal: bool) -> tuple[tuple[int, ...], int]:
+    """A Gluon kernel's grid over `tiles` tiles of `heads` (batch x head)s and its GRID_CHUNK
+    constexpr (`tile_and_head`): 2-d, head by head, unless causal with LAUNCH_CHUNK set."""
+    chunk = LAUNCH_CHUNK if is_causal else 0
+    return ((tiles * heads,) if chunk else (tiles, heads)), chunk
+
+
+@gluon.jit
+def tile_and_head(n_tiles, GRID_CHUNK: gl.constexpr):
+    """This program's (tile, number of tiles, batch x head) under `launch_grid`: with
+    GRID_CHUNK, program p runs chunk p // (GRID_CHUNK x heads) of tiles, a head after the other
+    within it (the last chunk may be narrower)."""
+    if GRID_CHUNK == 0:
+        return gl.program_id(0), gl.num_programs(0), gl.program_id(1)
+    else:
+        p = gl.program_id(0)
+        n_heads = gl.num_programs(0) // n_tiles
+        chunk = p // (GRID_CHUNK * n_heads)
+        first = chunk * GRID_CHUNK
+        width = gl.minimum(GRID_CHUNK, n_tiles - first)
+        r = p - first * n_heads
+        return first + r % width, n_tiles, r // width
+
+
 @contextlib.contextmanager
 def disabled():
     """Triton's forward everywhere inside the block (ENABLED restored after, as it was)."""
@@ -178,13 +214,12 @@ def _consumer(q_smem, k_smem, v_smem, p_smem, q_bar, ready, empty, O, LSE, qk_sc
 def _fwd_kernel(
     q_desc, k_desc, v_desc, O, LSE, qk_scale, seq_q, seq_k, H, group, stride_ob, stride_oh, stride_on,
     HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
-    P_SHARED: gl.constexpr, num_warps: gl.constexpr,
+    P_SHARED: gl.constexpr, GRID_CHUNK: gl.constexpr, num_warps: gl.constexpr,
 ):
     BLOCK_M: gl.constexpr = 128
-    tile_m = gl.program_id(0)
+    tile_m, n_query_tiles, bh = tile_and_head(gl.cdiv(seq_q, BLOCK_M), GRID_CHUNK)
     if CAUSAL:  # the last query tiles see the most keys: start them first
-        tile_m = gl.num_programs(0) - 1 - tile_m
-    bh = gl.program_id(1)
+        tile_m = n_query_tiles - 1 - tile_m
     b = bh // H
     h = bh % H
     start_m = tile_m * BLOCK_M
@@ -287,11 +322,12 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) 
     block_n, stages = TILES[head_dim]
     o = torch.empty((batch, seq_q, heads, head_dim), dtype=q.dtype, device=q.device).transpose(1, 2)
     lse = torch.empty((batch, heads, seq_q), dtype=torch.float32, device=q.device)
-    _fwd_kernel[(triton.cdiv(seq_q, 2 * ROWS), batch * heads)](
+    grid, chunk = launch_grid(triton.cdiv(seq_q, 2 * ROWS), batch * heads, is_causal)
+    _fwd_kernel[grid](
         descriptor(q, ROWS), descriptor(k, block_n), descriptor(v, block_n), o, lse, LOG2E / math.sqrt(head_dim),
         seq_q, seq_k, heads, heads // k.shape[1], o.stride(0), o.stride(1), o.stride(2),
         HEAD_DIM=head_dim, BLOCK_N=block_n, STAGES=stages, CAUSAL=is_causal, P_SHARED=p_shared(head_dim, block_n),
-        num_warps=4,
+        GRID_CHUNK=chunk, num_warps=4,
     )
     return o, lse
 
