@@ -189,12 +189,15 @@ def test_gluon_chunked_launch_order_matches_float64_reference(monkeypatch, chunk
     """flash_gluon.LAUNCH_CHUNK reorders the causal programs of the Gluon forward and backward
     (chunks of tiles across heads, the last chunk narrower here): a tile missed or run twice
     would show in O or a gradient."""
+    gluon, forwards = flash_triton.flash_gluon, []
     calls = record_gluon_backward(monkeypatch, everywhere=True)
-    monkeypatch.setattr(flash_triton.flash_gluon, "D64_FROM_KEYS", {False: 0, True: 0})
-    monkeypatch.setattr(flash_triton.flash_gluon, "LAUNCH_CHUNK", chunk)
+    monkeypatch.setattr(gluon, "D64_FROM_KEYS", {False: 0, True: 0})
+    monkeypatch.setattr(gluon, "LAUNCH_CHUNK", chunk)
+    real_forward = gluon.forward
+    monkeypatch.setattr(gluon, "forward", lambda *args: forwards.append(args[0].shape[-1]) or real_forward(*args))
     q, k, v, do = gluon_case_inputs((2, 4), kv_heads, seq_q, seq_k, head_dim, torch.bfloat16, False)
     check_against_reference(*TRITON, q, k, v, do, True, TOLERANCE[torch.bfloat16])
-    assert calls == [head_dim], "FlashAttention2Triton did not run the Gluon backward"
+    assert forwards and calls == [head_dim], "FlashAttention2Triton did not run both Gluon kernels"
 
 
 @pytest.mark.skipif(not GLUON_BACKWARD, reason="the Gluon backward is written for sm90")
