@@ -6,13 +6,11 @@ ahead-of-time, target cuda:90, bf16) at each head_dim they take, causal and not,
 prints registers at launch and each partition's setmaxnreg, spilled stack bytes, shared memory,
 whether ptxas serialises the wgmma pipeline (its C7514 note: what a wgmma left in flight
 across a loop's back edge caused in benchmarks/attention/trials/gluon_forward.py), and the SASS
-instruction count and hash (sass_fingerprint.py's: equal hashes, the same machine code), also for
-the forward tiles in CANDIDATE_FORWARD_TILES. Run it with
+instruction count and hash (sass_fingerprint.py's: equal, the same machine code). Run it with
 the device's Triton (`pip install triton==3.6.0` in a virtual environment) for exact figures,
 as gluon-sm90-report-triton36.txt was.
 """
 
-import hashlib
 import re
 import subprocess
 import tempfile
@@ -23,7 +21,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon._runtime import GluonASTSource
 
 from lmperf.attention import flash_gluon, flash_gluon_backward
-from sass_fingerprint import sass_lines
+from sass_fingerprint import sass_summary
 from sm90_report import TOOLS, resources
 
 
@@ -36,11 +34,9 @@ def compile_sm90(head_dim: int, causal: bool):
         **{name: f"tensordesc<bf16[1, 1, {block_n}, {head_dim}],{layout[block_n]!r}>" for name in ("k_desc", "v_desc")},
         "O": "*bf16", "LSE": "*fp32", "qk_scale": "fp32",
         **{name: "i32" for name in ("seq_q", "seq_k", "H", "group", "stride_ob", "stride_oh", "stride_on")},
-        **{name: "constexpr" for name in ("HEAD_DIM", "BLOCK_N", "STAGES", "CAUSAL", "P_SHARED", "GRID_CHUNK", "num_warps")},
+        **{name: "constexpr" for name in ("HEAD_DIM", "BLOCK_N", "STAGES", "CAUSAL", "num_warps")},
     }
-    constexprs = dict(HEAD_DIM=head_dim, BLOCK_N=block_n, STAGES=stages, CAUSAL=causal,
-                      P_SHARED=flash_gluon.p_shared(head_dim, block_n), GRID_CHUNK=flash_gluon.launch_grid(1, 1, causal)[1],
-                      num_warps=4)
+    constexprs = dict(HEAD_DIM=head_dim, BLOCK_N=block_n, STAGES=stages, CAUSAL=causal, num_warps=4)
     source = GluonASTSource(flash_gluon._fwd_kernel, signature, constexprs)
     return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4))
 
@@ -56,10 +52,9 @@ def compile_backward_sm90(head_dim: int, causal: bool):
         "dq_desc": f"tensordesc<fp32{dq_block},{dq_layout!r}>",
         "LSE": "*fp32", "DELTA": "*fp32", "DK": "*bf16", "DV": "*bf16", "scale": "fp32", "qk_scale": "fp32",
         **{name: "i32" for name in ("seq_q", "seq_k", "H", "group", "stride_kb", "stride_kh", "stride_kn")},
-        **{name: "constexpr" for name in ("HEAD_DIM", "STAGES", "CAUSAL", "GRID_CHUNK", "num_warps")},
+        **{name: "constexpr" for name in ("HEAD_DIM", "STAGES", "CAUSAL", "num_warps")},
     }
-    constexprs = dict(HEAD_DIM=head_dim, STAGES=flash_gluon_backward.STAGES, CAUSAL=causal,
-                      GRID_CHUNK=flash_gluon.launch_grid(1, 1, causal)[1], num_warps=4)
+    constexprs = dict(HEAD_DIM=head_dim, STAGES=flash_gluon_backward.STAGES, CAUSAL=causal, num_warps=4)
     source = GluonASTSource(flash_gluon_backward._bwd_kernel, signature, constexprs)
     return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4))
 
@@ -75,14 +70,8 @@ def warp_specialised_report(compiled) -> str:
         file.flush()
         note = subprocess.run([TOOLS / "ptxas", "-arch=sm_90a", "-v", file.name, "-o", "/dev/null"],
                               capture_output=True, text=True).stderr
-    sass = sass_lines(compiled)  # equal count and hash: the same machine code (sass_fingerprint.py)
     return (f"registers at launch {usage['registers']}, setmaxnreg {maxnreg}, stack {usage['stack']} B, "
-            f"shared {usage['shared_kb']} KB, ptxas serialises wgmma: {'serialized' in note}, "
-            f"SASS {len(sass)} instructions {hashlib.sha1(chr(10).join(sass).encode()).hexdigest()[:12]}")
-
-
-# Forward tiles compiled besides the defaults: 128-key tiles at head_dim 128 (P through shared memory)
-CANDIDATE_FORWARD_TILES = [(128, (128, 2))]
+            f"shared {usage['shared_kb']} KB, ptxas serialises wgmma: {'serialized' in note}, SASS {sass_summary(compiled)}")
 
 
 def main() -> None:
@@ -91,13 +80,6 @@ def main() -> None:
         for causal in (False, True):
             print(f"d{head_dim} {'causal' if causal else 'full'} (BLOCK_N, slots) {flash_gluon.TILES[head_dim]}: "
                   f"{warp_specialised_report(compile_sm90(head_dim, causal))}")
-    default_tiles = dict(flash_gluon.TILES)
-    for head_dim, tiles in CANDIDATE_FORWARD_TILES:
-        flash_gluon.TILES[head_dim] = tiles
-        for causal in (False, True):
-            print(f"d{head_dim} {'causal' if causal else 'full'} (BLOCK_N, slots) {tiles}, not the default: "
-                  f"{warp_specialised_report(compile_sm90(head_dim, causal))}")
-    flash_gluon.TILES.update(default_tiles)
     print(f"triton {triton.__version__}: flash_gluon_backward's backward for sm90 (bf16)")
     for head_dim in (64, 128):
         for causal in (False, True):

@@ -4,8 +4,7 @@
 #   info      GPU, driver, torch/triton versions
 #   variants  benchmarks/attention/variants.py (VARIANTS names which; all by default)
 #   sweep     lmperf attention with the default kernels beside SDPA cuDNN and flash
-#   target    the issue's (16, 16384, 64) causal compiled fwd + .sum().backward() shape (TARGET_CHUNKS:
-#             triton at each flash_gluon.LAUNCH_CHUNK, interleaved)
+#   target    the issue's (16, 16384, 64) causal compiled fwd + .sum().backward() shape
 #   tests-a, tests-b, tests-c   pytest -m gpu tests/attention in three parts (-x -q, summaries kept)
 #   tests-k   the tests pytest -k "$TESTS_K" selects
 #   model     lmperf bench, compiled bf16 train step, --attention sdpa,triton: 2.7B at context 1024
@@ -30,22 +29,12 @@ for stage in ${STAGES:-info variants tests-a}; do
              --impls triton,sdpa-cudnn --contexts 4096,16384 --head-dims 64,128 2>&1 | tail -n 40 | tee "$OUT/sweep.log"
            tar -czf "$OUT/runs.tgz" -C "$RUNS" . ;;
     target) timeout "${TARGET_S:-80}" python3 - 2>&1 <<'PY' | tee "$OUT/target.log"
-import os
-from lmperf.attention import flash_gluon
 from lmperf.attention_bench.benchmark import time_compiled_fwd_sum_bwd as t
-# TARGET_CHUNKS="0 8 16": triton at each flash_gluon.LAUNCH_CHUNK beside cuDNN, two rounds (the second reversed)
-chunks = [int(c) for c in os.environ.get("TARGET_CHUNKS", "").split()]
-peers = [("triton", None), ("triton-no-gluon", None), ("triton-split", None), ("sdpa-cudnn", None)]
-if chunks:
-    peers = [("triton", c) for c in chunks] + [("sdpa-cudnn", None)]
-for round_peers in ([peers, peers[::-1]] if chunks else [peers]):
-    for impl, chunk in round_peers:  # triton: the default backward for the shape
-        flash_gluon.LAUNCH_CHUNK = chunk or 0
-        try:
-            print(f"target (16,16384,64) causal compiled fwd+sum().backward() {impl}"
-                  f"{'' if chunk is None else f' chunk {chunk}'}: {t(impl):.3f} ms", flush=True)
-        except Exception as error:  # one failing peer must not cost the others
-            print(f"target {impl}: failed: {str(error).splitlines()[0][:160]}")
+for impl in ("triton", "triton-no-gluon", "triton-split", "sdpa-cudnn"):  # triton: the default backward for the shape
+    try:
+        print(f"target (16,16384,64) causal compiled fwd+sum().backward() {impl}: {t(impl):.3f} ms")
+    except Exception as error:  # one failing peer must not cost the others
+        print(f"target {impl}: failed: {str(error).splitlines()[0][:160]}")
 PY
     ;;
     tests-a) timeout "${TESTS_A_S:-150}" $PYTEST -k "float64 or autotuned" 2>&1 | tee "$OUT/tests-a.log" ;;

@@ -44,12 +44,17 @@ def sass_lines(compiled) -> list[str]:
     return instructions
 
 
+def sass_summary(compiled) -> str:
+    """The instruction count and a hash of the instructions: equal, the same machine code."""
+    lines = sass_lines(compiled)
+    return f"{len(lines)} instructions, {hashlib.sha256(chr(10).join(lines).encode()).hexdigest()[:16]}"
+
+
 def fingerprint(kernel, config, constexprs) -> str:
     try:
-        lines = sass_lines(compile_sm90(kernel, config, constexprs))
+        return sass_summary(compile_sm90(kernel, config, constexprs))
     except Exception as error:  # a variant the compiler rejects is a line, not a crash
         return f"failed: {str(error).splitlines()[-1][:100]}"
-    return f"{len(lines)} instructions, {hashlib.sha256(chr(10).join(lines).encode()).hexdigest()[:16]}"
 
 
 def main() -> None:

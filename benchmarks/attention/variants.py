@@ -42,7 +42,6 @@ GRID = GRIDS[GRID_NAME]
 COLUMNS = {"d80": 2560, "8b-gqa": 4096}.get(GRID_NAME, 2048)  # query heads x head_dim
 KV_GROUP = {"8b-gqa": 4}.get(GRID_NAME, 1)  # query heads per key/value head
 MAIN_TILES = {name: {size: list(tiles) for size, tiles in by_size.items()} for name, by_size in ft.TILES.items()}
-GLUON_TILES = dict(ft.flash_gluon.TILES) if getattr(ft, "flash_gluon", None) is not None else {}  # head_dim -> (keys, slots)
 # The candidates timed on 2026-11-23 (commit 3ea1cdb): the tables main had then, plus configs
 # picked on the CPU from the sm90 compiler's resource report (registers, spills, shared memory):
 # each fits two programs per SM (so one's softmax can overlap the other's matmuls) or is a larger
@@ -71,19 +70,17 @@ ATOMIC_32_ROW_TILES = dict(MAIN_TILES, dkdv_dq=MAIN_TILES["dkdv"])
 
 
 def prepare(tiles=MAIN_TILES, backward="split", tma=None, split_head_dim=True, gluon_forward=True, gluon_backward=True,
-            gluon_backward_stages=2, gluon_tiles=None, gluon_chunk=0, module=ft):
+            gluon_backward_stages=2, module=ft):
     """A variant's switches and its own autotuned kernels (each keeps its tuning cache).
     backward None: FlashAttention2Triton's default for the shape. tma None: the module's own
     default for the atomic backward's dQ adds. gluon_forward False: Triton's kernels where
     flash_gluon's and flash_gluon_backward's would run; gluon_backward False: Triton's backward
-    where flash_gluon_backward's would run; gluon_backward_stages: its Q/dO ring's slots;
-    gluon_tiles: flash_gluon.TILES for the variant (None: the module's own); gluon_chunk: the Gluon
-    kernels' causal launch order (flash_gluon.LAUNCH_CHUNK; 0 head by head)."""
+    where flash_gluon_backward's would run; gluon_backward_stages: its Q/dO ring's slots."""
     tuned = module.tuned_kernels(tiles)
     tma = getattr(module, "ATOMIC_DQ_BY_TMA", False) if tma is None else tma
     return dict(tiles=tiles, tuned=tuned, backward=backward, tma=tma, split_head_dim=split_head_dim,
                 gluon_forward=gluon_forward, gluon_backward=gluon_backward, gluon_backward_stages=gluon_backward_stages,
-                gluon_tiles=gluon_tiles, gluon_chunk=gluon_chunk, module=module)
+                module=module)
 
 
 def prepare_file(spec_text):
@@ -103,8 +100,6 @@ def activate(variant):
     module.ATOMIC_DQ_BY_TMA, module.SPLIT_HEAD_DIM = variant["tma"], variant["split_head_dim"]
     if getattr(module, "flash_gluon", None) is not None:
         module.flash_gluon.ENABLED = variant["gluon_forward"]
-        module.flash_gluon.TILES = variant["gluon_tiles"] or GLUON_TILES
-        module.flash_gluon.LAUNCH_CHUNK = variant["gluon_chunk"]
     if getattr(module, "flash_gluon_backward", None) is not None:
         module.flash_gluon_backward.ENABLED = variant["gluon_backward"]
         module.flash_gluon_backward.STAGES = variant["gluon_backward_stages"]
@@ -122,11 +117,6 @@ VARIANTS = {
     "default": dict(backward=None),
     "default-triton-backward": dict(backward=None, gluon_backward=False),
     "default-3-slots": dict(backward=None, gluon_backward_stages=3),
-    # the Gluon forward at head_dim 128 with 128-key tiles, P through shared memory (2 K/V slots)
-    "gluon-d128-n128": dict(backward=None, gluon_tiles={**GLUON_TILES, 128: (128, 2)}),
-    # causal Gluon programs in chunks of 8 or 16 tiles across heads, heaviest chunk first
-    "default-chunk8": dict(backward=None, gluon_chunk=8),
-    "default-chunk16": dict(backward=None, gluon_chunk=16),
     "atomic-tma": dict(backward="atomic", tma=True),
     "atomic": dict(backward="atomic"),
     # main's kernels with Triton's forward where flash_gluon's runs by default

@@ -54,24 +54,12 @@ def test_gluon_forward_takes_only_what_its_kernel_and_tma_can_address():
     assert not flash_gluon.supported(q, k, v, True)  # CPU tensors
 
 
-def test_gluon_launch_grids_are_head_by_head_unless_a_causal_chunk_is_set(monkeypatch):
-    flash_gluon = pytest.importorskip("lmperf.attention.flash_gluon")
-    assert flash_gluon.LAUNCH_CHUNK == 0  # the order every timing so far was made with
-    assert flash_gluon.launch_grid(128, 16, True) == ((128, 16), 0)
-    monkeypatch.setattr(flash_gluon, "LAUNCH_CHUNK", 8)
-    assert flash_gluon.launch_grid(128, 16, True) == ((2048,), 8)  # one axis, the kernel maps it
-    assert flash_gluon.launch_grid(128, 16, False) == ((128, 16), 0)  # equal work: no reorder
-
-
 def test_gluon_forward_runs_where_it_beat_triton_on_the_h100():
     flash_gluon = pytest.importorskip("lmperf.attention.flash_gluon")
     # head_dim 128: ahead at every measured length; 64: only over long key ranges.
     assert flash_gluon.faster_here(128, 1024, True) and flash_gluon.faster_here(128, 1, False)
     assert not flash_gluon.faster_here(64, 2048, False) and flash_gluon.faster_here(64, 4096, False)
     assert not flash_gluon.faster_here(64, 4096, True) and flash_gluon.faster_here(64, 8192, True)
-    # P through shared memory only for 128-key tiles at head_dim 128, which the default tiles are not
-    assert flash_gluon.p_shared(128, 128) and not flash_gluon.p_shared(128, 64) and not flash_gluon.p_shared(64, 128)
-    assert not any(flash_gluon.p_shared(d, block_n) for d, (block_n, _) in flash_gluon.TILES.items())
 
 
 def test_gluon_backward_takes_what_the_gluon_forward_takes_where_it_beat_triton():

@@ -99,31 +99,23 @@ def gluon_case_inputs(lead, kv_heads, seq_q, seq_k, head_dim, dtype, packed):
 
 @pytest.mark.skipif(not HOPPER or flash_triton.flash_gluon is None, reason="the Gluon forward is written for sm90")
 @pytest.mark.parametrize(
-    "lead, kv_heads, seq_q, seq_k, head_dim, is_causal, dtype, packed, d128_tiles",
+    "lead, kv_heads, seq_q, seq_k, head_dim, is_causal, dtype, packed",
     [
-        ((2, 3), None, 1000, 1000, 64, True, torch.bfloat16, False, None),
-        ((2, 3), None, 1000, 1000, 64, False, torch.float16, False, None),
-        ((1, 8), 2, 777, 1025, 128, True, torch.bfloat16, False, None),  # GQA, seq_q < seq_k
-        ((1, 4), 1, 1025, 777, 128, False, torch.bfloat16, False, None),  # MQA, seq_q > seq_k
-        ((2, 2), None, 300, 300, 64, True, torch.bfloat16, True, None),  # the model's strided layout
-        ((1, 2), None, 1, 130, 128, True, torch.float16, False, None),  # one query row
-        ((1, 2), None, 4097, 4097, 128, True, torch.bfloat16, True, None),  # 33 query tiles, 65 key tiles
-        # 128-key tiles at head_dim 128, P through shared memory (flash_gluon.p_shared)
-        ((1, 8), 2, 777, 1025, 128, True, torch.bfloat16, False, (128, 2)),
-        ((1, 4), 1, 1025, 777, 128, False, torch.float16, False, (128, 2)),
-        ((1, 2), None, 4097, 4097, 128, True, torch.bfloat16, True, (128, 2)),
+        ((2, 3), None, 1000, 1000, 64, True, torch.bfloat16, False),
+        ((2, 3), None, 1000, 1000, 64, False, torch.float16, False),
+        ((1, 8), 2, 777, 1025, 128, True, torch.bfloat16, False),  # GQA, seq_q < seq_k
+        ((1, 4), 1, 1025, 777, 128, False, torch.bfloat16, False),  # MQA, seq_q > seq_k
+        ((2, 2), None, 300, 300, 64, True, torch.bfloat16, True),  # the model's strided layout
+        ((1, 2), None, 1, 130, 128, True, torch.float16, False),  # one query row
+        ((1, 2), None, 4097, 4097, 128, True, torch.bfloat16, True),  # 33 query tiles, 65 key tiles
     ],
 )
-def test_gluon_forward_matches_float64_reference(
-    monkeypatch, lead, kv_heads, seq_q, seq_k, head_dim, is_causal, dtype, packed, d128_tiles
-):
+def test_gluon_forward_matches_float64_reference(monkeypatch, lead, kv_heads, seq_q, seq_k, head_dim, is_causal, dtype, packed):
     """The forward flash_triton hands to flash_gluon on an H100 (it must be the one that ran; at
     every length here, not only where it is faster), with flash_triton's backward on its O and
     LSE, against float64."""
     gluon, calls = flash_triton.flash_gluon, []
     monkeypatch.setattr(gluon, "D64_FROM_KEYS", {False: 0, True: 0})
-    if d128_tiles:
-        monkeypatch.setitem(gluon.TILES, 128, d128_tiles)
     real_forward = gluon.forward
     monkeypatch.setattr(gluon, "forward", lambda *args: calls.append(args[0].shape) or real_forward(*args))
     q, k, v, do = gluon_case_inputs(lead, kv_heads, seq_q, seq_k, head_dim, dtype, packed)
@@ -180,24 +172,6 @@ def test_gluon_backward_matches_float64_reference(monkeypatch, lead, kv_heads, s
     q, k, v, do = gluon_case_inputs(lead, kv_heads, seq_q, seq_k, head_dim, dtype, packed)
     check_against_reference(*TRITON, q, k, v, do, is_causal, TOLERANCE[dtype])
     assert calls == [head_dim], "FlashAttention2Triton did not run the Gluon backward"
-
-
-@pytest.mark.skipif(not GLUON_BACKWARD, reason="the Gluon kernels are written for sm90")
-@pytest.mark.parametrize("chunk", [3, 8])
-@pytest.mark.parametrize("head_dim, seq_q, seq_k, kv_heads", [(64, 1537, 1537, 2), (128, 777, 1025, None)])
-def test_gluon_chunked_launch_order_matches_float64_reference(monkeypatch, chunk, head_dim, seq_q, seq_k, kv_heads):
-    """flash_gluon.LAUNCH_CHUNK reorders the causal programs of the Gluon forward and backward
-    (chunks of tiles across heads, the last chunk narrower here): a tile missed or run twice
-    would show in O or a gradient."""
-    gluon, forwards = flash_triton.flash_gluon, []
-    calls = record_gluon_backward(monkeypatch, everywhere=True)
-    monkeypatch.setattr(gluon, "D64_FROM_KEYS", {False: 0, True: 0})
-    monkeypatch.setattr(gluon, "LAUNCH_CHUNK", chunk)
-    real_forward = gluon.forward
-    monkeypatch.setattr(gluon, "forward", lambda *args: forwards.append(args[0].shape[-1]) or real_forward(*args))
-    q, k, v, do = gluon_case_inputs((2, 4), kv_heads, seq_q, seq_k, head_dim, torch.bfloat16, False)
-    check_against_reference(*TRITON, q, k, v, do, True, TOLERANCE[torch.bfloat16])
-    assert forwards and calls == [head_dim], "FlashAttention2Triton did not run both Gluon kernels"
 
 
 @pytest.mark.skipif(not GLUON_BACKWARD, reason="the Gluon backward is written for sm90")

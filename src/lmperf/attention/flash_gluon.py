@@ -43,54 +43,8 @@ ROWS = 64  # query rows per consumer warp group; a program holds two
 # head_dim -> (BLOCK_N keys per tile, K/V slots): S, P and O of a warp group fit its registers
 # without spills (benchmarks/attention/gluon_sm90_report.py, gluon-sm90-report-triton36.txt).
 TILES = {64: (128, 3), 128: (64, 3)}
-# With 128-key tiles at head_dim 128 a warp group's S_{j+1}, P_j and O do not fit its registers
-# together (152-160 bytes of spills, docs/attention.md item 29); there P_j goes to the tensor
-# cores through shared memory instead (`p_shared`; compiled: no spills, 192 KB of shared memory
-# with 2 slots, 3 would need 256). Not the default: not yet timed (variants.py "gluon-d128-n128").
-
 # LMPERF_ATTENTION_GLUON=0 keeps Triton's forward everywhere (to time the two side by side).
 ENABLED = os.environ.get("LMPERF_ATTENTION_GLUON", "1") != "0"
-
-
-def p_shared(head_dim: int, block_n: int) -> bool:
-    """Whether P_j reaches the tensor cores through shared memory (see TILES)."""
-    return head_dim == 128 and block_n == 128
-
-
-# Causal programs differ in work (a query tile sees the keys up to its diagonal; a key block, in
-# the backward, the queries from its diagonal on). Launched head by head (0, the default), the
-# last head's heaviest program starts near the end and can run alone: with one program per SM
-# and 16 heads, a tail of up to ~5% by a rough count (16 (batch x head)s: the target shape, d=128
-# at 16k). All heads' heaviest tiles first lost (1.10-1.52x the causal backward's time,
-# benchmarks/attention/heavy-first-h100-6d0e6f1): resident programs shared no Q/dO in L2. A chunk
-# C > 0 orders causal programs by chunks of C tiles, all heads' first chunk (the heaviest) first,
-# so resident programs still share each head's stream C ways. Not yet timed (variants.py
-# "default-chunk8", "default-chunk16").
-LAUNCH_CHUNK = 0
-
-
-def launch_grid(tiles: int, heads: int, is_causal: bool) -> tuple[tuple[int, ...], int]:
-    """A Gluon kernel's grid over `tiles` tiles of `heads` (batch x head)s and its GRID_CHUNK
-    constexpr (`tile_and_head`): 2-d, head by head, unless causal with LAUNCH_CHUNK set."""
-    chunk = LAUNCH_CHUNK if is_causal else 0
-    return ((tiles * heads,) if chunk else (tiles, heads)), chunk
-
-
-@gluon.jit
-def tile_and_head(n_tiles, GRID_CHUNK: gl.constexpr):
-    """This program's (tile, number of tiles, batch x head) under `launch_grid`: with
-    GRID_CHUNK, program p runs chunk p // (GRID_CHUNK x heads) of tiles, a head after the other
-    within it (the last chunk may be narrower)."""
-    if GRID_CHUNK == 0:
-        return gl.program_id(0), gl.num_programs(0), gl.program_id(1)
-    else:
-        p = gl.program_id(0)
-        n_heads = gl.num_programs(0) // n_tiles
-        chunk = p // (GRID_CHUNK * n_heads)
-        first = chunk * GRID_CHUNK
-        width = gl.minimum(GRID_CHUNK, n_tiles - first)
-        r = p - first * n_heads
-        return first + r % width, n_tiles, r // width
 
 
 @contextlib.contextmanager
@@ -149,9 +103,9 @@ def _softmax_step(s, m_i, l_i, tile, offs_m, qk_scale, seq_k, mask_from,
 
 
 @gluon.jit
-def _consumer(q_smem, k_smem, v_smem, p_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k, start_m, bh, b, h,
-              n_tiles, stride_ob, stride_oh, stride_on, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr,
-              STAGES: gl.constexpr, CAUSAL: gl.constexpr, P_SHARED: gl.constexpr):
+def _consumer(q_smem, k_smem, v_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k, start_m, bh, b, h, n_tiles,
+              stride_ob, stride_oh, stride_on, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr,
+              STAGES: gl.constexpr, CAUSAL: gl.constexpr):
     M: gl.constexpr = 64
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_N, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_DIM, 16])
@@ -181,17 +135,9 @@ def _consumer(q_smem, k_smem, v_smem, p_smem, q_bar, ready, empty, O, LSE, qk_sc
         nxt = j + 1
         mbarrier.wait(ready.index(nxt % STAGES), (nxt // STAGES) & 1)
         k_tile = k_smem.index(nxt % STAGES).reshape([BLOCK_N, HEAD_DIM])
-        v_tile = v_smem.index(j % STAGES).reshape([BLOCK_N, HEAD_DIM])
-        if P_SHARED:  # P_j V_j of the previous step has retired: the buffer is free
-            p_smem.index(WG).store(p.to(v_smem.dtype))
-            fence_async_shared()
-            gl.thread_barrier()  # every thread's part of P_j written before the wgmma reads it
-            s_tok = warpgroup_mma(q, k_tile.permute((1, 0)), zero_s, use_acc=False, is_async=True)
-            pv_tok = warpgroup_mma(p_smem.index(WG), v_tile, o, is_async=True)
-        else:
-            s_tok = warpgroup_mma(q, k_tile.permute((1, 0)), zero_s, use_acc=False, is_async=True)
-            p_op = gl.convert_layout(p.to(v_smem.dtype), p_layout)
-            pv_tok = warpgroup_mma(p_op, v_tile, o, is_async=True)
+        s_tok = warpgroup_mma(q, k_tile.permute((1, 0)), zero_s, use_acc=False, is_async=True)
+        p_op = gl.convert_layout(p.to(v_smem.dtype), p_layout)
+        pv_tok = warpgroup_mma(p_op, v_smem.index(j % STAGES).reshape([BLOCK_N, HEAD_DIM]), o, is_async=True)
         s = warpgroup_mma_wait(1, deps=(s_tok,))  # S_{j+1} done; P_j V_j may still run
         p, m_i, alpha, l_i = _softmax_step(s, m_i, l_i, nxt, offs_m, qk_scale, seq_k, mask_from, BLOCK_N, CAUSAL, cols_s)
         o = warpgroup_mma_wait(0, deps=(pv_tok,))
@@ -214,12 +160,13 @@ def _consumer(q_smem, k_smem, v_smem, p_smem, q_bar, ready, empty, O, LSE, qk_sc
 def _fwd_kernel(
     q_desc, k_desc, v_desc, O, LSE, qk_scale, seq_q, seq_k, H, group, stride_ob, stride_oh, stride_on,
     HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
-    P_SHARED: gl.constexpr, GRID_CHUNK: gl.constexpr, num_warps: gl.constexpr,
+    num_warps: gl.constexpr,
 ):
     BLOCK_M: gl.constexpr = 128
-    tile_m, n_query_tiles, bh = tile_and_head(gl.cdiv(seq_q, BLOCK_M), GRID_CHUNK)
+    tile_m = gl.program_id(0)
     if CAUSAL:  # the last query tiles see the most keys: start them first
-        tile_m = n_query_tiles - 1 - tile_m
+        tile_m = gl.num_programs(0) - 1 - tile_m
+    bh = gl.program_id(1)
     b = bh // H
     h = bh % H
     start_m = tile_m * BLOCK_M
@@ -232,11 +179,6 @@ def _fwd_kernel(
     q_smem = gl.allocate_shared_memory(q_desc.dtype, [2, 1, 1, BLOCK_M // 2, HEAD_DIM], q_desc.layout)
     k_smem = gl.allocate_shared_memory(k_desc.dtype, [STAGES, 1, 1, BLOCK_N, HEAD_DIM], k_desc.layout)
     v_smem = gl.allocate_shared_memory(v_desc.dtype, [STAGES, 1, 1, BLOCK_N, HEAD_DIM], v_desc.layout)
-    if P_SHARED:  # each warp group's P_j (64 x BLOCK_N)
-        p_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_M // 2, BLOCK_N], q_desc.dtype)
-        p_smem = gl.allocate_shared_memory(q_desc.dtype, [2, BLOCK_M // 2, BLOCK_N], p_layout)
-    else:
-        p_smem = q_smem  # not read: P stays in registers
     q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     mbarrier.init(q_bar, count=1)
     ready, empty = ring_barriers(STAGES)
@@ -245,10 +187,10 @@ def _fwd_kernel(
     # Argument tuples written inline: one bound to a name first turns its constexprs (the
     # consumer's index WG among them) into tensors on the way into the partitions (Triton 3.6).
     gl.warp_specialize([
-        (_consumer, (q_smem, k_smem, v_smem, p_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k, start_m, bh, b, h,
-                     n_tiles, stride_ob, stride_oh, stride_on, 0, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, P_SHARED)),
-        (_consumer, (q_smem, k_smem, v_smem, p_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k, start_m, bh, b, h,
-                     n_tiles, stride_ob, stride_oh, stride_on, 1, HEAD_DIM, BLOCK_N, STAGES, CAUSAL, P_SHARED)),
+        (_consumer, (q_smem, k_smem, v_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k, start_m, bh, b, h,
+                     n_tiles, stride_ob, stride_oh, stride_on, 0, HEAD_DIM, BLOCK_N, STAGES, CAUSAL)),
+        (_consumer, (q_smem, k_smem, v_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k, start_m, bh, b, h,
+                     n_tiles, stride_ob, stride_oh, stride_on, 1, HEAD_DIM, BLOCK_N, STAGES, CAUSAL)),
         (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, ready, empty, b, h, h // group, start_m,
                      n_tiles, BLOCK_N, STAGES)),
     ], [4, 1], [240, 24])
@@ -322,12 +264,10 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) 
     block_n, stages = TILES[head_dim]
     o = torch.empty((batch, seq_q, heads, head_dim), dtype=q.dtype, device=q.device).transpose(1, 2)
     lse = torch.empty((batch, heads, seq_q), dtype=torch.float32, device=q.device)
-    grid, chunk = launch_grid(triton.cdiv(seq_q, 2 * ROWS), batch * heads, is_causal)
-    _fwd_kernel[grid](
+    _fwd_kernel[(triton.cdiv(seq_q, 2 * ROWS), batch * heads)](
         descriptor(q, ROWS), descriptor(k, block_n), descriptor(v, block_n), o, lse, LOG2E / math.sqrt(head_dim),
         seq_q, seq_k, heads, heads // k.shape[1], o.stride(0), o.stride(1), o.stride(2),
-        HEAD_DIM=head_dim, BLOCK_N=block_n, STAGES=stages, CAUSAL=is_causal, P_SHARED=p_shared(head_dim, block_n),
-        GRID_CHUNK=chunk, num_warps=4,
+        HEAD_DIM=head_dim, BLOCK_N=block_n, STAGES=stages, CAUSAL=is_causal, num_warps=4,
     )
     return o, lse
 

@@ -49,7 +49,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 
 from lmperf.attention import flash_gluon
-from lmperf.attention.flash_gluon import LOG2E, ring_barriers, tile_and_head
+from lmperf.attention.flash_gluon import LOG2E, ring_barriers
 
 KEYS = 64  # keys per consumer warp group; a program holds two
 BLOCK_N = 2 * KEYS
@@ -225,11 +225,10 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_desc, dq_smem
 @gluon.jit
 def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, DELTA, DK, DV, scale, qk_scale, seq_q, seq_k, H, group,
                 stride_kb, stride_kh, stride_kn,
-                HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, GRID_CHUNK: gl.constexpr,
-                num_warps: gl.constexpr):
+                HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, num_warps: gl.constexpr):
     M: gl.constexpr = 64
-    key_block, _, bkv = tile_and_head(gl.cdiv(seq_k, 128), GRID_CHUNK)  # causal: key block 0 sees the most queries
-    start_n = key_block * 128
+    start_n = gl.program_id(0) * 128
+    bkv = gl.program_id(1)
     kv_heads = H // group
     b = bkv // kv_heads
     kv_h = bkv % kv_heads
@@ -321,12 +320,11 @@ def backward(q, k, v, do, lse, delta, is_causal: bool) -> tuple[torch.Tensor, to
     dv = torch.empty_like(dk)
     scale = 1 / math.sqrt(head_dim)
     descriptor = flash_gluon.descriptor
-    grid, chunk = flash_gluon.launch_grid(triton.cdiv(seq_k, BLOCK_N), batch * kv_heads, is_causal)
-    _bwd_kernel[grid](
+    _bwd_kernel[(triton.cdiv(seq_k, BLOCK_N), batch * kv_heads)](
         descriptor(q, ROWS), descriptor(k, KEYS), descriptor(v, KEYS), descriptor(do, ROWS),
         descriptor(dq, ROWS, min(DQ_COLUMNS, head_dim)), lse, delta, dk, dv, scale, scale * LOG2E,
         seq_q, seq_k, heads, heads // kv_heads, dk.stride(0), dk.stride(1), dk.stride(2),
-        HEAD_DIM=head_dim, STAGES=STAGES, CAUSAL=is_causal, GRID_CHUNK=chunk, num_warps=4,
+        HEAD_DIM=head_dim, STAGES=STAGES, CAUSAL=is_causal, num_warps=4,
     )
     return dq.to(q.dtype), dk, dv
 
