@@ -238,13 +238,15 @@ def faster_here(head_dim: int, seq_k: int, is_causal: bool) -> bool:
     return head_dim == 128 or seq_k >= D64_FROM_KEYS[is_causal]
 
 
+def can_run(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
+    """Whether the Gluon kernels (this forward, flash_gluon_backward's backward) may take these
+    inputs at all: enabled, an sm90 GPU (they are written for Hopper's wgmma) and `fits`."""
+    return ENABLED and q.is_cuda and torch.cuda.get_device_capability(q.device) == (9, 0) and fits(q, k, v)
+
+
 def supported(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) -> bool:
-    """Whether this forward runs these inputs (else Triton's does): enabled, an sm90 GPU, `fits`,
-    and `faster_here`."""
-    return (
-        ENABLED and q.is_cuda and torch.cuda.get_device_capability(q.device) == (9, 0) and fits(q, k, v)
-        and faster_here(q.shape[-1], k.shape[-2], is_causal)
-    )
+    """Whether this forward runs these inputs (else Triton's does): `can_run` and `faster_here`."""
+    return can_run(q, k, v) and faster_here(q.shape[-1], k.shape[-2], is_causal)
 
 
 GL_DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16, torch.float32: gl.float32}

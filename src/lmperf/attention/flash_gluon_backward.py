@@ -300,13 +300,10 @@ def faster_here(head_dim: int, seq_k: int) -> bool:
 
 
 def supported(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
-    """Whether flash_triton's "atomic" backward runs this kernel for these inputs: enabled here
-    and for the Gluon kernels as a whole (flash_gluon.ENABLED), an sm90 GPU, `fits` and
+    """Whether flash_triton's "atomic" backward runs this kernel for these inputs: enabled here,
+    `flash_gluon.can_run` (the Gluon kernels enabled as a whole, an sm90 GPU, `fits`) and
     `faster_here`."""
-    return (
-        ENABLED and flash_gluon.ENABLED and q.is_cuda and torch.cuda.get_device_capability(q.device) == (9, 0) and fits(q, k, v)
-        and faster_here(q.shape[-1], k.shape[-2])
-    )
+    return ENABLED and flash_gluon.can_run(q, k, v) and faster_here(q.shape[-1], k.shape[-2])
 
 
 def backward(q, k, v, do, lse, delta, is_causal: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
