@@ -8,9 +8,10 @@ closed there, by hooks: on O's gradient (before attention's backward) and on q's
 kernels can be matched to them by order and grid): bf16, 16k tokens per batch, heads x head_dim =
 2048, as in variants.py:
     d64 causal 16k   Triton default (since e53598a the Gluon forward and backward) and SDPA cuDNN
-    d128 causal 16k  Triton default (atomic) and SDPA cuDNN
+    d128 causal 16k  Triton default (since 46bf753 the Gluon forward and backward) and SDPA cuDNN
     d64 full 16k     Triton split (the dK/dV and dQ kernels)
-    d128 causal 16k  the Gluon backward forced on (level with Triton's there, spilling; to see why)
+    d128 causal 16k  flash_triton's atomic backward (the Gluon backward off), which is ahead of
+                     the Gluon one there (Triton's time / Gluon's 0.948-1.011): to see why
 Usage: ncu --nvtx --nvtx-include "prof/" ... python3 benchmarks/attention/stall_profile.py
 """
 
@@ -26,7 +27,7 @@ CASES = [
     (128, True, 16384, "triton"),
     (128, True, 16384, "sdpa-cudnn"),
     (64, False, 16384, "triton-split"),
-    (128, True, 16384, "triton-gluon-backward"),
+    (128, True, 16384, "triton-atomic-backward"),
 ]
 
 
@@ -44,13 +45,13 @@ def run(impl, q, k, v, causal, do, profiled=False):
     if impl == "sdpa-cudnn":
         with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
             o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
-    elif impl == "triton-gluon-backward":  # wherever it fits, not only where it was faster
+    elif impl == "triton-atomic-backward":  # flash_triton's own kernels where the Gluon backward runs
         gluon_backward = flash_triton.flash_gluon_backward
-        faster_here, gluon_backward.faster_here = gluon_backward.faster_here, lambda head_dim, seq_k: True
+        enabled, gluon_backward.ENABLED = gluon_backward.ENABLED, False
         try:
-            o = FlashAttention2Triton.apply(q, k, v, causal)  # the forward decides for the backward
+            o = FlashAttention2Triton.apply(q, k, v, causal, "atomic")  # the forward decides for the backward
         finally:
-            gluon_backward.faster_here = faster_here
+            gluon_backward.ENABLED = enabled
     else:
         o = FlashAttention2Triton.apply(q, k, v, causal, "split" if impl == "triton-split" else None)
     if profiled:

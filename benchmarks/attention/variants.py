@@ -112,7 +112,7 @@ VARIANTS = {
     "wide-tiles": dict(tiles=WIDE_TILES),
     "main": {},
     # FlashAttention2Triton as a user gets it: its default backward for the shape (the Gluon
-    # backward at d=64 from 2048 keys on an H100), then the same with Triton's backward there,
+    # backward where flash_gluon_backward.faster_here says), then the same with Triton's backward there,
     # and with three Q/dO slots in the Gluon backward's ring (144 KB of shared memory at d=64).
     "default": dict(backward=None),
     "default-triton-backward": dict(backward=None, gluon_backward=False),
