@@ -25,8 +25,9 @@ from sass_fingerprint import sass_summary
 from sm90_report import TOOLS, resources
 
 
-def compile_sm90(head_dim: int, causal: bool):
+def compile_sm90(head_dim: int, causal: bool, consumers: int | None = None):
     block_n, stages = flash_gluon.TILES[head_dim]
+    consumers = consumers or flash_gluon.CONSUMERS[head_dim]
     rows = flash_gluon.ROWS
     layout = {n: gl.NVMMASharedLayout.get_default_for([1, 1, n, head_dim], gl.bfloat16) for n in (rows, block_n)}
     signature = {
@@ -34,9 +35,10 @@ def compile_sm90(head_dim: int, causal: bool):
         **{name: f"tensordesc<bf16[1, 1, {block_n}, {head_dim}],{layout[block_n]!r}>" for name in ("k_desc", "v_desc")},
         "O": "*bf16", "LSE": "*fp32", "qk_scale": "fp32",
         **{name: "i32" for name in ("seq_q", "seq_k", "H", "group", "stride_ob", "stride_oh", "stride_on")},
-        **{name: "constexpr" for name in ("HEAD_DIM", "BLOCK_N", "STAGES", "CAUSAL", "num_warps")},
+        **{name: "constexpr" for name in ("HEAD_DIM", "BLOCK_N", "STAGES", "CAUSAL", "CONSUMERS", "REGISTERS", "num_warps")},
     }
-    constexprs = dict(HEAD_DIM=head_dim, BLOCK_N=block_n, STAGES=stages, CAUSAL=causal, num_warps=4)
+    constexprs = dict(HEAD_DIM=head_dim, BLOCK_N=block_n, STAGES=stages, CAUSAL=causal, CONSUMERS=consumers,
+                      REGISTERS=flash_gluon.CONSUMER_REGISTERS[consumers], num_warps=4)
     source = GluonASTSource(flash_gluon._fwd_kernel, signature, constexprs)
     return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4))
 
@@ -78,8 +80,9 @@ def main() -> None:
     print(f"triton {triton.__version__}: flash_gluon's forward for sm90 (bf16)")
     for head_dim in flash_gluon.TILES:
         for causal in (False, True):
-            print(f"d{head_dim} {'causal' if causal else 'full'} (BLOCK_N, slots) {flash_gluon.TILES[head_dim]}: "
-                  f"{warp_specialised_report(compile_sm90(head_dim, causal))}")
+            for consumers in sorted({flash_gluon.CONSUMERS[head_dim], 2, 3}):
+                print(f"d{head_dim} {'causal' if causal else 'full'} (BLOCK_N, slots) {flash_gluon.TILES[head_dim]}, "
+                      f"{consumers} consumers: {warp_specialised_report(compile_sm90(head_dim, causal, consumers))}")
     print(f"triton {triton.__version__}: flash_gluon_backward's backward for sm90 (bf16)")
     for head_dim in (64, 128):
         for causal in (False, True):

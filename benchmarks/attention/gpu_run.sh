@@ -4,9 +4,11 @@
 #   info      GPU, driver, torch/triton versions
 #   variants  benchmarks/attention/variants.py (VARIANTS names which; all by default)
 #   sweep     lmperf attention with the default kernels beside SDPA cuDNN and flash
-#   target    the issue's (16, 16384, 64) causal compiled fwd + .sum().backward() shape
+#   target    the issue's (16, 16384, 64) causal compiled fwd + .sum().backward() shape (TARGET_CONSUMERS:
+#             the Gluon forward's consumer warp groups per program to compare)
 #   tests-a, tests-b, tests-c   pytest -m gpu tests/attention in three parts (-x -q, summaries kept)
 #   tests-k   the tests pytest -k "$TESTS_K" selects
+#   tests-rest  pytest -m gpu outside tests/attention (profiler, counters, fused loss, model, bench, distributed)
 #   model     lmperf bench, compiled bf16 train step, --attention sdpa,triton: 2.7B at context 1024
 #             (batch 4) and 4096 (batch 1), and the 8B block shape (2 layers) at 32768; MODEL_ROUNDS=2
 #             runs them again with the attentions in reverse order
@@ -29,12 +31,24 @@ for stage in ${STAGES:-info variants tests-a}; do
              --impls triton,sdpa-cudnn --contexts 4096,16384 --head-dims 64,128 2>&1 | tail -n 40 | tee "$OUT/sweep.log"
            tar -czf "$OUT/runs.tgz" -C "$RUNS" . ;;
     target) timeout "${TARGET_S:-80}" python3 - 2>&1 <<'PY' | tee "$OUT/target.log"
+import os
+from lmperf.attention import flash_gluon
 from lmperf.attention_bench.benchmark import time_compiled_fwd_sum_bwd as t
-for impl in ("triton", "triton-no-gluon", "triton-split", "sdpa-cudnn"):  # triton: the default backward for the shape
-    try:
-        print(f"target (16,16384,64) causal compiled fwd+sum().backward() {impl}: {t(impl):.3f} ms")
-    except Exception as error:  # one failing peer must not cost the others
-        print(f"target {impl}: failed: {str(error).splitlines()[0][:160]}")
+# TARGET_CONSUMERS="2 3": triton with each count of the Gluon forward's consumer warp groups
+# beside cuDNN, two rounds (the second in reverse order) instead of the four peers below.
+consumers = [int(c) for c in os.environ.get("TARGET_CONSUMERS", "").split()]
+peers = [(impl, None) for impl in ("triton", "triton-no-gluon", "triton-split", "sdpa-cudnn")]
+if consumers:
+    peers = [("triton", c) for c in consumers] + [("sdpa-cudnn", None)]
+default = dict(flash_gluon.CONSUMERS)
+for round_peers in ([peers, peers[::-1]] if consumers else [peers]):
+    for impl, count in round_peers:  # triton: the default backward for the shape
+        flash_gluon.CONSUMERS = {64: count, 128: count} if count else default
+        label = impl if count is None else f"{impl} {count} consumers"
+        try:
+            print(f"target (16,16384,64) causal compiled fwd+sum().backward() {label}: {t(impl):.3f} ms", flush=True)
+        except Exception as error:  # one failing peer must not cost the others
+            print(f"target {label}: failed: {str(error).splitlines()[0][:160]}")
 PY
     ;;
     tests-a) timeout "${TESTS_A_S:-150}" $PYTEST -k "float64 or autotuned" 2>&1 | tee "$OUT/tests-a.log" ;;
@@ -54,6 +68,7 @@ PY
              cp "$RUNS/model-$name-r$round"/*/results.jsonl "$OUT/bench-$name-r$round.jsonl" 2>/dev/null
            done; done ;;
     tests-k) timeout "${TESTS_K_S:-240}" $PYTEST -k "$TESTS_K" 2>&1 | tee "$OUT/tests-k.log" ;;
+    tests-rest) timeout "${TESTS_REST_S:-240}" python3 -m pytest -q -rf -m gpu -p no:cacheprovider tests --ignore=tests/attention 2>&1 | tee "$OUT/tests-rest.log" ;;
     ab) timeout "${AB_S:-240}" python3 benchmarks/attention/gluon_backward_ab.py "$AB_PATCH" "$OUT/ab.jsonl" 2>&1 | tee "$OUT/ab.log"
         python3 benchmarks/attention/trials/gluon_backward_summary.py "$OUT/ab.jsonl" | tee "$OUT/ab-summary.log" ;;
   esac

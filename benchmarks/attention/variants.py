@@ -70,17 +70,21 @@ ATOMIC_32_ROW_TILES = dict(MAIN_TILES, dkdv_dq=MAIN_TILES["dkdv"])
 
 
 def prepare(tiles=MAIN_TILES, backward="split", tma=None, split_head_dim=True, gluon_forward=True, gluon_backward=True,
-            gluon_backward_stages=2, module=ft):
+            gluon_backward_stages=2, gluon_consumers=None, module=ft):
     """A variant's switches and its own autotuned kernels (each keeps its tuning cache).
     backward None: FlashAttention2Triton's default for the shape. tma None: the module's own
     default for the atomic backward's dQ adds. gluon_forward False: Triton's kernels where
     flash_gluon's and flash_gluon_backward's would run; gluon_backward False: Triton's backward
-    where flash_gluon_backward's would run; gluon_backward_stages: its Q/dO ring's slots."""
+    where flash_gluon_backward's would run; gluon_backward_stages: its Q/dO ring's slots;
+    gluon_consumers: flash_gluon.CONSUMERS for the variant (None: the module's own)."""
     tuned = module.tuned_kernels(tiles)
+    gluon = getattr(module, "flash_gluon", None)
+    if gluon_consumers is None and gluon is not None and hasattr(gluon, "CONSUMERS"):
+        gluon_consumers = dict(gluon.CONSUMERS)
     tma = getattr(module, "ATOMIC_DQ_BY_TMA", False) if tma is None else tma
     return dict(tiles=tiles, tuned=tuned, backward=backward, tma=tma, split_head_dim=split_head_dim,
                 gluon_forward=gluon_forward, gluon_backward=gluon_backward, gluon_backward_stages=gluon_backward_stages,
-                module=module)
+                gluon_consumers=gluon_consumers, module=module)
 
 
 def prepare_file(spec_text):
@@ -100,6 +104,8 @@ def activate(variant):
     module.ATOMIC_DQ_BY_TMA, module.SPLIT_HEAD_DIM = variant["tma"], variant["split_head_dim"]
     if getattr(module, "flash_gluon", None) is not None:
         module.flash_gluon.ENABLED = variant["gluon_forward"]
+        if variant["gluon_consumers"] is not None:
+            module.flash_gluon.CONSUMERS = variant["gluon_consumers"]
     if getattr(module, "flash_gluon_backward", None) is not None:
         module.flash_gluon_backward.ENABLED = variant["gluon_backward"]
         module.flash_gluon_backward.STAGES = variant["gluon_backward_stages"]
@@ -117,6 +123,8 @@ VARIANTS = {
     "default": dict(backward=None),
     "default-triton-backward": dict(backward=None, gluon_backward=False),
     "default-3-slots": dict(backward=None, gluon_backward_stages=3),
+    # the Gluon forward with three consumer warp groups (192 query rows a program, 160 registers)
+    "default-3-consumers": dict(backward=None, gluon_consumers={64: 3, 128: 3}),
     "atomic-tma": dict(backward="atomic", tma=True),
     "atomic": dict(backward="atomic"),
     # main's kernels with Triton's forward where flash_gluon's runs by default

@@ -39,10 +39,16 @@ from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared,
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 LOG2E = 1.4426950408889634
-ROWS = 64  # query rows per consumer warp group; a program holds two
+ROWS = 64  # query rows per consumer warp group; a program holds CONSUMERS[head_dim] of them
 # head_dim -> (BLOCK_N keys per tile, K/V slots): S, P and O of a warp group fit its registers
 # without spills (benchmarks/attention/gluon_sm90_report.py, gluon-sm90-report-triton36.txt).
 TILES = {64: (128, 3), 128: (64, 3)}
+# head_dim -> consumer warp groups per program (2 or 3; a program holds 64 x that query rows).
+# Three share each K/V tile among more rows and leave two to feed the tensor cores while one
+# runs its softmax, at 160 registers a thread instead of 240 (the register file holds three
+# such warp groups beside the producer's).
+CONSUMERS = {64: 2, 128: 2}
+CONSUMER_REGISTERS = {2: 240, 3: 160}
 # LMPERF_ATTENTION_GLUON=0 keeps Triton's forward everywhere (to time the two side by side).
 ENABLED = os.environ.get("LMPERF_ATTENTION_GLUON", "1") != "0"
 
@@ -60,13 +66,13 @@ def disabled():
 
 @gluon.jit
 def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, ready, empty, b, h, kv_h, start_m, n_tiles,
-              BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
-    mbarrier.expect(q_bar, 2 * q_desc.block_type.nbytes)
-    tma.async_copy_global_to_shared(q_desc, [b, h, start_m, 0], q_bar, q_smem.index(0))
-    tma.async_copy_global_to_shared(q_desc, [b, h, start_m + q_desc.block_type.shape[2], 0], q_bar, q_smem.index(1))
+              BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CONSUMERS: gl.constexpr):
+    mbarrier.expect(q_bar, CONSUMERS * q_desc.block_type.nbytes)
+    for c in gl.static_range(CONSUMERS):
+        tma.async_copy_global_to_shared(q_desc, [b, h, start_m + c * q_desc.block_type.shape[2], 0], q_bar, q_smem.index(c))
     for t in range(n_tiles):
         slot = t % STAGES
-        if t >= STAGES:  # both consumers are done with tile t - STAGES, which held this slot
+        if t >= STAGES:  # every consumer is done with tile t - STAGES, which held this slot
             mbarrier.wait(empty.index(slot), (t // STAGES - 1) & 1)
         bar = ready.index(slot)
         mbarrier.expect(bar, 2 * k_desc.block_type.nbytes)
@@ -75,14 +81,14 @@ def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, ready, empt
 
 
 @gluon.jit
-def ring_barriers(STAGES: gl.constexpr):
+def ring_barriers(STAGES: gl.constexpr, CONSUMERS: gl.constexpr):
     """A ring's mbarriers: `ready` (a slot's TMA loads landed; the producer's one arrival with
-    the byte count) and `empty` (both consumer warp groups done with the slot: two arrivals)."""
+    the byte count) and `empty` (every consumer warp group done with the slot: one arrival each)."""
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     for s in gl.static_range(STAGES):
         mbarrier.init(ready.index(s), count=1)
-        mbarrier.init(empty.index(s), count=2)
+        mbarrier.init(empty.index(s), count=CONSUMERS)
     return ready, empty
 
 
@@ -160,9 +166,9 @@ def _consumer(q_smem, k_smem, v_smem, q_bar, ready, empty, O, LSE, qk_scale, seq
 def _fwd_kernel(
     q_desc, k_desc, v_desc, O, LSE, qk_scale, seq_q, seq_k, H, group, stride_ob, stride_oh, stride_on,
     HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
-    num_warps: gl.constexpr,
+    CONSUMERS: gl.constexpr, REGISTERS: gl.constexpr, num_warps: gl.constexpr,
 ):
-    BLOCK_M: gl.constexpr = 128
+    BLOCK_M: gl.constexpr = 64 * CONSUMERS
     tile_m = gl.program_id(0)
     if CAUSAL:  # the last query tiles see the most keys: start them first
         tile_m = gl.num_programs(0) - 1 - tile_m
@@ -176,24 +182,36 @@ def _fwd_kernel(
     n_tiles = gl.cdiv(hi, BLOCK_N)
 
     # One slot per 4-d TMA box (1, 1, rows, HEAD_DIM); the consumers view each as 2-d.
-    q_smem = gl.allocate_shared_memory(q_desc.dtype, [2, 1, 1, BLOCK_M // 2, HEAD_DIM], q_desc.layout)
+    q_smem = gl.allocate_shared_memory(q_desc.dtype, [CONSUMERS, 1, 1, 64, HEAD_DIM], q_desc.layout)
     k_smem = gl.allocate_shared_memory(k_desc.dtype, [STAGES, 1, 1, BLOCK_N, HEAD_DIM], k_desc.layout)
     v_smem = gl.allocate_shared_memory(v_desc.dtype, [STAGES, 1, 1, BLOCK_N, HEAD_DIM], v_desc.layout)
     q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     mbarrier.init(q_bar, count=1)
-    ready, empty = ring_barriers(STAGES)
+    ready, empty = ring_barriers(STAGES, CONSUMERS)
     fence_async_shared()
 
     # Argument tuples written inline: one bound to a name first turns its constexprs (the
     # consumer's index WG among them) into tensors on the way into the partitions (Triton 3.6).
-    gl.warp_specialize([
-        (_consumer, (q_smem, k_smem, v_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k, start_m, bh, b, h,
-                     n_tiles, stride_ob, stride_oh, stride_on, 0, HEAD_DIM, BLOCK_N, STAGES, CAUSAL)),
-        (_consumer, (q_smem, k_smem, v_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k, start_m, bh, b, h,
-                     n_tiles, stride_ob, stride_oh, stride_on, 1, HEAD_DIM, BLOCK_N, STAGES, CAUSAL)),
-        (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, ready, empty, b, h, h // group, start_m,
-                     n_tiles, BLOCK_N, STAGES)),
-    ], [4, 1], [240, 24])
+    if CONSUMERS == 2:
+        gl.warp_specialize([
+            (_consumer, (q_smem, k_smem, v_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k, start_m, bh, b, h,
+                         n_tiles, stride_ob, stride_oh, stride_on, 0, HEAD_DIM, BLOCK_N, STAGES, CAUSAL)),
+            (_consumer, (q_smem, k_smem, v_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k, start_m, bh, b, h,
+                         n_tiles, stride_ob, stride_oh, stride_on, 1, HEAD_DIM, BLOCK_N, STAGES, CAUSAL)),
+            (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, ready, empty, b, h, h // group, start_m,
+                         n_tiles, BLOCK_N, STAGES, CONSUMERS)),
+        ], [4, 1], [REGISTERS, 24])
+    else:
+        gl.warp_specialize([
+            (_consumer, (q_smem, k_smem, v_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k, start_m, bh, b, h,
+                         n_tiles, stride_ob, stride_oh, stride_on, 0, HEAD_DIM, BLOCK_N, STAGES, CAUSAL)),
+            (_consumer, (q_smem, k_smem, v_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k, start_m, bh, b, h,
+                         n_tiles, stride_ob, stride_oh, stride_on, 1, HEAD_DIM, BLOCK_N, STAGES, CAUSAL)),
+            (_consumer, (q_smem, k_smem, v_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k, start_m, bh, b, h,
+                         n_tiles, stride_ob, stride_oh, stride_on, 2, HEAD_DIM, BLOCK_N, STAGES, CAUSAL)),
+            (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, ready, empty, b, h, h // group, start_m,
+                         n_tiles, BLOCK_N, STAGES, CONSUMERS)),
+        ], [4, 4, 1], [REGISTERS, REGISTERS, 24])
 
 
 def tma_ready(x: torch.Tensor) -> bool:
@@ -264,12 +282,14 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) 
     batch, heads, seq_q, head_dim = q.shape
     seq_k = k.shape[2]
     block_n, stages = TILES[head_dim]
+    consumers = CONSUMERS[head_dim]
     o = torch.empty((batch, seq_q, heads, head_dim), dtype=q.dtype, device=q.device).transpose(1, 2)
     lse = torch.empty((batch, heads, seq_q), dtype=torch.float32, device=q.device)
-    _fwd_kernel[(triton.cdiv(seq_q, 2 * ROWS), batch * heads)](
+    _fwd_kernel[(triton.cdiv(seq_q, consumers * ROWS), batch * heads)](
         descriptor(q, ROWS), descriptor(k, block_n), descriptor(v, block_n), o, lse, LOG2E / math.sqrt(head_dim),
         seq_q, seq_k, heads, heads // k.shape[1], o.stride(0), o.stride(1), o.stride(2),
-        HEAD_DIM=head_dim, BLOCK_N=block_n, STAGES=stages, CAUSAL=is_causal, num_warps=4,
+        HEAD_DIM=head_dim, BLOCK_N=block_n, STAGES=stages, CAUSAL=is_causal,
+        CONSUMERS=consumers, REGISTERS=CONSUMER_REGISTERS[consumers], num_warps=4,
     )
     return o, lse
 

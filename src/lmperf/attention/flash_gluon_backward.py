@@ -254,7 +254,7 @@ def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, DELTA, DK, DV, sc
     dq_smem = gl.allocate_shared_memory(gl.float32, [dq_buffers] + dq_desc.block_type.shape, dq_desc.layout)
     kv_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     mbarrier.init(kv_bar, count=1)
-    ready, empty = ring_barriers(STAGES)
+    ready, empty = ring_barriers(STAGES, 2)
     fence_async_shared()
 
     # Argument tuples inline (bound to a name first, their constexprs would arrive as tensors).
