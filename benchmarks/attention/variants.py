@@ -70,21 +70,24 @@ ATOMIC_32_ROW_TILES = dict(MAIN_TILES, dkdv_dq=MAIN_TILES["dkdv"])
 
 
 def prepare(tiles=MAIN_TILES, backward="split", tma=None, split_head_dim=True, gluon_forward=True, gluon_backward=True,
-            gluon_backward_stages=2, gluon_consumers=None, module=ft):
+            gluon_backward_stages=2, gluon_consumers=None, gluon_tiles=None, module=ft):
     """A variant's switches and its own autotuned kernels (each keeps its tuning cache).
     backward None: FlashAttention2Triton's default for the shape. tma None: the module's own
     default for the atomic backward's dQ adds. gluon_forward False: Triton's kernels where
     flash_gluon's and flash_gluon_backward's would run; gluon_backward False: Triton's backward
     where flash_gluon_backward's would run; gluon_backward_stages: its Q/dO ring's slots;
-    gluon_consumers: flash_gluon.CONSUMERS for the variant (None: the module's own)."""
+    gluon_consumers, gluon_tiles: flash_gluon.CONSUMERS and flash_gluon.TILES for the variant
+    (None: the module's own)."""
     tuned = module.tuned_kernels(tiles)
     gluon = getattr(module, "flash_gluon", None)
     if gluon_consumers is None and gluon is not None and hasattr(gluon, "CONSUMERS"):
         gluon_consumers = dict(gluon.CONSUMERS)
+    if gluon_tiles is None and gluon is not None:
+        gluon_tiles = dict(gluon.TILES)
     tma = getattr(module, "ATOMIC_DQ_BY_TMA", False) if tma is None else tma
     return dict(tiles=tiles, tuned=tuned, backward=backward, tma=tma, split_head_dim=split_head_dim,
                 gluon_forward=gluon_forward, gluon_backward=gluon_backward, gluon_backward_stages=gluon_backward_stages,
-                gluon_consumers=gluon_consumers, module=module)
+                gluon_consumers=gluon_consumers, gluon_tiles=gluon_tiles, module=module)
 
 
 def prepare_file(spec_text):
@@ -106,6 +109,8 @@ def activate(variant):
         module.flash_gluon.ENABLED = variant["gluon_forward"]
         if variant["gluon_consumers"] is not None:
             module.flash_gluon.CONSUMERS = variant["gluon_consumers"]
+        if variant["gluon_tiles"] is not None:
+            module.flash_gluon.TILES = variant["gluon_tiles"]
     if getattr(module, "flash_gluon_backward", None) is not None:
         module.flash_gluon_backward.ENABLED = variant["gluon_backward"]
         module.flash_gluon_backward.STAGES = variant["gluon_backward_stages"]
@@ -123,8 +128,11 @@ VARIANTS = {
     "default": dict(backward=None),
     "default-triton-backward": dict(backward=None, gluon_backward=False),
     "default-3-slots": dict(backward=None, gluon_backward_stages=3),
-    # the Gluon forward with three consumer warp groups (192 query rows a program, 160 registers)
+    # the Gluon forward with three consumer warp groups (192 query rows a program, 160 registers);
+    # at head_dim 64 also with 64-key tiles; at 128 (three consumers) with four K/V slots
     "default-3-consumers": dict(backward=None, gluon_consumers={64: 3, 128: 3}),
+    "gluon-d64-3c-n64": dict(backward=None, gluon_consumers={64: 3, 128: 3}, gluon_tiles={64: (64, 3), 128: (64, 3)}),
+    "gluon-d128-4-slots": dict(backward=None, gluon_tiles={64: (128, 3), 128: (64, 4)}),
     "atomic-tma": dict(backward="atomic", tma=True),
     "atomic": dict(backward="atomic"),
     # main's kernels with Triton's forward where flash_gluon's runs by default

@@ -110,17 +110,16 @@ def gluon_case_inputs(lead, kv_heads, seq_q, seq_k, head_dim, dtype, packed):
         ((1, 2), None, 4097, 4097, 128, True, torch.bfloat16, True),  # 33 query tiles, 65 key tiles
     ],
 )
-@pytest.mark.parametrize("consumers", [None, 3])  # None: flash_gluon.CONSUMERS as it is
+@pytest.mark.parametrize("consumers", [2, 3])  # consumer warp groups per program (flash_gluon.CONSUMERS)
 def test_gluon_forward_matches_float64_reference(monkeypatch, lead, kv_heads, seq_q, seq_k, head_dim, is_causal, dtype, packed,
                                                  consumers):
     """The forward flash_triton hands to flash_gluon on an H100 (it must be the one that ran; at
     every length here, not only where it is faster), with flash_triton's backward on its O and
-    LSE, against float64; with the module's consumer warp groups per program and with three
-    (192-row programs: every length here leaves a ragged last one)."""
+    LSE, against float64; with two and with three consumer warp groups per program at either
+    head_dim (128- and 192-row programs: every length here leaves a ragged last one)."""
     gluon, calls = flash_triton.flash_gluon, []
     monkeypatch.setattr(gluon, "D64_FROM_KEYS", {False: 0, True: 0})
-    if consumers:
-        monkeypatch.setattr(gluon, "CONSUMERS", {64: consumers, 128: consumers})
+    monkeypatch.setattr(gluon, "CONSUMERS", {64: consumers, 128: consumers})
     real_forward = gluon.forward
     monkeypatch.setattr(gluon, "forward", lambda *args: calls.append(args[0].shape) or real_forward(*args))
     q, k, v, do = gluon_case_inputs(lead, kv_heads, seq_q, seq_k, head_dim, dtype, packed)

@@ -4,10 +4,11 @@ Triton's tl.dot waits on each product as soon as it is issued, so a tile's softm
 under the tensor cores' work, and Triton 3.6 does not warp-specialise our loops on sm90
 (docs/attention.md items 8 and 26). Gluon (triton.experimental.gluon, shipped with Triton)
 exposes the asynchronous wgmma, TMA, mbarriers and warp specialisation, and this kernel uses
-them as FlashAttention-3 does. One program holds 128 query rows:
+them as FlashAttention-3 does. One program holds 128 query rows at head_dim 64, 192 at 128:
   - a producer warp (24 registers) loads Q once and streams K and V tiles through a ring of
-    shared-memory slots by TMA; a slot is refilled once both consumers have released it;
-  - two consumer warp groups (240 registers each) of 64 query rows share each K/V tile. Per key
+    shared-memory slots by TMA; a slot is refilled once every consumer has released it;
+  - two consumer warp groups (240 registers each) of 64 query rows share each K/V tile at
+    head_dim 64, three (160 registers each) at 128 (`CONSUMERS`). Per key
     tile j a consumer issues S_{j+1} = Q K_{j+1}^T and O += P_j V_j together, waits for S_{j+1}
     only and runs its online softmax while P_j V_j is still on the tensor cores, then waits for
     P_j V_j, rescales O and releases slot j. Nothing stays in flight across the loop's back edge
@@ -46,8 +47,11 @@ TILES = {64: (128, 3), 128: (64, 3)}
 # head_dim -> consumer warp groups per program (2 or 3; a program holds 64 x that query rows).
 # Three share each K/V tile among more rows and leave two to feed the tensor cores while one
 # runs its softmax, at 160 registers a thread instead of 240 (the register file holds three
-# such warp groups beside the producer's).
-CONSUMERS = {64: 2, 128: 2}
+# such warp groups beside the producer's). Forward time two / three on an H100
+# (benchmarks/attention/gluon-consumers-h100-c9f5415, bf16, two rounds): at 128 1.096-1.143
+# non-causal (4k, 16k keys), 1.018-1.072 causal, 1.146-1.242 at the 8B model's GQA shape (32k
+# causal); at 64 (128-key tiles) 0.682-0.721 non-causal and 0.935-0.989 causal, so two there.
+CONSUMERS = {64: 2, 128: 3}
 CONSUMER_REGISTERS = {2: 240, 3: 160}
 # LMPERF_ATTENTION_GLUON=0 keeps Triton's forward everywhere (to time the two side by side).
 ENABLED = os.environ.get("LMPERF_ATTENTION_GLUON", "1") != "0"
