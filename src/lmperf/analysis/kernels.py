@@ -31,7 +31,7 @@ _RULES: tuple[tuple[str, re.Pattern], ...] = tuple(
         # cuDNN's SDPA backward also launches two helpers: rowsum(dO * O) and dQ's cast to 16 bits.
         (ATTENTION, r"flash|fmha|attention_kernel|efficient_attention|sdpa|cudnn_generated_fort_native|attn"
                     r"|attention|^aten::_?scaled_dot_product|cudnn::fusion::(compute_dot_do_o|convert_dq)"
-                    r"|^_(fwd|bwd_dkdv|bwd_dq|bwd_preprocess)_kernel$"),  # lmperf's Triton FlashAttention
+                    r"|^_(fwd|bwd|bwd_dkdv|bwd_dq|bwd_preprocess)_kernel$"),  # lmperf's Triton and Gluon FlashAttention
         (LOSS, r"nll_loss|cross_entropy|log_softmax|logsoftmax"),
         (SOFTMAX, r"softmax"),
         (NORM, r"layer_?norm|rms_?norm|group_?norm|batch_?norm"),
