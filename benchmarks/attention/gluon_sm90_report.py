@@ -29,15 +29,23 @@ def compile_sm90(head_dim: int, causal: bool, consumers: int | None = None):
     block_n, stages = flash_gluon.TILES[head_dim]
     consumers = consumers or flash_gluon.CONSUMERS[head_dim]
     rows = flash_gluon.ROWS
-    layout = {n: gl.NVMMASharedLayout.get_default_for([1, 1, n, head_dim], gl.bfloat16) for n in (rows, block_n)}
+    main, tail = flash_gluon.column_blocks(head_dim)
+    tail_columns = tail or main  # without a tail the kernel gets the main descriptors twice
+
+    def desc(n, columns):
+        layout = gl.NVMMASharedLayout.get_default_for([1, 1, n, columns], gl.bfloat16)
+        return f"tensordesc<bf16[1, 1, {n}, {columns}],{layout!r}>"
+
     signature = {
-        "q_desc": f"tensordesc<bf16[1, 1, {rows}, {head_dim}],{layout[rows]!r}>",
-        **{name: f"tensordesc<bf16[1, 1, {block_n}, {head_dim}],{layout[block_n]!r}>" for name in ("k_desc", "v_desc")},
+        "q_desc": desc(rows, main), "k_desc": desc(block_n, main), "v_desc": desc(block_n, main),
+        "qt_desc": desc(rows, tail_columns), "kt_desc": desc(block_n, tail_columns), "vt_desc": desc(block_n, tail_columns),
         "O": "*bf16", "LSE": "*fp32", "qk_scale": "fp32",
         **{name: "i32" for name in ("seq_q", "seq_k", "H", "group", "stride_ob", "stride_oh", "stride_on")},
-        **{name: "constexpr" for name in ("HEAD_DIM", "BLOCK_N", "STAGES", "CAUSAL", "CONSUMERS", "REGISTERS", "num_warps")},
+        **{name: "constexpr" for name in ("HEAD_DIM", "TAIL", "SPLIT", "BLOCK_N", "STAGES", "CAUSAL", "CONSUMERS",
+                                          "REGISTERS", "num_warps")},
     }
-    constexprs = dict(HEAD_DIM=head_dim, BLOCK_N=block_n, STAGES=stages, CAUSAL=causal, CONSUMERS=consumers,
+    constexprs = dict(HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), BLOCK_N=block_n, STAGES=stages, CAUSAL=causal,
+                      CONSUMERS=consumers,
                       REGISTERS=flash_gluon.CONSUMER_REGISTERS[consumers], num_warps=4)
     source = GluonASTSource(flash_gluon._fwd_kernel, signature, constexprs)
     return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4))

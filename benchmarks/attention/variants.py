@@ -133,10 +133,16 @@ VARIANTS = {
     "default-3-consumers": dict(backward=None, gluon_consumers={64: 3, 128: 3}),
     "gluon-d64-3c-n64": dict(backward=None, gluon_consumers={64: 3, 128: 3}, gluon_tiles={64: (64, 3), 128: (64, 3)}),
     "gluon-d128-4-slots": dict(backward=None, gluon_tiles={64: (128, 3), 128: (64, 4)}),
+    # head_dim 80 (64 + 16 columns) with 64-key tiles, three or two consumers ("default": 128-key
+    # tiles, two); "triton-forward" is Triton's forward there, as before the Gluon forward took 80
+    "gluon-d80-3c-n64": dict(backward=None, gluon_consumers={64: 2, 80: 3, 128: 3},
+                             gluon_tiles={64: (128, 3), 80: (64, 3), 128: (64, 3)}),
+    "gluon-d80-2c-n64": dict(backward=None, gluon_tiles={64: (128, 3), 80: (64, 3), 128: (64, 3)}),
     "atomic-tma": dict(backward="atomic", tma=True),
     "atomic": dict(backward="atomic"),
     # main's kernels with Triton's forward where flash_gluon's runs by default
     "triton-forward": dict(gluon_forward=False),
+    "default-triton-forward": dict(backward=None, gluon_forward=False),  # the default backward for the shape
     "atomic-triton-forward": dict(backward="atomic", gluon_forward=False),
     "atomic-per-thread": dict(backward="atomic", tma=False),  # dQ shares by per-thread atomics
     "atomic-32-row-tiles": dict(tiles=ATOMIC_32_ROW_TILES, backward="atomic"),

@@ -28,6 +28,14 @@ def test_dq_by_tma_only_where_a_tensor_descriptor_fits_and_was_faster(monkeypatc
     assert not by_tma(64)
 
 
+def test_gluon_column_blocks_are_powers_of_two_of_at_least_16_columns():
+    flash_gluon = pytest.importorskip("lmperf.attention.flash_gluon")
+    assert [flash_gluon.column_blocks(d) for d in (64, 80, 96, 128, 160)] == [(64, 0), (64, 16), (64, 32), (128, 0), (128, 32)]
+    for head_dim in (72, 112):  # a tail of 8 columns (below wgmma's 16), and of 48 (not a power of two)
+        with pytest.raises(ValueError):
+            flash_gluon.column_blocks(head_dim)
+
+
 def test_gluon_forward_takes_only_what_its_kernel_and_tma_can_address():
     flash_gluon = pytest.importorskip("lmperf.attention.flash_gluon")
 
@@ -40,7 +48,10 @@ def test_gluon_forward_takes_only_what_its_kernel_and_tma_can_address():
     # The model's layout: (B, H, T, d) views of a packed (B, T, 3, H, d) projection, no copies.
     packed = torch.empty(2, 300, 3, 4, 64, dtype=torch.bfloat16)
     assert flash_gluon.fits(*packed.permute(2, 0, 3, 1, 4).unbind(0))
-    assert not flash_gluon.fits(*qkv(80)) and not flash_gluon.fits(*qkv(32))  # Triton's forward runs those
+    assert flash_gluon.fits(*qkv(80))  # as 64 + 16 columns
+    assert not flash_gluon.fits(*qkv(96)) and not flash_gluon.fits(*qkv(32))  # Triton's forward runs those
+    backward = pytest.importorskip("lmperf.attention.flash_gluon_backward")
+    assert backward.fits(*qkv()) and backward.fits(*qkv(128)) and not backward.fits(*qkv(80))  # no split there
     assert not flash_gluon.fits(*qkv(dtype=torch.float32))
     q, k, v = qkv()
     assert not flash_gluon.fits(q, k.half(), v.half())

@@ -108,6 +108,10 @@ def gluon_case_inputs(lead, kv_heads, seq_q, seq_k, head_dim, dtype, packed):
         ((2, 2), None, 300, 300, 64, True, torch.bfloat16, True),  # the model's strided layout
         ((1, 2), None, 1, 130, 128, True, torch.float16, False),  # one query row
         ((1, 2), None, 4097, 4097, 128, True, torch.bfloat16, True),  # 33 query tiles, 65 key tiles
+        # head_dim 80 as 64 + 16 columns (two descriptors and chained products per tile)
+        ((2, 3), None, 1000, 1000, 80, True, torch.bfloat16, False),
+        ((1, 8), 2, 777, 1025, 80, False, torch.float16, False),  # GQA, seq_q < seq_k
+        ((2, 2), None, 300, 300, 80, True, torch.bfloat16, True),  # the model's strided layout
     ],
 )
 @pytest.mark.parametrize("consumers", [2, 3])  # consumer warp groups per program (flash_gluon.CONSUMERS)
@@ -119,7 +123,7 @@ def test_gluon_forward_matches_float64_reference(monkeypatch, lead, kv_heads, se
     head_dim (128- and 192-row programs: every length here leaves a ragged last one)."""
     gluon, calls = flash_triton.flash_gluon, []
     monkeypatch.setattr(gluon, "D64_FROM_KEYS", {False: 0, True: 0})
-    monkeypatch.setattr(gluon, "CONSUMERS", {64: consumers, 128: consumers})
+    monkeypatch.setattr(gluon, "CONSUMERS", dict.fromkeys(gluon.TILES, consumers))
     real_forward = gluon.forward
     monkeypatch.setattr(gluon, "forward", lambda *args: calls.append(args[0].shape) or real_forward(*args))
     q, k, v, do = gluon_case_inputs(lead, kv_heads, seq_q, seq_k, head_dim, dtype, packed)

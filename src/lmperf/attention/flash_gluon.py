@@ -43,7 +43,7 @@ LOG2E = 1.4426950408889634
 ROWS = 64  # query rows per consumer warp group; a program holds CONSUMERS[head_dim] of them
 # head_dim -> (BLOCK_N keys per tile, K/V slots): S, P and O of a warp group fit its registers
 # without spills (benchmarks/attention/gluon_sm90_report.py, gluon-sm90-report-triton36.txt).
-TILES = {64: (128, 3), 128: (64, 3)}
+TILES = {64: (128, 3), 80: (128, 3), 128: (64, 3)}
 # head_dim -> consumer warp groups per program (2 or 3; a program holds 64 x that query rows).
 # Three share each K/V tile among more rows and leave two to feed the tensor cores while one
 # runs its softmax, at 160 registers a thread instead of 240 (the register file holds three
@@ -51,7 +51,7 @@ TILES = {64: (128, 3), 128: (64, 3)}
 # (benchmarks/attention/gluon-consumers-h100-c9f5415, bf16, two rounds): at 128 1.096-1.143
 # non-causal (4k, 16k keys), 1.018-1.072 causal, 1.146-1.242 at the 8B model's GQA shape (32k
 # causal); at 64 (128-key tiles) 0.682-0.721 non-causal and 0.935-0.989 causal, so two there.
-CONSUMERS = {64: 2, 128: 3}
+CONSUMERS = {64: 2, 80: 2, 128: 3}
 CONSUMER_REGISTERS = {2: 240, 3: 160}
 # LMPERF_ATTENTION_GLUON=0 keeps Triton's forward everywhere (to time the two side by side).
 ENABLED = os.environ.get("LMPERF_ATTENTION_GLUON", "1") != "0"
@@ -69,19 +69,32 @@ def disabled():
 
 
 @gluon.jit
-def _producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, ready, empty, b, h, kv_h, start_m, n_tiles,
-              BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CONSUMERS: gl.constexpr):
-    mbarrier.expect(q_bar, CONSUMERS * q_desc.block_type.nbytes)
+def _producer(q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem,
+              q_bar, ready, empty, b, h, kv_h, start_m, n_tiles,
+              BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CONSUMERS: gl.constexpr, SPLIT: gl.constexpr):
+    rows: gl.constexpr = q_desc.block_type.shape[2]
+    if SPLIT:  # each tile's last TAIL columns come through their own descriptors and slots
+        mbarrier.expect(q_bar, CONSUMERS * (q_desc.block_type.nbytes + qt_desc.block_type.nbytes))
+    else:
+        mbarrier.expect(q_bar, CONSUMERS * q_desc.block_type.nbytes)
     for c in gl.static_range(CONSUMERS):
-        tma.async_copy_global_to_shared(q_desc, [b, h, start_m + c * q_desc.block_type.shape[2], 0], q_bar, q_smem.index(c))
+        tma.async_copy_global_to_shared(q_desc, [b, h, start_m + c * rows, 0], q_bar, q_smem.index(c))
+        if SPLIT:
+            tma.async_copy_global_to_shared(qt_desc, [b, h, start_m + c * rows, 0], q_bar, qt_smem.index(c))
     for t in range(n_tiles):
         slot = t % STAGES
         if t >= STAGES:  # every consumer is done with tile t - STAGES, which held this slot
             mbarrier.wait(empty.index(slot), (t // STAGES - 1) & 1)
         bar = ready.index(slot)
-        mbarrier.expect(bar, 2 * k_desc.block_type.nbytes)
+        if SPLIT:
+            mbarrier.expect(bar, 2 * (k_desc.block_type.nbytes + kt_desc.block_type.nbytes))
+        else:
+            mbarrier.expect(bar, 2 * k_desc.block_type.nbytes)
         tma.async_copy_global_to_shared(k_desc, [b, kv_h, t * BLOCK_N, 0], bar, k_smem.index(slot))
         tma.async_copy_global_to_shared(v_desc, [b, kv_h, t * BLOCK_N, 0], bar, v_smem.index(slot))
+        if SPLIT:
+            tma.async_copy_global_to_shared(kt_desc, [b, kv_h, t * BLOCK_N, 0], bar, kt_smem.index(slot))
+            tma.async_copy_global_to_shared(vt_desc, [b, kv_h, t * BLOCK_N, 0], bar, vt_smem.index(slot))
 
 
 @gluon.jit
@@ -113,13 +126,18 @@ def _softmax_step(s, m_i, l_i, tile, offs_m, qk_scale, seq_k, mask_from,
 
 
 @gluon.jit
-def _consumer(q_smem, k_smem, v_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k, start_m, bh, b, h, n_tiles,
-              stride_ob, stride_oh, stride_on, WG: gl.constexpr, HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr,
-              STAGES: gl.constexpr, CAUSAL: gl.constexpr):
+def _consumer(q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k,
+              start_m, bh, b, h, n_tiles, stride_ob, stride_oh, stride_on, WG: gl.constexpr, HEAD_DIM: gl.constexpr,
+              TAIL: gl.constexpr, SPLIT: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr):
+    # HEAD_DIM: the first column block's width; SPLIT: a second block of TAIL columns follows
+    # (head_dim 80 = 64 + 16): every product over the columns is two chained wgmmas, O two
+    # accumulators. Without SPLIT the tail arguments are unused.
     M: gl.constexpr = 64
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_N, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_DIM, 16])
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    ot_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, TAIL, 16])
+    pt_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=ot_layout, k_width=2)
     rows_s: gl.constexpr = gl.SliceLayout(1, s_layout)
     cols_s: gl.constexpr = gl.SliceLayout(0, s_layout)
     rows_o: gl.constexpr = gl.SliceLayout(1, o_layout)
@@ -131,46 +149,77 @@ def _consumer(q_smem, k_smem, v_smem, q_bar, ready, empty, O, LSE, qk_scale, seq
     if CAUSAL:
         mask_from = gl.minimum(seq_k, row0)
     q = q_smem.index(WG).reshape([M, HEAD_DIM])
+    if SPLIT:
+        qt = qt_smem.index(WG).reshape([M, TAIL])
     zero_s = gl.zeros([M, BLOCK_N], gl.float32, layout=s_layout)
     o = gl.zeros([M, HEAD_DIM], gl.float32, layout=o_layout)
+    ot = gl.zeros([M, TAIL], gl.float32, layout=ot_layout)
     m_i = gl.full([M], float("-inf"), gl.float32, layout=rows_s)
     l_i = gl.zeros([M], gl.float32, layout=rows_s)
 
     mbarrier.wait(q_bar, 0)
     mbarrier.wait(ready.index(0), 0)
     k_tile = k_smem.index(0).reshape([BLOCK_N, HEAD_DIM])
-    s = warpgroup_mma_wait(0, deps=(warpgroup_mma(q, k_tile.permute((1, 0)), zero_s, use_acc=False, is_async=True),))
+    s_tok = warpgroup_mma(q, k_tile.permute((1, 0)), zero_s, use_acc=False, is_async=True)
+    if SPLIT:
+        s_tok = warpgroup_mma(qt, kt_smem.index(0).reshape([BLOCK_N, TAIL]).permute((1, 0)), s_tok, is_async=True)
+    s = warpgroup_mma_wait(0, deps=(s_tok,))
     p, m_i, alpha, l_i = _softmax_step(s, m_i, l_i, 0, offs_m, qk_scale, seq_k, mask_from, BLOCK_N, CAUSAL, cols_s)
     for j in range(n_tiles - 1):
         nxt = j + 1
         mbarrier.wait(ready.index(nxt % STAGES), (nxt // STAGES) & 1)
         k_tile = k_smem.index(nxt % STAGES).reshape([BLOCK_N, HEAD_DIM])
         s_tok = warpgroup_mma(q, k_tile.permute((1, 0)), zero_s, use_acc=False, is_async=True)
+        if SPLIT:
+            s_tok = warpgroup_mma(qt, kt_smem.index(nxt % STAGES).reshape([BLOCK_N, TAIL]).permute((1, 0)), s_tok,
+                                  is_async=True)
         p_op = gl.convert_layout(p.to(v_smem.dtype), p_layout)
         pv_tok = warpgroup_mma(p_op, v_smem.index(j % STAGES).reshape([BLOCK_N, HEAD_DIM]), o, is_async=True)
-        s = warpgroup_mma_wait(1, deps=(s_tok,))  # S_{j+1} done; P_j V_j may still run
+        if SPLIT:
+            pvt_tok = warpgroup_mma(gl.convert_layout(p.to(v_smem.dtype), pt_layout),
+                                    vt_smem.index(j % STAGES).reshape([BLOCK_N, TAIL]), ot, is_async=True)
+            s = warpgroup_mma_wait(2, deps=(s_tok,))  # S_{j+1} done; P_j V_j's two products may still run
+        else:
+            s = warpgroup_mma_wait(1, deps=(s_tok,))  # S_{j+1} done; P_j V_j may still run
         p, m_i, alpha, l_i = _softmax_step(s, m_i, l_i, nxt, offs_m, qk_scale, seq_k, mask_from, BLOCK_N, CAUSAL, cols_s)
-        o = warpgroup_mma_wait(0, deps=(pv_tok,))
+        if SPLIT:
+            o, ot = warpgroup_mma_wait(0, deps=(pv_tok, pvt_tok))
+            ot = ot * gl.convert_layout(alpha, gl.SliceLayout(1, ot_layout))[:, None]
+        else:
+            o = warpgroup_mma_wait(0, deps=(pv_tok,))
         o = o * gl.convert_layout(alpha, rows_o)[:, None]
         mbarrier.arrive(empty.index(j % STAGES), count=1)
     p_op = gl.convert_layout(p.to(v_smem.dtype), p_layout)
     v_tile = v_smem.index((n_tiles - 1) % STAGES).reshape([BLOCK_N, HEAD_DIM])
-    o = warpgroup_mma_wait(0, deps=(warpgroup_mma(p_op, v_tile, o, is_async=True),))
+    pv_tok = warpgroup_mma(p_op, v_tile, o, is_async=True)
+    if SPLIT:
+        pvt_tok = warpgroup_mma(gl.convert_layout(p.to(v_smem.dtype), pt_layout),
+                                vt_smem.index((n_tiles - 1) % STAGES).reshape([BLOCK_N, TAIL]), ot, is_async=True)
+        o, ot = warpgroup_mma_wait(0, deps=(pv_tok, pvt_tok))
+    else:
+        o = warpgroup_mma_wait(0, deps=(pv_tok,))
 
     o = o / gl.convert_layout(l_i, rows_o)[:, None]
     rows = row0 + gl.arange(0, M, layout=rows_o)
     cols = gl.arange(0, HEAD_DIM, layout=cols_o)
     out = O + b.to(gl.int64) * stride_ob + h.to(gl.int64) * stride_oh + rows[:, None] * stride_on + cols[None, :]
     gl.store(out, o.to(O.dtype.element_ty), mask=rows[:, None] < seq_q)
+    if SPLIT:
+        ot = ot / gl.convert_layout(l_i, gl.SliceLayout(1, ot_layout))[:, None]
+        rows_t = row0 + gl.arange(0, M, layout=gl.SliceLayout(1, ot_layout))
+        cols_t = HEAD_DIM + gl.arange(0, TAIL, layout=gl.SliceLayout(0, ot_layout))
+        out_t = O + b.to(gl.int64) * stride_ob + h.to(gl.int64) * stride_oh + rows_t[:, None] * stride_on + cols_t[None, :]
+        gl.store(out_t, ot.to(O.dtype.element_ty), mask=rows_t[:, None] < seq_q)
     lse = (m_i + gl.log2(l_i)) / 1.4426950408889634  # natural log, as flash_triton's backward reads it
     gl.store(LSE + bh.to(gl.int64) * seq_q + offs_m, lse, mask=offs_m < seq_q)
 
 
 @gluon.jit
 def _fwd_kernel(
-    q_desc, k_desc, v_desc, O, LSE, qk_scale, seq_q, seq_k, H, group, stride_ob, stride_oh, stride_on,
-    HEAD_DIM: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
-    CONSUMERS: gl.constexpr, REGISTERS: gl.constexpr, num_warps: gl.constexpr,
+    q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, O, LSE, qk_scale, seq_q, seq_k, H, group,
+    stride_ob, stride_oh, stride_on,
+    HEAD_DIM: gl.constexpr, TAIL: gl.constexpr, SPLIT: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
+    CAUSAL: gl.constexpr, CONSUMERS: gl.constexpr, REGISTERS: gl.constexpr, num_warps: gl.constexpr,
 ):
     BLOCK_M: gl.constexpr = 64 * CONSUMERS
     tile_m = gl.program_id(0)
@@ -189,6 +238,14 @@ def _fwd_kernel(
     q_smem = gl.allocate_shared_memory(q_desc.dtype, [CONSUMERS, 1, 1, 64, HEAD_DIM], q_desc.layout)
     k_smem = gl.allocate_shared_memory(k_desc.dtype, [STAGES, 1, 1, BLOCK_N, HEAD_DIM], k_desc.layout)
     v_smem = gl.allocate_shared_memory(v_desc.dtype, [STAGES, 1, 1, BLOCK_N, HEAD_DIM], v_desc.layout)
+    if SPLIT:  # the last TAIL columns of each
+        qt_smem = gl.allocate_shared_memory(qt_desc.dtype, [CONSUMERS, 1, 1, 64, TAIL], qt_desc.layout)
+        kt_smem = gl.allocate_shared_memory(kt_desc.dtype, [STAGES, 1, 1, BLOCK_N, TAIL], kt_desc.layout)
+        vt_smem = gl.allocate_shared_memory(vt_desc.dtype, [STAGES, 1, 1, BLOCK_N, TAIL], vt_desc.layout)
+    else:  # placeholders the partitions never touch
+        qt_smem = q_smem
+        kt_smem = k_smem
+        vt_smem = v_smem
     q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     mbarrier.init(q_bar, count=1)
     ready, empty = ring_barriers(STAGES, CONSUMERS)
@@ -198,23 +255,30 @@ def _fwd_kernel(
     # consumer's index WG among them) into tensors on the way into the partitions (Triton 3.6).
     if CONSUMERS == 2:
         gl.warp_specialize([
-            (_consumer, (q_smem, k_smem, v_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k, start_m, bh, b, h,
-                         n_tiles, stride_ob, stride_oh, stride_on, 0, HEAD_DIM, BLOCK_N, STAGES, CAUSAL)),
-            (_consumer, (q_smem, k_smem, v_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k, start_m, bh, b, h,
-                         n_tiles, stride_ob, stride_oh, stride_on, 1, HEAD_DIM, BLOCK_N, STAGES, CAUSAL)),
-            (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, ready, empty, b, h, h // group, start_m,
-                         n_tiles, BLOCK_N, STAGES, CONSUMERS)),
+            (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q,
+                         seq_k, start_m, bh, b, h, n_tiles, stride_ob, stride_oh, stride_on, 0, HEAD_DIM, TAIL, SPLIT,
+                         BLOCK_N, STAGES, CAUSAL)),
+            (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q,
+                         seq_k, start_m, bh, b, h, n_tiles, stride_ob, stride_oh, stride_on, 1, HEAD_DIM, TAIL, SPLIT,
+                         BLOCK_N, STAGES, CAUSAL)),
+            (_producer, (q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, q_smem, k_smem, v_smem, qt_smem, kt_smem,
+                         vt_smem, q_bar, ready, empty, b, h, h // group, start_m, n_tiles, BLOCK_N, STAGES, CONSUMERS,
+                         SPLIT)),
         ], [4, 1], [REGISTERS, 24])
     else:
         gl.warp_specialize([
-            (_consumer, (q_smem, k_smem, v_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k, start_m, bh, b, h,
-                         n_tiles, stride_ob, stride_oh, stride_on, 0, HEAD_DIM, BLOCK_N, STAGES, CAUSAL)),
-            (_consumer, (q_smem, k_smem, v_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k, start_m, bh, b, h,
-                         n_tiles, stride_ob, stride_oh, stride_on, 1, HEAD_DIM, BLOCK_N, STAGES, CAUSAL)),
-            (_consumer, (q_smem, k_smem, v_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k, start_m, bh, b, h,
-                         n_tiles, stride_ob, stride_oh, stride_on, 2, HEAD_DIM, BLOCK_N, STAGES, CAUSAL)),
-            (_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_bar, ready, empty, b, h, h // group, start_m,
-                         n_tiles, BLOCK_N, STAGES, CONSUMERS)),
+            (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q,
+                         seq_k, start_m, bh, b, h, n_tiles, stride_ob, stride_oh, stride_on, 0, HEAD_DIM, TAIL, SPLIT,
+                         BLOCK_N, STAGES, CAUSAL)),
+            (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q,
+                         seq_k, start_m, bh, b, h, n_tiles, stride_ob, stride_oh, stride_on, 1, HEAD_DIM, TAIL, SPLIT,
+                         BLOCK_N, STAGES, CAUSAL)),
+            (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q,
+                         seq_k, start_m, bh, b, h, n_tiles, stride_ob, stride_oh, stride_on, 2, HEAD_DIM, TAIL, SPLIT,
+                         BLOCK_N, STAGES, CAUSAL)),
+            (_producer, (q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, q_smem, k_smem, v_smem, qt_smem, kt_smem,
+                         vt_smem, q_bar, ready, empty, b, h, h // group, start_m, n_tiles, BLOCK_N, STAGES, CONSUMERS,
+                         SPLIT)),
         ], [4, 4, 1], [REGISTERS, REGISTERS, 24])
 
 
@@ -233,9 +297,20 @@ def aligned(x: torch.Tensor) -> torch.Tensor:
     return x if tma_ready(x) else x.clone(memory_format=torch.contiguous_format)
 
 
+def column_blocks(head_dim: int) -> tuple[int, int]:
+    """The widths of the column blocks the kernel splits head_dim into: (head_dim, 0) for a power
+    of two, else its largest power of two and the rest, which must be one too, >= 16 (80 = 64 +
+    16: wgmma and TMA boxes span powers of two; padding 80 to 128 would compute 60% more)."""
+    main = 1 << (head_dim.bit_length() - 1)
+    tail = head_dim - main
+    if tail and (tail < 16 or tail & (tail - 1)):
+        raise ValueError(f"head_dim {head_dim} is not a power of two plus a power of two >= 16")
+    return main, tail
+
+
 def fits(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
     """Whether the kernel takes these 4-d (B, H, S, d) inputs, on any device: bf16/fp16 alike,
-    head_dim 64 or 128 for all three, non-empty, TMA-addressable. (Batch x heads within the
+    a head_dim of TILES (64, 80, 128) for all three, non-empty, TMA-addressable. (Batch x heads within the
     grid's second dimension: triton_forward refuses more before it asks.)"""
     return (
         q.dtype in (torch.bfloat16, torch.float16) and k.dtype == v.dtype == q.dtype
@@ -257,7 +332,7 @@ D64_FROM_KEYS = {False: 4096, True: 8192}
 
 def faster_here(head_dim: int, seq_k: int, is_causal: bool) -> bool:
     """Whether the Gluon forward beat Triton's on the H100 at this head_dim and key count."""
-    return head_dim == 128 or seq_k >= D64_FROM_KEYS[is_causal]
+    return head_dim != 64 or seq_k >= D64_FROM_KEYS[is_causal]
 
 
 def can_run(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
@@ -287,12 +362,19 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) 
     seq_k = k.shape[2]
     block_n, stages = TILES[head_dim]
     consumers = CONSUMERS[head_dim]
+    main, tail = column_blocks(head_dim)
+    # Each block through its own descriptors (column views: their bases stay 16-byte aligned);
+    # without a tail the kernel is handed the main ones again and never reads them.
+    blocks = [(x[..., :main], x[..., main:]) if tail else (x, x) for x in (q, k, v)]
+    rows = [ROWS, block_n, block_n]
+    main_descs = [descriptor(block[0], n) for block, n in zip(blocks, rows)]
+    tail_descs = [descriptor(block[1], n) for block, n in zip(blocks, rows)] if tail else main_descs
     o = torch.empty((batch, seq_q, heads, head_dim), dtype=q.dtype, device=q.device).transpose(1, 2)
     lse = torch.empty((batch, heads, seq_q), dtype=torch.float32, device=q.device)
     _fwd_kernel[(triton.cdiv(seq_q, consumers * ROWS), batch * heads)](
-        descriptor(q, ROWS), descriptor(k, block_n), descriptor(v, block_n), o, lse, LOG2E / math.sqrt(head_dim),
+        *main_descs, *tail_descs, o, lse, LOG2E / math.sqrt(head_dim),
         seq_q, seq_k, heads, heads // k.shape[1], o.stride(0), o.stride(1), o.stride(2),
-        HEAD_DIM=head_dim, BLOCK_N=block_n, STAGES=stages, CAUSAL=is_causal,
+        HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), BLOCK_N=block_n, STAGES=stages, CAUSAL=is_causal,
         CONSUMERS=consumers, REGISTERS=CONSUMER_REGISTERS[consumers], num_warps=4,
     )
     return o, lse

@@ -272,8 +272,9 @@ def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, DELTA, DK, DV, sc
 
 def fits(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
     """Whether the kernel takes these 4-d (B, H, S, d) inputs, on any device: what the Gluon
-    forward takes (flash_gluon.fits: bf16/fp16, head_dim 64 or 128, TMA-addressable)."""
-    return flash_gluon.fits(q, k, v)
+    forward takes (flash_gluon.fits: bf16/fp16, TMA-addressable) at head_dim 64 or 128 (not the
+    forward's split head_dims: this kernel has no column split)."""
+    return q.shape[-1] in (64, 128) and flash_gluon.fits(q, k, v)
 
 
 # Backward time at head_dim 64 on the H100, bf16, 16k tokens, two interleaved rounds
@@ -303,7 +304,7 @@ def supported(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
     """Whether flash_triton's "atomic" backward runs this kernel for these inputs: enabled here,
     `flash_gluon.can_run` (the Gluon kernels enabled as a whole, an sm90 GPU, `fits`) and
     `faster_here`."""
-    return ENABLED and flash_gluon.can_run(q, k, v) and faster_here(q.shape[-1], k.shape[-2])
+    return ENABLED and flash_gluon.can_run(q, k, v) and fits(q, k, v) and faster_here(q.shape[-1], k.shape[-2])
 
 
 def backward(q, k, v, do, lse, delta, is_causal: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
