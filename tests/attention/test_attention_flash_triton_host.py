@@ -71,6 +71,9 @@ def test_gluon_forward_runs_where_it_beat_triton_on_the_h100():
     assert flash_gluon.faster_here(128, 1024, True) and flash_gluon.faster_here(128, 1, False)
     assert not flash_gluon.faster_here(64, 2048, False) and flash_gluon.faster_here(64, 4096, False)
     assert not flash_gluon.faster_here(64, 4096, True) and flash_gluon.faster_here(64, 8192, True)
+    assert not flash_gluon.faster_here(80, 2048, False) and flash_gluon.faster_here(80, 4096, False)
+    assert not flash_gluon.faster_here(80, 2048, True) and flash_gluon.faster_here(80, 4096, True)
+    assert not flash_gluon.faster_here(96, 16384, True)  # no kernel there
 
 
 def test_gluon_backward_takes_what_the_gluon_forward_takes_where_it_beat_triton():

@@ -122,7 +122,7 @@ def test_gluon_forward_matches_float64_reference(monkeypatch, lead, kv_heads, se
     LSE, against float64; with two and with three consumer warp groups per program at either
     head_dim (128- and 192-row programs: every length here leaves a ragged last one)."""
     gluon, calls = flash_triton.flash_gluon, []
-    monkeypatch.setattr(gluon, "D64_FROM_KEYS", {False: 0, True: 0})
+    monkeypatch.setattr(gluon, "FROM_KEYS", {d: {False: 0, True: 0} for d in gluon.TILES})
     monkeypatch.setattr(gluon, "CONSUMERS", dict.fromkeys(gluon.TILES, consumers))
     real_forward = gluon.forward
     monkeypatch.setattr(gluon, "forward", lambda *args: calls.append(args[0].shape) or real_forward(*args))

@@ -4,11 +4,11 @@ Triton's tl.dot waits on each product as soon as it is issued, so a tile's softm
 under the tensor cores' work, and Triton 3.6 does not warp-specialise our loops on sm90
 (docs/attention.md items 8 and 26). Gluon (triton.experimental.gluon, shipped with Triton)
 exposes the asynchronous wgmma, TMA, mbarriers and warp specialisation, and this kernel uses
-them as FlashAttention-3 does. One program holds 128 query rows at head_dim 64, 192 at 128:
+them as FlashAttention-3 does. One program holds 128 query rows at head_dim 64 and 80, 192 at 128:
   - a producer warp (24 registers) loads Q once and streams K and V tiles through a ring of
     shared-memory slots by TMA; a slot is refilled once every consumer has released it;
   - two consumer warp groups (240 registers each) of 64 query rows share each K/V tile at
-    head_dim 64, three (160 registers each) at 128 (`CONSUMERS`). Per key
+    head_dim 64 and 80, three (160 registers each) at 128 (`CONSUMERS`). Per key
     tile j a consumer issues S_{j+1} = Q K_{j+1}^T and O += P_j V_j together, waits for S_{j+1}
     only and runs its online softmax while P_j V_j is still on the tensor cores, then waits for
     P_j V_j, rescales O and releases slot j. Nothing stays in flight across the loop's back edge
@@ -16,9 +16,10 @@ them as FlashAttention-3 does. One program holds 128 query rows at head_dim 64, 
 Forward time flash_triton's / this one's on an H100 (benchmarks/attention/gluon-ws-forward-h100-
 6c23e70, bf16, 16k tokens): 1.069-1.254 at head_dim 128 (4k and 16k keys, causal and not),
 0.942-1.244 at 64; from 1k to 16k keys (gluon-tiles-h100-37dafcb) 1.033-1.184 at 128, and at 64
-behind Triton's below 4096 keys, hence D64_FROM_KEYS.
+behind Triton's below 4096 keys, hence FROM_KEYS. Head_dim 80 (the 2.7B preset's) runs as 64 + 16
+columns: 1.051-1.205 from 4096 keys (gluon-d80-h100-e48ed64).
 
-Scope: CUDA sm90 (the kernel is written for Hopper's wgmma), bf16/fp16, head_dim 64 or 128,
+Scope: CUDA sm90 (the kernel is written for Hopper's wgmma), bf16/fp16, head_dim 64, 80 or 128,
 inputs 4-d with unit-stride head_dim and 16-byte aligned (TMA); anything else runs Triton's
 forward (flash_triton.triton_forward decides, `supported`). Output and LSE are laid out as
 flash_triton's forward lays them out, so its backward takes them unchanged. Under torch.compile
@@ -326,13 +327,16 @@ def fits(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
 # point): causal 0.820-0.826 at 1024 keys, 0.911-0.918 at 2048, 0.946-1.059 at 4096, 0.951-1.044
 # at 8192, 1.028-1.164 at 16384; non-causal 0.914-0.929 at 1024, 0.993-1.068 at 2048, 1.020-1.183
 # at 4096, 0.949-1.058 at 8192, 0.983-1.044 at 16384. So from these key counts on (level or
-# ahead). At 128, with 64-key tiles, it led at every length: 1.033-1.184.
-D64_FROM_KEYS = {False: 4096, True: 8192}
+# ahead). At 128, with 64-key tiles, it led at every length: 1.033-1.184. At 80 (64 + 16
+# columns, benchmarks/attention/gluon-d80-h100-e48ed64): 0.984-1.000 at 1024 keys, then
+# 1.051-1.117 non-causal and 1.137-1.205 causal at 4096 and 16384 (2048 not timed).
+# head_dim -> {is_causal: the fewest keys it runs at}
+FROM_KEYS = {64: {False: 4096, True: 8192}, 80: {False: 4096, True: 4096}, 128: {False: 0, True: 0}}
 
 
 def faster_here(head_dim: int, seq_k: int, is_causal: bool) -> bool:
     """Whether the Gluon forward beat Triton's on the H100 at this head_dim and key count."""
-    return head_dim != 64 or seq_k >= D64_FROM_KEYS[is_causal]
+    return head_dim in FROM_KEYS and seq_k >= FROM_KEYS[head_dim][is_causal]
 
 
 def can_run(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:

@@ -2,7 +2,7 @@
 
 Forward: one program per (query tile, batch*head) streams the key tiles with the online softmax
 in base 2 (log2(e) folded into the scale) and stores O and the log-sum-exp (natural log). On an
-H100 (sm90) at head_dim 128, and 64 over long key ranges, in bf16/fp16 the forward is
+H100 (sm90) at head_dim 128, and 64 and 80 over long key ranges, in bf16/fp16 the forward is
 flash_gluon's instead (Gluon, warp-specialised), which leaves O and the LSE laid out alike for
 the backward below.
 Backward: D = rowsum(dO * O) first, then one program per key tile streams the query tiles for
@@ -625,7 +625,7 @@ def triton_forward(
     if B * H > MAX_GRID_Y:
         raise UsageError(f"batch * heads = {B * H} exceeds {MAX_GRID_Y}")
     if flash_gluon is not None and not INTERPRETED and flash_gluon.supported(q, k, v, is_causal):
-        # On Hopper at head_dim 128, and 64 over long key ranges, the Gluon forward (warp-
+        # On Hopper at head_dim 128, and 64 and 80 over long key ranges, the Gluon forward (warp-
         # specialised, its softmax under the tensor cores' work) beat this file's (flash_gluon).
         return flash_gluon.launch(q, k, v, is_causal)
     # Laid out (B, seq_q, H, d), as SDPA's flash and cuDNN outputs are: the model's next step,
