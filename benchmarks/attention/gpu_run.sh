@@ -11,7 +11,7 @@
 #   tests-rest  pytest -m gpu outside tests/attention (profiler, counters, fused loss, model, bench, distributed)
 #   model     lmperf bench, compiled bf16 train step, --attention sdpa,triton: 2.7B at context 1024
 #             (batch 4) and 4096 (batch 1), and the 8B block shape (2 layers) at 32768; MODEL_ROUNDS=2
-#             runs them again with the attentions in reverse order
+#             runs them again with the attentions in reverse order; MODEL_SHAPES picks (b1024 b4096 d128)
 #   tests-par tests-a, tests-b and tests-c at once (correctness only: no test times anything)
 #   ab        gluon_backward_ab.py with AB_PATCH (a patch of flash_gluon_backward against the committed one)
 # Usage, in the repo root: STAGES="info variants tests-a" LMPERF_COMMIT=<sha> bash benchmarks/attention/gpu_run.sh
@@ -63,6 +63,7 @@ PY
            for shape in "b1024|-p 2.7B -t 1024 --batch 4" "b4096|-p 2.7B -t 4096 --batch 1" \
              "d128|-p small --d-model 4096 --heads 32 --kv-heads 8 --d-ff 14336 --layers 2 --vocab 128256 --untie-embeddings --max-context 32768 --loss fused -t 32768 --batch 1"; do
              name=${shape%%|*}
+             case " ${MODEL_SHAPES:-b1024 b4096 d128} " in *" $name "*) ;; *) continue ;; esac
              echo "== round $round $name $order $(date -u +%H:%M:%S)" | tee -a "$OUT/model.log"
              timeout "${MODEL_S:-150}" python3 -m lmperf.cli bench ${shape#*|} $COMMON --runs "$RUNS/model-$name-r$round" 2>&1 | grep -E "│ (2.7B|small)" | tee -a "$OUT/model.log"
              cp "$RUNS/model-$name-r$round"/*/results.jsonl "$OUT/bench-$name-r$round.jsonl" 2>/dev/null
