@@ -53,18 +53,26 @@ def compile_sm90(head_dim: int, causal: bool, consumers: int | None = None):
 
 def compile_backward_sm90(head_dim: int, causal: bool):
     rows, keys = flash_gluon_backward.ROWS, flash_gluon_backward.KEYS
-    layout = gl.NVMMASharedLayout.get_default_for([1, 1, rows, head_dim], gl.bfloat16)
-    dq_block = [1, 1, rows, min(flash_gluon_backward.DQ_COLUMNS, head_dim)]
-    dq_layout = gl.NVMMASharedLayout.get_default_for(dq_block, gl.float32)
+    main, tail = flash_gluon.column_blocks(head_dim)
+    tail_columns = tail or main  # without a tail the kernel gets the main descriptors twice
     assert rows == keys  # one descriptor type for Q, K, V, dO
+
+    def desc(columns, dtype="bf16"):
+        block = [1, 1, rows, columns]
+        layout = gl.NVMMASharedLayout.get_default_for(block, gl.bfloat16 if dtype == "bf16" else gl.float32)
+        return f"tensordesc<{dtype}{block},{layout!r}>"
+
     signature = {
-        **{name: f"tensordesc<bf16[1, 1, {rows}, {head_dim}],{layout!r}>" for name in ("q_desc", "k_desc", "v_desc", "do_desc")},
-        "dq_desc": f"tensordesc<fp32{dq_block},{dq_layout!r}>",
+        **{name: desc(main) for name in ("q_desc", "k_desc", "v_desc", "do_desc")},
+        "dq_desc": desc(min(flash_gluon_backward.DQ_COLUMNS, main), "fp32"),
+        **{name: desc(tail_columns) for name in ("qt_desc", "kt_desc", "vt_desc", "dot_desc")},
+        "dqt_desc": desc(tail_columns if tail else min(flash_gluon_backward.DQ_COLUMNS, main), "fp32"),
         "LSE": "*fp32", "DELTA": "*fp32", "DK": "*bf16", "DV": "*bf16", "scale": "fp32", "qk_scale": "fp32",
         **{name: "i32" for name in ("seq_q", "seq_k", "H", "group", "stride_kb", "stride_kh", "stride_kn")},
-        **{name: "constexpr" for name in ("HEAD_DIM", "STAGES", "CAUSAL", "num_warps")},
+        **{name: "constexpr" for name in ("HEAD_DIM", "TAIL", "SPLIT", "STAGES", "CAUSAL", "num_warps")},
     }
-    constexprs = dict(HEAD_DIM=head_dim, STAGES=flash_gluon_backward.STAGES, CAUSAL=causal, num_warps=4)
+    constexprs = dict(HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), STAGES=flash_gluon_backward.STAGES, CAUSAL=causal,
+                      num_warps=4)
     source = GluonASTSource(flash_gluon_backward._bwd_kernel, signature, constexprs)
     return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4))
 
@@ -92,7 +100,7 @@ def main() -> None:
                 print(f"d{head_dim} {'causal' if causal else 'full'} (BLOCK_N, slots) {flash_gluon.TILES[head_dim]}, "
                       f"{consumers} consumers: {warp_specialised_report(compile_sm90(head_dim, causal, consumers))}")
     print(f"triton {triton.__version__}: flash_gluon_backward's backward for sm90 (bf16)")
-    for head_dim in (64, 128):
+    for head_dim in (64, 80, 128):
         for causal in (False, True):
             print(f"d{head_dim} {'causal' if causal else 'full'}: {warp_specialised_report(compile_backward_sm90(head_dim, causal))}")
 

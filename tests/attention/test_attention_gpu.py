@@ -171,6 +171,11 @@ def record_gluon_backward(monkeypatch, everywhere: bool) -> list:
         # head_dim 128's dQ_i buffers and barriers alternate by tile parity: odd tile counts, long
         ((1, 2), None, 4097, 4097, 128, True, torch.bfloat16, True),
         ((1, 4), 2, 2049, 3001, 128, False, torch.float16, False),
+        # head_dim 80 as 64 + 16 columns: the tail's own descriptors, products and dQ_i reduction
+        ((2, 8), 2, 777, 1025, 80, True, torch.bfloat16, False),
+        ((2, 4), 1, 1025, 777, 80, False, torch.float16, False),
+        ((2, 2), None, 300, 300, 80, True, torch.bfloat16, True),
+        ((1, 2), None, 4097, 4097, 80, True, torch.bfloat16, True),
     ],
 )
 def test_gluon_backward_matches_float64_reference(monkeypatch, lead, kv_heads, seq_q, seq_k, head_dim, is_causal, dtype, packed):

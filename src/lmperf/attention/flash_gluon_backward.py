@@ -67,13 +67,22 @@ def _tma_reduce_add(tensor_desc, coord, src, _semantic=None):
 
 
 @gluon.jit
-def _producer(q_desc, k_desc, v_desc, do_desc, q_smem, k_smem, v_smem, do_smem, kv_bar, ready, empty,
-              b, kv_h, group, start_n, first_tile, n_q_tiles, STAGES: gl.constexpr):
-    mbarrier.expect(kv_bar, 4 * k_desc.block_type.nbytes)
+def _producer(q_desc, k_desc, v_desc, do_desc, qt_desc, kt_desc, vt_desc, dot_desc, q_smem, k_smem, v_smem, do_smem,
+              qt_smem, kt_smem, vt_smem, dot_smem, kv_bar, ready, empty,
+              b, kv_h, group, start_n, first_tile, n_q_tiles, STAGES: gl.constexpr, SPLIT: gl.constexpr):
+    if SPLIT:  # the last TAIL columns of every operand through their own descriptors and slots
+        mbarrier.expect(kv_bar, 4 * (k_desc.block_type.nbytes + kt_desc.block_type.nbytes))
+    else:
+        mbarrier.expect(kv_bar, 4 * k_desc.block_type.nbytes)
     rows: gl.constexpr = k_desc.block_type.shape[2]
     for w in gl.static_range(2):
         tma.async_copy_global_to_shared(k_desc, [b, kv_h, start_n + w * rows, 0], kv_bar, k_smem.slice(w * rows, rows, dim=2))
         tma.async_copy_global_to_shared(v_desc, [b, kv_h, start_n + w * rows, 0], kv_bar, v_smem.slice(w * rows, rows, dim=2))
+        if SPLIT:
+            tma.async_copy_global_to_shared(kt_desc, [b, kv_h, start_n + w * rows, 0], kv_bar,
+                                            kt_smem.slice(w * rows, rows, dim=2))
+            tma.async_copy_global_to_shared(vt_desc, [b, kv_h, start_n + w * rows, 0], kv_bar,
+                                            vt_smem.slice(w * rows, rows, dim=2))
     h = kv_h * group  # the query head and tile of step t, counted on (a division per step showed in the profile)
     i = 0
     for t in range(group * n_q_tiles):
@@ -82,9 +91,15 @@ def _producer(q_desc, k_desc, v_desc, do_desc, q_smem, k_smem, v_smem, do_smem, 
             mbarrier.wait(empty.index(slot), (t // STAGES - 1) & 1)
         row = (first_tile + i) * q_desc.block_type.shape[2]
         bar = ready.index(slot)
-        mbarrier.expect(bar, 2 * q_desc.block_type.nbytes)
+        if SPLIT:
+            mbarrier.expect(bar, 2 * (q_desc.block_type.nbytes + qt_desc.block_type.nbytes))
+        else:
+            mbarrier.expect(bar, 2 * q_desc.block_type.nbytes)
         tma.async_copy_global_to_shared(q_desc, [b, h, row, 0], bar, q_smem.index(slot))
         tma.async_copy_global_to_shared(do_desc, [b, h, row, 0], bar, do_smem.index(slot))
+        if SPLIT:
+            tma.async_copy_global_to_shared(qt_desc, [b, h, row, 0], bar, qt_smem.index(slot))
+            tma.async_copy_global_to_shared(dot_desc, [b, h, row, 0], bar, dot_smem.index(slot))
         i += 1
         if i == n_q_tiles:
             i = 0
@@ -102,10 +117,15 @@ def _hide_keys(pt, offs_k, offs_q, seq_k, CAUSAL: gl.constexpr):
 
 
 @gluon.jit
-def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_desc, dq_smem, kv_bar, ready, empty,
+def _consumer(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, ds_smem, ds_bar, dq_desc, dq_smem,
+              dqt_desc, dqt_smem, kv_bar, ready, empty,
               LSE, DELTA, DK, DV, scale, qk_scale, seq_q, seq_k, b, kv_h, H, group, start_n, first_tile, n_q_tiles,
               stride_kb, stride_kh, stride_kn,
-              WG: gl.constexpr, HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr):
+              WG: gl.constexpr, HEAD_DIM: gl.constexpr, TAIL: gl.constexpr, SPLIT: gl.constexpr, STAGES: gl.constexpr,
+              CAUSAL: gl.constexpr):
+    # HEAD_DIM: the first column block's width; SPLIT: a second block of TAIL columns follows
+    # (head_dim 80 = 64 + 16; only with one dQ chunk, CHUNKS == 1): every product over the columns
+    # is two chained wgmmas, every product into them a second one into a TAIL-wide accumulator.
     N: gl.constexpr = 64  # keys of this warp group
     M: gl.constexpr = 64  # query rows per tile
     DQ_W: gl.constexpr = dq_desc.block_type.shape[3]
@@ -114,6 +134,8 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_desc, dq_smem
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_DIM, 16])
     dq_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, DQ_W, 16])
     op_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=2)
+    tail_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, TAIL, 16])
+    tail_op_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=tail_layout, k_width=2)
     keys_l: gl.constexpr = gl.SliceLayout(1, st_layout)
     queries_l: gl.constexpr = gl.SliceLayout(0, st_layout)
 
@@ -126,6 +148,13 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_desc, dq_smem
     zero_dq = gl.zeros([M, DQ_W], gl.float32, layout=dq_layout)
     dk = gl.zeros([N, HEAD_DIM], gl.float32, layout=acc_layout)
     dv = gl.zeros([N, HEAD_DIM], gl.float32, layout=acc_layout)
+    dkt = gl.zeros([N, TAIL], gl.float32, layout=tail_layout)
+    dvt = gl.zeros([N, TAIL], gl.float32, layout=tail_layout)
+    if SPLIT:
+        kt_all = kt_smem.reshape([2 * N, TAIL])
+        kt_tile = kt_all.slice(WG * N, N, dim=0)
+        vt_tile = vt_smem.reshape([2 * N, TAIL]).slice(WG * N, N, dim=0)
+        zero_dqt = gl.zeros([M, TAIL], gl.float32, layout=tail_layout)
 
     mbarrier.wait(kv_bar, 0)
     h = kv_h * group
@@ -150,9 +179,17 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_desc, dq_smem
         do_tile = do_smem.index(slot).reshape([M, HEAD_DIM])
         # 1. S^T and dP^T together
         st_tok = warpgroup_mma(k_tile, q_tile.permute((1, 0)), zero_st, use_acc=False, is_async=True)
+        if SPLIT:
+            qt_tile = qt_smem.index(slot).reshape([M, TAIL])
+            dot_tile = dot_smem.index(slot).reshape([M, TAIL])
+            st_tok = warpgroup_mma(kt_tile, qt_tile.permute((1, 0)), st_tok, is_async=True)
         dpt_tok = warpgroup_mma(v_tile, do_tile.permute((1, 0)), zero_st, use_acc=False, is_async=True)
+        if SPLIT:
+            dpt_tok = warpgroup_mma(vt_tile, dot_tile.permute((1, 0)), dpt_tok, is_async=True)
+            st = warpgroup_mma_wait(2, deps=(st_tok,))  # dP^T's two products may still run
+        else:
+            st = warpgroup_mma_wait(1, deps=(st_tok,))
         # 2. P^T under dP^T
-        st = warpgroup_mma_wait(1, deps=(st_tok,))
         pt = gl.exp2(st * qk_scale - lse[None, :])
         if CHUNKS == 1:
             # At head_dim 64 the mask only where a key can be hidden: most tiles need none, and
@@ -165,7 +202,11 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_desc, dq_smem
         # 3. dV under dS^T
         pt_op = gl.convert_layout(pt.to(q_tile.dtype), op_layout)
         dv_tok = warpgroup_mma(pt_op, do_tile, dv, is_async=True)
-        dpt = warpgroup_mma_wait(1, deps=(dpt_tok,))
+        if SPLIT:
+            dvt_tok = warpgroup_mma(gl.convert_layout(pt.to(q_tile.dtype), tail_op_layout), dot_tile, dvt, is_async=True)
+            dpt = warpgroup_mma_wait(2, deps=(dpt_tok,))  # dV's two products may still run
+        else:
+            dpt = warpgroup_mma_wait(1, deps=(dpt_tok,))
         dst = (pt * (dpt - delta[None, :])).to(q_tile.dtype)
         # 4. dK, and dQ_i by the owner of tile t; slot t % 2 holds both warp groups' dS^T
         ds_all = ds_smem.index(t % 2)
@@ -173,6 +214,8 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_desc, dq_smem
         fence_async_shared()
         gl.thread_barrier()  # every thread's part of dS^T is in shared memory before the wgmma reads it
         dk_tok = warpgroup_mma(gl.convert_layout(dst, op_layout), q_tile, dk, is_async=True)
+        if SPLIT:
+            dkt_tok = warpgroup_mma(gl.convert_layout(dst, tail_op_layout), qt_tile, dkt, is_async=True)
         if CHUNKS > 1:
             # Head_dim 128: both warp groups make dQ_i every tile, each its 64 columns from all
             # 128 keys, so neither holds a second chunk's accumulator (the owner scheme below
@@ -193,19 +236,30 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_desc, dq_smem
         elif (t % 2) == WG:
             mbarrier.wait(ds_bar.index(WG), (t // 2) & 1)  # the other half of dS^T is written
             dq_tok = warpgroup_mma(ds_all.permute((1, 0)), k_all, zero_dq, use_acc=False, is_async=True)
-            dv, dk, dq = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok))
+            if SPLIT:
+                dqt_tok = warpgroup_mma(ds_all.permute((1, 0)), kt_all, zero_dqt, use_acc=False, is_async=True)
+                dv, dk, dq, dvt, dkt, dqt = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok, dvt_tok, dkt_tok, dqt_tok))
+            else:
+                dv, dk, dq = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok))
             # This warp group's reduction of its previous tile (t - 2) has read the buffer: the
             # issuing thread waits, the barrier holds the others until it has.
             tma.store_wait(0)
             gl.thread_barrier()
             dq_smem.index(WG).reshape([M, DQ_W]).store(dq * scale)
+            if SPLIT:
+                dqt_smem.index(WG).reshape([M, TAIL]).store(dqt * scale)
             fence_async_shared()
             gl.thread_barrier()  # every thread's part of dQ_i written before the reduction reads it
             # rows past seq_q fall outside the tensor: TMA drops them
             _tma_reduce_add(dq_desc, [b, h, row0, 0], dq_smem.index(WG))
+            if SPLIT:
+                _tma_reduce_add(dqt_desc, [b, h, row0, 0], dqt_smem.index(WG))
         else:
             mbarrier.arrive(ds_bar.index(1 - WG), count=1)
-            dv, dk = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok))
+            if SPLIT:
+                dv, dk, dvt, dkt = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dvt_tok, dkt_tok))
+            else:
+                dv, dk = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok))
         # After the owner's last read of slot t % 2: the other warp group reuses it at tile t + 2
         # only once the producer has refilled this Q/dO slot, which waits for this.
         mbarrier.arrive(empty.index(slot), count=1)
@@ -220,12 +274,19 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_desc, dq_smem
     offsets = b.to(gl.int64) * stride_kb + kv_h.to(gl.int64) * stride_kh + keys[:, None] * stride_kn + cols[None, :]
     gl.store(DK + offsets, (dk * scale).to(DK.dtype.element_ty), mask=keys[:, None] < seq_k)
     gl.store(DV + offsets, dv.to(DV.dtype.element_ty), mask=keys[:, None] < seq_k)
+    if SPLIT:
+        cols_t = HEAD_DIM + gl.arange(0, TAIL, layout=gl.SliceLayout(0, tail_layout))
+        keys_t = key0 + gl.arange(0, N, layout=gl.SliceLayout(1, tail_layout))
+        offsets_t = b.to(gl.int64) * stride_kb + kv_h.to(gl.int64) * stride_kh + keys_t[:, None] * stride_kn + cols_t[None, :]
+        gl.store(DK + offsets_t, (dkt * scale).to(DK.dtype.element_ty), mask=keys_t[:, None] < seq_k)
+        gl.store(DV + offsets_t, dvt.to(DV.dtype.element_ty), mask=keys_t[:, None] < seq_k)
 
 
 @gluon.jit
-def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, DELTA, DK, DV, scale, qk_scale, seq_q, seq_k, H, group,
-                stride_kb, stride_kh, stride_kn,
-                HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr, num_warps: gl.constexpr):
+def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, qt_desc, kt_desc, vt_desc, dot_desc, dqt_desc,
+                LSE, DELTA, DK, DV, scale, qk_scale, seq_q, seq_k, H, group, stride_kb, stride_kh, stride_kn,
+                HEAD_DIM: gl.constexpr, TAIL: gl.constexpr, SPLIT: gl.constexpr, STAGES: gl.constexpr,
+                CAUSAL: gl.constexpr, num_warps: gl.constexpr):
     M: gl.constexpr = 64
     start_n = gl.program_id(0) * 128
     bkv = gl.program_id(1)
@@ -252,6 +313,18 @@ def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, DELTA, DK, DV, sc
     # buffers (tiles t and t + 1; the reduction of t may still read one while t + 1 is written)
     dq_buffers: gl.constexpr = 2 if dq_desc.block_type.shape[3] == HEAD_DIM else 4
     dq_smem = gl.allocate_shared_memory(gl.float32, [dq_buffers] + dq_desc.block_type.shape, dq_desc.layout)
+    if SPLIT:  # the last TAIL columns of Q, dO, K, V and dQ_i
+        qt_smem = gl.allocate_shared_memory(qt_desc.dtype, [STAGES, 1, 1, M, TAIL], qt_desc.layout)
+        dot_smem = gl.allocate_shared_memory(dot_desc.dtype, [STAGES, 1, 1, M, TAIL], dot_desc.layout)
+        kt_smem = gl.allocate_shared_memory(kt_desc.dtype, [1, 1, 128, TAIL], kt_desc.layout)
+        vt_smem = gl.allocate_shared_memory(vt_desc.dtype, [1, 1, 128, TAIL], vt_desc.layout)
+        dqt_smem = gl.allocate_shared_memory(gl.float32, [2] + dqt_desc.block_type.shape, dqt_desc.layout)
+    else:  # placeholders the partitions never touch
+        qt_smem = q_smem
+        dot_smem = do_smem
+        kt_smem = k_smem
+        vt_smem = v_smem
+        dqt_smem = dq_smem
     kv_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     mbarrier.init(kv_bar, count=1)
     ready, empty = ring_barriers(STAGES, 2)
@@ -259,22 +332,25 @@ def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, DELTA, DK, DV, sc
 
     # Argument tuples inline (bound to a name first, their constexprs would arrive as tensors).
     gl.warp_specialize([
-        (_consumer, (q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_desc, dq_smem, kv_bar, ready, empty,
+        (_consumer, (q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, ds_smem, ds_bar, dq_desc,
+                     dq_smem, dqt_desc, dqt_smem, kv_bar, ready, empty,
                      LSE, DELTA, DK, DV, scale, qk_scale, seq_q, seq_k, b, kv_h, H, group, start_n, first_tile, n_q_tiles,
-                     stride_kb, stride_kh, stride_kn, 0, HEAD_DIM, STAGES, CAUSAL)),
-        (_consumer, (q_smem, k_smem, v_smem, do_smem, ds_smem, ds_bar, dq_desc, dq_smem, kv_bar, ready, empty,
+                     stride_kb, stride_kh, stride_kn, 0, HEAD_DIM, TAIL, SPLIT, STAGES, CAUSAL)),
+        (_consumer, (q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, ds_smem, ds_bar, dq_desc,
+                     dq_smem, dqt_desc, dqt_smem, kv_bar, ready, empty,
                      LSE, DELTA, DK, DV, scale, qk_scale, seq_q, seq_k, b, kv_h, H, group, start_n, first_tile, n_q_tiles,
-                     stride_kb, stride_kh, stride_kn, 1, HEAD_DIM, STAGES, CAUSAL)),
-        (_producer, (q_desc, k_desc, v_desc, do_desc, q_smem, k_smem, v_smem, do_smem, kv_bar, ready, empty,
-                     b, kv_h, group, start_n, first_tile, n_q_tiles, STAGES)),
+                     stride_kb, stride_kh, stride_kn, 1, HEAD_DIM, TAIL, SPLIT, STAGES, CAUSAL)),
+        (_producer, (q_desc, k_desc, v_desc, do_desc, qt_desc, kt_desc, vt_desc, dot_desc, q_smem, k_smem, v_smem, do_smem,
+                     qt_smem, kt_smem, vt_smem, dot_smem, kv_bar, ready, empty,
+                     b, kv_h, group, start_n, first_tile, n_q_tiles, STAGES, SPLIT)),
     ], [4, 1], [240, 24])
 
 
 def fits(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
     """Whether the kernel takes these 4-d (B, H, S, d) inputs, on any device: what the Gluon
-    forward takes (flash_gluon.fits: bf16/fp16, TMA-addressable) at head_dim 64 or 128 (not the
-    forward's split head_dims: this kernel has no column split)."""
-    return q.shape[-1] in (64, 128) and flash_gluon.fits(q, k, v)
+    forward takes (flash_gluon.fits: bf16/fp16, TMA-addressable) at head_dim 64, 80 (as 64 + 16
+    columns) or 128."""
+    return q.shape[-1] in (64, 80, 128) and flash_gluon.fits(q, k, v)
 
 
 # Backward time at head_dim 64 on the H100, bf16, 16k tokens, two interleaved rounds
@@ -289,6 +365,8 @@ D64_FROM_KEYS = 2048
 # 0.948-1.011 at causal 16k, kept there because the compiled 8B block at 32k ran faster with it
 # (474.80 against 490.52 ms: compiled, Triton's dQ goes by per-thread atomics). Shorter: not timed.
 D128_FROM_KEYS = 4096
+# Head_dim 80 (64 + 16 columns): every length until timed.
+D80_FROM_KEYS = 0
 # False (or LMPERF_ATTENTION_GLUON_BACKWARD=0) keeps flash_triton's own backwards, with the Gluon
 # forward still on: to time the two.
 ENABLED = os.environ.get("LMPERF_ATTENTION_GLUON_BACKWARD", "1") != "0"
@@ -297,7 +375,8 @@ ENABLED = os.environ.get("LMPERF_ATTENTION_GLUON_BACKWARD", "1") != "0"
 def faster_here(head_dim: int, seq_k: int) -> bool:
     """Whether this backward beat both of flash_triton's on the H100 at this shape (head_dim 128:
     from D128_FROM_KEYS, the shortest length timed there; see there for causal 16k)."""
-    return (head_dim == 64 and seq_k >= D64_FROM_KEYS) or (head_dim == 128 and seq_k >= D128_FROM_KEYS)
+    from_keys = {64: D64_FROM_KEYS, 80: D80_FROM_KEYS, 128: D128_FROM_KEYS}.get(head_dim)
+    return from_keys is not None and seq_k >= from_keys
 
 
 def supported(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
@@ -318,11 +397,18 @@ def backward(q, k, v, do, lse, delta, is_causal: bool) -> tuple[torch.Tensor, to
     dv = torch.empty_like(dk)
     scale = 1 / math.sqrt(head_dim)
     descriptor = flash_gluon.descriptor
+    main, tail = flash_gluon.column_blocks(head_dim)
+    # Each column block through its own descriptors (as the forward does); without a tail the
+    # kernel is handed the main ones again and never reads them.
+    blocks = [(x[..., :main], x[..., main:]) if tail else (x, x) for x in (q, k, v, do, dq)]
+    rows = [ROWS, KEYS, KEYS, ROWS, ROWS]
+    main_descs = [descriptor(block[0], n) for block, n in zip(blocks[:4], rows)]
+    main_descs.append(descriptor(blocks[4][0], ROWS, min(DQ_COLUMNS, main)))
+    tail_descs = [descriptor(block[1], n) for block, n in zip(blocks, rows)] if tail else main_descs
     _bwd_kernel[(triton.cdiv(seq_k, BLOCK_N), batch * kv_heads)](
-        descriptor(q, ROWS), descriptor(k, KEYS), descriptor(v, KEYS), descriptor(do, ROWS),
-        descriptor(dq, ROWS, min(DQ_COLUMNS, head_dim)), lse, delta, dk, dv, scale, scale * LOG2E,
+        *main_descs, *tail_descs, lse, delta, dk, dv, scale, scale * LOG2E,
         seq_q, seq_k, heads, heads // kv_heads, dk.stride(0), dk.stride(1), dk.stride(2),
-        HEAD_DIM=head_dim, STAGES=STAGES, CAUSAL=is_causal, num_warps=4,
+        HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), STAGES=STAGES, CAUSAL=is_causal, num_warps=4,
     )
     return dq.to(q.dtype), dk, dv
 
