@@ -248,13 +248,15 @@ def test_triton_under_torch_compile(backward):
 @pytest.mark.skipif(not HOPPER, reason="the Gluon kernels and the TMA-reduced dQ run on sm90")
 @pytest.mark.parametrize(
     "head_dim, seq, backward",
-    [(64, 2048, None), (64, 8192, None), (128, 4096, None), (64, 1024, "atomic"), (128, 2048, "atomic"), (80, 4096, None)],
+    [(64, 2048, None), (64, 8192, None), (128, 4096, None), (64, 1024, "atomic"), (128, 2048, "atomic"), (80, 4096, None),
+     (96, 2048, "atomic")],
 )
 def test_compiled_attention_is_one_graph(head_dim, seq, backward):
     """fullgraph=True: any graph break inside FlashAttention2Triton, forward or backward, is an
-    error. The paths: the Gluon backward (d64 from 2048 keys, d128 from 4096) and forward (d64
-    from 8192), flash_triton's atomic backward whose dQ goes by TMA when eager (d64 at 1024, d128
-    at 2048, named), and d80's per-thread atomics. Each graph break cost host time in every
+    error. The paths: the Gluon backward (d64 from 2048 keys, d80 from 1024, d128 from 4096) and
+    forward (d64 from 8192, d80 from 4096, split in two column blocks), flash_triton's atomic
+    backward whose dQ goes by TMA when eager (d64 at 1024, d128 at 2048, named), and its
+    per-thread atomics over two column blocks (d96). Each graph break cost host time in every
     layer of a compiled model (docs/attention.md item 33)."""
     torch._dynamo.reset()
     q, k, v, do = random_qkv((1, 4), seq, seq, head_dim, torch.bfloat16, device="cuda")

@@ -26,11 +26,13 @@ heads x d = 2048, interleaved rounds): backward time flash_triton's atomic backw
 1.124-1.350 (d64 full 4k), 1.171-1.208 (full 16k), 1.099-1.191 (causal 4k), 1.136-1.180 (causal
 16k). At head_dim 128 the one-owner scheme was level (0.929-1.060), its consumers spilling
 168-208 bytes; with the dQ_i columns split between the warp groups (56 bytes)
-1.048-1.185 full and 0.975-1.125 causal (gluon-backward-ab-h100-b1ecd71). flash_triton runs it
-at 64 from 2048 keys and at 128 from 4096 (`faster_here`). Reasoning and the variants that lost:
+1.048-1.185 full and 0.975-1.125 causal (gluon-backward-ab-h100-b1ecd71). Head_dim 80 runs as
+64 + 16 columns (every product over the columns two chained wgmmas, every product into them a
+second one into a 16-column accumulator): 1.117-1.359 (gluon-backward-d80-h100-4c27cc7).
+flash_triton runs it at 64 from 2048 keys, at 80 from 1024 and at 128 from 4096 (`faster_here`). Reasoning and the variants that lost:
 docs/attention.md items 32-34.
 
-Scope (`fits`): CUDA sm90, bf16/fp16, head_dim 64 or 128, q, k, v and dO TMA-addressable (dO is
+Scope (`fits`): CUDA sm90, bf16/fp16, head_dim 64, 80 or 128, q, k, v and dO TMA-addressable (dO is
 copied when not, e.g. the expanded gradient of `.sum()`). Under torch.compile the launch is an
 opaque custom op (`lmperf::flash_gluon_backward`), as the Gluon forward's is.
 """
@@ -365,8 +367,10 @@ D64_FROM_KEYS = 2048
 # 0.948-1.011 at causal 16k, kept there because the compiled 8B block at 32k ran faster with it
 # (474.80 against 490.52 ms: compiled, Triton's dQ goes by per-thread atomics). Shorter: not timed.
 D128_FROM_KEYS = 4096
-# Head_dim 80 (64 + 16 columns): every length until timed.
-D80_FROM_KEYS = 0
+# Head_dim 80 (64 + 16 columns; gluon-backward-d80-h100-4c27cc7): the default backward's time
+# with Triton's kernels / with this one 1.160-1.316 non-causal and 1.117-1.359 causal at 1k, 4k
+# and 16k keys (and 1.003-1.136x as fast as cuDNN's backward). From 1024, the shortest timed.
+D80_FROM_KEYS = 1024
 # False (or LMPERF_ATTENTION_GLUON_BACKWARD=0) keeps flash_triton's own backwards, with the Gluon
 # forward still on: to time the two.
 ENABLED = os.environ.get("LMPERF_ATTENTION_GLUON_BACKWARD", "1") != "0"
