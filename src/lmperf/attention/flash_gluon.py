@@ -43,7 +43,8 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 LOG2E = 1.4426950408889634
 ROWS = 64  # query rows per consumer warp group; a program holds CONSUMERS[head_dim] of them
 # head_dim -> (BLOCK_N keys per tile, K/V slots): S, P and O of a warp group fit its registers
-# without spills (benchmarks/attention/gluon_sm90_report.py, gluon-sm90-report-triton36.txt).
+# with at most 16 bytes spilled (benchmarks/attention/gluon_sm90_report.py,
+# gluon-sm90-report-triton36.txt). 80 is 64 + 16 columns (`column_blocks`).
 TILES = {64: (128, 3), 80: (128, 3), 128: (64, 3)}
 # head_dim -> consumer warp groups per program (2 or 3; a program holds 64 x that query rows).
 # Three share each K/V tile among more rows and leave two to feed the tensor cores while one
