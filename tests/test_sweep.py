@@ -1,4 +1,5 @@
 import json
+import statistics
 
 import pytest
 import torch
@@ -29,6 +30,11 @@ def test_sweep_writes_one_ok_row_per_config(tmp_path):
         assert row["mean_ms"] > 0 and row["tokens_per_s"] > 0 and row["tflops"] > 0
         assert row["env"]["torch"] == torch.__version__
         assert row["min_ms"] <= row["median_ms"] <= row["max_ms"]
+        # the summary is of the steps the row lists, each one kept
+        assert len(row["step_ms"]) == SETTINGS.steps
+        assert row["mean_ms"] == pytest.approx(statistics.fmean(row["step_ms"]))
+        assert row["median_ms"] == pytest.approx(statistics.median(row["step_ms"]))
+        assert (row["min_ms"], row["max_ms"]) == (min(row["step_ms"]), max(row["step_ms"]))
 
 
 def test_out_of_memory_becomes_a_row_and_the_sweep_goes_on(tmp_path):

@@ -54,6 +54,8 @@ class BenchRow(ResultRow):
     min_ms: float | None = None
     max_ms: float | None = None
     warmup_ms: list[float] = field(default_factory=list)
+    # every measured step in order: one slow step shows here, not only as a wider std
+    step_ms: list[float] = field(default_factory=list)
     tokens_per_s: float | None = None
     tflops: float | None = None
     mfu: float | None = None
@@ -148,7 +150,7 @@ def _measure(step: ModelStep, config: StepConfig, settings: SweepSettings) -> Be
         row.leaderboard_warmup_ms, row.leaderboard_rep_ms = settings.leaderboard_warmup_ms, settings.leaderboard_rep_ms
     step.release_grads()
     stats = times.stats
-    row.cold_ms, row.warmup_ms = times.cold_ms, times.warmup_ms
+    row.cold_ms, row.warmup_ms, row.step_ms = times.cold_ms, times.warmup_ms, times.measured_ms
     row.mean_ms, row.std_ms, row.median_ms = stats.mean, stats.std, stats.median
     row.min_ms, row.max_ms = stats.min, stats.max
     row.tokens_per_s = config.batch * config.seq_len / (stats.mean / 1e3)
