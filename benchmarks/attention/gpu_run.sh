@@ -3,7 +3,8 @@
 # the call ends inside the device limit and every stage leaves its log in $OUT.
 #   info      GPU, driver, torch/triton versions
 #   variants  benchmarks/attention/variants.py (VARIANTS names which; all by default)
-#   sweep     lmperf attention with the default kernels beside SDPA cuDNN and flash
+#   sweep     lmperf attention with the default kernels beside SDPA cuDNN (SWEEP_IMPLS, SWEEP_CONTEXTS,
+#             SWEEP_HEAD_DIMS choose others)
 #   target    the issue's (16, 16384, 64) causal compiled fwd + .sum().backward() shape (TARGET_CONSUMERS:
 #             the Gluon forward's consumer warp groups per program to compare)
 #   tests-a, tests-b, tests-c   pytest -m gpu tests/attention in three parts (-x -q, summaries kept)
@@ -28,7 +29,8 @@ for stage in ${STAGES:-info variants tests-a}; do
     variants) timeout "${VARIANTS_TIMEOUT_S:-330}" python3 benchmarks/attention/variants.py "$OUT/variants.jsonl" \
                 ${VARIANTS:-} 2>&1 | tee "$OUT/variants.log" ;;
     sweep) timeout "${SWEEP_S:-150}" python3 -m lmperf.cli attention --runs "$RUNS" --dtypes bf16 --rep-ms 50 \
-             --impls triton,sdpa-cudnn --contexts 4096,16384 --head-dims 64,128 2>&1 | tail -n 40 | tee "$OUT/sweep.log"
+             --impls "${SWEEP_IMPLS:-triton,sdpa-cudnn}" --contexts "${SWEEP_CONTEXTS:-4096,16384}" \
+             --head-dims "${SWEEP_HEAD_DIMS:-64,128}" 2>&1 | tail -n 80 | tee "$OUT/sweep.log"
            tar -czf "$OUT/runs.tgz" -C "$RUNS" . ;;
     target) timeout "${TARGET_S:-80}" python3 - 2>&1 <<'PY' | tee "$OUT/target.log"
 import os
