@@ -36,6 +36,19 @@ def test_gluon_column_blocks_are_powers_of_two_of_at_least_16_columns():
             flash_gluon.column_blocks(head_dim)
 
 
+def test_gluon_block_descriptors_view_each_column_block_of_the_tensor():
+    flash_gluon = pytest.importorskip("lmperf.attention.flash_gluon")
+    x = torch.empty(2, 4, 300, 80, dtype=torch.bfloat16)
+    first, tail = flash_gluon.block_descriptors(x, 64)
+    # columns 0-63 and 64-79 of each row: the tail's base 64 elements (128 bytes) in
+    assert (first.base.storage_offset(), list(first.base.shape), first.block_shape) == (0, [2, 4, 300, 64], [1, 1, 64, 64])
+    assert (tail.base.storage_offset(), list(tail.base.shape), tail.block_shape) == (64, [2, 4, 300, 16], [1, 1, 64, 16])
+    assert list(first.strides) == list(tail.strides) == list(x.stride())
+    assert flash_gluon.block_descriptors(x, 64, 32)[0].block_shape == [1, 1, 64, 32]  # dQ's column boxes
+    whole, again = flash_gluon.block_descriptors(torch.empty(2, 4, 300, 128, dtype=torch.bfloat16), 64)
+    assert again is whole and whole.block_shape == [1, 1, 64, 128]
+
+
 def test_gluon_forward_takes_only_what_its_kernel_and_tma_can_address():
     flash_gluon = pytest.importorskip("lmperf.attention.flash_gluon")
 

@@ -360,6 +360,18 @@ def descriptor(x: torch.Tensor, rows: int, columns: int | None = None) -> Tensor
     return TensorDescriptor.from_tensor(x, block, gl.NVMMASharedLayout.get_default_for(block, GL_DTYPES[x.dtype]))
 
 
+def block_descriptors(x: torch.Tensor, rows: int, columns: int | None = None) -> tuple[TensorDescriptor, TensorDescriptor]:
+    """Descriptors of x's two column blocks (`column_blocks`), as the Gluon kernels take them: the
+    first in boxes of `rows` x `columns` (default: the whole block), the tail whole, each a view of
+    x (a column view's base stays 16-byte aligned). Without a tail the first one twice: the kernels
+    never read the second then."""
+    main, tail = column_blocks(x.shape[-1])
+    if not tail:
+        first = descriptor(x, rows, columns)
+        return first, first
+    return descriptor(x[..., :main], rows, columns), descriptor(x[..., main:], rows)
+
+
 def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """O (B, H, seq_q, d), stored (B, seq_q, H, d), and LSE (B, H, seq_q) in fp32, as
     flash_triton.triton_forward returns them; inputs as `supported` accepts them."""
@@ -368,16 +380,12 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) 
     block_n, stages = TILES[head_dim]
     consumers = CONSUMERS[head_dim]
     main, tail = column_blocks(head_dim)
-    # Each block through its own descriptors (column views: their bases stay 16-byte aligned);
-    # without a tail the kernel is handed the main ones again and never reads them.
-    blocks = [(x[..., :main], x[..., main:]) if tail else (x, x) for x in (q, k, v)]
-    rows = [ROWS, block_n, block_n]
-    main_descs = [descriptor(block[0], n) for block, n in zip(blocks, rows)]
-    tail_descs = [descriptor(block[1], n) for block, n in zip(blocks, rows)] if tail else main_descs
+    (q_desc, qt_desc), (k_desc, kt_desc), (v_desc, vt_desc) = (
+        block_descriptors(x, rows) for x, rows in ((q, ROWS), (k, block_n), (v, block_n)))
     o = torch.empty((batch, seq_q, heads, head_dim), dtype=q.dtype, device=q.device).transpose(1, 2)
     lse = torch.empty((batch, heads, seq_q), dtype=torch.float32, device=q.device)
     _fwd_kernel[(triton.cdiv(seq_q, consumers * ROWS), batch * heads)](
-        *main_descs, *tail_descs, o, lse, LOG2E / math.sqrt(head_dim),
+        q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, o, lse, LOG2E / math.sqrt(head_dim),
         seq_q, seq_k, heads, heads // k.shape[1], o.stride(0), o.stride(1), o.stride(2),
         HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), BLOCK_N=block_n, STAGES=stages, CAUSAL=is_causal,
         CONSUMERS=consumers, REGISTERS=CONSUMER_REGISTERS[consumers], num_warps=4,

@@ -350,9 +350,9 @@ def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, qt_desc, kt_desc, vt_d
 
 def fits(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
     """Whether the kernel takes these 4-d (B, H, S, d) inputs, on any device: what the Gluon
-    forward takes (flash_gluon.fits: bf16/fp16, TMA-addressable) at head_dim 64, 80 (as 64 + 16
-    columns) or 128."""
-    return q.shape[-1] in (64, 80, 128) and flash_gluon.fits(q, k, v)
+    forward takes (flash_gluon.fits: bf16/fp16, head_dim 64, 80 as 64 + 16 columns, or 128,
+    TMA-addressable)."""
+    return flash_gluon.fits(q, k, v)
 
 
 # Backward time at head_dim 64 on the H100, bf16, 16k tokens, two interleaved rounds
@@ -387,7 +387,7 @@ def supported(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
     """Whether flash_triton's "atomic" backward runs this kernel for these inputs: enabled here,
     `flash_gluon.can_run` (the Gluon kernels enabled as a whole, an sm90 GPU, `fits`) and
     `faster_here`."""
-    return ENABLED and flash_gluon.can_run(q, k, v) and fits(q, k, v) and faster_here(q.shape[-1], k.shape[-2])
+    return ENABLED and flash_gluon.can_run(q, k, v) and faster_here(q.shape[-1], k.shape[-2])
 
 
 def backward(q, k, v, do, lse, delta, is_causal: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -400,17 +400,14 @@ def backward(q, k, v, do, lse, delta, is_causal: bool) -> tuple[torch.Tensor, to
     dk = torch.empty((batch, kv_heads, seq_k, head_dim), dtype=q.dtype, device=q.device)
     dv = torch.empty_like(dk)
     scale = 1 / math.sqrt(head_dim)
-    descriptor = flash_gluon.descriptor
     main, tail = flash_gluon.column_blocks(head_dim)
-    # Each column block through its own descriptors (as the forward does); without a tail the
-    # kernel is handed the main ones again and never reads them.
-    blocks = [(x[..., :main], x[..., main:]) if tail else (x, x) for x in (q, k, v, do, dq)]
-    rows = [ROWS, KEYS, KEYS, ROWS, ROWS]
-    main_descs = [descriptor(block[0], n) for block, n in zip(blocks[:4], rows)]
-    main_descs.append(descriptor(blocks[4][0], ROWS, min(DQ_COLUMNS, main)))
-    tail_descs = [descriptor(block[1], n) for block, n in zip(blocks, rows)] if tail else main_descs
+    block_descriptors = flash_gluon.block_descriptors
+    (q_desc, qt_desc), (k_desc, kt_desc), (v_desc, vt_desc), (do_desc, dot_desc) = (
+        block_descriptors(x, rows) for x, rows in ((q, ROWS), (k, KEYS), (v, KEYS), (do, ROWS)))
+    dq_desc, dqt_desc = block_descriptors(dq, ROWS, min(DQ_COLUMNS, main))
     _bwd_kernel[(triton.cdiv(seq_k, BLOCK_N), batch * kv_heads)](
-        *main_descs, *tail_descs, lse, delta, dk, dv, scale, scale * LOG2E,
+        q_desc, k_desc, v_desc, do_desc, dq_desc, qt_desc, kt_desc, vt_desc, dot_desc, dqt_desc,
+        lse, delta, dk, dv, scale, scale * LOG2E,
         seq_q, seq_k, heads, heads // kv_heads, dk.stride(0), dk.stride(1), dk.stride(2),
         HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), STAGES=STAGES, CAUSAL=is_causal, num_warps=4,
     )
