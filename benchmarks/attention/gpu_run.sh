@@ -45,7 +45,7 @@ if consumers:
 default = dict(flash_gluon.CONSUMERS)
 for round_peers in ([peers, peers[::-1]] if consumers else [peers]):
     for impl, count in round_peers:  # triton: the default backward for the shape
-        flash_gluon.CONSUMERS = {64: count, 128: count} if count else default
+        flash_gluon.CONSUMERS = {**default, 64: count, 128: count} if count else default
         label = impl if count is None else f"{impl} {count} consumers"
         try:
             print(f"target (16,16384,64) causal compiled fwd+sum().backward() {label}: {t(impl):.3f} ms", flush=True)

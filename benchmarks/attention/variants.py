@@ -76,14 +76,13 @@ def prepare(tiles=MAIN_TILES, backward="split", tma=None, split_head_dim=True, g
     default for the atomic backward's dQ adds. gluon_forward False: Triton's kernels where
     flash_gluon's and flash_gluon_backward's would run; gluon_backward False: Triton's backward
     where flash_gluon_backward's would run; gluon_backward_stages: its Q/dO ring's slots;
-    gluon_consumers, gluon_tiles: flash_gluon.CONSUMERS and flash_gluon.TILES for the variant
-    (None: the module's own)."""
+    gluon_consumers, gluon_tiles: entries of flash_gluon.CONSUMERS and flash_gluon.TILES the
+    variant changes (by head_dim; the module's own for the rest)."""
     tuned = module.tuned_kernels(tiles)
     gluon = getattr(module, "flash_gluon", None)
-    if gluon_consumers is None and gluon is not None and hasattr(gluon, "CONSUMERS"):
-        gluon_consumers = dict(gluon.CONSUMERS)
-    if gluon_tiles is None and gluon is not None:
-        gluon_tiles = dict(gluon.TILES)
+    if gluon is not None and hasattr(gluon, "CONSUMERS"):  # an older flash_triton's module has neither
+        gluon_consumers = {**gluon.CONSUMERS, **(gluon_consumers or {})}
+        gluon_tiles = {**gluon.TILES, **(gluon_tiles or {})}
     tma = getattr(module, "ATOMIC_DQ_BY_TMA", False) if tma is None else tma
     return dict(tiles=tiles, tuned=tuned, backward=backward, tma=tma, split_head_dim=split_head_dim,
                 gluon_forward=gluon_forward, gluon_backward=gluon_backward, gluon_backward_stages=gluon_backward_stages,
@@ -131,13 +130,12 @@ VARIANTS = {
     # the Gluon forward with three consumer warp groups (192 query rows a program, 160 registers);
     # at head_dim 64 also with 64-key tiles; at 128 (three consumers) with four K/V slots
     "default-3-consumers": dict(backward=None, gluon_consumers={64: 3, 128: 3}),
-    "gluon-d64-3c-n64": dict(backward=None, gluon_consumers={64: 3, 128: 3}, gluon_tiles={64: (64, 3), 128: (64, 3)}),
-    "gluon-d128-4-slots": dict(backward=None, gluon_tiles={64: (128, 3), 128: (64, 4)}),
+    "gluon-d64-3c-n64": dict(backward=None, gluon_consumers={64: 3, 128: 3}, gluon_tiles={64: (64, 3)}),
+    "gluon-d128-4-slots": dict(backward=None, gluon_tiles={128: (64, 4)}),
     # head_dim 80 (64 + 16 columns) with 64-key tiles, three or two consumers ("default": 128-key
     # tiles, two); "triton-forward" is Triton's forward there, as before the Gluon forward took 80
-    "gluon-d80-3c-n64": dict(backward=None, gluon_consumers={64: 2, 80: 3, 128: 3},
-                             gluon_tiles={64: (128, 3), 80: (64, 3), 128: (64, 3)}),
-    "gluon-d80-2c-n64": dict(backward=None, gluon_tiles={64: (128, 3), 80: (64, 3), 128: (64, 3)}),
+    "gluon-d80-3c-n64": dict(backward=None, gluon_consumers={80: 3}, gluon_tiles={80: (64, 3)}),
+    "gluon-d80-2c-n64": dict(backward=None, gluon_tiles={80: (64, 3)}),
     "atomic-tma": dict(backward="atomic", tma=True),
     "atomic": dict(backward="atomic"),
     # main's kernels with Triton's forward where flash_gluon's runs by default
