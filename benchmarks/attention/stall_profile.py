@@ -12,8 +12,12 @@ kernels can be matched to them by order and grid): bf16, 16k tokens per batch, h
     d64 full 16k     Triton split (the dK/dV and dQ kernels)
     d128 causal 16k  flash_triton's atomic backward (the Gluon backward off), which is ahead of
                      the Gluon one there (Triton's time / Gluon's 0.948-1.011): to see why
+    d128 full 4k     Triton default (the Gluon forward and backward) and SDPA cuDNN
+STALL_CASES (comma-separated indices into CASES) profiles a subset.
 Usage: ncu --nvtx --nvtx-include "prof/" ... python3 benchmarks/attention/stall_profile.py
 """
+
+import os
 
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -28,7 +32,13 @@ CASES = [
     (128, True, 16384, "sdpa-cudnn"),
     (64, False, 16384, "triton-split"),
     (128, True, 16384, "triton-atomic-backward"),
+    (128, False, 4096, "triton"),
+    (128, False, 4096, "sdpa-cudnn"),
 ]
+# STALL_CASES="2,3,6,7": profile only these cases (indices into CASES); all by default.
+_CHOSEN = os.environ.get("STALL_CASES")
+if _CHOSEN:
+    CASES = [CASES[int(i)] for i in _CHOSEN.split(",")]
 
 
 def _open_range(grad):

@@ -36,6 +36,9 @@ GRIDS = {
     "d80": [(80, causal, seq) for causal in (False, True) for seq in (1024, 4096, 16384)],
     # The 8B model's attention (32 query heads and 8 key/value heads x 128), causal, 32k tokens.
     "8b-gqa": [(128, True, 32768)],
+    # head_dim 128 below 4096 keys, where neither the Gluon forward's consumer count nor the Gluon
+    # backward had been timed side by side.
+    "d128-short": [(128, causal, seq) for causal in (False, True) for seq in (1024, 2048)],
 }
 GRID_NAME = os.environ.get("VARIANTS_GRID", "d64-d128")
 GRID = GRIDS[GRID_NAME]
@@ -69,24 +72,33 @@ WIDE_TILES = {
 ATOMIC_32_ROW_TILES = dict(MAIN_TILES, dkdv_dq=MAIN_TILES["dkdv"])
 
 
+# flash_gluon's CONSUMERS and TILES as imported (by module name), which variants change entries of.
+_GLUON_TABLES = {ft.flash_gluon.__name__: (dict(ft.flash_gluon.CONSUMERS), dict(ft.flash_gluon.TILES))}
+
+
 def prepare(tiles=MAIN_TILES, backward="split", tma=None, split_head_dim=True, gluon_forward=True, gluon_backward=True,
-            gluon_backward_stages=2, gluon_consumers=None, gluon_tiles=None, module=ft):
+            gluon_backward_stages=2, gluon_consumers=None, gluon_tiles=None, gluon_backward_from_keys=None, module=ft):
     """A variant's switches and its own autotuned kernels (each keeps its tuning cache).
     backward None: FlashAttention2Triton's default for the shape. tma None: the module's own
     default for the atomic backward's dQ adds. gluon_forward False: Triton's kernels where
     flash_gluon's and flash_gluon_backward's would run; gluon_backward False: Triton's backward
     where flash_gluon_backward's would run; gluon_backward_stages: its Q/dO ring's slots;
     gluon_consumers, gluon_tiles: entries of flash_gluon.CONSUMERS and flash_gluon.TILES the
-    variant changes (by head_dim; the module's own for the rest)."""
+    variant changes (by head_dim; the module's own for the rest); gluon_backward_from_keys:
+    head_dim -> the key count from which the Gluon backward runs (flash_gluon_backward's
+    D{head_dim}_FROM_KEYS; the module's own for the rest)."""
     tuned = module.tuned_kernels(tiles)
     gluon = getattr(module, "flash_gluon", None)
     if gluon is not None and hasattr(gluon, "CONSUMERS"):  # an older flash_triton's module has neither
-        gluon_consumers = {**gluon.CONSUMERS, **(gluon_consumers or {})}
-        gluon_tiles = {**gluon.TILES, **(gluon_tiles or {})}
+        # over the tables as imported: activate() replaces the module's with a variant's own
+        consumers, tiles_ = _GLUON_TABLES.setdefault(gluon.__name__, (dict(gluon.CONSUMERS), dict(gluon.TILES)))
+        gluon_consumers = {**consumers, **(gluon_consumers or {})}
+        gluon_tiles = {**tiles_, **(gluon_tiles or {})}
     tma = getattr(module, "ATOMIC_DQ_BY_TMA", False) if tma is None else tma
     return dict(tiles=tiles, tuned=tuned, backward=backward, tma=tma, split_head_dim=split_head_dim,
                 gluon_forward=gluon_forward, gluon_backward=gluon_backward, gluon_backward_stages=gluon_backward_stages,
-                gluon_consumers=gluon_consumers, gluon_tiles=gluon_tiles, module=module)
+                gluon_consumers=gluon_consumers, gluon_tiles=gluon_tiles,
+                gluon_backward_from_keys=gluon_backward_from_keys or {}, module=module)
 
 
 def prepare_file(spec_text):
@@ -97,6 +109,11 @@ def prepare_file(spec_text):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # a file, so triton.jit can read the kernels' source
     return prepare(tiles=module.TILES, backward=backward or "split", module=module)
+
+
+# flash_gluon_backward's own key counts from which its kernel runs, restored for every variant
+# that does not change them.
+_GLUON_BACKWARD_FROM_KEYS = {d: getattr(ft.flash_gluon_backward, f"D{d}_FROM_KEYS") for d in (64, 80, 128)}
 
 
 def activate(variant):
@@ -113,6 +130,9 @@ def activate(variant):
     if getattr(module, "flash_gluon_backward", None) is not None:
         module.flash_gluon_backward.ENABLED = variant["gluon_backward"]
         module.flash_gluon_backward.STAGES = variant["gluon_backward_stages"]
+        for head_dim, default in _GLUON_BACKWARD_FROM_KEYS.items():
+            keys = variant.get("gluon_backward_from_keys", {}).get(head_dim, default)
+            setattr(module.flash_gluon_backward, f"D{head_dim}_FROM_KEYS", keys)
     return variant["backward"]
 
 
@@ -132,6 +152,10 @@ VARIANTS = {
     "default-3-consumers": dict(backward=None, gluon_consumers={64: 3, 128: 3}),
     "gluon-d64-3c-n64": dict(backward=None, gluon_consumers={64: 3, 128: 3}, gluon_tiles={64: (64, 3)}),
     "gluon-d128-4-slots": dict(backward=None, gluon_tiles={128: (64, 4)}),
+    # head_dim 128 with the Gluon forward's two consumer warp groups (the default has three), and
+    # with the Gluon backward from 1024 keys (the default: from 4096)
+    "gluon-d128-2c": dict(backward=None, gluon_consumers={128: 2}),
+    "gluon-d128-backward-1k": dict(backward=None, gluon_backward_from_keys={128: 1024}),
     # head_dim 80 (64 + 16 columns) with 64-key tiles, three or two consumers ("default": 128-key
     # tiles, two); "triton-forward" is Triton's forward there, as before the Gluon forward took 80
     "gluon-d80-3c-n64": dict(backward=None, gluon_consumers={80: 3}, gluon_tiles={80: (64, 3)}),
