@@ -26,7 +26,7 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE / "trials")]
-from gluon_backward import _interleaved, _rows  # noqa: E402
+from gluon_backward import _cudnn, _interleaved, _rows  # noqa: E402
 from variants import _reference  # noqa: E402
 
 from lmperf.attention import flash_gluon_backward, flash_triton  # noqa: E402
@@ -36,8 +36,10 @@ DEVICE = "cuda"  # a dry run on the CPU swaps it and the kernels for stand-ins
 RAGGED = [  # (head_dim, causal, seq_q, seq_k, heads, kv_heads)
     (64, True, 777, 1025, 8, 2), (64, False, 1025, 777, 4, 1), (64, True, 300, 300, 2, 2), (64, True, 1, 130, 2, 2),
     (128, True, 1000, 1000, 4, 4), (128, False, 777, 1025, 8, 2), (128, True, 1025, 777, 4, 1),
+    (80, True, 777, 1025, 8, 2), (80, False, 1025, 777, 4, 1),
 ]
-LENGTHS = {64: (1024, 2048, 4096, 16384), 128: (4096, 16384)}
+LENGTHS = {64: (1024, 2048, 4096, 16384), 80: (1024, 4096, 16384), 128: (1024, 4096, 16384)}
+COLUMNS = {80: 2560}  # query heads x head_dim (2048 unless named: 80 does not divide it)
 # AB_HEAD_DIMS=128 times only d=128 (a change that touches only that head size: half the device time)
 HEAD_DIMS = [int(d) for d in os.environ.get("AB_HEAD_DIMS", "64,128").split(",")]
 GRID = [(d, causal, seq) for d in HEAD_DIMS for causal in (False, True) for seq in LENGTHS[d]]
@@ -84,14 +86,20 @@ def main(patches: str, out_path: str, tokens: int = 16384) -> None:
     emit = _rows(out_path)
     check(emit, module)
     for d, causal, seq in GRID:
-        heads = 2048 // d
+        heads = COLUMNS.get(d, 2048) // d
         q, k, v, do = (torch.randn(tokens // seq, heads, seq, d, device=DEVICE).bfloat16() for _ in range(4))
         o, lse, delta = _saved(q, k, v, do, causal)
+        leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+        o_cudnn = _cudnn(*leaves, causal) if DEVICE == "cuda" else None
         peers = {
             "committed": lambda: flash_gluon_backward.backward(q, k, v, do, lse, delta, causal),
             "candidate": lambda: module.backward(q, k, v, do, lse, delta, causal),
             "triton-atomic-bwd": lambda: flash_triton.triton_backward(q, k, v, o, lse, do, causal, "atomic", gluon=False),
+            # SDPA cuDNN's backward kernels on its own forward's saved tensors: the yardstick
+            "sdpa-cudnn-bwd": lambda: torch.autograd.grad(o_cudnn, leaves, do, retain_graph=True),
         }
+        if o_cudnn is None:  # the CPU dry run has no cuDNN
+            del peers["sdpa-cudnn-bwd"]
         work = dict.fromkeys(peers, 2.5 * 4 * q.shape[0] * heads * seq * seq * d / (2 if causal else 1))
         _interleaved(emit, peers, work, dict(head_dim=d, causal=causal, seq=seq))
 

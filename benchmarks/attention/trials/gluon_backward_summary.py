@@ -10,7 +10,7 @@ import collections
 import json
 import sys
 
-BACKWARD_REFERENCES = ("triton-atomic-bwd", "committed")  # committed: gluon_backward_ab.py's unpatched module
+BACKWARD_REFERENCES = ("triton-atomic-bwd", "committed", "sdpa-cudnn-bwd")  # committed: gluon_backward_ab.py's unpatched module
 FORWARD_BACKWARD_REFERENCES = ("flash_triton+bwd", "sdpa-cudnn+bwd")
 
 

@@ -29,7 +29,7 @@ heads x d = 2048, interleaved rounds): backward time flash_triton's atomic backw
 1.048-1.185 full and 0.975-1.125 causal (gluon-backward-ab-h100-b1ecd71). Head_dim 80 runs as
 64 + 16 columns (every product over the columns two chained wgmmas, every product into them a
 second one into a 16-column accumulator): 1.117-1.359 (gluon-backward-d80-h100-4c27cc7).
-flash_triton runs it at 64 from 2048 keys, at 80 from 1024 and at 128 from 4096 (`faster_here`). Reasoning and the variants that lost:
+flash_triton runs it at 64 from 2048 keys, at 80 and 128 from 1024 (`faster_here`). Reasoning and the variants that lost:
 docs/attention.md items 32-34.
 
 Scope (`fits`): CUDA sm90, bf16/fp16, head_dim 64, 80 or 128, q, k, v and dO TMA-addressable (dO is
@@ -365,8 +365,11 @@ D64_FROM_KEYS = 2048
 # gluon-backward-ab-h100-b1ecd71 and gluon-backward-d128-h100-46bf753): flash_triton's atomic
 # backward time / this one's 1.006-1.185 (full 4k and 16k), 1.054-1.125 (causal 4k), but
 # 0.948-1.011 at causal 16k, kept there because the compiled 8B block at 32k ran faster with it
-# (474.80 against 490.52 ms: compiled, Triton's dQ goes by per-thread atomics). Shorter: not timed.
-D128_FROM_KEYS = 4096
+# (474.80 against 490.52 ms: compiled, Triton's dQ goes by per-thread atomics). At 1024 and 2048
+# keys (2026-11-26, d128-short-h100-f919e46) the default backward's time (Triton's split there) /
+# this one's 1.044-1.068 (full 1k), 1.099-1.102 (full 2k), 1.019-1.025 (causal 1k), 1.108-1.117
+# (causal 2k): from 1024, the shortest timed.
+D128_FROM_KEYS = 1024
 # Head_dim 80 (64 + 16 columns; gluon-backward-d80-h100-4c27cc7): the default backward's time
 # with Triton's kernels / with this one 1.160-1.316 non-causal and 1.117-1.359 causal at 1k, 4k
 # and 16k keys (and 1.003-1.136x as fast as cuDNN's backward). From 1024, the shortest timed.
