@@ -9,10 +9,11 @@ wrap: `_tma_reduce_add`). The order of those additions varies from run to run, s
 
 One program per (128 keys, batch x key/value head). A producer warp loads the program's K and V
 once and streams each query tile's Q_i and dO_i (64 rows; under GQA every query head of the
-group in turn) through a 2-slot ring by TMA. Two consumer warp groups own 64 keys each (their dK
-and dV stay in registers); per tile a consumer
+group in turn) through a 2-slot ring by TMA, and the tile's LSE and delta rows by cp.async. Two
+consumer warp groups own 64 keys each (their dK and dV stay in registers); per tile a consumer
   1. issues S^T = K Q_i^T and dP^T = V dO_i^T together, waits for S^T only;
-  2. P^T = exp2(S^T scale log2e - LSE_i log2e), masked (causal, ragged); issues dV += P^T dO_i;
+  2. P^T = exp2(S^T scale log2e - LSE_i log2e), masked (causal, ragged) in the tiles where a key
+     can be hidden; issues dV += P^T dO_i;
   3. waits for dP^T: dS^T = P^T (dP^T - delta_i), stored to shared memory; issues dK += dS^T Q_i;
   4. at head_dim 64 the warp group owning tile t (t % 2, so the owners alternate) waits on an
      mbarrier for the other's half of dS^T, computes dQ_i = dS K over all 128 keys, writes
@@ -29,8 +30,13 @@ heads x d = 2048, interleaved rounds): backward time flash_triton's atomic backw
 1.048-1.185 full and 0.975-1.125 causal (gluon-backward-ab-h100-b1ecd71). Head_dim 80 runs as
 64 + 16 columns (every product over the columns two chained wgmmas, every product into them a
 second one into a 16-column accumulator): 1.117-1.359 (gluon-backward-d80-h100-4c27cc7).
-flash_triton runs it at 64 from 2048 keys, at 80 and 128 from 1024 (`faster_here`). Reasoning and the variants that lost:
-docs/attention.md items 32-34.
+LSE and delta through shared memory (the consumers' own global loads of them stood exposed:
+6.9% of the stall samples at d=128, stall-profile-h100-f919e46) made it 0.995-1.115x as fast at
+64 and 0.962-1.132 at 80; with P^T masked only where needed at 128 too (spills 56 -> 0 bytes,
+8 causal) 1.058-1.174 at 128, where it is now 0.940-1.055x as fast as cuDNN's backward
+(gluon-backward-lse-h100-aa3ceb4, 1k-16k keys). flash_triton runs it at 64 from 2048 keys, at
+80 and 128 from 1024 (`faster_here`). Reasoning and the variants that lost: docs/attention.md
+items 32-36.
 
 Scope (`fits`): CUDA sm90, bf16/fp16, head_dim 64, 80 or 128, q, k, v and dO TMA-addressable (dO is
 copied when not, e.g. the expanded gradient of `.sum()`). Under torch.compile the launch is an
@@ -48,6 +54,7 @@ from triton._C.libtriton import ir
 from triton.experimental import gluon
 from triton.experimental.gluon.language import _core as gl_core
 from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import async_copy
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 
 from lmperf.attention import flash_gluon
@@ -70,13 +77,14 @@ def _tma_reduce_add(tensor_desc, coord, src, _semantic=None):
 
 @gluon.jit
 def _producer(q_desc, k_desc, v_desc, do_desc, qt_desc, kt_desc, vt_desc, dot_desc, q_smem, k_smem, v_smem, do_smem,
-              qt_smem, kt_smem, vt_smem, dot_smem, kv_bar, ready, empty,
+              qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, kv_bar, ready, empty, LSE, DELTA, seq_q, H,
               b, kv_h, group, start_n, first_tile, n_q_tiles, STAGES: gl.constexpr, SPLIT: gl.constexpr):
     if SPLIT:  # the last TAIL columns of every operand through their own descriptors and slots
         mbarrier.expect(kv_bar, 4 * (k_desc.block_type.nbytes + kt_desc.block_type.nbytes))
     else:
         mbarrier.expect(kv_bar, 4 * k_desc.block_type.nbytes)
     rows: gl.constexpr = k_desc.block_type.shape[2]
+    M: gl.constexpr = q_desc.block_type.shape[2]  # query rows per tile
     for w in gl.static_range(2):
         tma.async_copy_global_to_shared(k_desc, [b, kv_h, start_n + w * rows, 0], kv_bar, k_smem.slice(w * rows, rows, dim=2))
         tma.async_copy_global_to_shared(v_desc, [b, kv_h, start_n + w * rows, 0], kv_bar, v_smem.slice(w * rows, rows, dim=2))
@@ -91,8 +99,19 @@ def _producer(q_desc, k_desc, v_desc, do_desc, qt_desc, kt_desc, vt_desc, dot_de
         slot = t % STAGES
         if t >= STAGES:  # both consumers are done with step t - STAGES, which held this slot
             mbarrier.wait(empty.index(slot), (t // STAGES - 1) & 1)
-        row = (first_tile + i) * q_desc.block_type.shape[2]
+        row = (first_tile + i) * M
         bar = ready.index(slot)
+        # The tile's LSE and delta rows by cp.async into the slot (their global loads, issued by
+        # the consumers, stood exposed: 6.9% of the d=128 backward's stall samples sat on the
+        # first use of LSE, stall-profile-h100-f919e46). Rows past seq_q read as 0, which leaves
+        # their P^T at 1 and dS^T at 0: their Q and dO rows are zero-filled, so they add nothing.
+        # The arrival counts itself in (increment), so the slot is ready once the copies and the
+        # TMA bytes have both landed.
+        tile_rows = gl.arange(0, M, layout=gl.BlockedLayout([M // 32], [32], [1], [0]))
+        start = (b * H + h).to(gl.int64) * seq_q + row
+        async_copy.async_copy_global_to_shared(lse_smem.index(slot), LSE + start + tile_rows, mask=tile_rows < seq_q - row)
+        async_copy.async_copy_global_to_shared(delta_smem.index(slot), DELTA + start + tile_rows, mask=tile_rows < seq_q - row)
+        async_copy.mbarrier_arrive(bar)
         if SPLIT:
             mbarrier.expect(bar, 2 * (q_desc.block_type.nbytes + qt_desc.block_type.nbytes))
         else:
@@ -119,8 +138,8 @@ def _hide_keys(pt, offs_k, offs_q, seq_k, CAUSAL: gl.constexpr):
 
 
 @gluon.jit
-def _consumer(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, ds_smem, ds_bar, dq_desc, dq_smem,
-              dqt_desc, dqt_smem, kv_bar, ready, empty,
+def _consumer(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, ds_smem, ds_bar,
+              dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, ready, empty,
               LSE, DELTA, DK, DV, scale, qk_scale, seq_q, seq_k, b, kv_h, H, group, start_n, first_tile, n_q_tiles,
               stride_kb, stride_kh, stride_kn,
               WG: gl.constexpr, HEAD_DIM: gl.constexpr, TAIL: gl.constexpr, SPLIT: gl.constexpr, STAGES: gl.constexpr,
@@ -164,19 +183,9 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_sm
     for t in range(group * n_q_tiles):
         slot = t % STAGES
         row0 = (first_tile + i) * M
-        bh = b * H + h
         offs_q = row0 + gl.arange(0, M, layout=queries_l)
-        # Rows past the sequence: LSE +inf makes their P zero (their Q and dO rows are zero-filled).
-        if CHUNKS > 1:  # from one 64-bit base: at d=128 a quarter of the spills (SASS local loads
-            # 112 -> 28 with the column split); at d=64 causal it cost 264 more instructions
-            rows = gl.arange(0, M, layout=queries_l)
-            start = bh.to(gl.int64) * seq_q + row0
-            lse = gl.load(LSE + start + rows, mask=rows < seq_q - row0, other=float("inf")) * 1.4426950408889634
-            delta = gl.load(DELTA + start + rows, mask=rows < seq_q - row0, other=0.0)
-        else:
-            lse = gl.load(LSE + bh.to(gl.int64) * seq_q + offs_q, mask=offs_q < seq_q, other=float("inf")) * 1.4426950408889634
-            delta = gl.load(DELTA + bh.to(gl.int64) * seq_q + offs_q, mask=offs_q < seq_q, other=0.0)
         mbarrier.wait(ready.index(slot), (t // STAGES) & 1)
+        lse = lse_smem.index(slot).load(queries_l) * 1.4426950408889634
         q_tile = q_smem.index(slot).reshape([M, HEAD_DIM])
         do_tile = do_smem.index(slot).reshape([M, HEAD_DIM])
         # 1. S^T and dP^T together
@@ -193,13 +202,11 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_sm
             st = warpgroup_mma_wait(1, deps=(st_tok,))
         # 2. P^T under dP^T
         pt = gl.exp2(st * qk_scale - lse[None, :])
-        if CHUNKS == 1:
-            # At head_dim 64 the mask only where a key can be hidden: most tiles need none, and
-            # skipping it there made the backward 1.035-1.102x as fast at causal 1k-16k
-            # (gluon-backward-ab-h100-b1ecd71). At 128 the branch cost 7-10% causal: always there.
-            if (key0 + N > seq_k) or (CAUSAL and key0 + N - 1 > row0):
-                pt = _hide_keys(pt, offs_k, offs_q, seq_k, CAUSAL)
-        else:
+        # The mask only where a key can be hidden: most tiles need none. Skipping it elsewhere made
+        # the backward 1.035-1.102x as fast at head_dim 64 causal 1k-16k (gluon-backward-ab-h100-b1ecd71);
+        # at 128 it cost 7-10% while the consumers spilled 56 bytes, and helps since they do not
+        # (with LSE and delta in shared memory: gluon-backward-lse-h100-aa3ceb4).
+        if (key0 + N > seq_k) or (CAUSAL and key0 + N - 1 > row0):
             pt = _hide_keys(pt, offs_k, offs_q, seq_k, CAUSAL)
         # 3. dV under dS^T
         pt_op = gl.convert_layout(pt.to(q_tile.dtype), op_layout)
@@ -209,6 +216,7 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_sm
             dpt = warpgroup_mma_wait(2, deps=(dpt_tok,))  # dV's two products may still run
         else:
             dpt = warpgroup_mma_wait(1, deps=(dpt_tok,))
+        delta = delta_smem.index(slot).load(queries_l)
         dst = (pt * (dpt - delta[None, :])).to(q_tile.dtype)
         # 4. dK, and dQ_i by the owner of tile t; slot t % 2 holds both warp groups' dS^T
         ds_all = ds_smem.index(t % 2)
@@ -327,6 +335,10 @@ def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, qt_desc, kt_desc, vt_d
         kt_smem = k_smem
         vt_smem = v_smem
         dqt_smem = dq_smem
+    # each Q/dO slot's LSE and delta rows (fp32; the producer's cp.async, see _producer)
+    rows_layout: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, order=[0])
+    lse_smem = gl.allocate_shared_memory(gl.float32, [STAGES, M], rows_layout)
+    delta_smem = gl.allocate_shared_memory(gl.float32, [STAGES, M], rows_layout)
     kv_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     mbarrier.init(kv_bar, count=1)
     ready, empty = ring_barriers(STAGES, 2)
@@ -334,16 +346,16 @@ def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, qt_desc, kt_desc, vt_d
 
     # Argument tuples inline (bound to a name first, their constexprs would arrive as tensors).
     gl.warp_specialize([
-        (_consumer, (q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, ds_smem, ds_bar, dq_desc,
-                     dq_smem, dqt_desc, dqt_smem, kv_bar, ready, empty,
+        (_consumer, (q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, ds_smem,
+                     ds_bar, dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, ready, empty,
                      LSE, DELTA, DK, DV, scale, qk_scale, seq_q, seq_k, b, kv_h, H, group, start_n, first_tile, n_q_tiles,
                      stride_kb, stride_kh, stride_kn, 0, HEAD_DIM, TAIL, SPLIT, STAGES, CAUSAL)),
-        (_consumer, (q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, ds_smem, ds_bar, dq_desc,
-                     dq_smem, dqt_desc, dqt_smem, kv_bar, ready, empty,
+        (_consumer, (q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, ds_smem,
+                     ds_bar, dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, ready, empty,
                      LSE, DELTA, DK, DV, scale, qk_scale, seq_q, seq_k, b, kv_h, H, group, start_n, first_tile, n_q_tiles,
                      stride_kb, stride_kh, stride_kn, 1, HEAD_DIM, TAIL, SPLIT, STAGES, CAUSAL)),
         (_producer, (q_desc, k_desc, v_desc, do_desc, qt_desc, kt_desc, vt_desc, dot_desc, q_smem, k_smem, v_smem, do_smem,
-                     qt_smem, kt_smem, vt_smem, dot_smem, kv_bar, ready, empty,
+                     qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, kv_bar, ready, empty, LSE, DELTA, seq_q, H,
                      b, kv_h, group, start_n, first_tile, n_q_tiles, STAGES, SPLIT)),
     ], [4, 1], [240, 24])
 
