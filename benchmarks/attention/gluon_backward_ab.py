@@ -16,6 +16,7 @@ prints errors and ratios (committed / candidate > 1: the change is faster).
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -31,7 +32,6 @@ from variants import _reference  # noqa: E402
 
 from lmperf.attention import flash_gluon_backward, flash_triton  # noqa: E402
 
-MODULE = Path("src/lmperf/attention/flash_gluon_backward.py")
 DEVICE = "cuda"  # a dry run on the CPU swaps it and the kernels for stand-ins
 RAGGED = [  # (head_dim, causal, seq_q, seq_k, heads, kv_heads)
     (64, True, 777, 1025, 8, 2), (64, False, 1025, 777, 4, 1), (64, True, 300, 300, 2, 2), (64, True, 1, 130, 2, 2),
@@ -45,21 +45,23 @@ HEAD_DIMS = [int(d) for d in os.environ.get("AB_HEAD_DIMS", "64,128").split(",")
 GRID = [(d, causal, seq) for d in HEAD_DIMS for causal in (False, True) for seq in LENGTHS[d]]
 
 
-def candidate(patches: str):
-    """The module with the (comma-separated) patches applied, imported from a temporary copy, its
-    custom op renamed."""
+def candidate(patches: str, module=flash_gluon_backward):
+    """`module` (one of lmperf.attention's files) with the (comma-separated) patches applied,
+    imported from a temporary copy, its custom ops renamed (`lmperf::NAME` -> `lmperf::NAME_ab`)."""
     work = Path(tempfile.mkdtemp())
-    (work / MODULE).parent.mkdir(parents=True)
-    shutil.copy(Path(flash_gluon_backward.__file__), work / MODULE)
+    relative = Path("src/lmperf/attention") / Path(module.__file__).name
+    (work / relative).parent.mkdir(parents=True)
+    shutil.copy(Path(module.__file__), work / relative)
     for patch in patches.split(","):
         subprocess.run(["patch", "-p1", "-d", str(work), "-i", str(Path(patch).resolve())], check=True)
-    source = (work / MODULE).read_text().replace('"lmperf::flash_gluon_backward"', '"lmperf::flash_gluon_backward_ab"')
-    path = work / "flash_gluon_backward_ab.py"
+    source = re.sub(r'"lmperf::(\w+)"', r'"lmperf::\1_ab"', (work / relative).read_text())
+    name = f"{relative.stem}_ab"
+    path = work / f"{name}.py"
     path.write_text(source)
-    spec = importlib.util.spec_from_file_location("flash_gluon_backward_ab", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # from a file, so gluon.jit can read the kernels' source
-    return module
+    spec = importlib.util.spec_from_file_location(name, path)
+    loaded = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loaded)  # from a file, so gluon.jit can read the kernels' source
+    return loaded
 
 
 def _saved(q, k, v, do, causal):

@@ -1,5 +1,5 @@
-"""Summarise gluon_backward.py's rows (any of its device commands): the float64 check's largest
-error per variant, then per grid point each peer's ms and its ratio to the reference peers,
+"""Summarise gluon_backward.py's rows (any of its device commands; also gluon_backward_ab.py's and
+gluon_forward_ab.py's): the float64 check's largest error per variant (of every max_* field), then per grid point each peer's ms and its ratio to the reference peers,
 measured side by side (ranges over the rounds: min(reference)/max(peer) to max(reference)/min(peer),
 > 1 = the peer faster).
 
@@ -10,7 +10,7 @@ import collections
 import json
 import sys
 
-BACKWARD_REFERENCES = ("triton-atomic-bwd", "committed", "sdpa-cudnn-bwd")  # committed: gluon_backward_ab.py's unpatched module
+BACKWARD_REFERENCES = ("triton-atomic-bwd", "committed", "sdpa-cudnn-bwd", "sdpa-cudnn-fwd")  # committed: gluon_backward_ab.py's unpatched module
 FORWARD_BACKWARD_REFERENCES = ("flash_triton+bwd", "sdpa-cudnn+bwd")
 
 
@@ -26,7 +26,7 @@ def summarise(path: str) -> None:
     for row in rows:
         if row["kind"] == "check":
             name = row.get("variant") or f"mode {row.get('dq_mode', 0)}"
-            errors[name].append(max(row["max_rel_error_dq"], row["max_rel_error_dk"], row["max_rel_error_dv"]))
+            errors[name].append(max(value for key, value in row.items() if key.startswith("max_")))
     for name, values in errors.items():
         print(f"  check {name}: {len(values)} shapes, largest relative error {min(values):.4f}-{max(values):.4f}")
     times = collections.defaultdict(lambda: collections.defaultdict(list))
