@@ -40,12 +40,13 @@ def compile_sm90(head_dim: int, causal: bool, consumers: int | None = None):
         "q_desc": desc(rows, main), "k_desc": desc(block_n, main), "v_desc": desc(block_n, main),
         "qt_desc": desc(rows, tail_columns), "kt_desc": desc(block_n, tail_columns), "vt_desc": desc(block_n, tail_columns),
         "O": "*bf16", "LSE": "*fp32", "qk_scale": "fp32",
-        **{name: "i32" for name in ("seq_q", "seq_k", "H", "group", "stride_ob", "stride_oh", "stride_on")},
-        **{name: "constexpr" for name in ("HEAD_DIM", "TAIL", "SPLIT", "BLOCK_N", "STAGES", "CAUSAL", "CONSUMERS",
-                                          "REGISTERS", "num_warps")},
+        **{name: "i32" for name in ("seq_q", "seq_k", "H", "group", "n_m", "per_head", "items", "stride_ob",
+                                    "stride_oh", "stride_on")},
+        **{name: "constexpr" for name in ("HEAD_DIM", "TAIL", "SPLIT", "BLOCK_N", "STAGES", "CAUSAL", "PAIRS",
+                                          "CONSUMERS", "REGISTERS", "num_warps")},
     }
     constexprs = dict(HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), BLOCK_N=block_n, STAGES=stages, CAUSAL=causal,
-                      CONSUMERS=consumers,
+                      PAIRS=causal, CONSUMERS=consumers,
                       REGISTERS=flash_gluon.CONSUMER_REGISTERS[consumers], num_warps=4)
     source = GluonASTSource(flash_gluon._fwd_kernel, signature, constexprs)
     return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4))

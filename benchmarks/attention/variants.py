@@ -39,6 +39,9 @@ GRIDS = {
     # head_dim 128 below 4096 keys, where neither the Gluon forward's consumer count nor the Gluon
     # backward had been timed side by side.
     "d128-short": [(128, causal, seq) for causal in (False, True) for seq in (1024, 2048)],
+    # head_dim 64 and 80 below 4096 keys, where the Gluon forward did not run before it was persistent
+    # (80 as 25 heads: 2000 columns)
+    "short": [(d, causal, seq) for d in (64, 80) for causal in (False, True) for seq in (1024, 2048)],
 }
 GRID_NAME = os.environ.get("VARIANTS_GRID", "d64-d128")
 GRID = GRIDS[GRID_NAME]
@@ -72,12 +75,14 @@ WIDE_TILES = {
 ATOMIC_32_ROW_TILES = dict(MAIN_TILES, dkdv_dq=MAIN_TILES["dkdv"])
 
 
+# flash_gluon's FROM_KEYS as imported, which variants change entries of.
+_GLUON_FROM_KEYS = dict(ft.flash_gluon.FROM_KEYS)
 # flash_gluon's CONSUMERS and TILES as imported (by module name), which variants change entries of.
 _GLUON_TABLES = {ft.flash_gluon.__name__: (dict(ft.flash_gluon.CONSUMERS), dict(ft.flash_gluon.TILES))}
 
 
 def prepare(tiles=MAIN_TILES, backward="split", tma=None, split_head_dim=True, gluon_forward=True, gluon_backward=True,
-            gluon_backward_stages=2, gluon_consumers=None, gluon_tiles=None, gluon_backward_from_keys=None, module=ft):
+            gluon_backward_stages=2, gluon_consumers=None, gluon_tiles=None, gluon_backward_from_keys=None, gluon_forward_from_keys=None, module=ft):
     """A variant's switches and its own autotuned kernels (each keeps its tuning cache).
     backward None: FlashAttention2Triton's default for the shape. tma None: the module's own
     default for the atomic backward's dQ adds. gluon_forward False: Triton's kernels where
@@ -86,7 +91,8 @@ def prepare(tiles=MAIN_TILES, backward="split", tma=None, split_head_dim=True, g
     gluon_consumers, gluon_tiles: entries of flash_gluon.CONSUMERS and flash_gluon.TILES the
     variant changes (by head_dim; the module's own for the rest); gluon_backward_from_keys:
     head_dim -> the key count from which the Gluon backward runs (flash_gluon_backward's
-    D{head_dim}_FROM_KEYS; the module's own for the rest)."""
+    D{head_dim}_FROM_KEYS; the module's own for the rest); gluon_forward_from_keys: entries of
+    flash_gluon.FROM_KEYS (head_dim -> {is_causal: keys}) the variant changes."""
     tuned = module.tuned_kernels(tiles)
     gluon = getattr(module, "flash_gluon", None)
     if gluon is not None and hasattr(gluon, "CONSUMERS"):  # an older flash_triton's module has neither
@@ -98,7 +104,8 @@ def prepare(tiles=MAIN_TILES, backward="split", tma=None, split_head_dim=True, g
     return dict(tiles=tiles, tuned=tuned, backward=backward, tma=tma, split_head_dim=split_head_dim,
                 gluon_forward=gluon_forward, gluon_backward=gluon_backward, gluon_backward_stages=gluon_backward_stages,
                 gluon_consumers=gluon_consumers, gluon_tiles=gluon_tiles,
-                gluon_backward_from_keys=gluon_backward_from_keys or {}, module=module)
+                gluon_backward_from_keys=gluon_backward_from_keys or {},
+                gluon_forward_from_keys={**_GLUON_FROM_KEYS, **(gluon_forward_from_keys or {})}, module=module)
 
 
 def prepare_file(spec_text):
@@ -127,6 +134,8 @@ def activate(variant):
             module.flash_gluon.CONSUMERS = variant["gluon_consumers"]
         if variant["gluon_tiles"] is not None:
             module.flash_gluon.TILES = variant["gluon_tiles"]
+        if hasattr(module.flash_gluon, "FROM_KEYS"):
+            module.flash_gluon.FROM_KEYS = variant["gluon_forward_from_keys"]
     if getattr(module, "flash_gluon_backward", None) is not None:
         module.flash_gluon_backward.ENABLED = variant["gluon_backward"]
         module.flash_gluon_backward.STAGES = variant["gluon_backward_stages"]
@@ -156,6 +165,10 @@ VARIANTS = {
     # with the Gluon backward from 1024 keys (the default: from 4096)
     "gluon-d128-2c": dict(backward=None, gluon_consumers={128: 2}),
     "gluon-d128-backward-1k": dict(backward=None, gluon_backward_from_keys={128: 1024}),
+    # the Gluon forward at every length at head_dim 64 and 80 (the default: from 4096 keys, 8192
+    # causal at 64)
+    "gluon-forward-everywhere": dict(backward=None, gluon_forward_from_keys={64: {False: 0, True: 0},
+                                                                             80: {False: 0, True: 0}}),
     # head_dim 80 (64 + 16 columns) with 64-key tiles, three or two consumers ("default": 128-key
     # tiles, two); "triton-forward" is Triton's forward there, as before the Gluon forward took 80
     "gluon-d80-3c-n64": dict(backward=None, gluon_consumers={80: 3}, gluon_tiles={80: (64, 3)}),

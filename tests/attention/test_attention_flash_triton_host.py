@@ -89,6 +89,18 @@ def test_gluon_forward_runs_where_it_beat_triton_on_the_h100():
     assert not flash_gluon.faster_here(96, 16384, True)  # no kernel there
 
 
+def test_gluon_forward_is_persistent_but_at_long_causal_head_dim_128():
+    """Persistent (one program per SM) everywhere, pairs of query tiles as work items when causal,
+    but past 4096 keys at head_dim 128 causal, where one program per query tile was faster."""
+    flash_gluon = pytest.importorskip("lmperf.attention.flash_gluon")
+    assert flash_gluon.schedule(64, 16384, False) == (False, True)
+    assert flash_gluon.schedule(64, 16384, True) == (True, True)
+    assert flash_gluon.schedule(80, 1024, True) == (True, True)
+    assert flash_gluon.schedule(128, 32768, False) == (False, True)
+    assert flash_gluon.schedule(128, 4096, True) == (True, True)
+    assert flash_gluon.schedule(128, 4097, True) == (False, False)
+
+
 def test_gluon_backward_takes_what_the_gluon_forward_takes_where_it_beat_triton():
     flash_gluon_backward = pytest.importorskip("lmperf.attention.flash_gluon_backward")
     q, k, v = (torch.empty(2, 4, 4096, 64, dtype=torch.bfloat16) for _ in range(3))

@@ -115,15 +115,21 @@ def gluon_case_inputs(lead, kv_heads, seq_q, seq_k, head_dim, dtype, packed):
     ],
 )
 @pytest.mark.parametrize("consumers", [2, 3])  # consumer warp groups per program (flash_gluon.CONSUMERS)
+@pytest.mark.parametrize("programs", [None, 3])  # None: one per SM (or per item, `schedule`)
 def test_gluon_forward_matches_float64_reference(monkeypatch, lead, kv_heads, seq_q, seq_k, head_dim, is_causal, dtype, packed,
-                                                 consumers):
+                                                 consumers, programs):
     """The forward flash_triton hands to flash_gluon on an H100 (it must be the one that ran; at
     every length here, not only where it is faster), with flash_triton's backward on its O and
     LSE, against float64; with two and with three consumer warp groups per program at either
-    head_dim (128- and 192-row programs: every length here leaves a ragged last one)."""
+    head_dim (128- and 192-row programs: every length here leaves a ragged last one). With three
+    persistent programs, each takes many query tiles (pairs of them when causal, the 4097-row
+    case too), so the ring's running count and the barriers' phases carry across them."""
     gluon, calls = flash_triton.flash_gluon, []
     monkeypatch.setattr(gluon, "FROM_KEYS", {d: {False: 0, True: 0} for d in gluon.TILES})
     monkeypatch.setattr(gluon, "CONSUMERS", dict.fromkeys(gluon.TILES, consumers))
+    if programs:
+        monkeypatch.setattr(gluon, "multiprocessors", lambda device: programs)
+        monkeypatch.setattr(gluon, "PERSISTENT_CAUSAL_MAX_KEYS", {})
     real_forward = gluon.forward
     monkeypatch.setattr(gluon, "forward", lambda *args: calls.append(args[0].shape) or real_forward(*args))
     q, k, v, do = gluon_case_inputs(lead, kv_heads, seq_q, seq_k, head_dim, dtype, packed)

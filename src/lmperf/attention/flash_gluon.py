@@ -12,7 +12,10 @@ them as FlashAttention-3 does. One program holds 128 query rows at head_dim 64 a
     tile j a consumer issues S_{j+1} = Q K_{j+1}^T and O += P_j V_j together, waits for S_{j+1}
     only and runs its online softmax while P_j V_j is still on the tensor cores, then waits for
     P_j V_j, rescales O and releases slot j. Nothing stays in flight across the loop's back edge
-    (ptxas serialises every wgmma of a kernel that does that, benchmarks/attention/trials).
+    (ptxas serialises every wgmma of a kernel that does that, benchmarks/attention/trials);
+  - persistent (`schedule`): one program per SM takes query tiles (causal: pairs of them) in
+    turn, the producer loading the next one's Q and first K/V tiles under the current one's
+    P V and epilogue, which a program per tile left exposed (1.02-1.44x as fast below 4096 keys).
 Forward time flash_triton's / this one's on an H100 (benchmarks/attention/gluon-ws-forward-h100-
 6c23e70, bf16, 16k tokens): 1.069-1.254 at head_dim 128 (4k and 16k keys, causal and not),
 0.942-1.244 at 64; from 1k to 16k keys (gluon-tiles-h100-37dafcb) 1.033-1.184 at 128, and at 64
@@ -30,6 +33,7 @@ a row offset within one (batch, head) is 32-bit: seq_q x heads x head_dim below 
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 
@@ -55,6 +59,16 @@ TILES = {64: (128, 3), 80: (128, 3), 128: (64, 3)}
 # causal); at 64 (128-key tiles) 0.682-0.721 non-causal and 0.935-0.989 causal, so two there.
 CONSUMERS = {64: 2, 80: 2, 128: 3}
 CONSUMER_REGISTERS = {2: 240, 3: 160}
+# Persistent (one program per SM taking work items in turn, the next query tile's loads under the
+# current one's epilogue) against one program per query tile, forward time on an H100
+# (benchmarks/attention/gluon-persistent-h100-03ffae7, bf16, 16k tokens, two rounds): d64
+# non-causal 1.120-1.158 at 1k keys, 1.068-1.099 at 2k, 1.021-1.045 at 4k, 1.003-1.024 at 16k;
+# causal (pairs of tiles k and n-1-k as items) 1.200-1.439, 1.126-1.148, 1.070-1.106,
+# 0.996-1.018; d80 1.037-1.225 at 1k-16k; d128 1.004-1.108 non-causal, causal 1.055-1.092 at 1k
+# and 1.004-1.170 at 4k but 0.947-0.952 at 16k (a program's six pairs against 5.2 on average:
+# pairs are coarse there), where one program per pair was 0.964-0.996. So persistent everywhere
+# but at d128 causal past this many keys, which keeps one program per tile (8k not timed).
+PERSISTENT_CAUSAL_MAX_KEYS = {128: 4096}
 # LMPERF_ATTENTION_GLUON=0 keeps Triton's forward everywhere (to time the two side by side).
 ENABLED = os.environ.get("LMPERF_ATTENTION_GLUON", "1") != "0"
 
@@ -71,32 +85,76 @@ def disabled():
 
 
 @gluon.jit
+def _work(item, half, n_m, per_head, CAUSAL: gl.constexpr, PAIRS: gl.constexpr):
+    """The query tile and batch x head of work item `item` (its half `half`, 0 or 1, with PAIRS),
+    and whether it exists. An item is one query tile (per_head = n_m of them per batch x head;
+    causal, the ones with the most keys first), or with PAIRS (causal only) a pair, query tiles k
+    and n_m - 1 - k (per_head = ceil(n_m / 2)): every pair costs the same, n_m + 1 tiles' worth of
+    keys, so programs that take pairs in turn stay level; the middle tile of an odd n_m is a
+    pair's only half. Items are numbered head by head, so the programs at work at once share few
+    heads' K/V."""
+    bh = item // per_head
+    k = item % per_head
+    if PAIRS:
+        tile_m = k + (1 - half) * (n_m - 1 - 2 * k)  # half 0: the later tile, with more keys
+        return tile_m, bh, (half == 0) | (2 * k != n_m - 1)
+    if CAUSAL:
+        return n_m - 1 - k, bh, half == 0
+    return k, bh, half == 0
+
+
+@gluon.jit
+def _key_tiles(start_m, seq_k, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr):
+    """Key tiles a program's query tile starting at row start_m reads."""
+    hi = seq_k
+    if CAUSAL:
+        hi = gl.minimum(seq_k, start_m + BLOCK_M)
+    return gl.cdiv(hi, BLOCK_N)
+
+
+@gluon.jit
 def _producer(q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem,
-              q_bar, ready, empty, b, h, kv_h, start_m, n_tiles,
-              BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CONSUMERS: gl.constexpr, SPLIT: gl.constexpr):
+              q_bar, q_empty, ready, empty, seq_k, H, group, n_m, per_head, items,
+              BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CONSUMERS: gl.constexpr, SPLIT: gl.constexpr,
+              CAUSAL: gl.constexpr, PAIRS: gl.constexpr):
     rows: gl.constexpr = q_desc.block_type.shape[2]
-    if SPLIT:  # each tile's last TAIL columns come through their own descriptors and slots
-        mbarrier.expect(q_bar, CONSUMERS * (q_desc.block_type.nbytes + qt_desc.block_type.nbytes))
-    else:
-        mbarrier.expect(q_bar, CONSUMERS * q_desc.block_type.nbytes)
-    for c in gl.static_range(CONSUMERS):
-        tma.async_copy_global_to_shared(q_desc, [b, h, start_m + c * rows, 0], q_bar, q_smem.index(c))
-        if SPLIT:
-            tma.async_copy_global_to_shared(qt_desc, [b, h, start_m + c * rows, 0], q_bar, qt_smem.index(c))
-    for t in range(n_tiles):
-        slot = t % STAGES
-        if t >= STAGES:  # every consumer is done with tile t - STAGES, which held this slot
-            mbarrier.wait(empty.index(slot), (t // STAGES - 1) & 1)
-        bar = ready.index(slot)
-        if SPLIT:
-            mbarrier.expect(bar, 2 * (k_desc.block_type.nbytes + kt_desc.block_type.nbytes))
-        else:
-            mbarrier.expect(bar, 2 * k_desc.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc, [b, kv_h, t * BLOCK_N, 0], bar, k_smem.index(slot))
-        tma.async_copy_global_to_shared(v_desc, [b, kv_h, t * BLOCK_N, 0], bar, v_smem.index(slot))
-        if SPLIT:
-            tma.async_copy_global_to_shared(kt_desc, [b, kv_h, t * BLOCK_N, 0], bar, kt_smem.index(slot))
-            tma.async_copy_global_to_shared(vt_desc, [b, kv_h, t * BLOCK_N, 0], bar, vt_smem.index(slot))
+    g = 0  # key tiles loaded so far: the ring's running count, across query tiles
+    c = 0  # query tiles loaded so far
+    for item in range(gl.program_id(0), items, gl.num_programs(0)):
+        for half in range(2 if PAIRS else 1):
+            tile_m, bh, exists = _work(item, half, n_m, per_head, CAUSAL, PAIRS)
+            if exists:
+                b = bh // H
+                h = bh % H
+                kv_h = h // group
+                start_m = tile_m * (CONSUMERS * rows)
+                n_tiles = _key_tiles(start_m, seq_k, CONSUMERS * rows, BLOCK_N, CAUSAL)
+                if c > 0:  # every consumer's last Q K^T of the previous query tile is done
+                    mbarrier.wait(q_empty, (c - 1) & 1)
+                if SPLIT:  # each tile's last TAIL columns come through their own descriptors and slots
+                    mbarrier.expect(q_bar, CONSUMERS * (q_desc.block_type.nbytes + qt_desc.block_type.nbytes))
+                else:
+                    mbarrier.expect(q_bar, CONSUMERS * q_desc.block_type.nbytes)
+                for w in gl.static_range(CONSUMERS):
+                    tma.async_copy_global_to_shared(q_desc, [b, h, start_m + w * rows, 0], q_bar, q_smem.index(w))
+                    if SPLIT:
+                        tma.async_copy_global_to_shared(qt_desc, [b, h, start_m + w * rows, 0], q_bar, qt_smem.index(w))
+                for t in range(n_tiles):
+                    slot = g % STAGES
+                    if g >= STAGES:  # every consumer is done with key tile g - STAGES, which held this slot
+                        mbarrier.wait(empty.index(slot), (g // STAGES - 1) & 1)
+                    bar = ready.index(slot)
+                    if SPLIT:
+                        mbarrier.expect(bar, 2 * (k_desc.block_type.nbytes + kt_desc.block_type.nbytes))
+                    else:
+                        mbarrier.expect(bar, 2 * k_desc.block_type.nbytes)
+                    tma.async_copy_global_to_shared(k_desc, [b, kv_h, t * BLOCK_N, 0], bar, k_smem.index(slot))
+                    tma.async_copy_global_to_shared(v_desc, [b, kv_h, t * BLOCK_N, 0], bar, v_smem.index(slot))
+                    if SPLIT:
+                        tma.async_copy_global_to_shared(kt_desc, [b, kv_h, t * BLOCK_N, 0], bar, kt_smem.index(slot))
+                        tma.async_copy_global_to_shared(vt_desc, [b, kv_h, t * BLOCK_N, 0], bar, vt_smem.index(slot))
+                    g += 1
+                c += 1
 
 
 @gluon.jit
@@ -128,9 +186,10 @@ def _softmax_step(s, m_i, l_i, tile, offs_m, qk_scale, seq_k, mask_from,
 
 
 @gluon.jit
-def _consumer(q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q, seq_k,
-              start_m, bh, b, h, n_tiles, stride_ob, stride_oh, stride_on, WG: gl.constexpr, HEAD_DIM: gl.constexpr,
-              TAIL: gl.constexpr, SPLIT: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr):
+def _consumer(q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, q_bar, q_empty, ready, empty, O, LSE, qk_scale,
+              seq_q, seq_k, H, n_m, per_head, items, stride_ob, stride_oh, stride_on, WG: gl.constexpr,
+              HEAD_DIM: gl.constexpr, TAIL: gl.constexpr, SPLIT: gl.constexpr, BLOCK_N: gl.constexpr,
+              STAGES: gl.constexpr, CAUSAL: gl.constexpr, CONSUMERS: gl.constexpr, PAIRS: gl.constexpr):
     # HEAD_DIM: the first column block's width; SPLIT: a second block of TAIL columns follows
     # (head_dim 80 = 64 + 16): every product over the columns is two chained wgmmas, O two
     # accumulators. Without SPLIT the tail arguments are unused.
@@ -144,105 +203,121 @@ def _consumer(q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, q_bar, ready, e
     cols_s: gl.constexpr = gl.SliceLayout(0, s_layout)
     rows_o: gl.constexpr = gl.SliceLayout(1, o_layout)
     cols_o: gl.constexpr = gl.SliceLayout(0, o_layout)
-
-    row0 = start_m + WG * M
-    offs_m = row0 + gl.arange(0, M, layout=rows_s)
-    mask_from = seq_k  # key tiles ending past this need a mask
-    if CAUSAL:
-        mask_from = gl.minimum(seq_k, row0)
-        # This warp group's own last key tile: with three consumers and 64-key tiles the first two
-        # stop one or two tiles before the program's last (all their keys hidden there; forward
-        # 1.021-1.032x as fast at d=128 causal 1k, level at 4k and 16k: final-h100-41f5771). The
-        # producer waits for a slot only to refill it, so never on the empty slots of the
-        # program's last STAGES tiles: a consumer that frees every tile it reads but its last may
-        # skip up to STAGES - 1 tiles at the end, neither waiting for them nor freeing them.
-        n_tiles = gl.maximum(gl.minimum(n_tiles, gl.cdiv(row0 + M, BLOCK_N)), n_tiles - (STAGES - 1))
     q = q_smem.index(WG).reshape([M, HEAD_DIM])
     if SPLIT:
         qt = qt_smem.index(WG).reshape([M, TAIL])
     zero_s = gl.zeros([M, BLOCK_N], gl.float32, layout=s_layout)
-    o = gl.zeros([M, HEAD_DIM], gl.float32, layout=o_layout)
-    ot = gl.zeros([M, TAIL], gl.float32, layout=ot_layout)
-    m_i = gl.full([M], float("-inf"), gl.float32, layout=rows_s)
-    l_i = gl.zeros([M], gl.float32, layout=rows_s)
 
-    mbarrier.wait(q_bar, 0)
-    mbarrier.wait(ready.index(0), 0)
-    k_tile = k_smem.index(0).reshape([BLOCK_N, HEAD_DIM])
-    s_tok = warpgroup_mma(q, k_tile.permute((1, 0)), zero_s, use_acc=False, is_async=True)
-    if SPLIT:
-        s_tok = warpgroup_mma(qt, kt_smem.index(0).reshape([BLOCK_N, TAIL]).permute((1, 0)), s_tok, is_async=True)
-    s = warpgroup_mma_wait(0, deps=(s_tok,))
-    p, m_i, alpha, l_i = _softmax_step(s, m_i, l_i, 0, offs_m, qk_scale, seq_k, mask_from, BLOCK_N, CAUSAL, cols_s)
-    for j in range(n_tiles - 1):
-        nxt = j + 1
-        mbarrier.wait(ready.index(nxt % STAGES), (nxt // STAGES) & 1)
-        k_tile = k_smem.index(nxt % STAGES).reshape([BLOCK_N, HEAD_DIM])
-        s_tok = warpgroup_mma(q, k_tile.permute((1, 0)), zero_s, use_acc=False, is_async=True)
-        if SPLIT:
-            s_tok = warpgroup_mma(qt, kt_smem.index(nxt % STAGES).reshape([BLOCK_N, TAIL]).permute((1, 0)), s_tok,
-                                  is_async=True)
-        p_op = gl.convert_layout(p.to(v_smem.dtype), p_layout)
-        pv_tok = warpgroup_mma(p_op, v_smem.index(j % STAGES).reshape([BLOCK_N, HEAD_DIM]), o, is_async=True)
-        if SPLIT:
-            pvt_tok = warpgroup_mma(gl.convert_layout(p.to(v_smem.dtype), pt_layout),
-                                    vt_smem.index(j % STAGES).reshape([BLOCK_N, TAIL]), ot, is_async=True)
-            s = warpgroup_mma_wait(2, deps=(s_tok,))  # S_{j+1} done; P_j V_j's two products may still run
-        else:
-            s = warpgroup_mma_wait(1, deps=(s_tok,))  # S_{j+1} done; P_j V_j may still run
-        p, m_i, alpha, l_i = _softmax_step(s, m_i, l_i, nxt, offs_m, qk_scale, seq_k, mask_from, BLOCK_N, CAUSAL, cols_s)
-        if SPLIT:
-            o, ot = warpgroup_mma_wait(0, deps=(pv_tok, pvt_tok))
-            ot = ot * gl.convert_layout(alpha, gl.SliceLayout(1, ot_layout))[:, None]
-        else:
-            o = warpgroup_mma_wait(0, deps=(pv_tok,))
-        o = o * gl.convert_layout(alpha, rows_o)[:, None]
-        mbarrier.arrive(empty.index(j % STAGES), count=1)
-    p_op = gl.convert_layout(p.to(v_smem.dtype), p_layout)
-    v_tile = v_smem.index((n_tiles - 1) % STAGES).reshape([BLOCK_N, HEAD_DIM])
-    pv_tok = warpgroup_mma(p_op, v_tile, o, is_async=True)
-    if SPLIT:
-        pvt_tok = warpgroup_mma(gl.convert_layout(p.to(v_smem.dtype), pt_layout),
-                                vt_smem.index((n_tiles - 1) % STAGES).reshape([BLOCK_N, TAIL]), ot, is_async=True)
-        o, ot = warpgroup_mma_wait(0, deps=(pv_tok, pvt_tok))
-    else:
-        o = warpgroup_mma_wait(0, deps=(pv_tok,))
+    g = 0  # the ring's running count of key tiles, as the producer's
+    c = 0  # query tiles so far
+    for item in range(gl.program_id(0), items, gl.num_programs(0)):
+        for half in range(2 if PAIRS else 1):
+            tile_m, bh, exists = _work(item, half, n_m, per_head, CAUSAL, PAIRS)
+            if exists:
+                b = bh // H
+                h = bh % H
+                start_m = tile_m * (CONSUMERS * M)
+                n_tiles = _key_tiles(start_m, seq_k, CONSUMERS * M, BLOCK_N, CAUSAL)
+                row0 = start_m + WG * M
+                offs_m = row0 + gl.arange(0, M, layout=rows_s)
+                mask_from = seq_k  # key tiles ending past this need a mask
+                n_mine = n_tiles
+                if CAUSAL:
+                    mask_from = gl.minimum(seq_k, row0)
+                    # This warp group's own last key tile: with three consumers and 64-key tiles
+                    # the first two stop one or two tiles before the program's last (all their
+                    # keys hidden there; forward 1.021-1.032x as fast at d=128 causal 1k, level
+                    # at 4k and 16k: final-h100-41f5771). They still wait for and release the
+                    # tiles they skip, which the ring's count and the producer's refills need.
+                    n_mine = gl.minimum(n_tiles, gl.cdiv(row0 + M, BLOCK_N))
+                o = gl.zeros([M, HEAD_DIM], gl.float32, layout=o_layout)
+                ot = gl.zeros([M, TAIL], gl.float32, layout=ot_layout)
+                m_i = gl.full([M], float("-inf"), gl.float32, layout=rows_s)
+                l_i = gl.zeros([M], gl.float32, layout=rows_s)
 
-    o = o / gl.convert_layout(l_i, rows_o)[:, None]
-    rows = row0 + gl.arange(0, M, layout=rows_o)
-    cols = gl.arange(0, HEAD_DIM, layout=cols_o)
-    out = O + b.to(gl.int64) * stride_ob + h.to(gl.int64) * stride_oh + rows[:, None] * stride_on + cols[None, :]
-    gl.store(out, o.to(O.dtype.element_ty), mask=rows[:, None] < seq_q)
-    if SPLIT:
-        ot = ot / gl.convert_layout(l_i, gl.SliceLayout(1, ot_layout))[:, None]
-        rows_t = row0 + gl.arange(0, M, layout=gl.SliceLayout(1, ot_layout))
-        cols_t = HEAD_DIM + gl.arange(0, TAIL, layout=gl.SliceLayout(0, ot_layout))
-        out_t = O + b.to(gl.int64) * stride_ob + h.to(gl.int64) * stride_oh + rows_t[:, None] * stride_on + cols_t[None, :]
-        gl.store(out_t, ot.to(O.dtype.element_ty), mask=rows_t[:, None] < seq_q)
-    lse = (m_i + gl.log2(l_i)) / 1.4426950408889634  # natural log, as flash_triton's backward reads it
-    gl.store(LSE + bh.to(gl.int64) * seq_q + offs_m, lse, mask=offs_m < seq_q)
+                mbarrier.wait(q_bar, c & 1)
+                mbarrier.wait(ready.index(g % STAGES), (g // STAGES) & 1)
+                k_tile = k_smem.index(g % STAGES).reshape([BLOCK_N, HEAD_DIM])
+                s_tok = warpgroup_mma(q, k_tile.permute((1, 0)), zero_s, use_acc=False, is_async=True)
+                if SPLIT:
+                    s_tok = warpgroup_mma(qt, kt_smem.index(g % STAGES).reshape([BLOCK_N, TAIL]).permute((1, 0)), s_tok,
+                                          is_async=True)
+                s = warpgroup_mma_wait(0, deps=(s_tok,))
+                p, m_i, alpha, l_i = _softmax_step(s, m_i, l_i, 0, offs_m, qk_scale, seq_k, mask_from, BLOCK_N, CAUSAL,
+                                                   cols_s)
+                for j in range(n_mine - 1):
+                    cur = (g + j) % STAGES
+                    nxt = g + j + 1
+                    mbarrier.wait(ready.index(nxt % STAGES), (nxt // STAGES) & 1)
+                    k_tile = k_smem.index(nxt % STAGES).reshape([BLOCK_N, HEAD_DIM])
+                    s_tok = warpgroup_mma(q, k_tile.permute((1, 0)), zero_s, use_acc=False, is_async=True)
+                    if SPLIT:
+                        s_tok = warpgroup_mma(qt, kt_smem.index(nxt % STAGES).reshape([BLOCK_N, TAIL]).permute((1, 0)),
+                                              s_tok, is_async=True)
+                    p_op = gl.convert_layout(p.to(v_smem.dtype), p_layout)
+                    pv_tok = warpgroup_mma(p_op, v_smem.index(cur).reshape([BLOCK_N, HEAD_DIM]), o, is_async=True)
+                    if SPLIT:
+                        pvt_tok = warpgroup_mma(gl.convert_layout(p.to(v_smem.dtype), pt_layout),
+                                                vt_smem.index(cur).reshape([BLOCK_N, TAIL]), ot, is_async=True)
+                        s = warpgroup_mma_wait(2, deps=(s_tok,))  # S_{j+1} done; P_j V_j's two products may still run
+                    else:
+                        s = warpgroup_mma_wait(1, deps=(s_tok,))  # S_{j+1} done; P_j V_j may still run
+                    p, m_i, alpha, l_i = _softmax_step(s, m_i, l_i, j + 1, offs_m, qk_scale, seq_k, mask_from, BLOCK_N,
+                                                       CAUSAL, cols_s)
+                    if SPLIT:
+                        o, ot = warpgroup_mma_wait(0, deps=(pv_tok, pvt_tok))
+                        ot = ot * gl.convert_layout(alpha, gl.SliceLayout(1, ot_layout))[:, None]
+                    else:
+                        o = warpgroup_mma_wait(0, deps=(pv_tok,))
+                    o = o * gl.convert_layout(alpha, rows_o)[:, None]
+                    mbarrier.arrive(empty.index(cur), count=1)
+                mbarrier.arrive(q_empty, count=1)  # every Q K^T of this query tile is done: Q may be refilled
+                last = (g + n_mine - 1) % STAGES
+                p_op = gl.convert_layout(p.to(v_smem.dtype), p_layout)
+                pv_tok = warpgroup_mma(p_op, v_smem.index(last).reshape([BLOCK_N, HEAD_DIM]), o, is_async=True)
+                if SPLIT:
+                    pvt_tok = warpgroup_mma(gl.convert_layout(p.to(v_smem.dtype), pt_layout),
+                                            vt_smem.index(last).reshape([BLOCK_N, TAIL]), ot, is_async=True)
+                    o, ot = warpgroup_mma_wait(0, deps=(pv_tok, pvt_tok))
+                else:
+                    o = warpgroup_mma_wait(0, deps=(pv_tok,))
+                mbarrier.arrive(empty.index(last), count=1)
+                for j in range(n_mine, n_tiles):  # skipped: wait for each (an early release would count
+                    # towards the slot's previous use) and release it
+                    skipped = g + j
+                    mbarrier.wait(ready.index(skipped % STAGES), (skipped // STAGES) & 1)
+                    mbarrier.arrive(empty.index(skipped % STAGES), count=1)
+
+                o = o / gl.convert_layout(l_i, rows_o)[:, None]
+                rows = row0 + gl.arange(0, M, layout=rows_o)
+                cols = gl.arange(0, HEAD_DIM, layout=cols_o)
+                out = O + b.to(gl.int64) * stride_ob + h.to(gl.int64) * stride_oh + rows[:, None] * stride_on + cols[None, :]
+                gl.store(out, o.to(O.dtype.element_ty), mask=rows[:, None] < seq_q)
+                if SPLIT:
+                    ot = ot / gl.convert_layout(l_i, gl.SliceLayout(1, ot_layout))[:, None]
+                    rows_t = row0 + gl.arange(0, M, layout=gl.SliceLayout(1, ot_layout))
+                    cols_t = HEAD_DIM + gl.arange(0, TAIL, layout=gl.SliceLayout(0, ot_layout))
+                    out_t = (O + b.to(gl.int64) * stride_ob + h.to(gl.int64) * stride_oh + rows_t[:, None] * stride_on
+                             + cols_t[None, :])
+                    gl.store(out_t, ot.to(O.dtype.element_ty), mask=rows_t[:, None] < seq_q)
+                lse = (m_i + gl.log2(l_i)) / 1.4426950408889634  # natural log, as flash_triton's backward reads it
+                gl.store(LSE + bh.to(gl.int64) * seq_q + offs_m, lse, mask=offs_m < seq_q)
+                g += n_tiles
+                c += 1
 
 
 @gluon.jit
 def _fwd_kernel(
-    q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, O, LSE, qk_scale, seq_q, seq_k, H, group,
+    q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, O, LSE, qk_scale, seq_q, seq_k, H, group, n_m, per_head, items,
     stride_ob, stride_oh, stride_on,
     HEAD_DIM: gl.constexpr, TAIL: gl.constexpr, SPLIT: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
-    CAUSAL: gl.constexpr, CONSUMERS: gl.constexpr, REGISTERS: gl.constexpr, num_warps: gl.constexpr,
+    CAUSAL: gl.constexpr, PAIRS: gl.constexpr, CONSUMERS: gl.constexpr, REGISTERS: gl.constexpr,
+    num_warps: gl.constexpr,
 ):
-    BLOCK_M: gl.constexpr = 64 * CONSUMERS
-    tile_m = gl.program_id(0)
-    if CAUSAL:  # the last query tiles see the most keys: start them first
-        tile_m = gl.num_programs(0) - 1 - tile_m
-    bh = gl.program_id(1)
-    b = bh // H
-    h = bh % H
-    start_m = tile_m * BLOCK_M
-    hi = seq_k
-    if CAUSAL:
-        hi = gl.minimum(seq_k, start_m + BLOCK_M)
-    n_tiles = gl.cdiv(hi, BLOCK_N)
-
+    # Each program takes work items (`_work`) pid, pid + programs, ... in turn (persistent: one
+    # program per SM; else one per item, `schedule`); the producer loads the next query tile's Q
+    # once the consumers' last Q K^T of the current one is done (`q_empty`) and streams its K/V
+    # tiles into the ring while they finish P V, O and LSE.
     # One slot per 4-d TMA box (1, 1, rows, HEAD_DIM); the consumers view each as 2-d.
     q_smem = gl.allocate_shared_memory(q_desc.dtype, [CONSUMERS, 1, 1, 64, HEAD_DIM], q_desc.layout)
     k_smem = gl.allocate_shared_memory(k_desc.dtype, [STAGES, 1, 1, BLOCK_N, HEAD_DIM], k_desc.layout)
@@ -257,6 +332,8 @@ def _fwd_kernel(
         vt_smem = v_smem
     q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     mbarrier.init(q_bar, count=1)
+    q_empty = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    mbarrier.init(q_empty, count=CONSUMERS)
     ready, empty = ring_barriers(STAGES, CONSUMERS)
     fence_async_shared()
 
@@ -264,30 +341,30 @@ def _fwd_kernel(
     # consumer's index WG among them) into tensors on the way into the partitions (Triton 3.6).
     if CONSUMERS == 2:
         gl.warp_specialize([
-            (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q,
-                         seq_k, start_m, bh, b, h, n_tiles, stride_ob, stride_oh, stride_on, 0, HEAD_DIM, TAIL, SPLIT,
-                         BLOCK_N, STAGES, CAUSAL)),
-            (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q,
-                         seq_k, start_m, bh, b, h, n_tiles, stride_ob, stride_oh, stride_on, 1, HEAD_DIM, TAIL, SPLIT,
-                         BLOCK_N, STAGES, CAUSAL)),
+            (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, q_bar, q_empty, ready, empty, O, LSE, qk_scale,
+                         seq_q, seq_k, H, n_m, per_head, items, stride_ob, stride_oh, stride_on, 0, HEAD_DIM, TAIL,
+                         SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS)),
+            (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, q_bar, q_empty, ready, empty, O, LSE, qk_scale,
+                         seq_q, seq_k, H, n_m, per_head, items, stride_ob, stride_oh, stride_on, 1, HEAD_DIM, TAIL,
+                         SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS)),
             (_producer, (q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, q_smem, k_smem, v_smem, qt_smem, kt_smem,
-                         vt_smem, q_bar, ready, empty, b, h, h // group, start_m, n_tiles, BLOCK_N, STAGES, CONSUMERS,
-                         SPLIT)),
+                         vt_smem, q_bar, q_empty, ready, empty, seq_k, H, group, n_m, per_head, items, BLOCK_N,
+                         STAGES, CONSUMERS, SPLIT, CAUSAL, PAIRS)),
         ], [4, 1], [REGISTERS, 24])
     else:
         gl.warp_specialize([
-            (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q,
-                         seq_k, start_m, bh, b, h, n_tiles, stride_ob, stride_oh, stride_on, 0, HEAD_DIM, TAIL, SPLIT,
-                         BLOCK_N, STAGES, CAUSAL)),
-            (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q,
-                         seq_k, start_m, bh, b, h, n_tiles, stride_ob, stride_oh, stride_on, 1, HEAD_DIM, TAIL, SPLIT,
-                         BLOCK_N, STAGES, CAUSAL)),
-            (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, q_bar, ready, empty, O, LSE, qk_scale, seq_q,
-                         seq_k, start_m, bh, b, h, n_tiles, stride_ob, stride_oh, stride_on, 2, HEAD_DIM, TAIL, SPLIT,
-                         BLOCK_N, STAGES, CAUSAL)),
+            (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, q_bar, q_empty, ready, empty, O, LSE, qk_scale,
+                         seq_q, seq_k, H, n_m, per_head, items, stride_ob, stride_oh, stride_on, 0, HEAD_DIM, TAIL,
+                         SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS)),
+            (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, q_bar, q_empty, ready, empty, O, LSE, qk_scale,
+                         seq_q, seq_k, H, n_m, per_head, items, stride_ob, stride_oh, stride_on, 1, HEAD_DIM, TAIL,
+                         SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS)),
+            (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, q_bar, q_empty, ready, empty, O, LSE, qk_scale,
+                         seq_q, seq_k, H, n_m, per_head, items, stride_ob, stride_oh, stride_on, 2, HEAD_DIM, TAIL,
+                         SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS)),
             (_producer, (q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, q_smem, k_smem, v_smem, qt_smem, kt_smem,
-                         vt_smem, q_bar, ready, empty, b, h, h // group, start_m, n_tiles, BLOCK_N, STAGES, CONSUMERS,
-                         SPLIT)),
+                         vt_smem, q_bar, q_empty, ready, empty, seq_k, H, group, n_m, per_head, items, BLOCK_N,
+                         STAGES, CONSUMERS, SPLIT, CAUSAL, PAIRS)),
         ], [4, 4, 1], [REGISTERS, REGISTERS, 24])
 
 
@@ -379,6 +456,19 @@ def block_descriptors(x: torch.Tensor, rows: int, columns: int | None = None) ->
     return descriptor(x[..., :main], rows, columns), descriptor(x[..., main:], rows)
 
 
+def schedule(head_dim: int, seq_k: int, is_causal: bool) -> tuple[bool, bool]:
+    """(pairs, persistent): whether work items are pairs of query tiles (causal and persistent)
+    and whether one program per SM takes them in turn (`PERSISTENT_CAUSAL_MAX_KEYS`)."""
+    persistent = not is_causal or seq_k <= PERSISTENT_CAUSAL_MAX_KEYS.get(head_dim, seq_k)
+    return is_causal and persistent, persistent
+
+
+@functools.cache
+def multiprocessors(device: torch.device) -> int:
+    """The GPU's SM count: the persistent kernel's grid."""
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
 def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """O (B, H, seq_q, d), stored (B, seq_q, H, d), and LSE (B, H, seq_q) in fp32, as
     flash_triton.triton_forward returns them; inputs as `supported` accepts them."""
@@ -391,11 +481,16 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) 
         block_descriptors(x, rows) for x, rows in ((q, ROWS), (k, block_n), (v, block_n)))
     o = torch.empty((batch, seq_q, heads, head_dim), dtype=q.dtype, device=q.device).transpose(1, 2)
     lse = torch.empty((batch, heads, seq_q), dtype=torch.float32, device=q.device)
-    _fwd_kernel[(triton.cdiv(seq_q, consumers * ROWS), batch * heads)](
+    n_m = triton.cdiv(seq_q, consumers * ROWS)
+    pairs, persistent = schedule(head_dim, seq_k, is_causal)
+    per_head = (n_m + 1) // 2 if pairs else n_m  # work items: pairs of query tiles, or tiles (`_work`)
+    items = batch * heads * per_head
+    programs = min(items, multiprocessors(q.device)) if persistent else items
+    _fwd_kernel[(programs,)](
         q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, o, lse, LOG2E / math.sqrt(head_dim),
-        seq_q, seq_k, heads, heads // k.shape[1], o.stride(0), o.stride(1), o.stride(2),
+        seq_q, seq_k, heads, heads // k.shape[1], n_m, per_head, items, o.stride(0), o.stride(1), o.stride(2),
         HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), BLOCK_N=block_n, STAGES=stages, CAUSAL=is_causal,
-        CONSUMERS=consumers, REGISTERS=CONSUMER_REGISTERS[consumers], num_warps=4,
+        PAIRS=pairs, CONSUMERS=consumers, REGISTERS=CONSUMER_REGISTERS[consumers], num_warps=4,
     )
     return o, lse
 
