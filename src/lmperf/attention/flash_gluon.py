@@ -19,8 +19,8 @@ them as FlashAttention-3 does. One program holds 128 query rows at head_dim 64 a
 Forward time flash_triton's / this one's on an H100 (benchmarks/attention/gluon-ws-forward-h100-
 6c23e70, bf16, 16k tokens): 1.069-1.254 at head_dim 128 (4k and 16k keys, causal and not),
 0.942-1.244 at 64; from 1k to 16k keys (gluon-tiles-h100-37dafcb) 1.033-1.184 at 128, and at 64
-behind Triton's below 4096 keys, hence FROM_KEYS. Head_dim 80 (the 2.7B preset's) runs as 64 + 16
-columns: 1.051-1.205 from 4096 keys (gluon-d80-h100-e48ed64).
+behind Triton's below 4096 keys until the kernel was persistent (FROM_KEYS). Head_dim 80 (the
+2.7B preset's) runs as 64 + 16 columns: 1.051-1.205 from 4096 keys (gluon-d80-h100-e48ed64).
 
 Scope: CUDA sm90 (the kernel is written for Hopper's wgmma), bf16/fp16, head_dim 64, 80 or 128,
 inputs 4-d with unit-stride head_dim and 16-byte aligned (TMA); anything else runs Triton's
@@ -406,17 +406,17 @@ def fits(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
     )
 
 
-# At head_dim 64 the Gluon forward trails Triton's over short key ranges (a program's first
-# Q K^T and last P V overlap nothing, and 128-key tiles leave few tiles per program). Forward
-# time Triton / Gluon on an H100 (benchmarks/attention/gluon-tiles-h100-37dafcb, two rounds per
-# point): causal 0.820-0.826 at 1024 keys, 0.911-0.918 at 2048, 0.946-1.059 at 4096, 0.951-1.044
-# at 8192, 1.028-1.164 at 16384; non-causal 0.914-0.929 at 1024, 0.993-1.068 at 2048, 1.020-1.183
-# at 4096, 0.949-1.058 at 8192, 0.983-1.044 at 16384. So from these key counts on (level or
-# ahead). At 128, with 64-key tiles, it led at every length: 1.033-1.184. At 80 (64 + 16
-# columns, benchmarks/attention/gluon-d80-h100-e48ed64): 0.984-1.000 at 1024 keys, then
-# 1.051-1.117 non-causal and 1.137-1.205 causal at 4096 and 16384 (2048 not timed).
+# Before it was persistent the Gluon forward trailed Triton's at head_dim 64 below 4096 keys
+# (8192 causal) and at 80 below 4096 (a program's first Q K^T and last P V overlapped nothing;
+# gluon-tiles-h100-37dafcb, gluon-d80-h100-e48ed64). Persistent, forward time Triton's / Gluon's
+# on an H100 (benchmarks/attention/gluon-forward-short-h100-f5af9f9, two interleaved rounds, 16k
+# tokens): d64 non-causal 1.028-1.042 at 1024 keys, 1.067-1.167 at 2048; causal 1.063-1.135 at
+# 2048, but at 1024 1.009 in one round and 0.797 in the other, so Triton's stays there; d80
+# 1.173-1.257 non-causal at 1k and 2k, causal 1.183-1.209 at 2k and at 1k 1.123 in one round,
+# 0.691 in the other (that round's first peer, as at d64: the 2.7B step at 1024 decided, see
+# docs/attention.md item 36). At 128 it led at every length: 1.033-1.184.
 # head_dim -> {is_causal: the fewest keys it runs at}
-FROM_KEYS = {64: {False: 4096, True: 8192}, 80: {False: 4096, True: 4096}, 128: {False: 0, True: 0}}
+FROM_KEYS = {64: {False: 0, True: 2048}, 80: {False: 0, True: 0}, 128: {False: 0, True: 0}}
 
 
 def faster_here(head_dim: int, seq_k: int, is_causal: bool) -> bool:
