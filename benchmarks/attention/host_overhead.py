@@ -1,0 +1,73 @@
+"""Is a short attention call bound by the host? Forward time with and without the CPU's work.
+
+    PYTHONPATH=src python3 benchmarks/attention/host_overhead.py OUT.jsonl
+
+At 1024 keys (16k tokens, heads x head_dim = 2048, 25 heads at 80) a forward takes 0.2-0.4 ms on
+an H100, and the variants' rows there scattered (the Gluon forward at head_dim 80 ran 400 TFLOP/s
+in one process and 250 in another). Per point (head_dim 64, 80, 128, causal and not) and peer
+(flash_gluon.forward called directly; FlashAttention2Triton.apply, the autograd path the
+benchmarks time; SDPA cuDNN), two rounds, interleaved:
+  - `eager_ms`: do_bench median, launches issued from Python as the benchmarks issue them;
+  - `graph_ms`: do_bench_cudagraph median, the same launches replayed from a CUDA graph (no
+    Python, no launcher): the GPU's own time;
+  - `host_us`: CPU time per call, 200 calls issued back to back (no synchronisation between).
+eager_ms well above graph_ms, and host_us near eager_ms, mean the GPU waited for the CPU.
+"""
+
+import json
+import sys
+import time
+
+import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from triton.testing import do_bench, do_bench_cudagraph
+
+from lmperf.attention import flash_gluon
+from lmperf.attention.flash_triton import FlashAttention2Triton
+from lmperf.report.environment import environment
+
+
+def host_us(fn, calls: int = 200) -> float:
+    fn()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    elapsed = time.perf_counter() - start
+    torch.cuda.synchronize()
+    return elapsed / calls * 1e6
+
+
+def cudnn(q, k, v, causal):
+    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+
+def main(out_path: str, seq: int = 1024, tokens: int = 16384) -> None:
+    env = environment("cuda")
+    with open(out_path, "w") as out:
+        for d in (64, 80, 128):
+            heads = (2560 if d == 80 else 2048) // d
+            for causal in (False, True):
+                q, k, v = (torch.randn(tokens // seq, heads, seq, d, device="cuda", dtype=torch.bfloat16,
+                                       requires_grad=True) for _ in range(3))
+                peers = {
+                    "gluon-forward": lambda: flash_gluon.forward(q.detach(), k.detach(), v.detach(), causal),
+                    "triton-apply": lambda: FlashAttention2Triton.apply(q, k, v, causal),
+                    "sdpa-cudnn": lambda: cudnn(q, k, v, causal),
+                }
+                for round_ in (0, 1):
+                    for name in list(peers) if round_ == 0 else list(peers)[::-1]:
+                        fn = peers[name]
+                        row = dict(peer=name, head_dim=d, causal=causal, seq=seq, heads=heads, round=round_,
+                                   eager_ms=do_bench(fn, warmup=25, rep=100, return_mode="median"),
+                                   graph_ms=do_bench_cudagraph(fn, rep=100, return_mode="median"),
+                                   host_us=host_us(fn), env=env)
+                        out.write(json.dumps(row) + "\n")
+                        out.flush()
+                        print(f"r{round_} d={d} causal={causal} {name:14s} eager {row['eager_ms']:.3f} ms  graph "
+                              f"{row['graph_ms']:.3f} ms  host {row['host_us']:.0f} us", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
