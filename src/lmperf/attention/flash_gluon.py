@@ -104,12 +104,14 @@ def _work(item, half, n_m, per_head, CAUSAL: gl.constexpr, PAIRS: gl.constexpr):
 
 
 @gluon.jit
-def _key_tiles(start_m, seq_k, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr):
-    """Key tiles a program's query tile starting at row start_m reads."""
+def _tile_coordinates(tile_m, bh, H, seq_k, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr):
+    """What the producer and every consumer derive alike from a query tile of the schedule: its
+    batch, head, first row, and the key tiles it reads."""
+    start_m = tile_m * BLOCK_M
     hi = seq_k
     if CAUSAL:
         hi = gl.minimum(seq_k, start_m + BLOCK_M)
-    return gl.cdiv(hi, BLOCK_N)
+    return bh // H, bh % H, start_m, gl.cdiv(hi, BLOCK_N)
 
 
 @gluon.jit
@@ -124,11 +126,8 @@ def _producer(q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, q_smem, k_smem,
         for half in range(2 if PAIRS else 1):
             tile_m, bh, exists = _work(item, half, n_m, per_head, CAUSAL, PAIRS)
             if exists:
-                b = bh // H
-                h = bh % H
+                b, h, start_m, n_tiles = _tile_coordinates(tile_m, bh, H, seq_k, CONSUMERS * rows, BLOCK_N, CAUSAL)
                 kv_h = h // group
-                start_m = tile_m * (CONSUMERS * rows)
-                n_tiles = _key_tiles(start_m, seq_k, CONSUMERS * rows, BLOCK_N, CAUSAL)
                 if c > 0:  # every consumer's last Q K^T of the previous query tile is done
                     mbarrier.wait(q_empty, (c - 1) & 1)
                 if SPLIT:  # each tile's last TAIL columns come through their own descriptors and slots
@@ -214,10 +213,7 @@ def _consumer(q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, q_bar, q_empty,
         for half in range(2 if PAIRS else 1):
             tile_m, bh, exists = _work(item, half, n_m, per_head, CAUSAL, PAIRS)
             if exists:
-                b = bh // H
-                h = bh % H
-                start_m = tile_m * (CONSUMERS * M)
-                n_tiles = _key_tiles(start_m, seq_k, CONSUMERS * M, BLOCK_N, CAUSAL)
+                b, h, start_m, n_tiles = _tile_coordinates(tile_m, bh, H, seq_k, CONSUMERS * M, BLOCK_N, CAUSAL)
                 row0 = start_m + WG * M
                 offs_m = row0 + gl.arange(0, M, layout=rows_s)
                 mask_from = seq_k  # key tiles ending past this need a mask
