@@ -9,7 +9,8 @@ checked against a float64 reference (output and all three gradients; 1008 rows, 
 size leaves a ragged edge), then timed with do_bench medians: forward, backward and
 forward+backward at each point of the grid (VARIANTS_GRID: head_dim 64/128, causal and not, seq
 4k/16k; or head_dim 80 at 1k-16k; 16k tokens per batch, heads x head_dim = 2048, 2560 at 80; or
-8b-gqa, the 8B model's causal attention at 32k: 32 query and 8 key/value heads x 128).
+8b-gqa, the 8B model's causal attention at 32k: 32 query and 8 key/value heads x 128; or the
+short lengths, d128-short (head_dim 128 at 1k/2k) and short (64 and 80 at 1k/2k, 25 heads at 80)).
 At each point every peer (SDPA cuDNN, SDPA's default, the variants) runs on the same inputs,
 twice, interleaved, the second round in reverse order. One JSON row per peer, point and round;
 the autotuner's choice and its per-config timings are kept in the row.
