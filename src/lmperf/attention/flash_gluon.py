@@ -392,8 +392,9 @@ def column_blocks(head_dim: int) -> tuple[int, int]:
 
 def fits(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
     """Whether the kernel takes these 4-d (B, H, S, d) inputs, on any device: bf16/fp16 alike,
-    a head_dim of TILES (64, 80, 128) for all three, non-empty, TMA-addressable. (Batch x heads within the
-    grid's second dimension: triton_forward refuses more before it asks.)"""
+    a head_dim of TILES (64, 80, 128) for all three, non-empty, TMA-addressable. (This kernel's grid
+    is one program per SM; triton_forward refuses batch x heads past the backwards' grid limit,
+    flash_triton.MAX_GRID_Y, before it asks.)"""
     return (
         q.dtype in (torch.bfloat16, torch.float16) and k.dtype == v.dtype == q.dtype
         and q.shape[-1] in TILES and k.shape[-1] == v.shape[-1] == q.shape[-1]
