@@ -17,14 +17,17 @@ eager_ms well above graph_ms, and host_us near eager_ms, mean the GPU waited for
 import json
 import sys
 import time
+from pathlib import Path
 
 import torch
-from torch.nn.attention import SDPBackend, sdpa_kernel
 from triton.testing import do_bench, do_bench_cudagraph
 
-from lmperf.attention import flash_gluon
-from lmperf.attention.flash_triton import FlashAttention2Triton
-from lmperf.report.environment import environment
+sys.path.insert(0, str(Path(__file__).resolve().parent / "trials"))
+from gluon_backward import _cudnn as cudnn  # noqa: E402  SDPA pinned to cuDNN, as the A/B scripts time it
+
+from lmperf.attention import flash_gluon  # noqa: E402
+from lmperf.attention.flash_triton import FlashAttention2Triton  # noqa: E402
+from lmperf.report.environment import environment  # noqa: E402
 
 
 def host_us(fn, calls: int = 200) -> float:
@@ -36,11 +39,6 @@ def host_us(fn, calls: int = 200) -> float:
     elapsed = time.perf_counter() - start
     torch.cuda.synchronize()
     return elapsed / calls * 1e6
-
-
-def cudnn(q, k, v, causal):
-    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
 
 def main(out_path: str, seq: int = 1024, tokens: int = 16384) -> None:

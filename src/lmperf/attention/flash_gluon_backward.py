@@ -140,7 +140,7 @@ def _hide_keys(pt, offs_k, offs_q, seq_k, CAUSAL: gl.constexpr):
 @gluon.jit
 def _consumer(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, ds_smem, ds_bar,
               dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, ready, empty,
-              LSE, DELTA, DK, DV, scale, qk_scale, seq_q, seq_k, b, kv_h, H, group, start_n, first_tile, n_q_tiles,
+              DK, DV, scale, qk_scale, seq_k, b, kv_h, group, start_n, first_tile, n_q_tiles,
               stride_kb, stride_kh, stride_kn,
               WG: gl.constexpr, HEAD_DIM: gl.constexpr, TAIL: gl.constexpr, SPLIT: gl.constexpr, STAGES: gl.constexpr,
               CAUSAL: gl.constexpr):
@@ -348,11 +348,11 @@ def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, qt_desc, kt_desc, vt_d
     gl.warp_specialize([
         (_consumer, (q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, ds_smem,
                      ds_bar, dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, ready, empty,
-                     LSE, DELTA, DK, DV, scale, qk_scale, seq_q, seq_k, b, kv_h, H, group, start_n, first_tile, n_q_tiles,
+                     DK, DV, scale, qk_scale, seq_k, b, kv_h, group, start_n, first_tile, n_q_tiles,
                      stride_kb, stride_kh, stride_kn, 0, HEAD_DIM, TAIL, SPLIT, STAGES, CAUSAL)),
         (_consumer, (q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, ds_smem,
                      ds_bar, dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, ready, empty,
-                     LSE, DELTA, DK, DV, scale, qk_scale, seq_q, seq_k, b, kv_h, H, group, start_n, first_tile, n_q_tiles,
+                     DK, DV, scale, qk_scale, seq_k, b, kv_h, group, start_n, first_tile, n_q_tiles,
                      stride_kb, stride_kh, stride_kn, 1, HEAD_DIM, TAIL, SPLIT, STAGES, CAUSAL)),
         (_producer, (q_desc, k_desc, v_desc, do_desc, qt_desc, kt_desc, vt_desc, dot_desc, q_smem, k_smem, v_smem, do_smem,
                      qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, kv_bar, ready, empty, LSE, DELTA, seq_q, H,
