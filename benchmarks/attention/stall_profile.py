@@ -13,6 +13,8 @@ kernels can be matched to them by order and grid): bf16, 16k tokens per batch, h
     d128 causal 16k  flash_triton's atomic backward (the Gluon backward off), which is ahead of
                      the Gluon one there (Triton's time / Gluon's 0.948-1.011): to see why
     d128 full 4k     Triton default (the Gluon forward and backward) and SDPA cuDNN
+    d64 full 4k      Triton default and SDPA cuDNN (the Gluon backward's widest gap to cuDNN's)
+    d128 causal 2k   Triton default and SDPA cuDNN (the Gluon forward's widest gap to cuDNN's)
 STALL_CASES (comma-separated indices into CASES) profiles a subset.
 Usage: ncu --nvtx --nvtx-include "prof/" ... python3 benchmarks/attention/stall_profile.py
 """
@@ -34,6 +36,10 @@ CASES = [
     (128, True, 16384, "triton-atomic-backward"),
     (128, False, 4096, "triton"),
     (128, False, 4096, "sdpa-cudnn"),
+    (64, False, 4096, "triton"),
+    (64, False, 4096, "sdpa-cudnn"),
+    (128, True, 2048, "triton"),
+    (128, True, 2048, "sdpa-cudnn"),
 ]
 # STALL_CASES="2,3,6,7": profile only these cases (indices into CASES); all by default.
 _CHOSEN = os.environ.get("STALL_CASES")
