@@ -15,11 +15,12 @@ consumer warp groups own 64 keys each (their dK and dV stay in registers); per t
   2. P^T = exp2(S^T scale log2e - LSE_i log2e), masked (causal, ragged) in the tiles where a key
      can be hidden; issues dV += P^T dO_i;
   3. waits for dP^T: dS^T = P^T (dP^T - delta_i), stored to shared memory; issues dK += dS^T Q_i;
-  4. at head_dim 64 the warp group owning tile t (t % 2, so the owners alternate) waits on an
-     mbarrier for the other's half of dS^T, computes dQ_i = dS K over all 128 keys, writes
-     scale x dQ_i to shared memory and issues its TMA reduction; the other warp group goes
-     straight on to the next tile. At 128 (where one warp group holding a 64 x 128 fp32 dQ_i
-     beside dK and dV spilled) both wait for each other and each makes 64 of dQ_i's columns.
+  4. at head_dim 64 the warp group owning tile t (t % 2, so the owners alternate) computes
+     dQ_i = dS K over all 128 keys one tile late, during tile t + 1 (by then the other's half of
+     dS^T is written; an mbarrier says so), writes scale x dQ_i to shared memory and issues its
+     TMA reduction; the other warp group goes straight on. At 128 (where one warp group holding
+     a 64 x 128 fp32 dQ_i beside dK and dV spilled) both wait for each other and each makes 64
+     of dQ_i's columns.
 delta = rowsum(dO O) comes from flash_triton's preprocess kernel, dK and dV are stored at the end.
 
 Measured on an H100 (benchmarks/attention/gluon-backward-next-h100-43fc11f, bf16, 16k tokens,
@@ -34,7 +35,10 @@ LSE and delta through shared memory (the consumers' own global loads of them sto
 6.9% of the stall samples at d=128, stall-profile-h100-f919e46) made it 0.995-1.115x as fast at
 64 and 0.962-1.132 at 80; with P^T masked only where needed at 128 too (spills 56 -> 0 bytes,
 8 causal) 1.058-1.174 at 128, where it is now 0.940-1.055x as fast as cuDNN's backward
-(gluon-backward-lse-h100-aa3ceb4, 1k-16k keys). flash_triton runs it at 64 from 2048 keys, at
+(gluon-backward-lse-h100-aa3ceb4, 1k-16k keys). dQ_i one tile late at 64 and 80 (the owner had
+waited for the other's dS^T half: 10% of the warp samples at d=64 full 4k) made it 1.015-1.156x
+as fast at d=64 non-causal, 0.966-1.037 causal, 0.982-1.135 at 80 (gluon-backward-deferred-dq-
+h100-1e1643f). flash_triton runs it at 64 from 2048 keys, at
 80 and 128 from 1024 (`faster_here`). Reasoning and the variants that lost: docs/attention.md
 items 32-36.
 
@@ -138,6 +142,25 @@ def _hide_keys(pt, offs_k, offs_q, seq_k, CAUSAL: gl.constexpr):
 
 
 @gluon.jit
+def _reduce_dq(dq, dqt, dq_desc, dq_smem, dqt_desc, dqt_smem, b, h, row0, WG: gl.constexpr, SPLIT: gl.constexpr):
+    """Add one warp group's dQ_i (scaled; with SPLIT its tail columns dqt) into the fp32 dQ at
+    query rows row0.. of (b, h): through the warp group's own buffer, by TMA reductions (rows
+    past seq_q fall outside the tensor: TMA drops them)."""
+    # This warp group's previous reduction (two tiles ago) has read the buffer: the issuing
+    # thread waits, the barrier holds the others until it has.
+    tma.store_wait(0)
+    gl.thread_barrier()
+    dq_smem.index(WG).reshape([dq.shape[0], dq.shape[1]]).store(dq)
+    if SPLIT:
+        dqt_smem.index(WG).reshape([dqt.shape[0], dqt.shape[1]]).store(dqt)
+    fence_async_shared()
+    gl.thread_barrier()  # every thread's part of dQ_i written before the reduction reads it
+    _tma_reduce_add(dq_desc, [b, h, row0, 0], dq_smem.index(WG))
+    if SPLIT:
+        _tma_reduce_add(dqt_desc, [b, h, row0, 0], dqt_smem.index(WG))
+
+
+@gluon.jit
 def _consumer(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, ds_smem, ds_bar,
               dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, ready, empty,
               DK, DV, scale, qk_scale, seq_k, b, kv_h, group, start_n, first_tile, n_q_tiles,
@@ -180,6 +203,11 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_sm
     mbarrier.wait(kv_bar, 0)
     h = kv_h * group
     i = 0
+    # The previous tile's head and first row: its dQ_i is made one tile late (head_dim 64, 80).
+    # prev_h computed apart from h: bound to h's own value, the loop carried one of the two only
+    # (every tile's dQ_i went to the first head under GQA).
+    prev_h = kv_h * group
+    prev_row0 = first_tile * M
     for t in range(group * n_q_tiles):
         slot = t % STAGES
         row0 = (first_tile + i) * M
@@ -218,8 +246,9 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_sm
             dpt = warpgroup_mma_wait(1, deps=(dpt_tok,))
         delta = delta_smem.index(slot).load(queries_l)
         dst = (pt * (dpt - delta[None, :])).to(q_tile.dtype)
-        # 4. dK, and dQ_i by the owner of tile t; slot t % 2 holds both warp groups' dS^T
-        ds_all = ds_smem.index(t % 2)
+        # 4. dK; dQ (below); slot t % DS_SLOTS holds both warp groups' dS^T of tile t
+        DS_SLOTS: gl.constexpr = ds_smem.shape[0]
+        ds_all = ds_smem.index(t % DS_SLOTS)
         ds_all.slice(WG * N, N, dim=0).store(dst)
         fence_async_shared()
         gl.thread_barrier()  # every thread's part of dS^T is in shared memory before the wgmma reads it
@@ -243,40 +272,55 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_sm
             fence_async_shared()
             gl.thread_barrier()  # every thread's part of dQ_i written before the reduction reads it
             _tma_reduce_add(dq_desc, [b, h, row0, WG * DQ_W], buffer)
-        elif (t % 2) == WG:
-            mbarrier.wait(ds_bar.index(WG), (t // 2) & 1)  # the other half of dS^T is written
-            dq_tok = warpgroup_mma(ds_all.permute((1, 0)), k_all, zero_dq, use_acc=False, is_async=True)
-            if SPLIT:
-                dqt_tok = warpgroup_mma(ds_all.permute((1, 0)), kt_all, zero_dqt, use_acc=False, is_async=True)
-                dv, dk, dq, dvt, dkt, dqt = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok, dvt_tok, dkt_tok, dqt_tok))
-            else:
-                dv, dk, dq = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok))
-            # This warp group's reduction of its previous tile (t - 2) has read the buffer: the
-            # issuing thread waits, the barrier holds the others until it has.
-            tma.store_wait(0)
-            gl.thread_barrier()
-            dq_smem.index(WG).reshape([M, DQ_W]).store(dq * scale)
-            if SPLIT:
-                dqt_smem.index(WG).reshape([M, TAIL]).store(dqt * scale)
-            fence_async_shared()
-            gl.thread_barrier()  # every thread's part of dQ_i written before the reduction reads it
-            # rows past seq_q fall outside the tensor: TMA drops them
-            _tma_reduce_add(dq_desc, [b, h, row0, 0], dq_smem.index(WG))
-            if SPLIT:
-                _tma_reduce_add(dqt_desc, [b, h, row0, 0], dqt_smem.index(WG))
         else:
-            mbarrier.arrive(ds_bar.index(1 - WG), count=1)
-            if SPLIT:
+            # Head_dim 64 and 80: tile t's dQ_i = dS_t K (all 128 keys) is made by one warp group,
+            # its owner t % 2, one tile late, while it works on tile t + 1: by then the other's
+            # half of dS_t is written. (Made at once, the owner waited for that half: 10% of the
+            # kernel's warp samples at d=64 full 4k, the other having made dQ_{t-1} meanwhile;
+            # stall-profile-h100-b69f802.) Barrier t % 4 carries the other's "written" for tile
+            # t: its arrival for t + 4 needs tile t + 2's Q/dO slot released by the owner, after
+            # the owner's wait at t + 1. Slot t % 3 of dS^T is rewritten at t + 3, whose Q/dO
+            # slot the producer fills only once the owner has released t + 1, after dQ_t's wgmma.
+            if (t % 2) != WG:
+                mbarrier.arrive(ds_bar.index(t % 4), count=1)
+            if (t > 0) and ((t - 1) % 2 == WG):
+                mbarrier.wait(ds_bar.index((t - 1) % 4), ((t - 1) // 4) & 1)  # the other half of dS_{t-1}
+                ds_prev = ds_smem.index((t - 1) % DS_SLOTS).permute((1, 0))
+                dq_tok = warpgroup_mma(ds_prev, k_all, zero_dq, use_acc=False, is_async=True)
+                if SPLIT:
+                    dqt_tok = warpgroup_mma(ds_prev, kt_all, zero_dqt, use_acc=False, is_async=True)
+                    dv, dk, dq, dvt, dkt, dqt = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok, dvt_tok, dkt_tok,
+                                                                            dqt_tok))
+                    _reduce_dq(dq * scale, dqt * scale, dq_desc, dq_smem, dqt_desc, dqt_smem, b, prev_h, prev_row0, WG, SPLIT)
+                else:
+                    dv, dk, dq = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok))
+                    _reduce_dq(dq * scale, dq, dq_desc, dq_smem, dqt_desc, dqt_smem, b, prev_h, prev_row0, WG, SPLIT)
+            elif SPLIT:
                 dv, dk, dvt, dkt = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dvt_tok, dkt_tok))
             else:
                 dv, dk = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok))
-        # After the owner's last read of slot t % 2: the other warp group reuses it at tile t + 2
-        # only once the producer has refilled this Q/dO slot, which waits for this.
+        # After this warp group's last read of the slot (the producer refills it once both have
+        # released it).
         mbarrier.arrive(empty.index(slot), count=1)
+        prev_row0 = row0
+        prev_h = h
         i += 1
         if i == n_q_tiles:
             i = 0
             h += 1
+    steps = group * n_q_tiles
+    if (CHUNKS == 1) and (steps > 0) and ((steps - 1) % 2 == WG):  # the last tile's dQ_i, by its owner
+        DS_LAST: gl.constexpr = ds_smem.shape[0]
+        mbarrier.wait(ds_bar.index((steps - 1) % 4), ((steps - 1) // 4) & 1)
+        ds_prev = ds_smem.index((steps - 1) % DS_LAST).permute((1, 0))
+        dq_tok = warpgroup_mma(ds_prev, k_all, zero_dq, use_acc=False, is_async=True)
+        if SPLIT:
+            dqt_tok = warpgroup_mma(ds_prev, kt_all, zero_dqt, use_acc=False, is_async=True)
+            dq, dqt = warpgroup_mma_wait(0, deps=(dq_tok, dqt_tok))
+            _reduce_dq(dq * scale, dqt * scale, dq_desc, dq_smem, dqt_desc, dqt_smem, b, prev_h, prev_row0, WG, SPLIT)
+        else:
+            dq = warpgroup_mma_wait(0, deps=(dq_tok,))
+            _reduce_dq(dq * scale, dq, dq_desc, dq_smem, dqt_desc, dqt_smem, b, prev_h, prev_row0, WG, SPLIT)
 
     tma.store_wait(0)  # the last reductions read shared memory the program is about to give up
     cols = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, acc_layout))
@@ -314,8 +358,12 @@ def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, qt_desc, kt_desc, vt_d
     k_smem = gl.allocate_shared_memory(k_desc.dtype, [1, 1, 128, HEAD_DIM], k_desc.layout)
     v_smem = gl.allocate_shared_memory(v_desc.dtype, [1, 1, 128, HEAD_DIM], v_desc.layout)
     ds_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([128, M], q_desc.dtype)
-    ds_smem = gl.allocate_shared_memory(q_desc.dtype, [2, 128, M], ds_layout)
-    # "the other half of dS^T is written": per warp group (at head_dim 128 also per tile parity)
+    # dS^T of both warp groups, per tile: two slots at head_dim 128; three at 64 and 80, where
+    # tile t's dQ_i is made while tile t + 1's dS^T is written (`_consumer`)
+    ds_slots: gl.constexpr = 2 if dq_desc.block_type.shape[3] != HEAD_DIM else 3
+    ds_smem = gl.allocate_shared_memory(q_desc.dtype, [ds_slots, 128, M], ds_layout)
+    # "the other half of dS^T is written": at head_dim 128 per warp group and tile parity, at 64
+    # and 80 per tile t % 4
     ds_bar = gl.allocate_shared_memory(gl.int64, [4, 1], mbarrier.MBarrierLayout())
     for s in gl.static_range(4):
         mbarrier.init(ds_bar.index(s), count=1)
