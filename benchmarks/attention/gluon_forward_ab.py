@@ -10,7 +10,8 @@ ragged shapes: odd lengths, seq_q != seq_k both ways, GQA and MQA, causal and no
 and 128. Then, per point, forward time of the committed module ("committed"), the candidate and
 SDPA cuDNN's forward ("sdpa-cudnn-fwd"), two interleaved rounds, the second reversed; bf16, 16k
 tokens per batch, heads x d = 2048 (2560 at 80). AB_HEAD_DIMS and AB_CAUSAL (1: causal only, 0:
-non-causal only) narrow the grid. Rows as gluon_backward_ab.py's, so
+non-causal only) narrow the grid; AB_LENGTHS (comma-separated key counts) replaces
+gluon_backward_ab's lengths at every head_dim. Rows as gluon_backward_ab.py's, so
 `trials/gluon_backward_summary.py OUT.jsonl` prints errors and ratios (committed / candidate > 1:
 the change is faster).
 """
@@ -37,7 +38,9 @@ RAGGED = [  # (head_dim, causal, seq_q, seq_k, heads, kv_heads)
 ]
 HEAD_DIMS = [int(d) for d in os.environ.get("AB_HEAD_DIMS", "64,128").split(",")]
 CAUSAL = {"1": (True,), "0": (False,)}.get(os.environ.get("AB_CAUSAL", ""), (False, True))
-GRID = [(d, causal, seq) for d in HEAD_DIMS for causal in CAUSAL for seq in LENGTHS[d]]
+_LENGTHS = os.environ.get("AB_LENGTHS")
+GRID = [(d, causal, seq) for d in HEAD_DIMS for causal in CAUSAL
+        for seq in ([int(n) for n in _LENGTHS.split(",")] if _LENGTHS else LENGTHS[d])]
 
 
 def reference(q, k, v, causal):
