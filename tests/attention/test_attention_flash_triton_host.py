@@ -49,6 +49,21 @@ def test_gluon_block_descriptors_view_each_column_block_of_the_tensor():
     assert again is whole and whole.block_shape == [1, 1, 64, 128]
 
 
+def test_gluon_descriptors_share_the_layout_triton_derives_for_their_box():
+    flash_gluon = pytest.importorskip("lmperf.attention.flash_gluon")
+    gl = pytest.importorskip("triton.experimental.gluon.language")
+    for dtype, gl_dtype in ((torch.bfloat16, gl.bfloat16), (torch.float16, gl.float16), (torch.float32, gl.float32)):
+        for rows, columns in ((64, 64), (128, 64), (64, 128), (64, 16)):
+            x = torch.empty(2, 3, 300, columns, dtype=dtype)
+            expected = gl.NVMMASharedLayout.get_default_for([1, 1, rows, columns], gl_dtype)  # uncached
+            assert flash_gluon.descriptor(x, rows).layout == expected
+            assert flash_gluon.descriptor(x, rows).layout is flash_gluon.descriptor(x, rows).layout  # one derivation
+    # the cache keys on the box's columns: head_dim 80's 16-column tail swizzles 32-byte rows
+    first, tail = flash_gluon.block_descriptors(torch.empty(2, 3, 300, 80, dtype=torch.bfloat16), 64)
+    assert first.layout == gl.NVMMASharedLayout.get_default_for([1, 1, 64, 64], gl.bfloat16)
+    assert tail.layout == gl.NVMMASharedLayout.get_default_for([1, 1, 64, 16], gl.bfloat16) != first.layout
+
+
 def test_gluon_forward_takes_only_what_its_kernel_and_tma_can_address():
     flash_gluon = pytest.importorskip("lmperf.attention.flash_gluon")
 
