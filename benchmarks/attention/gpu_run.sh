@@ -58,9 +58,9 @@ PY
     tests-c) timeout "${TESTS_C_S:-150}" $PYTEST -k "not (float64 or autotuned or modes or repeatable or layout)" 2>&1 | tee "$OUT/tests-c.log" ;;
     tests-par) for part in a b c; do GPU_RUN_CHILD=1 STAGES=tests-$part bash "$0" > "$OUT/tests-par-$part.out" 2>&1 & done; wait
                cat "$OUT"/tests-par-*.out ;;
-    model) # MODEL_ROUNDS=2: a second pass with the two attentions in reverse order (clocks drift)
+    model) # MODEL_ROUNDS=2 (or more): even rounds run the two attentions in reverse order (clocks drift)
            for round in $(seq 1 "${MODEL_ROUNDS:-1}"); do
-           order=$([ "$round" = 2 ] && echo triton,sdpa || echo sdpa,triton)
+           order=$([ $((round % 2)) = 0 ] && echo triton,sdpa || echo sdpa,triton)
            COMMON="--modes train-step --precisions bf16 --compile compile --attention $order --warmup 3 --steps 10"
            for shape in "b1024|-p 2.7B -t 1024 --batch 4" "b4096|-p 2.7B -t 4096 --batch 1" \
              "d128|-p small --d-model 4096 --heads 32 --kv-heads 8 --d-ff 14336 --layers 2 --vocab 128256 --untie-embeddings --max-context 32768 --loss fused -t 32768 --batch 1"; do
