@@ -110,8 +110,8 @@ def test_gluon_forward_is_persistent_but_at_long_causal_head_dim_128():
     assert flash_gluon.schedule(64, 16384, True) == (True, True)
     assert flash_gluon.schedule(80, 1024, True) == (True, True)
     assert flash_gluon.schedule(128, 32768, False) == (False, True)
-    assert flash_gluon.schedule(128, 4096, True) == (True, True)
-    assert flash_gluon.schedule(128, 4097, True) == (False, False)
+    assert flash_gluon.schedule(128, 8192, True) == (True, True)
+    assert flash_gluon.schedule(128, 8193, True) == (False, False)
 
 
 def test_gluon_backward_takes_what_the_gluon_forward_takes_where_it_beat_triton():

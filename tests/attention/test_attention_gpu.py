@@ -115,7 +115,9 @@ def gluon_case_inputs(lead, kv_heads, seq_q, seq_k, head_dim, dtype, packed):
     ],
 )
 @pytest.mark.parametrize("consumers", [2, 3])  # consumer warp groups per program (flash_gluon.CONSUMERS)
-@pytest.mark.parametrize("programs", [None, 3])  # None: one per SM (or per item, `schedule`)
+# None: one per SM (or per item, `schedule`); 0: one per query tile wherever causal (the schedule
+# past PERSISTENT_CAUSAL_MAX_KEYS, which no length here reaches)
+@pytest.mark.parametrize("programs", [None, 3, 0])
 def test_gluon_forward_matches_float64_reference(monkeypatch, lead, kv_heads, seq_q, seq_k, head_dim, is_causal, dtype, packed,
                                                  consumers, programs):
     """The forward flash_triton hands to flash_gluon on an H100 (it must be the one that ran; at
@@ -123,13 +125,19 @@ def test_gluon_forward_matches_float64_reference(monkeypatch, lead, kv_heads, se
     LSE, against float64; with two and with three consumer warp groups per program at either
     head_dim (128- and 192-row programs: every length here leaves a ragged last one). With three
     persistent programs, each takes many query tiles (pairs of them when causal, the 4097-row
-    case too), so the ring's running count and the barriers' phases carry across them."""
+    case too), so the ring's running count and the barriers' phases carry across them; and,
+    causal, with one program per query tile, as head_dim 128 runs past 8192 keys."""
     gluon, calls = flash_triton.flash_gluon, []
     monkeypatch.setattr(gluon, "FROM_KEYS", {d: {False: 0, True: 0} for d in gluon.TILES})
     monkeypatch.setattr(gluon, "CONSUMERS", dict.fromkeys(gluon.TILES, consumers))
     if programs:
         monkeypatch.setattr(gluon, "multiprocessors", lambda device: programs)
         monkeypatch.setattr(gluon, "PERSISTENT_CAUSAL_MAX_KEYS", {})
+    elif programs == 0:
+        if not is_causal:
+            pytest.skip("non-causal forwards are persistent at every length")
+        monkeypatch.setattr(gluon, "PERSISTENT_CAUSAL_MAX_KEYS", dict.fromkeys(gluon.TILES, 0))
+        assert gluon.schedule(head_dim, seq_k, True) == (False, False)
     real_forward = gluon.forward
     monkeypatch.setattr(gluon, "forward", lambda *args: calls.append(args[0].shape) or real_forward(*args))
     q, k, v, do = gluon_case_inputs(lead, kv_heads, seq_q, seq_k, head_dim, dtype, packed)

@@ -67,8 +67,10 @@ CONSUMER_REGISTERS = {2: 240, 3: 160}
 # 0.996-1.018; d80 1.037-1.225 at 1k-16k; d128 1.004-1.108 non-causal, causal 1.055-1.092 at 1k
 # and 1.004-1.170 at 4k but 0.947-0.952 at 16k (a program's six pairs against 5.2 on average:
 # pairs are coarse there), where one program per pair was 0.964-0.996. So persistent everywhere
-# but at d128 causal past this many keys, which keeps one program per tile (8k not timed).
-PERSISTENT_CAUSAL_MAX_KEYS = {128: 4096}
+# but at d128 causal past this many keys, which keeps one program per tile. Between 4k and 16k
+# (benchmarks/attention/gluon-persistent-causal-8k-h100-8e0fa89, two rounds): persistent
+# 1.039-1.145x as fast at 6144 keys, level at 8192 (0.958-1.045).
+PERSISTENT_CAUSAL_MAX_KEYS = {128: 8192}
 # LMPERF_ATTENTION_GLUON=0 keeps Triton's forward everywhere (to time the two side by side).
 ENABLED = os.environ.get("LMPERF_ATTENTION_GLUON", "1") != "0"
 
