@@ -142,6 +142,19 @@ def _hide_keys(pt, offs_k, offs_q, seq_k, CAUSAL: gl.constexpr):
 
 
 @gluon.jit
+def _issue_dq(ds_smem, tile, k_all, kt_all, zero_dq, zero_dqt, SPLIT: gl.constexpr):
+    """Issue tile `tile`'s dQ_i = dS K over both warp groups' keys (head_dim 64, 80: one owner per
+    tile), from the dS^T slot it was written to; with SPLIT also the tail columns' product. The
+    tokens are (dQ_i, its tail), the first twice without SPLIT."""
+    ds = ds_smem.index(tile % ds_smem.shape[0]).permute((1, 0))
+    dq_tok = warpgroup_mma(ds, k_all, zero_dq, use_acc=False, is_async=True)
+    dqt_tok = dq_tok
+    if SPLIT:
+        dqt_tok = warpgroup_mma(ds, kt_all, zero_dqt, use_acc=False, is_async=True)
+    return dq_tok, dqt_tok
+
+
+@gluon.jit
 def _reduce_dq(dq, dqt, dq_desc, dq_smem, dqt_desc, dqt_smem, b, h, row0, WG: gl.constexpr, SPLIT: gl.constexpr):
     """Add one warp group's dQ_i (scaled; with SPLIT its tail columns dqt) into the fp32 dQ at
     query rows row0.. of (b, h): through the warp group's own buffer, by TMA reductions (rows
@@ -199,6 +212,9 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_sm
         kt_tile = kt_all.slice(WG * N, N, dim=0)
         vt_tile = vt_smem.reshape([2 * N, TAIL]).slice(WG * N, N, dim=0)
         zero_dqt = gl.zeros([M, TAIL], gl.float32, layout=tail_layout)
+    else:  # placeholders _issue_dq never reads without SPLIT
+        kt_all = k_all
+        zero_dqt = zero_dq
 
     mbarrier.wait(kv_bar, 0)
     h = kv_h * group
@@ -208,7 +224,8 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_sm
     # (every tile's dQ_i went to the first head under GQA).
     prev_h = kv_h * group
     prev_row0 = first_tile * M
-    for t in range(group * n_q_tiles):
+    steps = group * n_q_tiles
+    for t in range(steps):
         slot = t % STAGES
         row0 = (first_tile + i) * M
         offs_q = row0 + gl.arange(0, M, layout=queries_l)
@@ -246,9 +263,8 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_sm
             dpt = warpgroup_mma_wait(1, deps=(dpt_tok,))
         delta = delta_smem.index(slot).load(queries_l)
         dst = (pt * (dpt - delta[None, :])).to(q_tile.dtype)
-        # 4. dK; dQ (below); slot t % DS_SLOTS holds both warp groups' dS^T of tile t
-        DS_SLOTS: gl.constexpr = ds_smem.shape[0]
-        ds_all = ds_smem.index(t % DS_SLOTS)
+        # 4. dK; dQ (below); dS^T slot t % 2 (head_dim 128) or t % 3 (64, 80) holds tile t's
+        ds_all = ds_smem.index(t % ds_smem.shape[0])
         ds_all.slice(WG * N, N, dim=0).store(dst)
         fence_async_shared()
         gl.thread_barrier()  # every thread's part of dS^T is in shared memory before the wgmma reads it
@@ -285,10 +301,8 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_sm
                 mbarrier.arrive(ds_bar.index(t % 4), count=1)
             if (t > 0) and ((t - 1) % 2 == WG):
                 mbarrier.wait(ds_bar.index((t - 1) % 4), ((t - 1) // 4) & 1)  # the other half of dS_{t-1}
-                ds_prev = ds_smem.index((t - 1) % DS_SLOTS).permute((1, 0))
-                dq_tok = warpgroup_mma(ds_prev, k_all, zero_dq, use_acc=False, is_async=True)
+                dq_tok, dqt_tok = _issue_dq(ds_smem, t - 1, k_all, kt_all, zero_dq, zero_dqt, SPLIT)
                 if SPLIT:
-                    dqt_tok = warpgroup_mma(ds_prev, kt_all, zero_dqt, use_acc=False, is_async=True)
                     dv, dk, dq, dvt, dkt, dqt = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok, dvt_tok, dkt_tok,
                                                                             dqt_tok))
                     _reduce_dq(dq * scale, dqt * scale, dq_desc, dq_smem, dqt_desc, dqt_smem, b, prev_h, prev_row0, WG, SPLIT)
@@ -308,14 +322,10 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_sm
         if i == n_q_tiles:
             i = 0
             h += 1
-    steps = group * n_q_tiles
     if (CHUNKS == 1) and (steps > 0) and ((steps - 1) % 2 == WG):  # the last tile's dQ_i, by its owner
-        DS_LAST: gl.constexpr = ds_smem.shape[0]
         mbarrier.wait(ds_bar.index((steps - 1) % 4), ((steps - 1) // 4) & 1)
-        ds_prev = ds_smem.index((steps - 1) % DS_LAST).permute((1, 0))
-        dq_tok = warpgroup_mma(ds_prev, k_all, zero_dq, use_acc=False, is_async=True)
+        dq_tok, dqt_tok = _issue_dq(ds_smem, steps - 1, k_all, kt_all, zero_dq, zero_dqt, SPLIT)
         if SPLIT:
-            dqt_tok = warpgroup_mma(ds_prev, kt_all, zero_dqt, use_acc=False, is_async=True)
             dq, dqt = warpgroup_mma_wait(0, deps=(dq_tok, dqt_tok))
             _reduce_dq(dq * scale, dqt * scale, dq_desc, dq_smem, dqt_desc, dqt_smem, b, prev_h, prev_row0, WG, SPLIT)
         else:
