@@ -26,8 +26,8 @@ from sm90_report import TOOLS, resources
 
 
 def compile_sm90(head_dim: int, causal: bool, consumers: int | None = None):
-    block_n, stages = flash_gluon.TILES[head_dim]
     consumers = consumers or flash_gluon.CONSUMERS[head_dim]
+    block_n, stages = flash_gluon.tiles(head_dim, consumers)
     rows = flash_gluon.ROWS
     main, tail = flash_gluon.column_blocks(head_dim)
     tail_columns = tail or main  # without a tail the kernel gets the main descriptors twice
@@ -98,7 +98,7 @@ def main() -> None:
     for head_dim in flash_gluon.TILES:
         for causal in (False, True):
             for consumers in sorted({flash_gluon.CONSUMERS[head_dim], 2, 3}):
-                print(f"d{head_dim} {'causal' if causal else 'full'} (BLOCK_N, slots) {flash_gluon.TILES[head_dim]}, "
+                print(f"d{head_dim} {'causal' if causal else 'full'} (BLOCK_N, slots) {flash_gluon.tiles(head_dim, consumers)}, "
                       f"{consumers} consumers: {warp_specialised_report(compile_sm90(head_dim, causal, consumers))}")
     print(f"triton {triton.__version__}: flash_gluon_backward's backward for sm90 (bf16)")
     for head_dim in (64, 80, 128):

@@ -157,14 +157,16 @@ VARIANTS = {
     "default": dict(backward=None),
     "default-triton-backward": dict(backward=None, gluon_backward=False),
     "default-3-slots": dict(backward=None, gluon_backward_stages=3),
-    # the Gluon forward with three consumer warp groups (192 query rows a program, 160 registers);
-    # at head_dim 64 also with 64-key tiles; at 128 (three consumers) with four K/V slots
+    # the Gluon forward with three consumer warp groups (192 query rows a program, 160 registers;
+    # 64-key tiles at 128, flash_gluon.THREE_CONSUMER_TILES); at head_dim 64 also with 64-key tiles;
+    # at 128 (two consumers) with 64-key tiles in four K/V slots
     "default-3-consumers": dict(backward=None, gluon_consumers={64: 3, 128: 3}),
     "gluon-d64-3c-n64": dict(backward=None, gluon_consumers={64: 3, 128: 3}, gluon_tiles={64: (64, 3)}),
     "gluon-d128-4-slots": dict(backward=None, gluon_tiles={128: (64, 4)}),
-    # head_dim 128 with the Gluon forward's two consumer warp groups (the default has three), and
-    # with the Gluon backward from 1024 keys (the default: from 4096)
-    "gluon-d128-2c": dict(backward=None, gluon_consumers={128: 2}),
+    # head_dim 128 with the Gluon forward's three consumer warp groups and 64-key tiles (the
+    # default before 2026-11-26's wide tiles: two, 128-key), and with the Gluon backward from 1024
+    # keys (the default: from 4096)
+    "gluon-d128-3c": dict(backward=None, gluon_consumers={128: 3}),
     "gluon-d128-backward-1k": dict(backward=None, gluon_backward_from_keys={128: 1024}),
     # the Gluon forward at every length at head_dim 64 and 80 (the default: from 4096 keys, 8192
     # causal at 64)

@@ -102,6 +102,24 @@ def test_gluon_forward_runs_where_it_beat_triton_on_the_h100():
     assert not flash_gluon.faster_here(96, 16384, True)  # no kernel there
 
 
+def test_gluon_forward_tiles_fit_hoppers_shared_memory_with_two_or_three_consumers():
+    """A program's Q (64 rows per consumer) and its ring of K and V slots, bf16, counted by hand
+    against sm90's 227 KB per block: 128-key tiles at head_dim 128 fit two consumers (224 KB) but
+    not three (240 KB), which take 64-key tiles there; the defaults are 128-key tiles, two
+    consumers (the layout that was faster on the H100)."""
+    flash_gluon = pytest.importorskip("lmperf.attention.flash_gluon")
+
+    def kilobytes(head_dim, consumers):
+        block_n, slots = flash_gluon.tiles(head_dim, consumers)
+        return 2 * head_dim * (64 * consumers + 2 * block_n * slots) / 1024
+
+    assert kilobytes(128, 2) == 32 + 3 * 64 == 224  # Q of two consumers, three slots of K and V
+    assert flash_gluon.tiles(128, 3) == (64, 3) and kilobytes(128, 3) == 48 + 3 * 32 == 144
+    assert all(kilobytes(d, c) <= 227 for d in (64, 80, 128) for c in (2, 3))
+    assert flash_gluon.CONSUMERS == {64: 2, 80: 2, 128: 2}
+    assert {d: flash_gluon.tiles(d, 2) for d in (64, 80, 128)} == {64: (128, 3), 80: (128, 3), 128: (128, 3)}
+
+
 def test_gluon_forward_is_persistent_but_at_long_causal_head_dim_128():
     """Persistent (one program per SM) everywhere, pairs of query tiles as work items when causal,
     but past 4096 keys at head_dim 128 causal, where one program per query tile was faster."""

@@ -4,11 +4,11 @@ Triton's tl.dot waits on each product as soon as it is issued, so a tile's softm
 under the tensor cores' work, and Triton 3.6 does not warp-specialise our loops on sm90
 (docs/attention.md items 8 and 26). Gluon (triton.experimental.gluon, shipped with Triton)
 exposes the asynchronous wgmma, TMA, mbarriers and warp specialisation, and this kernel uses
-them as FlashAttention-3 does. One program holds 128 query rows at head_dim 64 and 80, 192 at 128:
+them as FlashAttention-3 does. One program holds 128 query rows (`CONSUMERS` warp groups of 64):
   - a producer warp (24 registers) loads Q once and streams K and V tiles through a ring of
     shared-memory slots by TMA; a slot is refilled once every consumer has released it;
-  - two consumer warp groups (240 registers each) of 64 query rows share each K/V tile at
-    head_dim 64 and 80, three (160 registers each) at 128 (`CONSUMERS`). Per key
+  - two consumer warp groups (240 registers each) of 64 query rows share each 128-key K/V tile
+    (three at 160 registers each can, with 64-key tiles at 128: `CONSUMERS`, `tiles`). Per key
     tile j a consumer issues S_{j+1} = Q K_{j+1}^T and O += P_j V_j together, waits for S_{j+1}
     only and runs its online softmax while P_j V_j is still on the tensor cores, then waits for
     P_j V_j, rescales O and releases slot j. Nothing stays in flight across the loop's back edge
@@ -46,18 +46,29 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 LOG2E = 1.4426950408889634
 ROWS = 64  # query rows per consumer warp group; a program holds CONSUMERS[head_dim] of them
-# head_dim -> (BLOCK_N keys per tile, K/V slots): S, P and O of a warp group fit its registers
-# with at most 16 bytes spilled (benchmarks/attention/gluon_sm90_report.py,
-# gluon-sm90-report-triton36.txt). 80 is 64 + 16 columns (`column_blocks`).
-TILES = {64: (128, 3), 80: (128, 3), 128: (64, 3)}
+# head_dim -> (BLOCK_N keys per tile, K/V slots) of a program of two consumers: S, P and O of a
+# warp group fit its registers with at most 112 bytes spilled (88 at 128 causal, 0 non-causal)
+# (benchmarks/attention/gluon_sm90_report.py, gluon-sm90-report-triton36.txt); 80 is 64 + 16
+# columns (`column_blocks`). At 128, 128-key tiles against 64-key tiles with three consumers
+# (the layout before), forward time on an H100 (benchmarks/attention/gluon-forward-wide-tiles-
+# h100-9d37a01, two rounds, 16k tokens): 1.020-1.153x as fast non-causal at 1k-4k keys, level
+# at 16k (0.994-1.028), 1.031-1.143 causal at 1k-16k. A wgmma that reads both operands from
+# shared memory, as Q K^T does, needs 4096 / BLOCK_N + 64 bytes a clock at the tensor cores'
+# rate: at 64 keys all of the SM's 128, at 128 three quarters. Two slots of 128 keys starve
+# the ring (0.861-1.000x the layout before); with Q as Q K^T's register operand as well the
+# non-causal forward fell to 0.862-0.993x the layout before.
+TILES = {64: (128, 3), 80: (128, 3), 128: (128, 3)}
 # head_dim -> consumer warp groups per program (2 or 3; a program holds 64 x that query rows).
 # Three share each K/V tile among more rows and leave two to feed the tensor cores while one
 # runs its softmax, at 160 registers a thread instead of 240 (the register file holds three
-# such warp groups beside the producer's). Forward time two / three on an H100
-# (benchmarks/attention/gluon-consumers-h100-c9f5415, bf16, two rounds): at 128 1.096-1.143
-# non-causal (4k, 16k keys), 1.018-1.072 causal, 1.146-1.242 at the 8B model's GQA shape (32k
-# causal); at 64 (128-key tiles) 0.682-0.721 non-causal and 0.935-0.989 causal, so two there.
-CONSUMERS = {64: 2, 80: 2, 128: 3}
+# such warp groups beside the producer's). Forward time two / three on an H100 with 64-key tiles
+# at 128 (benchmarks/attention/gluon-consumers-h100-c9f5415, bf16, two rounds): 1.096-1.143
+# non-causal (4k, 16k keys), 1.018-1.072 causal; at 64 (128-key tiles) 0.682-0.721 non-causal
+# and 0.935-0.989 causal. Three stay selectable (tests run both): with 128-key tiles two win.
+CONSUMERS = {64: 2, 80: 2, 128: 2}
+# head_dim -> (BLOCK_N, slots) with three consumers where TILES' do not fit: at 128 the 48 KB of
+# Q and three 64 KB slots of 128-key K and V would pass the 227 KB of shared memory.
+THREE_CONSUMER_TILES = {128: (64, 3)}
 CONSUMER_REGISTERS = {2: 240, 3: 160}
 # Persistent (one program per SM taking work items in turn, the next query tile's loads under the
 # current one's epilogue) against one program per query tile, forward time on an H100
@@ -381,6 +392,13 @@ def aligned(x: torch.Tensor) -> torch.Tensor:
     return x if tma_ready(x) else x.clone(memory_format=torch.contiguous_format)
 
 
+def tiles(head_dim: int, consumers: int) -> tuple[int, int]:
+    """(BLOCK_N keys per tile, K/V slots) of a program of `consumers` warp groups at head_dim."""
+    if consumers == 3 and head_dim in THREE_CONSUMER_TILES:
+        return THREE_CONSUMER_TILES[head_dim]
+    return TILES[head_dim]
+
+
 def column_blocks(head_dim: int) -> tuple[int, int]:
     """The widths of the column blocks the kernel splits head_dim into: (head_dim, 0) for a power
     of two, else its largest power of two and the rest, which must be one too, >= 16 (80 = 64 +
@@ -482,8 +500,8 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) 
     flash_triton.triton_forward returns them; inputs as `supported` accepts them."""
     batch, heads, seq_q, head_dim = q.shape
     seq_k = k.shape[2]
-    block_n, stages = TILES[head_dim]
     consumers = CONSUMERS[head_dim]
+    block_n, stages = tiles(head_dim, consumers)
     main, tail = column_blocks(head_dim)
     (q_desc, qt_desc), (k_desc, kt_desc), (v_desc, vt_desc) = (
         block_descriptors(x, rows) for x, rows in ((q, ROWS), (k, block_n), (v, block_n)))
