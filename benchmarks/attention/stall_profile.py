@@ -40,6 +40,8 @@ CASES = [
     (64, False, 4096, "sdpa-cudnn"),
     (128, True, 2048, "triton"),
     (128, True, 2048, "sdpa-cudnn"),
+    (128, False, 1024, "triton"),
+    (128, False, 1024, "sdpa-cudnn"),
 ]
 # STALL_CASES="2,3,6,7": profile only these cases (indices into CASES); all by default.
 _CHOSEN = os.environ.get("STALL_CASES")
