@@ -1,6 +1,6 @@
 """A change to flash_gluon_backward measured against the module as committed, on an H100.
 
-    PYTHONPATH=src [AB_HEAD_DIMS=128] python3 benchmarks/attention/gluon_backward_ab.py PATCH[,PATCH...] OUT.jsonl
+    PYTHONPATH=src [AB_HEAD_DIMS=128] [AB_LENGTHS=1024,2048] python3 benchmarks/attention/gluon_backward_ab.py PATCH[,PATCH...] OUT.jsonl
 
 PATCH, a diff of src/lmperf/attention/flash_gluon_backward.py (`git diff` format; several,
 comma-separated, are applied in order), is applied to a copy of the module, which is loaded
@@ -42,7 +42,10 @@ LENGTHS = {64: (1024, 2048, 4096, 16384), 80: (1024, 4096, 16384), 128: (1024, 4
 COLUMNS = {80: 2560}  # query heads x head_dim (2048 unless named: 80 does not divide it)
 # AB_HEAD_DIMS=128 times only d=128 (a change that touches only that head size: half the device time)
 HEAD_DIMS = [int(d) for d in os.environ.get("AB_HEAD_DIMS", "64,128").split(",")]
-GRID = [(d, causal, seq) for d in HEAD_DIMS for causal in (False, True) for seq in LENGTHS[d]]
+# AB_LENGTHS (comma-separated key counts) replaces LENGTHS at every head_dim
+_LENGTHS = os.environ.get("AB_LENGTHS")
+GRID = [(d, causal, seq) for d in HEAD_DIMS for causal in (False, True)
+        for seq in ([int(n) for n in _LENGTHS.split(",")] if _LENGTHS else LENGTHS[d])]
 
 
 def candidate(patches: str, module=flash_gluon_backward):
