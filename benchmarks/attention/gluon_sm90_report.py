@@ -68,8 +68,9 @@ def compile_backward_sm90(head_dim: int, causal: bool):
         "dq_desc": desc(min(flash_gluon_backward.DQ_COLUMNS, main), "fp32"),
         **{name: desc(tail_columns) for name in ("qt_desc", "kt_desc", "vt_desc", "dot_desc")},
         "dqt_desc": desc(tail_columns if tail else min(flash_gluon_backward.DQ_COLUMNS, main), "fp32"),
-        "LSE": "*fp32", "DELTA": "*fp32", "DK": "*bf16", "DV": "*bf16", "scale": "fp32", "qk_scale": "fp32",
-        **{name: "i32" for name in ("seq_q", "seq_k", "H", "group", "stride_kb", "stride_kh", "stride_kn")},
+        "dk_desc": desc(main), "dv_desc": desc(main), "dkt_desc": desc(tail_columns), "dvt_desc": desc(tail_columns),
+        "LSE": "*fp32", "DELTA": "*fp32", "scale": "fp32", "qk_scale": "fp32",
+        **{name: "i32" for name in ("seq_q", "seq_k", "H", "group")},
         **{name: "constexpr" for name in ("HEAD_DIM", "TAIL", "SPLIT", "STAGES", "CAUSAL", "num_warps")},
     }
     constexprs = dict(HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), STAGES=flash_gluon_backward.STAGES, CAUSAL=causal,

@@ -21,7 +21,8 @@ consumer warp groups own 64 keys each (their dK and dV stay in registers); per t
      TMA reduction; the other warp group goes straight on. At 128 (where one warp group holding
      a 64 x 128 fp32 dQ_i beside dK and dV spilled) both wait for each other and each makes 64
      of dQ_i's columns.
-delta = rowsum(dO O) comes from flash_triton's preprocess kernel, dK and dV are stored at the end.
+delta = rowsum(dO O) comes from flash_triton's preprocess kernel; dK and dV leave at the end by TMA
+stores, staged in the Q/dO slots.
 
 Measured on an H100 (benchmarks/attention/gluon-backward-next-h100-43fc11f, bf16, 16k tokens,
 heads x d = 2048, interleaved rounds): backward time flash_triton's atomic backward / this one's
@@ -38,9 +39,10 @@ LSE and delta through shared memory (the consumers' own global loads of them sto
 (gluon-backward-lse-h100-aa3ceb4, 1k-16k keys). dQ_i one tile late at 64 and 80 (the owner had
 waited for the other's dS^T half: 10% of the warp samples at d=64 full 4k) made it 1.015-1.156x
 as fast at d=64 non-causal, 0.966-1.037 causal, 0.982-1.135 at 80 (gluon-backward-deferred-dq-
-h100-1e1643f). flash_triton runs it at 64 from 2048 keys, at
+h100-1e1643f). dK and dV by TMA stores instead of register stores made it 1.034-1.123x as fast
+at 1k keys, 0.988-1.060 at 2k and 0.932-1.139 from 4k (gluon-backward-tma-store-h100-6b3228d). flash_triton runs it at 64 from 2048 keys, at
 80 and 128 from 1024 (`faster_here`). Reasoning and the variants that lost: docs/attention.md
-items 32-36.
+items 32-38.
 
 Scope (`fits`): CUDA sm90, bf16/fp16, head_dim 64, 80 or 128, q, k, v and dO TMA-addressable (dO is
 copied when not, e.g. the expanded gradient of `.sum()`). Under torch.compile the launch is an
@@ -176,9 +178,8 @@ def _reduce_dq(dq, dqt, dq_desc, dq_smem, dqt_desc, dqt_smem, b, h, row0, WG: gl
 @gluon.jit
 def _consumer(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, ds_smem, ds_bar,
               dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, ready, empty,
-              DK, DV, scale, qk_scale, seq_k, b, kv_h, group, start_n, first_tile, n_q_tiles,
-              stride_kb, stride_kh, stride_kn,
-              WG: gl.constexpr, HEAD_DIM: gl.constexpr, TAIL: gl.constexpr, SPLIT: gl.constexpr, STAGES: gl.constexpr,
+              dk_desc, dv_desc, dkt_desc, dvt_desc, scale, qk_scale, seq_k, b, kv_h, group, start_n, first_tile,
+              n_q_tiles, WG: gl.constexpr, HEAD_DIM: gl.constexpr, TAIL: gl.constexpr, SPLIT: gl.constexpr, STAGES: gl.constexpr,
               CAUSAL: gl.constexpr):
     # HEAD_DIM: the first column block's width; SPLIT: a second block of TAIL columns follows
     # (head_dim 80 = 64 + 16; only with one dQ chunk, CHUNKS == 1): every product over the columns
@@ -332,23 +333,35 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_sm
             dq = warpgroup_mma_wait(0, deps=(dq_tok,))
             _reduce_dq(dq * scale, dq, dq_desc, dq_smem, dqt_desc, dqt_smem, b, prev_h, prev_row0, WG, SPLIT)
 
-    tma.store_wait(0)  # the last reductions read shared memory the program is about to give up
-    cols = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, acc_layout))
-    keys = key0 + gl.arange(0, N, layout=gl.SliceLayout(1, acc_layout))
-    offsets = b.to(gl.int64) * stride_kb + kv_h.to(gl.int64) * stride_kh + keys[:, None] * stride_kn + cols[None, :]
-    gl.store(DK + offsets, (dk * scale).to(DK.dtype.element_ty), mask=keys[:, None] < seq_k)
-    gl.store(DV + offsets, dv.to(DV.dtype.element_ty), mask=keys[:, None] < seq_k)
+    # dK and dV out by TMA stores, staged in this warp group's Q and dO slots (their boxes are
+    # the same, 64 rows by the column block): free once both warp groups have released the last
+    # tile's slot, and every earlier one with it. Register stores of the wgmma layout wrote 4
+    # bytes a thread over eight rows a warp and sat on the load/store queue (8.7% of the d=128
+    # full 1k backward's warp samples: stall-profile in gluon-forward-pingpong-h100-49e6921).
+    if steps > 0:
+        mbarrier.wait(empty.index((steps - 1) % STAGES), ((steps - 1) // STAGES) & 1)
+    dk_stage = q_smem.index(WG)
+    dv_stage = do_smem.index(WG)
+    dk_stage.reshape([N, HEAD_DIM]).store((dk * scale).to(dk_stage.dtype))
+    dv_stage.reshape([N, HEAD_DIM]).store(dv.to(dv_stage.dtype))
     if SPLIT:
-        cols_t = HEAD_DIM + gl.arange(0, TAIL, layout=gl.SliceLayout(0, tail_layout))
-        keys_t = key0 + gl.arange(0, N, layout=gl.SliceLayout(1, tail_layout))
-        offsets_t = b.to(gl.int64) * stride_kb + kv_h.to(gl.int64) * stride_kh + keys_t[:, None] * stride_kn + cols_t[None, :]
-        gl.store(DK + offsets_t, (dkt * scale).to(DK.dtype.element_ty), mask=keys_t[:, None] < seq_k)
-        gl.store(DV + offsets_t, dvt.to(DV.dtype.element_ty), mask=keys_t[:, None] < seq_k)
+        dkt_stage = qt_smem.index(WG)
+        dvt_stage = dot_smem.index(WG)
+        dkt_stage.reshape([N, TAIL]).store((dkt * scale).to(dkt_stage.dtype))
+        dvt_stage.reshape([N, TAIL]).store(dvt.to(dvt_stage.dtype))
+    fence_async_shared()
+    gl.thread_barrier()  # every thread's part staged before the stores read it
+    tma.async_copy_shared_to_global(dk_desc, [b, kv_h, key0, 0], dk_stage)  # rows past seq_k: clipped
+    tma.async_copy_shared_to_global(dv_desc, [b, kv_h, key0, 0], dv_stage)
+    if SPLIT:
+        tma.async_copy_shared_to_global(dkt_desc, [b, kv_h, key0, 0], dkt_stage)
+        tma.async_copy_shared_to_global(dvt_desc, [b, kv_h, key0, 0], dvt_stage)
+    tma.store_wait(0)  # the stores and the last dQ reductions read shared memory the program gives up
 
 
 @gluon.jit
 def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, qt_desc, kt_desc, vt_desc, dot_desc, dqt_desc,
-                LSE, DELTA, DK, DV, scale, qk_scale, seq_q, seq_k, H, group, stride_kb, stride_kh, stride_kn,
+                dk_desc, dv_desc, dkt_desc, dvt_desc, LSE, DELTA, scale, qk_scale, seq_q, seq_k, H, group,
                 HEAD_DIM: gl.constexpr, TAIL: gl.constexpr, SPLIT: gl.constexpr, STAGES: gl.constexpr,
                 CAUSAL: gl.constexpr, num_warps: gl.constexpr):
     M: gl.constexpr = 64
@@ -406,12 +419,12 @@ def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, qt_desc, kt_desc, vt_d
     gl.warp_specialize([
         (_consumer, (q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, ds_smem,
                      ds_bar, dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, ready, empty,
-                     DK, DV, scale, qk_scale, seq_k, b, kv_h, group, start_n, first_tile, n_q_tiles,
-                     stride_kb, stride_kh, stride_kn, 0, HEAD_DIM, TAIL, SPLIT, STAGES, CAUSAL)),
+                     dk_desc, dv_desc, dkt_desc, dvt_desc, scale, qk_scale, seq_k, b, kv_h, group, start_n,
+                     first_tile, n_q_tiles, 0, HEAD_DIM, TAIL, SPLIT, STAGES, CAUSAL)),
         (_consumer, (q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, ds_smem,
                      ds_bar, dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, ready, empty,
-                     DK, DV, scale, qk_scale, seq_k, b, kv_h, group, start_n, first_tile, n_q_tiles,
-                     stride_kb, stride_kh, stride_kn, 1, HEAD_DIM, TAIL, SPLIT, STAGES, CAUSAL)),
+                     dk_desc, dv_desc, dkt_desc, dvt_desc, scale, qk_scale, seq_k, b, kv_h, group, start_n,
+                     first_tile, n_q_tiles, 1, HEAD_DIM, TAIL, SPLIT, STAGES, CAUSAL)),
         (_producer, (q_desc, k_desc, v_desc, do_desc, qt_desc, kt_desc, vt_desc, dot_desc, q_smem, k_smem, v_smem, do_smem,
                      qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, kv_bar, ready, empty, LSE, DELTA, seq_q, H,
                      b, kv_h, group, start_n, first_tile, n_q_tiles, STAGES, SPLIT)),
@@ -478,10 +491,11 @@ def backward(q, k, v, do, lse, delta, is_causal: bool) -> tuple[torch.Tensor, to
     (q_desc, qt_desc), (k_desc, kt_desc), (v_desc, vt_desc), (do_desc, dot_desc) = (
         block_descriptors(x, rows) for x, rows in ((q, ROWS), (k, KEYS), (v, KEYS), (do, ROWS)))
     dq_desc, dqt_desc = block_descriptors(dq, ROWS, min(DQ_COLUMNS, main))
+    (dk_desc, dkt_desc), (dv_desc, dvt_desc) = block_descriptors(dk, ROWS), block_descriptors(dv, ROWS)
     _bwd_kernel[(triton.cdiv(seq_k, BLOCK_N), batch * kv_heads)](
         q_desc, k_desc, v_desc, do_desc, dq_desc, qt_desc, kt_desc, vt_desc, dot_desc, dqt_desc,
-        lse, delta, dk, dv, scale, scale * LOG2E,
-        seq_q, seq_k, heads, heads // kv_heads, dk.stride(0), dk.stride(1), dk.stride(2),
+        dk_desc, dv_desc, dkt_desc, dvt_desc, lse, delta, scale, scale * LOG2E,
+        seq_q, seq_k, heads, heads // kv_heads,
         HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), STAGES=STAGES, CAUSAL=is_causal, num_warps=4,
     )
     return dq.to(q.dtype), dk, dv
