@@ -1,6 +1,6 @@
 """A change to flash_gluon_backward measured against the module as committed, on an H100.
 
-    PYTHONPATH=src [AB_HEAD_DIMS=128] [AB_LENGTHS=1024,2048] python3 benchmarks/attention/gluon_backward_ab.py PATCH[,PATCH...] OUT.jsonl
+    PYTHONPATH=src [AB_HEAD_DIMS=128] [AB_LENGTHS=1024,2048] [AB_FWD_BWD=1] python3 benchmarks/attention/gluon_backward_ab.py PATCH[,PATCH...] OUT.jsonl
 
 PATCH, a diff of src/lmperf/attention/flash_gluon_backward.py (`git diff` format; several,
 comma-separated, are applied in order), is applied to a copy of the module, which is loaded
@@ -42,6 +42,9 @@ LENGTHS = {64: (1024, 2048, 4096, 16384), 80: (1024, 4096, 16384), 128: (1024, 4
 COLUMNS = {80: 2560}  # query heads x head_dim (2048 unless named: 80 does not divide it)
 # AB_HEAD_DIMS=128 times only d=128 (a change that touches only that head size: half the device time)
 HEAD_DIMS = [int(d) for d in os.environ.get("AB_HEAD_DIMS", "64,128").split(",")]
+# AB_FWD_BWD=1 also times each backward after its forward, committed, candidate and cuDNN's
+# (`*-fwd-bwd`, 3.5x the forward's FLOPs): whether a backward slows what follows it
+FWD_BWD = os.environ.get("AB_FWD_BWD") == "1"
 # AB_LENGTHS (comma-separated key counts) replaces LENGTHS at every head_dim
 _LENGTHS = os.environ.get("AB_LENGTHS")
 GRID = [(d, causal, seq) for d in HEAD_DIMS for causal in (False, True)
@@ -103,9 +106,15 @@ def main(patches: str, out_path: str, tokens: int = 16384) -> None:
             # SDPA cuDNN's backward kernels on its own forward's saved tensors: the yardstick
             "sdpa-cudnn-bwd": lambda: torch.autograd.grad(o_cudnn, leaves, do, retain_graph=True),
         }
+        if FWD_BWD:  # each backward after its forward (the Gluon or Triton forward, delta): no autograd
+            peers["committed-fwd-bwd"] = lambda: flash_gluon_backward.backward(q, k, v, do, *_saved(q, k, v, do, causal)[1:],
+                                                                            causal)
+            peers["candidate-fwd-bwd"] = lambda: module.backward(q, k, v, do, *_saved(q, k, v, do, causal)[1:], causal)
+            peers["sdpa-cudnn-fwd-bwd"] = lambda: torch.autograd.grad(_cudnn(*leaves, causal), leaves, do)
         if o_cudnn is None:  # the CPU dry run has no cuDNN
-            del peers["sdpa-cudnn-bwd"]
-        work = dict.fromkeys(peers, 2.5 * 4 * q.shape[0] * heads * seq * seq * d / (2 if causal else 1))
+            peers = {name: fn for name, fn in peers.items() if not name.startswith("sdpa-cudnn")}
+        forward_work = 4 * q.shape[0] * heads * seq * seq * d / (2 if causal else 1)
+        work = {name: (3.5 if name.endswith("fwd-bwd") else 2.5) * forward_work for name in peers}
         _interleaved(emit, peers, work, dict(head_dim=d, causal=causal, seq=seq))
 
 
