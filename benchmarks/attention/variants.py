@@ -12,7 +12,7 @@ forward+backward at each point of the grid (VARIANTS_GRID: head_dim 64/128, caus
 8b-gqa, the 8B model's causal attention at 32k: 32 query and 8 key/value heads x 128; or the
 short lengths, d128-short (head_dim 128 at 1k/2k) and short (64 and 80 at 1k/2k, 25 heads at 80)).
 At each point every peer (SDPA cuDNN, SDPA's default, the variants) runs on the same inputs,
-twice, interleaved, the second round in reverse order. One JSON row per peer, point and round;
+twice (VARIANTS_ROUNDS), interleaved, every other round in reverse order. One JSON row per peer, point and round;
 the autotuner's choice and its per-config timings are kept in the row.
 """
 
@@ -292,10 +292,15 @@ def summary(row):
     return f"{head} TFLOP/s " + "  ".join(cells) + err
 
 
+# VARIANTS_ROUNDS: rounds per point (2 by default), every odd one in reverse order. One call's two
+# rounds disagreed by up to 10% at 16k and contradicted themselves at 1k-2k (final-h100-2015b2c).
+ROUNDS = int(os.environ.get("VARIANTS_ROUNDS", "2"))
+
+
 def main(out_path, names):
-    """Every peer at one grid point before the next point, twice, the second time in reverse
-    order: the GPU's clocks drift over minutes (2026-11-23, fifth session: the same kernel 5-17%
-    apart between variants timed one after another), so side-by-side means interleaved."""
+    """Every peer at one grid point before the next point, ROUNDS times, every other time in
+    reverse order: the GPU's clocks drift over minutes (2026-11-23, fifth session: the same kernel
+    5-17% apart between variants timed one after another), so side-by-side means interleaved."""
     env = environment("cuda")
     deadline = time.time() + float(os.environ.get("VARIANTS_S", "300"))
     variants = {
@@ -309,8 +314,8 @@ def main(out_path, names):
                 print(f"out of time before d={d} causal={causal} seq={seq}")
                 return
             inputs = point_inputs(d, seq)
-            for round_ in (0, 1):
-                for name in peers if round_ == 0 else peers[::-1]:
+            for round_ in range(ROUNDS):
+                for name in peers if round_ % 2 == 0 else peers[::-1]:
                     if name in BASELINES:
                         row = time_peer(name, BASELINES[name], inputs, d, causal, seq)
                     else:
