@@ -114,6 +114,7 @@ def test_gluon_forward_tiles_fit_hoppers_shared_memory_with_two_or_three_consume
         return 2 * head_dim * (64 * consumers + 2 * block_n * slots) / 1024
 
     assert kilobytes(128, 2) == 32 + 3 * 64 == 224  # Q of two consumers, three slots of K and V
+    assert 2 * 128 * (64 * 3 + 2 * 128 * 3) / 1024 == 48 + 3 * 64 == 240 > 227  # TILES' at 128, three consumers
     assert flash_gluon.tiles(128, 3) == (64, 3) and kilobytes(128, 3) == 48 + 3 * 32 == 144
     assert all(kilobytes(d, c) <= 227 for d in (64, 80, 128) for c in (2, 3))
     assert flash_gluon.CONSUMERS == {64: 2, 80: 2, 128: 2}
