@@ -15,6 +15,7 @@ kernels can be matched to them by order and grid): bf16, 16k tokens per batch, h
     d128 full 4k     Triton default (the Gluon forward and backward) and SDPA cuDNN
     d64 full 4k      Triton default and SDPA cuDNN (the Gluon backward's widest gap to cuDNN's)
     d128 causal 2k   Triton default and SDPA cuDNN (the Gluon forward's widest gap to cuDNN's)
+    d128 full 1k     Triton default and SDPA cuDNN (short: the per-query-tile costs)
 STALL_CASES (comma-separated indices into CASES) profiles a subset.
 Usage: ncu --nvtx --nvtx-include "prof/" ... python3 benchmarks/attention/stall_profile.py
 """
