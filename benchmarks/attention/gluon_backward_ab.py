@@ -47,8 +47,16 @@ HEAD_DIMS = [int(d) for d in os.environ.get("AB_HEAD_DIMS", "64,128").split(",")
 FWD_BWD = os.environ.get("AB_FWD_BWD") == "1"
 # AB_LENGTHS (comma-separated key counts) replaces LENGTHS at every head_dim
 _LENGTHS = os.environ.get("AB_LENGTHS")
-GRID = [(d, causal, seq) for d in HEAD_DIMS for causal in (False, True)
-        for seq in ([int(n) for n in _LENGTHS.split(",")] if _LENGTHS else LENGTHS[d])]
+
+
+def grid(causal_values=(False, True)) -> list:
+    """(head_dim, causal, keys) points: HEAD_DIMS x causal_values x AB_LENGTHS or LENGTHS[d]
+    (gluon_forward_ab.py's grid too)."""
+    return [(d, causal, seq) for d in HEAD_DIMS for causal in causal_values
+            for seq in ([int(n) for n in _LENGTHS.split(",")] if _LENGTHS else LENGTHS[d])]
+
+
+GRID = grid()
 
 
 def candidate(patches: str, module=flash_gluon_backward):

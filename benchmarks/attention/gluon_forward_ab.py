@@ -26,7 +26,7 @@ import torch
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE / "trials")]
 from gluon_backward import _cudnn, _interleaved, _rows  # noqa: E402
-from gluon_backward_ab import COLUMNS, LENGTHS, candidate  # noqa: E402
+from gluon_backward_ab import COLUMNS, candidate, grid  # noqa: E402
 
 from lmperf.attention import flash_gluon  # noqa: E402
 
@@ -36,11 +36,8 @@ RAGGED = [  # (head_dim, causal, seq_q, seq_k, heads, kv_heads)
     (128, True, 1025, 777, 4, 1), (128, False, 777, 1025, 8, 2), (128, True, 131, 131, 2, 2),
     (80, True, 777, 1025, 8, 2), (80, False, 1025, 777, 4, 1),
 ]
-HEAD_DIMS = [int(d) for d in os.environ.get("AB_HEAD_DIMS", "64,128").split(",")]
 CAUSAL = {"1": (True,), "0": (False,)}.get(os.environ.get("AB_CAUSAL", ""), (False, True))
-_LENGTHS = os.environ.get("AB_LENGTHS")
-GRID = [(d, causal, seq) for d in HEAD_DIMS for causal in CAUSAL
-        for seq in ([int(n) for n in _LENGTHS.split(",")] if _LENGTHS else LENGTHS[d])]
+GRID = grid(CAUSAL)  # AB_HEAD_DIMS and AB_LENGTHS as gluon_backward_ab.py reads them
 
 
 def reference(q, k, v, causal):
