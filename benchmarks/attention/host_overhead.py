@@ -12,9 +12,13 @@ benchmarks time; SDPA cuDNN), two rounds, interleaved:
     Python, no launcher): the GPU's own time;
   - `host_us`: CPU time per call, 200 calls issued back to back (no synchronisation between).
 eager_ms well above graph_ms, and host_us near eager_ms, mean the GPU waited for the CPU.
+HOST_HEAD_DIMS and HOST_SEQS (comma-separated) choose other points; HOST_FWD_BWD=1 adds the
+forward + backward of FlashAttention2Triton and of cuDNN (`torch.autograd.grad`, no .grad
+accumulation, so a CUDA graph can hold it): does the host bound a short fwd+bwd?
 """
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -41,26 +45,44 @@ def host_us(fn, calls: int = 200) -> float:
     return elapsed / calls * 1e6
 
 
-def main(out_path: str, seq: int = 1024, tokens: int = 16384) -> None:
+def _graph_ms(fn) -> float:
+    """do_bench_cudagraph's median, or NaN where the call cannot be captured (one peer must not
+    cost the others)."""
+    try:
+        return do_bench_cudagraph(fn, rep=100, return_mode="median")
+    except Exception as error:
+        print(f"graph capture failed: {str(error).splitlines()[0][:160]}", flush=True)
+        return float("nan")
+
+
+def _numbers(name: str, default: str) -> list[int]:
+    return [int(n) for n in os.environ.get(name, default).split(",")]
+
+
+def main(out_path: str, tokens: int = 16384) -> None:
     env = environment("cuda")
     with open(out_path, "w") as out:
-        for d in (64, 80, 128):
+        for d, seq in ((d, seq) for d in _numbers("HOST_HEAD_DIMS", "64,80,128") for seq in _numbers("HOST_SEQS", "1024")):
             heads = (2560 if d == 80 else 2048) // d
             for causal in (False, True):
                 q, k, v = (torch.randn(tokens // seq, heads, seq, d, device="cuda", dtype=torch.bfloat16,
                                        requires_grad=True) for _ in range(3))
+                grad = torch.randn_like(q)
                 peers = {
                     "gluon-forward": lambda: flash_gluon.forward(q.detach(), k.detach(), v.detach(), causal),
                     "triton-apply": lambda: FlashAttention2Triton.apply(q, k, v, causal),
                     "sdpa-cudnn": lambda: cudnn(q, k, v, causal),
                 }
+                if os.environ.get("HOST_FWD_BWD") == "1":
+                    peers["triton-fwd-bwd"] = lambda: torch.autograd.grad(FlashAttention2Triton.apply(q, k, v, causal),
+                                                                           (q, k, v), grad)
+                    peers["sdpa-cudnn-fwd-bwd"] = lambda: torch.autograd.grad(cudnn(q, k, v, causal), (q, k, v), grad)
                 for round_ in (0, 1):
                     for name in list(peers) if round_ == 0 else list(peers)[::-1]:
                         fn = peers[name]
                         row = dict(peer=name, head_dim=d, causal=causal, seq=seq, heads=heads, round=round_,
                                    eager_ms=do_bench(fn, warmup=25, rep=100, return_mode="median"),
-                                   graph_ms=do_bench_cudagraph(fn, rep=100, return_mode="median"),
-                                   host_us=host_us(fn), env=env)
+                                   graph_ms=_graph_ms(fn), host_us=host_us(fn), env=env)
                         out.write(json.dumps(row) + "\n")
                         out.flush()
                         print(f"r{round_} d={d} causal={causal} {name:14s} eager {row['eager_ms']:.3f} ms  graph "
