@@ -1,0 +1,73 @@
+"""Where a short attention call's host time goes: cProfile of the calls host_overhead.py times.
+
+    PYTHONPATH=src python3 benchmarks/attention/host_profile.py OUT.txt
+
+host_overhead.py (HOST_FWD_BWD=1) found the CPU spending 0.86-1.24 ms per forward + backward
+of FlashAttention2Triton at head_dim 128 and 1-2k keys, about as long as the GPU's 0.78-1.96 ms,
+against 0.19-0.32 ms for cuDNN's (benchmarks/attention/host-fwd-bwd-h100-*): short fwd+bwd
+rows are then partly the host's time. Per peer (the Gluon forward and backward called directly,
+FlashAttention2Triton's forward alone and forward + backward by autograd.grad; d=128, 1024 keys,
+causal, bf16, 16k tokens): CPU microseconds per call over 200 calls issued back to back, then a
+cProfile of 200 more, the 25 functions with the most time of their own. Writes OUT.txt.
+"""
+
+import cProfile
+import io
+import pstats
+import sys
+import time
+
+import torch
+
+from lmperf.attention import flash_gluon, flash_gluon_backward
+from lmperf.attention.flash_triton import FlashAttention2Triton, row_delta
+
+
+def host_us(fn, calls: int = 200) -> float:
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    elapsed = time.perf_counter() - start
+    torch.cuda.synchronize()
+    return elapsed / calls * 1e6
+
+
+def profile(fn, calls: int = 200) -> str:
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(calls):
+        fn()
+    profiler.disable()
+    torch.cuda.synchronize()
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(25)
+    return text.getvalue()
+
+
+def main(out_path: str, seq: int = 1024, d: int = 128, causal: bool = True, tokens: int = 16384) -> None:
+    q, k, v = (torch.randn(tokens // seq, 2048 // d, seq, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+               for _ in range(3))
+    grad = torch.randn_like(q)
+    with torch.no_grad():
+        o, lse = flash_gluon.forward(q, k, v, causal)
+        delta = row_delta(o, grad)
+    peers = {
+        "gluon-forward": lambda: flash_gluon.forward(q.detach(), k.detach(), v.detach(), causal),
+        "gluon-backward": lambda: flash_gluon_backward.backward(q.detach(), k.detach(), v.detach(), grad, lse, delta,
+                                                                causal),
+        "row-delta": lambda: row_delta(o, grad),
+        "triton-apply": lambda: FlashAttention2Triton.apply(q, k, v, causal),
+        "triton-fwd-bwd": lambda: torch.autograd.grad(FlashAttention2Triton.apply(q, k, v, causal), (q, k, v), grad),
+    }
+    with open(out_path, "w") as out:
+        for name, fn in peers.items():
+            line = f"{name}: {host_us(fn):.0f} us per call on the host (d={d}, {seq} keys, causal={causal})"
+            print(line, flush=True)
+            out.write(f"=== {line}\n{profile(fn)}\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
