@@ -30,15 +30,16 @@ def compile_sm90(head_dim: int, causal: bool, consumers: int | None = None):
     block_n, stages = flash_gluon.tiles(head_dim, consumers)
     rows = flash_gluon.ROWS
     main, tail = flash_gluon.column_blocks(head_dim)
-    tail_columns = tail or main  # without a tail the kernel gets the main descriptors twice
 
     def desc(n, columns):
+        if not columns:  # without a tail the kernel gets None (a constexpr) for its descriptors
+            return "constexpr"
         layout = gl.NVMMASharedLayout.get_default_for([1, 1, n, columns], gl.bfloat16)
         return f"tensordesc<bf16[1, 1, {n}, {columns}],{layout!r}>"
 
     signature = {
         "q_desc": desc(rows, main), "k_desc": desc(block_n, main), "v_desc": desc(block_n, main),
-        "qt_desc": desc(rows, tail_columns), "kt_desc": desc(block_n, tail_columns), "vt_desc": desc(block_n, tail_columns),
+        "qt_desc": desc(rows, tail), "kt_desc": desc(block_n, tail), "vt_desc": desc(block_n, tail),
         "O": "*bf16", "LSE": "*fp32", "qk_scale": "fp32",
         **{name: "i32" for name in ("seq_q", "seq_k", "H", "group", "n_m", "per_head", "items", "stride_ob",
                                     "stride_oh", "stride_on")},
@@ -47,7 +48,8 @@ def compile_sm90(head_dim: int, causal: bool, consumers: int | None = None):
     }
     constexprs = dict(HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), BLOCK_N=block_n, STAGES=stages, CAUSAL=causal,
                       PAIRS=causal, CONSUMERS=consumers,
-                      REGISTERS=flash_gluon.CONSUMER_REGISTERS[consumers], num_warps=4)
+                      REGISTERS=flash_gluon.CONSUMER_REGISTERS[consumers], num_warps=4,
+                      **{name: None for name, kind in signature.items() if kind == "constexpr" and name.endswith("_desc")})
     source = GluonASTSource(flash_gluon._fwd_kernel, signature, constexprs)
     return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4))
 
@@ -55,10 +57,11 @@ def compile_sm90(head_dim: int, causal: bool, consumers: int | None = None):
 def compile_backward_sm90(head_dim: int, causal: bool):
     rows, keys = flash_gluon_backward.ROWS, flash_gluon_backward.KEYS
     main, tail = flash_gluon.column_blocks(head_dim)
-    tail_columns = tail or main  # without a tail the kernel gets the main descriptors twice
     assert rows == keys  # one descriptor type for Q, K, V, dO
 
     def desc(columns, dtype="bf16"):
+        if not columns:  # without a tail the kernel gets None (a constexpr) for its descriptors
+            return "constexpr"
         block = [1, 1, rows, columns]
         layout = gl.NVMMASharedLayout.get_default_for(block, gl.bfloat16 if dtype == "bf16" else gl.float32)
         return f"tensordesc<{dtype}{block},{layout!r}>"
@@ -66,15 +69,16 @@ def compile_backward_sm90(head_dim: int, causal: bool):
     signature = {
         **{name: desc(main) for name in ("q_desc", "k_desc", "v_desc", "do_desc")},
         "dq_desc": desc(min(flash_gluon_backward.DQ_COLUMNS, main), "fp32"),
-        **{name: desc(tail_columns) for name in ("qt_desc", "kt_desc", "vt_desc", "dot_desc")},
-        "dqt_desc": desc(tail_columns if tail else min(flash_gluon_backward.DQ_COLUMNS, main), "fp32"),
-        "dk_desc": desc(main), "dv_desc": desc(main), "dkt_desc": desc(tail_columns), "dvt_desc": desc(tail_columns),
+        **{name: desc(tail) for name in ("qt_desc", "kt_desc", "vt_desc", "dot_desc")},
+        "dqt_desc": desc(tail, "fp32"),
+        "dk_desc": desc(main), "dv_desc": desc(main), "dkt_desc": desc(tail), "dvt_desc": desc(tail),
         "LSE": "*fp32", "DELTA": "*fp32", "scale": "fp32", "qk_scale": "fp32",
         **{name: "i32" for name in ("seq_q", "seq_k", "H", "group")},
         **{name: "constexpr" for name in ("HEAD_DIM", "TAIL", "SPLIT", "STAGES", "CAUSAL", "num_warps")},
     }
     constexprs = dict(HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), STAGES=flash_gluon_backward.STAGES, CAUSAL=causal,
-                      num_warps=4)
+                      num_warps=4,
+                      **{name: None for name, kind in signature.items() if kind == "constexpr" and name.endswith("_desc")})
     source = GluonASTSource(flash_gluon_backward._bwd_kernel, signature, constexprs)
     return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4))
 

@@ -4,11 +4,13 @@
 
 host_overhead.py (HOST_FWD_BWD=1) found the CPU spending 0.86-1.24 ms per forward + backward
 of FlashAttention2Triton at head_dim 128 and 1-2k keys, about as long as the GPU's 0.78-1.96 ms,
-against 0.19-0.32 ms for cuDNN's (benchmarks/attention/host-fwd-bwd-h100-*): short fwd+bwd
+against 0.19-0.32 ms for cuDNN's (benchmarks/attention/host-fwd-bwd-h100-57ee77c): short fwd+bwd
 rows are then partly the host's time. Per peer (the Gluon forward and backward called directly,
 FlashAttention2Triton's forward alone and forward + backward by autograd.grad; d=128, 1024 keys,
-causal, bf16, 16k tokens): CPU microseconds per call over 200 calls issued back to back, then a
-cProfile of 200 more, the 25 functions with the most time of their own. Writes OUT.txt.
+causal, bf16, 16k tokens; cuDNN's forward + backward beside): CPU microseconds per call over 200
+calls issued back to back, then a cProfile of 200 more, the 25 functions with the most time of
+their own; last, torch.profiler's CPU table of 20 forward + backward calls of each (what the
+autograd engine and the ops cost, which cProfile sees only as run_backward). Writes OUT.txt.
 """
 
 import cProfile
@@ -16,8 +18,14 @@ import io
 import pstats
 import sys
 import time
+from pathlib import Path
 
 import torch
+from torch.profiler import ProfilerActivity
+from torch.profiler import profile as torch_profile
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "trials"))
+from gluon_backward import _cudnn as cudnn  # noqa: E402  SDPA pinned to cuDNN
 
 from lmperf.attention import flash_gluon, flash_gluon_backward
 from lmperf.attention.flash_triton import FlashAttention2Triton, row_delta
@@ -61,12 +69,20 @@ def main(out_path: str, seq: int = 1024, d: int = 128, causal: bool = True, toke
         "row-delta": lambda: row_delta(o, grad),
         "triton-apply": lambda: FlashAttention2Triton.apply(q, k, v, causal),
         "triton-fwd-bwd": lambda: torch.autograd.grad(FlashAttention2Triton.apply(q, k, v, causal), (q, k, v), grad),
+        "sdpa-cudnn-fwd-bwd": lambda: torch.autograd.grad(cudnn(q, k, v, causal), (q, k, v), grad),
     }
     with open(out_path, "w") as out:
         for name, fn in peers.items():
             line = f"{name}: {host_us(fn):.0f} us per call on the host (d={d}, {seq} keys, causal={causal})"
             print(line, flush=True)
             out.write(f"=== {line}\n{profile(fn)}\n")
+        for name in ("triton-fwd-bwd", "sdpa-cudnn-fwd-bwd"):
+            with torch_profile(activities=[ProfilerActivity.CPU]) as trace:
+                for _ in range(20):
+                    peers[name]()
+            torch.cuda.synchronize()
+            out.write(f"=== torch.profiler, {name}, 20 calls\n"
+                      f"{trace.key_averages().table(sort_by='self_cpu_time_total', row_limit=25)}\n")
 
 
 if __name__ == "__main__":

@@ -45,8 +45,9 @@ def test_gluon_block_descriptors_view_each_column_block_of_the_tensor():
     assert (tail.base.storage_offset(), list(tail.base.shape), tail.block_shape) == (64, [2, 4, 300, 16], [1, 1, 64, 16])
     assert list(first.strides) == list(tail.strides) == list(x.stride())
     assert flash_gluon.block_descriptors(x, 64, 32)[0].block_shape == [1, 1, 64, 32]  # dQ's column boxes
-    whole, again = flash_gluon.block_descriptors(torch.empty(2, 4, 300, 128, dtype=torch.bfloat16), 64)
-    assert again is whole and whole.block_shape == [1, 1, 64, 128]
+    # without a tail, None: the kernels take it as a constexpr and never read it
+    whole, none = flash_gluon.block_descriptors(torch.empty(2, 4, 300, 128, dtype=torch.bfloat16), 64)
+    assert none is None and whole.block_shape == [1, 1, 64, 128]
 
 
 def test_gluon_descriptors_share_the_layout_triton_derives_for_their_box():
@@ -180,3 +181,18 @@ def test_gluon_checks_trace_under_torch_compile_without_a_graph_break():
     shifted = torch.empty(2 * 128 * 64 + 1, dtype=torch.bfloat16)[1:].view(1, 2, 128, 64)
     assert not flash_gluon.tma_ready(shifted) and flash_gluon.aligned(shifted).data_ptr() % 16 == 0
     assert flash_gluon.aligned(q) is q
+
+
+def test_gluon_asks_the_device_capability_once_per_device(monkeypatch):
+    flash_gluon = pytest.importorskip("lmperf.attention.flash_gluon")
+    asked = []
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: asked.append(device) or (9, 0))
+    flash_gluon.hopper.cache_clear()
+    try:
+        assert flash_gluon.hopper(torch.device("cuda", 0)) and flash_gluon.hopper(torch.device("cuda", 0))
+        assert asked == [torch.device("cuda", 0)]  # the second call answered from the cache
+        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: asked.append(device) or (8, 0))
+        assert not flash_gluon.hopper(torch.device("cuda", 1))  # another device asks again
+        assert asked == [torch.device("cuda", 0), torch.device("cuda", 1)]
+    finally:
+        flash_gluon.hopper.cache_clear()  # no answer from a stand-in outlives the test

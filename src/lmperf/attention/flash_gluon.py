@@ -441,15 +441,24 @@ def faster_here(head_dim: int, seq_k: int, is_causal: bool) -> bool:
     return head_dim in FROM_KEYS and seq_k >= FROM_KEYS[head_dim][is_causal]
 
 
+@functools.cache
+def hopper(device: torch.device) -> bool:
+    """Whether `device` is an sm90 GPU. Cached: every attention call asks, two to three times,
+    and a short forward + backward spent 0.8-1.2 ms of host time against cuDNN's 0.2-0.3
+    (benchmarks/attention/host-fwd-bwd-h100-57ee77c)."""
+    return torch.cuda.get_device_capability(device) == (9, 0)
+
+
 def can_run(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
     """Whether the Gluon kernels (this forward, flash_gluon_backward's backward) may take these
     inputs at all: enabled, an sm90 GPU (they are written for Hopper's wgmma) and `fits`."""
-    return ENABLED and q.is_cuda and torch.cuda.get_device_capability(q.device) == (9, 0) and fits(q, k, v)
+    return ENABLED and q.is_cuda and hopper(q.device) and fits(q, k, v)
 
 
 def supported(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) -> bool:
-    """Whether this forward runs these inputs (else Triton's does): `can_run` and `faster_here`."""
-    return can_run(q, k, v) and faster_here(q.shape[-1], k.shape[-2], is_causal)
+    """Whether this forward runs these inputs (else Triton's does): `faster_here` and `can_run`
+    (the cheap test first: this runs on every call)."""
+    return faster_here(q.shape[-1], k.shape[-2], is_causal) and can_run(q, k, v)
 
 
 GL_DTYPES = {torch.bfloat16: gl.bfloat16, torch.float16: gl.float16, torch.float32: gl.float32}
@@ -470,15 +479,17 @@ def descriptor(x: torch.Tensor, rows: int, columns: int | None = None) -> Tensor
     return TensorDescriptor.from_tensor(x, [1, 1, rows, columns], shared_layout(rows, columns, x.dtype))
 
 
-def block_descriptors(x: torch.Tensor, rows: int, columns: int | None = None) -> tuple[TensorDescriptor, TensorDescriptor]:
+def block_descriptors(x: torch.Tensor, rows: int, columns: int | None = None) -> tuple[TensorDescriptor, TensorDescriptor | None]:
     """Descriptors of x's two column blocks (`column_blocks`), as the Gluon kernels take them: the
     first in boxes of `rows` x `columns` (default: the whole block), the tail whole, each a view of
-    x (a column view's base stays 16-byte aligned). Without a tail the first one twice: the kernels
-    never read the second then."""
+    x (a column view's base stays 16-byte aligned). Without a tail, None for the second: the
+    kernels never read it then, and a launch spends host time on every descriptor argument
+    (benchmarks/attention/model-h100-42c284b/host-profile.txt: the d=128 backward's 14 made its
+    launch 167 us against 28 for a kernel without any), where a constexpr None costs nothing.
+    The sm90 machine code is the same but for parameter offsets."""
     main, tail = column_blocks(x.shape[-1])
     if not tail:
-        first = descriptor(x, rows, columns)
-        return first, first
+        return descriptor(x, rows, columns), None
     return descriptor(x[..., :main], rows, columns), descriptor(x[..., main:], rows)
 
 

@@ -473,7 +473,7 @@ def supported(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
     """Whether flash_triton's "atomic" backward runs this kernel for these inputs: enabled here,
     `flash_gluon.can_run` (the Gluon kernels enabled as a whole, an sm90 GPU, `fits`) and
     `faster_here`."""
-    return ENABLED and flash_gluon.can_run(q, k, v) and faster_here(q.shape[-1], k.shape[-2])
+    return ENABLED and faster_here(q.shape[-1], k.shape[-2]) and flash_gluon.can_run(q, k, v)
 
 
 def backward(q, k, v, do, lse, delta, is_causal: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
