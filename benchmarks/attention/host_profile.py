@@ -6,8 +6,10 @@ host_overhead.py (HOST_FWD_BWD=1) found the CPU spending 0.86-1.24 ms per forwar
 of FlashAttention2Triton at head_dim 128 and 1-2k keys, about as long as the GPU's 0.78-1.96 ms,
 against 0.19-0.32 ms for cuDNN's (benchmarks/attention/host-fwd-bwd-h100-57ee77c): short fwd+bwd
 rows are then partly the host's time. Per peer (the Gluon forward and backward called directly,
-FlashAttention2Triton's forward alone and forward + backward by autograd.grad; d=128, 1024 keys,
-causal, bf16, 16k tokens; cuDNN's forward + backward beside): CPU microseconds per call over 200
+FlashAttention2Triton's forward alone and forward + backward by autograd.grad, its backward's body
+without autograd; d=128, 1024 keys, causal, bf16, 16k tokens; cuDNN's forward + backward beside,
+and a Python autograd Function launching nothing and `clone`, through autograd.grad: the engine's
+own cost): CPU microseconds per call over 200
 calls issued back to back, then a cProfile of 200 more, the 25 functions with the most time of
 their own; last, torch.profiler's CPU table of 20 forward + backward calls of each (what the
 autograd engine and the ops cost, which cProfile sees only as run_backward). Writes OUT.txt.
@@ -28,7 +30,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "trials"))
 from gluon_backward import _cudnn as cudnn  # noqa: E402  SDPA pinned to cuDNN
 
 from lmperf.attention import flash_gluon, flash_gluon_backward
-from lmperf.attention.flash_triton import FlashAttention2Triton, row_delta
+from lmperf.attention.flash_triton import FlashAttention2Triton, row_delta, triton_backward
+
+
+class Identity(torch.autograd.Function):
+    """A Python autograd Function that launches nothing: what the engine and a Python backward
+    cost on their own."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return torch.empty_like(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
 
 
 def host_us(fn, calls: int = 200) -> float:
@@ -70,6 +85,11 @@ def main(out_path: str, seq: int = 1024, d: int = 128, causal: bool = True, toke
         "triton-apply": lambda: FlashAttention2Triton.apply(q, k, v, causal),
         "triton-fwd-bwd": lambda: torch.autograd.grad(FlashAttention2Triton.apply(q, k, v, causal), (q, k, v), grad),
         "sdpa-cudnn-fwd-bwd": lambda: torch.autograd.grad(cudnn(q, k, v, causal), (q, k, v), grad),
+        # the backward's body without autograd, and autograd without a kernel
+        "triton-backward": lambda: triton_backward(q.detach(), k.detach(), v.detach(), o, lse, grad, causal, "atomic",
+                                                   True),
+        "identity-function-fwd-bwd": lambda: torch.autograd.grad(Identity.apply(q), (q,), grad),
+        "clone-fwd-bwd": lambda: torch.autograd.grad(q.clone(), (q,), grad),
     }
     with open(out_path, "w") as out:
         for name, fn in peers.items():
@@ -77,6 +97,8 @@ def main(out_path: str, seq: int = 1024, d: int = 128, causal: bool = True, toke
             print(line, flush=True)
             out.write(f"=== {line}\n{profile(fn)}\n")
         for name in ("triton-fwd-bwd", "sdpa-cudnn-fwd-bwd"):
+            for _ in range(5):  # the profiler's first calls carry its own start-up
+                peers[name]()
             with torch_profile(activities=[ProfilerActivity.CPU]) as trace:
                 for _ in range(20):
                     peers[name]()
