@@ -19,18 +19,18 @@ import cProfile
 import io
 import pstats
 import sys
-import time
 from pathlib import Path
 
 import torch
 from torch.profiler import ProfilerActivity
 from torch.profiler import profile as torch_profile
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "trials"))
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent / "trials")]
 from gluon_backward import _cudnn as cudnn  # noqa: E402  SDPA pinned to cuDNN
+from host_overhead import host_us  # noqa: E402  CPU microseconds per call, calls back to back
 
-from lmperf.attention import flash_gluon, flash_gluon_backward
-from lmperf.attention.flash_triton import FlashAttention2Triton, row_delta, triton_backward
+from lmperf.attention import flash_gluon, flash_gluon_backward  # noqa: E402
+from lmperf.attention.flash_triton import FlashAttention2Triton, row_delta, triton_backward  # noqa: E402
 
 
 class Identity(torch.autograd.Function):
@@ -44,18 +44,6 @@ class Identity(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         return grad
-
-
-def host_us(fn, calls: int = 200) -> float:
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    elapsed = time.perf_counter() - start
-    torch.cuda.synchronize()
-    return elapsed / calls * 1e6
 
 
 def profile(fn, calls: int = 200) -> str:
