@@ -1,5 +1,7 @@
 """Host-side choices of flash_triton, on the CPU without Triton's interpreter."""
 
+import warnings
+
 import pytest
 import torch
 
@@ -186,13 +188,25 @@ def test_gluon_checks_trace_under_torch_compile_without_a_graph_break():
 def test_gluon_asks_the_device_capability_once_per_device(monkeypatch):
     flash_gluon = pytest.importorskip("lmperf.attention.flash_gluon")
     asked = []
-    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: asked.append(device) or (9, 0))
-    flash_gluon.hopper.cache_clear()
+
+    def capability(device=None):  # a def, not a lambda: Dynamo traces it below
+        asked.append(device)
+        return (9, 0) if device.index == 0 else (8, 0)
+
+    monkeypatch.setattr(torch.cuda, "get_device_capability", capability)
+    flash_gluon._sm90.cache_clear()
     try:
         assert flash_gluon.hopper(torch.device("cuda", 0)) and flash_gluon.hopper(torch.device("cuda", 0))
         assert asked == [torch.device("cuda", 0)]  # the second call answered from the cache
-        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: asked.append(device) or (8, 0))
         assert not flash_gluon.hopper(torch.device("cuda", 1))  # another device asks again
         assert asked == [torch.device("cuda", 0), torch.device("cuda", 1)]
+        # traced by torch.compile: no graph break, and no warning about a cache wrapper
+        compiled = torch.compile(lambda x: x * 2 if flash_gluon.hopper(torch.device("cuda", 0)) else x * 3,
+                                 fullgraph=True, backend="eager")
+        x = torch.ones(3)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert torch.equal(compiled(x), x * 2)
+        assert not [w for w in caught if "lru_cache" in str(w.message)]
     finally:
-        flash_gluon.hopper.cache_clear()  # no answer from a stand-in outlives the test
+        flash_gluon._sm90.cache_clear()  # no answer from a stand-in outlives the test

@@ -442,11 +442,16 @@ def faster_here(head_dim: int, seq_k: int, is_causal: bool) -> bool:
 
 
 @functools.cache
-def hopper(device: torch.device) -> bool:
-    """Whether `device` is an sm90 GPU. Cached: every attention call asks, two to three times,
-    and a short forward + backward spent 0.8-1.2 ms of host time against cuDNN's 0.2-0.3
-    (benchmarks/attention/host-fwd-bwd-h100-57ee77c)."""
+def _sm90(device: torch.device) -> bool:
     return torch.cuda.get_device_capability(device) == (9, 0)
+
+
+def hopper(device: torch.device) -> bool:
+    """Whether `device` is an sm90 GPU. Cached for eager calls: every attention call asks, two to
+    three times, and a short forward + backward spent 0.8-1.2 ms of host time against cuDNN's
+    0.2-0.3 (benchmarks/attention/host-fwd-bwd-h100-57ee77c). Asked directly while torch.compile
+    traces: Dynamo traces through a cache wrapper anyway, and warns that it does."""
+    return torch.cuda.get_device_capability(device) == (9, 0) if torch.compiler.is_compiling() else _sm90(device)
 
 
 def can_run(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
