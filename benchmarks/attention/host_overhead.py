@@ -17,6 +17,7 @@ forward + backward of FlashAttention2Triton and of cuDNN (`torch.autograd.grad`,
 accumulation, so a CUDA graph can hold it): does the host bound a short fwd+bwd?
 """
 
+import itertools
 import json
 import os
 import sys
@@ -62,7 +63,7 @@ def _numbers(name: str, default: str) -> list[int]:
 def main(out_path: str, tokens: int = 16384) -> None:
     env = environment("cuda")
     with open(out_path, "w") as out:
-        for d, seq in ((d, seq) for d in _numbers("HOST_HEAD_DIMS", "64,80,128") for seq in _numbers("HOST_SEQS", "1024")):
+        for d, seq in itertools.product(_numbers("HOST_HEAD_DIMS", "64,80,128"), _numbers("HOST_SEQS", "1024")):
             heads = (2560 if d == 80 else 2048) // d
             for causal in (False, True):
                 q, k, v = (torch.randn(tokens // seq, heads, seq, d, device="cuda", dtype=torch.bfloat16,

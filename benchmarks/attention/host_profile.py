@@ -9,10 +9,10 @@ rows are then partly the host's time. Per peer (the Gluon forward and backward c
 FlashAttention2Triton's forward alone and forward + backward by autograd.grad, its backward's body
 without autograd; d=128, 1024 keys, causal, bf16, 16k tokens; cuDNN's forward + backward beside,
 and a Python autograd Function launching nothing and `clone`, through autograd.grad: the engine's
-own cost): CPU microseconds per call over 200
-calls issued back to back, then a cProfile of 200 more, the 25 functions with the most time of
-their own; last, torch.profiler's CPU table of 20 forward + backward calls of each (what the
-autograd engine and the ops cost, which cProfile sees only as run_backward). Writes OUT.txt.
+own cost): CPU microseconds per call over 200 calls issued back to back, then a cProfile of 200
+more, the 25 functions with the most time of their own; last, torch.profiler's CPU table of 20
+forward + backward calls of each (what the autograd engine and the ops cost, which cProfile sees
+only as run_backward). Writes OUT.txt.
 """
 
 import cProfile

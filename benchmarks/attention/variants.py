@@ -12,8 +12,8 @@ forward+backward at each point of the grid (VARIANTS_GRID: head_dim 64/128, caus
 8b-gqa, the 8B model's causal attention at 32k: 32 query and 8 key/value heads x 128; or the
 short lengths, d128-short (head_dim 128 at 1k/2k) and short (64 and 80 at 1k/2k, 25 heads at 80)).
 At each point every peer (SDPA cuDNN, SDPA's default, the variants) runs on the same inputs,
-twice (VARIANTS_ROUNDS), interleaved, every other round in reverse order. One JSON row per peer, point and round;
-the autotuner's choice and its per-config timings are kept in the row.
+twice (VARIANTS_ROUNDS), interleaved, every other round in reverse order. One JSON row per peer,
+point and round; the autotuner's choice and its per-config timings are kept in the row.
 """
 
 import importlib.util

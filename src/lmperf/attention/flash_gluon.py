@@ -441,9 +441,11 @@ def faster_here(head_dim: int, seq_k: int, is_causal: bool) -> bool:
     return head_dim in FROM_KEYS and seq_k >= FROM_KEYS[head_dim][is_causal]
 
 
-@functools.cache
-def _sm90(device: torch.device) -> bool:
+def _asks_sm90(device: torch.device) -> bool:
     return torch.cuda.get_device_capability(device) == (9, 0)
+
+
+_sm90 = functools.cache(_asks_sm90)
 
 
 def hopper(device: torch.device) -> bool:
@@ -451,7 +453,7 @@ def hopper(device: torch.device) -> bool:
     three times, and a short forward + backward spent 0.8-1.2 ms of host time against cuDNN's
     0.2-0.3 (benchmarks/attention/host-fwd-bwd-h100-57ee77c). Asked directly while torch.compile
     traces: Dynamo traces through a cache wrapper anyway, and warns that it does."""
-    return torch.cuda.get_device_capability(device) == (9, 0) if torch.compiler.is_compiling() else _sm90(device)
+    return _asks_sm90(device) if torch.compiler.is_compiling() else _sm90(device)
 
 
 def can_run(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
