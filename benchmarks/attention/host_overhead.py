@@ -14,7 +14,9 @@ benchmarks time; SDPA cuDNN), two rounds, interleaved:
 eager_ms well above graph_ms, and host_us near eager_ms, mean the GPU waited for the CPU.
 HOST_HEAD_DIMS and HOST_SEQS (comma-separated) choose other points; HOST_FWD_BWD=1 adds the
 forward + backward of FlashAttention2Triton and of cuDNN (`torch.autograd.grad`, no .grad
-accumulation, so a CUDA graph can hold it): does the host bound a short fwd+bwd?
+accumulation, so a CUDA graph can hold it): does the host bound a short fwd+bwd? HOST_TOKENS
+(default 16384) sets the tokens per batch: with few, the GPU's part is short and host_us is the
+CPU's own time (200 calls of a 1 ms fwd+bwd can fill the launch queue, and the CPU then waits).
 """
 
 import itertools
@@ -60,8 +62,9 @@ def _numbers(name: str, default: str) -> list[int]:
     return [int(n) for n in os.environ.get(name, default).split(",")]
 
 
-def main(out_path: str, tokens: int = 16384) -> None:
+def main(out_path: str) -> None:
     env = environment("cuda")
+    tokens = int(os.environ.get("HOST_TOKENS", "16384"))
     with open(out_path, "w") as out:
         for d, seq in itertools.product(_numbers("HOST_HEAD_DIMS", "64,80,128"), _numbers("HOST_SEQS", "1024")):
             heads = (2560 if d == 80 else 2048) // d
@@ -81,7 +84,7 @@ def main(out_path: str, tokens: int = 16384) -> None:
                 for round_ in (0, 1):
                     for name in list(peers) if round_ == 0 else list(peers)[::-1]:
                         fn = peers[name]
-                        row = dict(peer=name, head_dim=d, causal=causal, seq=seq, heads=heads, round=round_,
+                        row = dict(peer=name, head_dim=d, causal=causal, seq=seq, heads=heads, tokens=tokens, round=round_,
                                    eager_ms=do_bench(fn, warmup=25, rep=100, return_mode="median"),
                                    graph_ms=_graph_ms(fn), host_us=host_us(fn), env=env)
                         out.write(json.dumps(row) + "\n")

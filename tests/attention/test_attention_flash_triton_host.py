@@ -1,5 +1,6 @@
 """Host-side choices of flash_triton, on the CPU without Triton's interpreter."""
 
+import dataclasses
 import warnings
 
 import pytest
@@ -50,6 +51,29 @@ def test_gluon_block_descriptors_view_each_column_block_of_the_tensor():
     # without a tail, None: the kernels take it as a constexpr and never read it
     whole, none = flash_gluon.block_descriptors(torch.empty(2, 4, 300, 128, dtype=torch.bfloat16), 64)
     assert none is None and whole.block_shape == [1, 1, 64, 128]
+
+
+def test_gluon_descriptors_equal_the_validated_constructors_field_by_field():
+    """flash_gluon.descriptor skips TensorDescriptor's __post_init__ checks: every field must still
+    be what from_tensor (which runs them) sets, and a field without a default that Triton adds
+    must fail here, not be left unset."""
+    flash_gluon = pytest.importorskip("lmperf.attention.flash_gluon")
+    hopper = pytest.importorskip("triton.experimental.gluon.nvidia.hopper")
+    fields = dataclasses.fields(hopper.TensorDescriptor)
+    required = [field.name for field in fields if field.default is dataclasses.MISSING]
+    assert required == ["base", "shape", "strides", "block_shape", "layout"]
+    x = torch.empty(2, 4, 300, 80, dtype=torch.bfloat16).transpose(1, 2)  # strides not those of a contiguous tensor
+    for tensor, rows, columns in ((x[..., :64], 64, None), (x[..., 64:], 64, None), (x[..., :64], 64, 32),
+                                  (torch.empty(1, 2, 5, 128, dtype=torch.float32), 128, 64)):
+        ours = flash_gluon.descriptor(tensor, rows, columns)
+        box = [1, 1, rows, columns or tensor.shape[-1]]
+        validated = hopper.TensorDescriptor.from_tensor(tensor, box, flash_gluon.shared_layout(box[2], box[3], tensor.dtype))
+        assert ours.base is validated.base
+        for name in ("shape", "strides", "block_shape"):
+            assert list(getattr(ours, name)) == list(getattr(validated, name)), name
+        for field in fields[5:]:  # padding and any field a later Triton adds
+            assert getattr(ours, field.name) == getattr(validated, field.name), field.name
+        assert ours.layout == validated.layout
 
 
 def test_gluon_descriptors_share_the_layout_triton_derives_for_their_box():
@@ -156,7 +180,7 @@ def test_atomic_backward_hands_over_to_gluon_with_the_preprocessed_delta(monkeyp
     flash_gluon_backward = pytest.importorskip("lmperf.attention.flash_gluon_backward")
     launched = []
     monkeypatch.setattr(flash_triton, "gluon_backward_runs", lambda q, k, v: True)
-    monkeypatch.setattr(flash_triton, "_bwd_preprocess_kernel", {(1, 6): lambda *args, **kw: launched.append("delta")})
+    monkeypatch.setattr(flash_triton, "_PREPROCESS_LAUNCH", lambda grid, *args, **kw: launched.append("delta"))
     monkeypatch.setattr(flash_triton, "_launch", lambda name, *args, **kw: launched.append(name))
     grads = tuple(torch.full((1,), float(n)) for n in range(3))
     monkeypatch.setattr(flash_gluon_backward, "launch", lambda *args: launched.append(args) or grads)

@@ -224,6 +224,42 @@ def test_gluon_backward_only_where_it_was_faster_and_nondeterminism_is_allowed(m
     assert calls == [64, 128]
 
 
+class _CountingKernel:
+    """A JITFunction stand-in that counts the launches going through `kernel[grid]` (a
+    CachedLaunch's first call of each key) and runs the real kernel."""
+
+    def __init__(self, kernel):
+        self.kernel, self.params, self.runs = kernel, kernel.params, 0
+
+    def __getitem__(self, grid):
+        self.runs += 1
+        return self.kernel[grid]
+
+
+@pytest.mark.skipif(not GLUON_BACKWARD, reason="the Gluon kernels are written for sm90")
+def test_cached_gluon_launches_follow_every_specialisation(monkeypatch):
+    """launch.CachedLaunch sends a repeat of a key straight to the kernel compiled for it: in one
+    process, shapes whose integer arguments change what Triton specialises on (divisible by 16
+    or not, equal to 1), each twice and in an order that returns to earlier keys, must all match
+    float64, with some launches served from the cache (a key coarser than Triton's would run a
+    kernel compiled for other values here and fail the comparison)."""
+    gluon, gluon_backward = flash_triton.flash_gluon, flash_triton.flash_gluon_backward
+    monkeypatch.setattr(gluon, "FROM_KEYS", {d: {False: 0, True: 0} for d in gluon.TILES})
+    monkeypatch.setattr(gluon_backward, "faster_here", lambda head_dim, seq_k: True)
+    counters = []
+    for cached in (gluon._FWD_LAUNCH, gluon_backward._BWD_LAUNCH, flash_triton._PREPROCESS_LAUNCH):
+        counters.append(_CountingKernel(cached.kernel))
+        monkeypatch.setattr(cached, "kernel", counters[-1])
+        monkeypatch.setattr(cached, "compiled", {})
+    cases = [(1024, 1024, 64), (1000, 1000, 64), (1, 130, 64), (1024, 1024, 64), (1040, 1040, 128), (1000, 1000, 64),
+             (1040, 1040, 128), (1, 130, 64), (777, 1025, 128), (1024, 1024, 64)]
+    for seq_q, seq_k, head_dim in cases:
+        q, k, v, do = random_qkv((2, 3), seq_q, seq_k, head_dim, torch.bfloat16, device="cuda", seed=seq_q + head_dim)
+        check_against_reference(*TRITON, q, k, v, do, True, TOLERANCE[torch.bfloat16])
+    launches = (2 * len(cases), len(cases), len(cases))  # forward_with_lse and apply; one backward; its delta
+    assert all(0 < counter.runs < total for counter, total in zip(counters, launches)), [c.runs for c in counters]
+
+
 @pytest.mark.skipif(not GLUON_BACKWARD, reason="the Gluon backward is written for sm90")
 def test_gluon_backward_compiled_on_a_sum_loss(monkeypatch):
     """torch.compile around forward + .sum(): the output gradient arrives expanded (stride 0),

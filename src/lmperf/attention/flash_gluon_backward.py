@@ -65,6 +65,7 @@ from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared,
 
 from lmperf.attention import flash_gluon
 from lmperf.attention.flash_gluon import LOG2E, ring_barriers
+from lmperf.attention.launch import CachedLaunch
 
 KEYS = 64  # keys per consumer warp group; a program holds two
 BLOCK_N = 2 * KEYS
@@ -431,6 +432,10 @@ def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, qt_desc, kt_desc, vt_d
     ], [4, 1], [240, 24])
 
 
+# Launches past the first of each specialisation skip JITFunction.run's binding (launch.py).
+_BWD_LAUNCH = CachedLaunch(_bwd_kernel)
+
+
 def fits(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
     """Whether the kernel takes these 4-d (B, H, S, d) inputs, on any device: what the Gluon
     forward takes (flash_gluon.fits: bf16/fp16, head_dim 64, 80 as 64 + 16 columns, or 128,
@@ -469,11 +474,11 @@ def faster_here(head_dim: int, seq_k: int) -> bool:
     return from_keys is not None and seq_k >= from_keys
 
 
-def supported(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
+def supported(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, runs: bool | None = None) -> bool:
     """Whether flash_triton's "atomic" backward runs this kernel for these inputs: enabled here,
-    `flash_gluon.can_run` (the Gluon kernels enabled as a whole, an sm90 GPU, `fits`) and
-    `faster_here`."""
-    return ENABLED and faster_here(q.shape[-1], k.shape[-2]) and flash_gluon.can_run(q, k, v)
+    `flash_gluon.can_run` (the Gluon kernels enabled as a whole, an sm90 GPU, `fits`; runs: its
+    answer, where the caller has it) and `faster_here`."""
+    return ENABLED and faster_here(q.shape[-1], k.shape[-2]) and (flash_gluon.can_run(q, k, v) if runs is None else runs)
 
 
 def backward(q, k, v, do, lse, delta, is_causal: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -492,9 +497,9 @@ def backward(q, k, v, do, lse, delta, is_causal: bool) -> tuple[torch.Tensor, to
         block_descriptors(x, rows) for x, rows in ((q, ROWS), (k, KEYS), (v, KEYS), (do, ROWS)))
     dq_desc, dqt_desc = block_descriptors(dq, ROWS, min(DQ_COLUMNS, main))
     (dk_desc, dkt_desc), (dv_desc, dvt_desc) = block_descriptors(dk, ROWS), block_descriptors(dv, ROWS)
-    _bwd_kernel[(triton.cdiv(seq_k, BLOCK_N), batch * kv_heads)](
-        q_desc, k_desc, v_desc, do_desc, dq_desc, qt_desc, kt_desc, vt_desc, dot_desc, dqt_desc,
-        dk_desc, dv_desc, dkt_desc, dvt_desc, lse, delta, scale, scale * LOG2E,
+    _BWD_LAUNCH(
+        (triton.cdiv(seq_k, BLOCK_N), batch * kv_heads),
+        q_desc, k_desc, v_desc, do_desc, dq_desc, qt_desc, kt_desc, vt_desc, dot_desc, dqt_desc, dk_desc, dv_desc, dkt_desc, dvt_desc, lse, delta, scale, scale * LOG2E,
         seq_q, seq_k, heads, heads // kv_heads,
         HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), STAGES=STAGES, CAUSAL=is_causal, num_warps=4,
     )

@@ -43,6 +43,7 @@ import triton
 import triton.language as tl
 
 from lmperf.attention.contract import as_4d, check_inputs
+from lmperf.attention.launch import CachedLaunch
 from lmperf.errors import UsageError
 
 try:  # Gluon ships with Triton 3.5 and later; an older Triton keeps this module's kernels
@@ -616,15 +617,15 @@ def _strides(x: torch.Tensor) -> tuple[int, int, int]:
 
 
 def triton_forward(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool, gluon_runs: bool | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """O (B, H, seq_q, d), stored (B, seq_q, H, d), and LSE (B, H, seq_q) in fp32 from 4-d inputs
-    with unit-stride d."""
+    with unit-stride d. gluon_runs: `gluon_kernels_run`'s answer, where the caller has it."""
     B, H, seq_q, head_dim = q.shape
     seq_k = k.shape[2]
     if B * H > MAX_GRID_Y:
         raise UsageError(f"batch * heads = {B * H} exceeds {MAX_GRID_Y}")
-    if flash_gluon is not None and not INTERPRETED and flash_gluon.supported(q, k, v, is_causal):
+    if flash_gluon is not None and not INTERPRETED and flash_gluon.supported(q, k, v, is_causal, gluon_runs):
         # On Hopper at head_dim 128, and 64 and 80 over long key ranges, the Gluon forward (warp-
         # specialised, its softmax under the tensor cores' work) beat this file's (flash_gluon).
         return flash_gluon.launch(q, k, v, is_causal)
@@ -698,15 +699,32 @@ def row_delta(o: torch.Tensor, do: torch.Tensor) -> torch.Tensor:
     """D = rowsum(dO * O) in fp32, (B, H, seq_q), from 4-d O and dO: the backwards' first step."""
     B, H, seq_q, head_dim = o.shape
     delta = torch.empty((B, H, seq_q), dtype=torch.float32, device=o.device)
-    _bwd_preprocess_kernel[(triton.cdiv(seq_q, 64), B * H)](
-        o, do, delta, *_strides(o), *_strides(do), H, seq_q, HEAD_DIM=head_dim, **_column_blocks(head_dim), BLOCK_M=64
-    )
+    grid = (triton.cdiv(seq_q, 64), B * H)
+    args = (o, do, delta, *_strides(o), *_strides(do), H, seq_q)
+    constexprs = dict(HEAD_DIM=head_dim, **_column_blocks(head_dim), BLOCK_M=64)
+    if torch.compiler.is_compiling():  # Dynamo traces `kernel[grid](...)` launches, not CachedLaunch's
+        _bwd_preprocess_kernel[grid](*args, **constexprs)
+    else:
+        _PREPROCESS_LAUNCH(grid, *args, **constexprs)
     return delta
 
 
-def gluon_backward_runs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
-    """Whether "atomic" runs flash_gluon_backward's kernel for these 4-d inputs."""
-    return flash_gluon_backward is not None and not INTERPRETED and flash_gluon_backward.supported(q, k, v)
+# Repeat launches skip JITFunction.run's binding (launch.CachedLaunch: 27 us of host time a call
+# before, model-h100-42c284b/host-profile.txt's row-delta).
+_PREPROCESS_LAUNCH = CachedLaunch(_bwd_preprocess_kernel)
+
+
+def gluon_kernels_run(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
+    """Whether the Gluon kernels may take these 4-d inputs at all (flash_gluon.can_run; not under
+    the interpreter): asked once per FlashAttention2Triton call, for the forward and the backward."""
+    return flash_gluon is not None and not INTERPRETED and flash_gluon.can_run(q, k, v)
+
+
+def gluon_backward_runs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, gluon_runs: bool | None = None) -> bool:
+    """Whether "atomic" runs flash_gluon_backward's kernel for these 4-d inputs. gluon_runs:
+    `gluon_kernels_run`'s answer, where the caller has it."""
+    return (flash_gluon_backward is not None and not INTERPRETED
+            and flash_gluon_backward.supported(q, k, v, gluon_runs))
 
 
 def triton_backward(q, k, v, o, lse, do, is_causal: bool, mode: str, gluon: bool | None = None):
@@ -781,9 +799,10 @@ class FlashAttention2Triton(torch.autograd.Function):
         q4, k4, v4 = as_4d(q), as_4d(k), as_4d(v)
         # Decided here, with the forward's kernel: flash_gluon.disabled() around the forward alone
         # (lmperf attention's triton-no-gluon) keeps Triton's kernels in the backward too.
-        ctx.gluon_backward = gluon_backward_runs(q4, k4, v4)
+        gluon_runs = gluon_kernels_run(q4, k4, v4)  # asked once: it checks every input (`fits`)
+        ctx.gluon_backward = gluon_backward_runs(q4, k4, v4, gluon_runs)
         ctx.backward_mode = backward_mode(backward, is_causal, k.shape[-2], ctx.gluon_backward)
-        o, lse = triton_forward(q4, k4, v4, is_causal)
+        o, lse = triton_forward(q4, k4, v4, is_causal, gluon_runs)
         o, lse = o.view(q.shape), lse.view(q.shape[:-1])
         ctx.save_for_backward(q, k, v, o, lse)
         ctx.is_causal = is_causal
