@@ -12,11 +12,12 @@ and a Python autograd Function launching nothing and `clone`, through autograd.g
 own cost): CPU microseconds per call over 200 calls issued back to back, then a cProfile of 200
 more, the 25 functions with the most time of their own; last, torch.profiler's CPU table of 20
 forward + backward calls of each (what the autograd engine and the ops cost, which cProfile sees
-only as run_backward). Writes OUT.txt.
+only as run_backward). Writes OUT.txt. HOST_TOKENS: tokens per batch (default 16384).
 """
 
 import cProfile
 import io
+import os
 import pstats
 import sys
 from pathlib import Path
@@ -96,4 +97,4 @@ def main(out_path: str, seq: int = 1024, d: int = 128, causal: bool = True, toke
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], tokens=int(os.environ.get("HOST_TOKENS", "16384")))  # as host_overhead.py reads it
