@@ -76,6 +76,31 @@ def test_gluon_descriptors_equal_the_validated_constructors_field_by_field():
         assert ours.layout == validated.layout
 
 
+def test_gluon_forward_stores_o_by_tma_where_it_was_faster(monkeypatch):
+    """O leaves by a TMA store (its descriptors over the (B, S, H, d) output, boxes of 64 rows)
+    at head_dim 64 and non-causal 80; by register stores (no descriptors) at causal 80, at 128
+    (no shared memory left) and with three consumer warp groups."""
+    flash_gluon = pytest.importorskip("lmperf.attention.flash_gluon")
+    launches = []
+    monkeypatch.setattr(flash_gluon, "_FWD_LAUNCH", lambda grid, *args, **kw: launches.append((args, kw)))
+    monkeypatch.setattr(flash_gluon, "multiprocessors", lambda device: 132)
+    for head_dim, causal, consumers in ((64, True, 2), (64, False, 2), (80, False, 2), (80, True, 2), (128, False, 2),
+                                        (64, False, 3)):
+        monkeypatch.setitem(flash_gluon.CONSUMERS, head_dim, consumers)
+        q = torch.empty(2, 4, 300, head_dim, dtype=torch.bfloat16)
+        o, _ = flash_gluon.forward(q, q, q, causal)
+        args, kw = launches.pop()
+        o_desc, ot_desc = args[6:8]
+        expected = {(64, True, 2): True, (64, False, 2): True, (80, False, 2): True}.get((head_dim, causal, consumers), False)
+        assert kw["O_BY_TMA"] is expected, (head_dim, causal, consumers)
+        if not expected:
+            assert o_desc is None and ot_desc is None
+            continue
+        assert o_desc.base.data_ptr() == o.data_ptr() and o_desc.block_shape == [1, 1, 64, min(head_dim, 64)]
+        assert list(o_desc.strides) == list(o.stride())  # (B, H, S, d) strides of the (B, S, H, d) storage
+        assert (ot_desc is None) == (head_dim == 64)
+
+
 def test_gluon_descriptors_share_the_layout_triton_derives_for_their_box():
     flash_gluon = pytest.importorskip("lmperf.attention.flash_gluon")
     gl = pytest.importorskip("triton.experimental.gluon.language")

@@ -12,7 +12,9 @@ them as FlashAttention-3 does. One program holds 128 query rows (`CONSUMERS` war
     tile j a consumer issues S_{j+1} = Q K_{j+1}^T and O += P_j V_j together, waits for S_{j+1}
     only and runs its online softmax while P_j V_j is still on the tensor cores, then waits for
     P_j V_j, rescales O and releases slot j. Nothing stays in flight across the loop's back edge
-    (ptxas serialises every wgmma of a kernel that does that, benchmarks/attention/trials);
+    (ptxas serialises every wgmma of a kernel that does that, benchmarks/attention/trials); O
+    leaves by a TMA store staged in shared memory where that was faster (`O_BY_TMA`), else by
+    register stores;
   - persistent (`schedule`): one program per SM takes query tiles (causal: pairs of them) in
     turn, the producer loading the next one's Q and first K/V tiles under the current one's
     P V and epilogue, which a program per tile left exposed (1.03-1.44x as fast below 4096 keys).
@@ -73,6 +75,13 @@ CONSUMERS = {64: 2, 80: 2, 128: 2}
 # Q and three 64 KB slots of 128-key K and V would pass the 227 KB of shared memory.
 THREE_CONSUMER_TILES = {128: (64, 3)}
 CONSUMER_REGISTERS = {2: 240, 3: 160}
+# (head_dim, causal) points whose forward stores O by TMA, staged in shared memory beside Q and
+# the K/V ring (16 KB more; at head_dim 128 Q and the ring take 224 of the 227 KB), instead of by
+# register stores. Forward time register stores / TMA store on an H100 (benchmarks/attention/
+# gluon-forward-o-by-tma-h100-30ec68e, two interleaved rounds, 16k tokens): d64 1.026-1.058 at 1k
+# keys, 0.985-1.045 at 2k, 0.993-1.047 at 4k, 0.958-1.018 at 16k (causal and not); d80 non-causal
+# 1.031-1.110 at 1k and 1.009-1.079 at 2k, level from 4k; d80 causal 0.903-0.981 from 2k, so not there.
+O_BY_TMA = {(64, False), (64, True), (80, False)}
 # Persistent (one program per SM taking work items in turn, the next query tile's loads under the
 # current one's epilogue) against one program per query tile, forward time on an H100
 # (benchmarks/attention/gluon-persistent-h100-03ffae7, bf16, 16k tokens, two rounds): d64
@@ -201,10 +210,12 @@ def _softmax_step(s, m_i, l_i, tile, offs_m, qk_scale, seq_k, mask_from,
 
 
 @gluon.jit
-def _consumer(q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, q_bar, q_empty, ready, empty, O, LSE, qk_scale,
+def _consumer(q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem, o_desc, ot_desc, q_bar, q_empty,
+              ready, empty, O, LSE, qk_scale,
               seq_q, seq_k, H, n_m, per_head, items, stride_ob, stride_oh, stride_on, WG: gl.constexpr,
               HEAD_DIM: gl.constexpr, TAIL: gl.constexpr, SPLIT: gl.constexpr, BLOCK_N: gl.constexpr,
-              STAGES: gl.constexpr, CAUSAL: gl.constexpr, CONSUMERS: gl.constexpr, PAIRS: gl.constexpr):
+              STAGES: gl.constexpr, CAUSAL: gl.constexpr, CONSUMERS: gl.constexpr, PAIRS: gl.constexpr,
+              O_BY_TMA: gl.constexpr):
     # HEAD_DIM: the first column block's width; SPLIT: a second block of TAIL columns follows
     # (head_dim 80 = 64 + 16): every product over the columns is two chained wgmmas, O two
     # accumulators. Without SPLIT the tail arguments are unused.
@@ -301,29 +312,49 @@ def _consumer(q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, q_bar, q_empty,
                     mbarrier.arrive(empty.index(skipped % STAGES), count=1)
 
                 o = o / gl.convert_layout(l_i, rows_o)[:, None]
-                rows = row0 + gl.arange(0, M, layout=rows_o)
-                cols = gl.arange(0, HEAD_DIM, layout=cols_o)
-                out = O + b.to(gl.int64) * stride_ob + h.to(gl.int64) * stride_oh + rows[:, None] * stride_on + cols[None, :]
-                gl.store(out, o.to(O.dtype.element_ty), mask=rows[:, None] < seq_q)
                 if SPLIT:
                     ot = ot / gl.convert_layout(l_i, gl.SliceLayout(1, ot_layout))[:, None]
-                    rows_t = row0 + gl.arange(0, M, layout=gl.SliceLayout(1, ot_layout))
-                    cols_t = HEAD_DIM + gl.arange(0, TAIL, layout=gl.SliceLayout(0, ot_layout))
-                    out_t = (O + b.to(gl.int64) * stride_ob + h.to(gl.int64) * stride_oh + rows_t[:, None] * stride_on
-                             + cols_t[None, :])
-                    gl.store(out_t, ot.to(O.dtype.element_ty), mask=rows_t[:, None] < seq_q)
+                if O_BY_TMA:
+                    # O out by a TMA store staged in shared memory (rows past seq_q clipped), as the
+                    # backward's dK and dV: register stores of the wgmma layout write 4 bytes a
+                    # thread over eight rows a warp and sit on the load/store queue.
+                    tma.store_wait(0)  # the previous query tile's store has read the stage
+                    o_stage = o_smem.index(WG)
+                    o_stage.reshape([M, HEAD_DIM]).store(o.to(o_stage.dtype))
+                    if SPLIT:
+                        ot_stage = ot_smem.index(WG)
+                        ot_stage.reshape([M, TAIL]).store(ot.to(ot_stage.dtype))
+                    fence_async_shared()
+                    gl.thread_barrier()  # every thread's part staged before the store reads it
+                    tma.async_copy_shared_to_global(o_desc, [b, h, row0, 0], o_stage)
+                    if SPLIT:
+                        tma.async_copy_shared_to_global(ot_desc, [b, h, row0, 0], ot_stage)
+                else:
+                    rows = row0 + gl.arange(0, M, layout=rows_o)
+                    cols = gl.arange(0, HEAD_DIM, layout=cols_o)
+                    out = (O + b.to(gl.int64) * stride_ob + h.to(gl.int64) * stride_oh + rows[:, None] * stride_on
+                           + cols[None, :])
+                    gl.store(out, o.to(O.dtype.element_ty), mask=rows[:, None] < seq_q)
+                    if SPLIT:
+                        rows_t = row0 + gl.arange(0, M, layout=gl.SliceLayout(1, ot_layout))
+                        cols_t = HEAD_DIM + gl.arange(0, TAIL, layout=gl.SliceLayout(0, ot_layout))
+                        out_t = (O + b.to(gl.int64) * stride_ob + h.to(gl.int64) * stride_oh
+                                 + rows_t[:, None] * stride_on + cols_t[None, :])
+                        gl.store(out_t, ot.to(O.dtype.element_ty), mask=rows_t[:, None] < seq_q)
                 lse = (m_i + gl.log2(l_i)) / 1.4426950408889634  # natural log, as flash_triton's backward reads it
                 gl.store(LSE + bh.to(gl.int64) * seq_q + offs_m, lse, mask=offs_m < seq_q)
                 g += n_tiles
                 c += 1
+    if O_BY_TMA:
+        tma.store_wait(0)  # the last store reads shared memory the program gives up
 
 
 @gluon.jit
 def _fwd_kernel(
-    q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, O, LSE, qk_scale, seq_q, seq_k, H, group, n_m, per_head, items,
-    stride_ob, stride_oh, stride_on,
+    q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, o_desc, ot_desc, O, LSE, qk_scale, seq_q, seq_k, H, group, n_m,
+    per_head, items, stride_ob, stride_oh, stride_on,
     HEAD_DIM: gl.constexpr, TAIL: gl.constexpr, SPLIT: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
-    CAUSAL: gl.constexpr, PAIRS: gl.constexpr, CONSUMERS: gl.constexpr, REGISTERS: gl.constexpr,
+    CAUSAL: gl.constexpr, PAIRS: gl.constexpr, CONSUMERS: gl.constexpr, REGISTERS: gl.constexpr, O_BY_TMA: gl.constexpr,
     num_warps: gl.constexpr,
 ):
     # Each program takes work items (`_work`) pid, pid + programs, ... in turn (persistent: one
@@ -342,6 +373,15 @@ def _fwd_kernel(
         qt_smem = q_smem
         kt_smem = k_smem
         vt_smem = v_smem
+    if O_BY_TMA:  # each consumer's O (and tail) staged for its TMA store
+        o_smem = gl.allocate_shared_memory(o_desc.dtype, [CONSUMERS, 1, 1, 64, HEAD_DIM], o_desc.layout)
+        if SPLIT:
+            ot_smem = gl.allocate_shared_memory(ot_desc.dtype, [CONSUMERS, 1, 1, 64, TAIL], ot_desc.layout)
+        else:
+            ot_smem = o_smem
+    else:
+        o_smem = q_smem
+        ot_smem = qt_smem
     q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     mbarrier.init(q_bar, count=1)
     q_empty = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
@@ -353,27 +393,32 @@ def _fwd_kernel(
     # consumer's index WG among them) into tensors on the way into the partitions (Triton 3.6).
     if CONSUMERS == 2:
         gl.warp_specialize([
-            (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, q_bar, q_empty, ready, empty, O, LSE, qk_scale,
+            (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem, o_desc, ot_desc, q_bar, q_empty, ready, empty, O,
+                         LSE, qk_scale,
                          seq_q, seq_k, H, n_m, per_head, items, stride_ob, stride_oh, stride_on, 0, HEAD_DIM, TAIL,
-                         SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS)),
-            (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, q_bar, q_empty, ready, empty, O, LSE, qk_scale,
+                         SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS, O_BY_TMA)),
+            (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem, o_desc, ot_desc, q_bar, q_empty, ready, empty, O,
+                         LSE, qk_scale,
                          seq_q, seq_k, H, n_m, per_head, items, stride_ob, stride_oh, stride_on, 1, HEAD_DIM, TAIL,
-                         SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS)),
+                         SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS, O_BY_TMA)),
             (_producer, (q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, q_smem, k_smem, v_smem, qt_smem, kt_smem,
                          vt_smem, q_bar, q_empty, ready, empty, seq_k, H, group, n_m, per_head, items, BLOCK_N,
                          STAGES, CONSUMERS, SPLIT, CAUSAL, PAIRS)),
         ], [4, 1], [REGISTERS, 24])
     else:
         gl.warp_specialize([
-            (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, q_bar, q_empty, ready, empty, O, LSE, qk_scale,
+            (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem, o_desc, ot_desc, q_bar, q_empty, ready, empty, O,
+                         LSE, qk_scale,
                          seq_q, seq_k, H, n_m, per_head, items, stride_ob, stride_oh, stride_on, 0, HEAD_DIM, TAIL,
-                         SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS)),
-            (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, q_bar, q_empty, ready, empty, O, LSE, qk_scale,
+                         SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS, O_BY_TMA)),
+            (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem, o_desc, ot_desc, q_bar, q_empty, ready, empty, O,
+                         LSE, qk_scale,
                          seq_q, seq_k, H, n_m, per_head, items, stride_ob, stride_oh, stride_on, 1, HEAD_DIM, TAIL,
-                         SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS)),
-            (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, q_bar, q_empty, ready, empty, O, LSE, qk_scale,
+                         SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS, O_BY_TMA)),
+            (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem, o_desc, ot_desc, q_bar, q_empty, ready, empty, O,
+                         LSE, qk_scale,
                          seq_q, seq_k, H, n_m, per_head, items, stride_ob, stride_oh, stride_on, 2, HEAD_DIM, TAIL,
-                         SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS)),
+                         SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS, O_BY_TMA)),
             (_producer, (q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, q_smem, k_smem, v_smem, qt_smem, kt_smem,
                          vt_smem, q_bar, q_empty, ready, empty, seq_k, H, group, n_m, per_head, items, BLOCK_N,
                          STAGES, CONSUMERS, SPLIT, CAUSAL, PAIRS)),
@@ -551,16 +596,18 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) 
         block_descriptors(x, rows) for x, rows in ((q, ROWS), (k, block_n), (v, block_n)))
     o = torch.empty((batch, seq_q, heads, head_dim), dtype=q.dtype, device=q.device).transpose(1, 2)
     lse = torch.empty((batch, heads, seq_q), dtype=torch.float32, device=q.device)
+    o_by_tma = (head_dim, is_causal) in O_BY_TMA and consumers == 2  # three consumers: not timed
+    o_desc, ot_desc = block_descriptors(o, ROWS) if o_by_tma else (None, None)
     n_m = triton.cdiv(seq_q, consumers * ROWS)
     pairs, persistent = schedule(head_dim, seq_k, is_causal)
     per_head = (n_m + 1) // 2 if pairs else n_m  # work items: pairs of query tiles, or tiles (`_work`)
     items = batch * heads * per_head
     programs = min(items, multiprocessors(q.device)) if persistent else items
     _FWD_LAUNCH(
-        (programs,), q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, o, lse, LOG2E / math.sqrt(head_dim),
+        (programs,), q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, o_desc, ot_desc, o, lse, LOG2E / math.sqrt(head_dim),
         seq_q, seq_k, heads, heads // k.shape[1], n_m, per_head, items, o.stride(0), o.stride(1), o.stride(2),
         HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), BLOCK_N=block_n, STAGES=stages, CAUSAL=is_causal,
-        PAIRS=pairs, CONSUMERS=consumers, REGISTERS=CONSUMER_REGISTERS[consumers], num_warps=4,
+        PAIRS=pairs, CONSUMERS=consumers, REGISTERS=CONSUMER_REGISTERS[consumers], O_BY_TMA=o_by_tma, num_warps=4,
     )
     return o, lse
 
