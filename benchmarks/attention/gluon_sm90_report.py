@@ -57,7 +57,9 @@ def compile_sm90(head_dim: int, causal: bool, consumers: int | None = None, o_by
     return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4))
 
 
-def compile_backward_sm90(head_dim: int, causal: bool):
+def compile_backward_sm90(head_dim: int, causal: bool, persistent: bool | None = None):
+    if persistent is None:  # as flash_gluon_backward.backward decides for long key ranges
+        persistent = not causal and head_dim in flash_gluon_backward.PERSISTENT_FROM_KEYS
     rows, keys = flash_gluon_backward.ROWS, flash_gluon_backward.KEYS
     main, tail = flash_gluon.column_blocks(head_dim)
     assert rows == keys  # one descriptor type for Q, K, V, dO
@@ -76,11 +78,11 @@ def compile_backward_sm90(head_dim: int, causal: bool):
         "dqt_desc": desc(tail, "fp32"),
         "dk_desc": desc(main), "dv_desc": desc(main), "dkt_desc": desc(tail), "dvt_desc": desc(tail),
         "LSE": "*fp32", "DELTA": "*fp32", "scale": "fp32", "qk_scale": "fp32",
-        **{name: "i32" for name in ("seq_q", "seq_k", "H", "group")},
-        **{name: "constexpr" for name in ("HEAD_DIM", "TAIL", "SPLIT", "STAGES", "CAUSAL", "num_warps")},
+        **{name: "i32" for name in ("seq_q", "seq_k", "H", "group", "n_kblocks", "items")},
+        **{name: "constexpr" for name in ("HEAD_DIM", "TAIL", "SPLIT", "STAGES", "CAUSAL", "PERSISTENT", "num_warps")},
     }
     constexprs = dict(HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), STAGES=flash_gluon_backward.STAGES, CAUSAL=causal,
-                      num_warps=4,
+                      PERSISTENT=persistent, num_warps=4,
                       **{name: None for name, kind in signature.items() if kind == "constexpr" and name.endswith("_desc")})
     source = GluonASTSource(flash_gluon_backward._bwd_kernel, signature, constexprs)
     return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4))

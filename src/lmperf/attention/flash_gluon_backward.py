@@ -22,7 +22,11 @@ consumer warp groups own 64 keys each (their dK and dV stay in registers); per t
      a 64 x 128 fp32 dQ_i beside dK and dV spilled) both wait for each other and each makes 64
      of dQ_i's columns.
 delta = rowsum(dO O) comes from flash_triton's preprocess kernel; dK and dV leave at the end by TMA
-stores, staged in the Q/dO slots.
+stores, staged in the Q/dO slots. Non-causal at head_dim 64 from PERSISTENT_FROM_KEYS, one program
+per SM takes the (key block, head) items in turn instead: the producer loads the next item's K and
+V into a second buffer and its first Q/dO tiles into the ring while the consumers finish the
+current one, and dK/dV are staged apart; every step-indexed slot and barrier counts steps across
+items.
 
 Measured on an H100 (benchmarks/attention/gluon-backward-next-h100-43fc11f, bf16, 16k tokens,
 heads x d = 2048, interleaved rounds): backward time flash_triton's atomic backward / this one's
@@ -72,6 +76,15 @@ BLOCK_N = 2 * KEYS
 ROWS = 64  # query rows per tile
 STAGES = 2  # Q_i / dO_i slots
 DQ_COLUMNS = 64  # a warp group's share of dQ_i: a 64 x 128 fp32 dQ_i would not fit beside dK and dV in registers
+# head_dim -> key count from which the non-causal backward is persistent: one program per SM
+# taking (key block, head) items in turn, K/V in two buffers and dK/dV staged apart (64 KB more
+# shared memory; at 80 and 128 there is not that much left). Backward time per-item programs /
+# persistent on an H100 at d64 non-causal (benchmarks/attention/gluon-backward-persistent-v2-h100-
+# 013a900, two interleaved rounds, 16k tokens): 0.984-1.035 at 2k keys, 0.947-0.990 at 4k,
+# 1.073-1.147 at 16k (a first version: 1.012-1.076, 0.939-1.023, 1.061-1.092). Causal, with
+# items of unequal length taken in a fixed turn, it was 0.835-0.936x (items of one program
+# drift apart across heads), so causal programs stay one per item.
+PERSISTENT_FROM_KEYS = {64: 16384}
 
 
 @gl_core.builtin
@@ -83,26 +96,63 @@ def _tma_reduce_add(tensor_desc, coord, src, _semantic=None):
 
 
 @gluon.jit
+def _item_coordinates(item, n_kblocks, kv_heads, seq_q, M: gl.constexpr, CAUSAL: gl.constexpr):
+    """Work item `item`: key block item % n_kblocks (128 keys) of batch x key/value head
+    item // n_kblocks (the order of the non-persistent grid); its batch, head, first key, first
+    query tile and query tiles (<= 0 past the last query row: dK = dV = 0)."""
+    start_n = (item % n_kblocks) * 128
+    bkv = item // n_kblocks
+    first_tile = 0
+    if CAUSAL:  # query rows before the first key see none of the item's keys
+        first_tile = start_n // M
+    return bkv // kv_heads, bkv % kv_heads, start_n, first_tile, gl.cdiv(seq_q, M) - first_tile
+
+
+@gluon.jit
 def _producer(q_desc, k_desc, v_desc, do_desc, qt_desc, kt_desc, vt_desc, dot_desc, q_smem, k_smem, v_smem, do_smem,
-              qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, kv_bar, ready, empty, LSE, DELTA, seq_q, H,
-              b, kv_h, group, start_n, first_tile, n_q_tiles, STAGES: gl.constexpr, SPLIT: gl.constexpr):
-    if SPLIT:  # the last TAIL columns of every operand through their own descriptors and slots
-        mbarrier.expect(kv_bar, 4 * (k_desc.block_type.nbytes + kt_desc.block_type.nbytes))
-    else:
-        mbarrier.expect(kv_bar, 4 * k_desc.block_type.nbytes)
+              qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, kv_bar, kv_empty, ready, empty, LSE, DELTA,
+              seq_q, H, group, n_kblocks, items, STAGES: gl.constexpr, SPLIT: gl.constexpr, CAUSAL: gl.constexpr,
+              KV_BUFS: gl.constexpr):
     rows: gl.constexpr = k_desc.block_type.shape[2]
     M: gl.constexpr = q_desc.block_type.shape[2]  # query rows per tile
-    for w in gl.static_range(2):
-        tma.async_copy_global_to_shared(k_desc, [b, kv_h, start_n + w * rows, 0], kv_bar, k_smem.slice(w * rows, rows, dim=2))
-        tma.async_copy_global_to_shared(v_desc, [b, kv_h, start_n + w * rows, 0], kv_bar, v_smem.slice(w * rows, rows, dim=2))
-        if SPLIT:
-            tma.async_copy_global_to_shared(kt_desc, [b, kv_h, start_n + w * rows, 0], kv_bar,
-                                            kt_smem.slice(w * rows, rows, dim=2))
-            tma.async_copy_global_to_shared(vt_desc, [b, kv_h, start_n + w * rows, 0], kv_bar,
-                                            vt_smem.slice(w * rows, rows, dim=2))
+    t = 0  # steps (query tiles) loaded so far: the ring's running count, across items
+    c = 0  # items so far
+    for item in range(gl.program_id(0), items, gl.num_programs(0)):
+        b, kv_h, start_n, first_tile, n_q_tiles = _item_coordinates(item, n_kblocks, H // group, seq_q, M, CAUSAL)
+        buf = c % KV_BUFS
+        if c >= KV_BUFS:  # both consumers are done with item c - KV_BUFS's K and V, which held this buffer
+            mbarrier.wait(kv_empty.index(buf), (c // KV_BUFS - 1) & 1)
+        bar = kv_bar.index(buf)
+        if SPLIT:  # the last TAIL columns of every operand through their own descriptors and slots
+            mbarrier.expect(bar, 4 * (k_desc.block_type.nbytes + kt_desc.block_type.nbytes))
+        else:
+            mbarrier.expect(bar, 4 * k_desc.block_type.nbytes)
+        for w in gl.static_range(2):
+            tma.async_copy_global_to_shared(k_desc, [b, kv_h, start_n + w * rows, 0], bar,
+                                            k_smem.index(buf).slice(w * rows, rows, dim=2))
+            tma.async_copy_global_to_shared(v_desc, [b, kv_h, start_n + w * rows, 0], bar,
+                                            v_smem.index(buf).slice(w * rows, rows, dim=2))
+            if SPLIT:
+                tma.async_copy_global_to_shared(kt_desc, [b, kv_h, start_n + w * rows, 0], bar,
+                                                kt_smem.index(buf).slice(w * rows, rows, dim=2))
+                tma.async_copy_global_to_shared(vt_desc, [b, kv_h, start_n + w * rows, 0], bar,
+                                                vt_smem.index(buf).slice(w * rows, rows, dim=2))
+        t = _produce_steps(q_desc, do_desc, qt_desc, dot_desc, q_smem, do_smem, qt_smem, dot_smem, lse_smem, delta_smem,
+                           ready, empty, LSE, DELTA, seq_q, H, b, kv_h, group, first_tile, n_q_tiles, t, STAGES, SPLIT)
+        c += 1
+
+
+@gluon.jit
+def _produce_steps(q_desc, do_desc, qt_desc, dot_desc, q_smem, do_smem, qt_smem, dot_smem, lse_smem, delta_smem,
+                   ready, empty, LSE, DELTA, seq_q, H, b, kv_h, group, first_tile, n_q_tiles, t0,
+                   STAGES: gl.constexpr, SPLIT: gl.constexpr):
+    """Stream one item's Q_i, dO_i, LSE and delta rows through the ring, from the ring's running
+    count t0; returns the count after them."""
+    M: gl.constexpr = q_desc.block_type.shape[2]
+    t = t0
     h = kv_h * group  # the query head and tile of step t, counted on (a division per step showed in the profile)
     i = 0
-    for t in range(group * n_q_tiles):
+    for s in range(group * n_q_tiles):
         slot = t % STAGES
         if t >= STAGES:  # both consumers are done with step t - STAGES, which held this slot
             mbarrier.wait(empty.index(slot), (t // STAGES - 1) & 1)
@@ -128,10 +178,12 @@ def _producer(q_desc, k_desc, v_desc, do_desc, qt_desc, kt_desc, vt_desc, dot_de
         if SPLIT:
             tma.async_copy_global_to_shared(qt_desc, [b, h, row, 0], bar, qt_smem.index(slot))
             tma.async_copy_global_to_shared(dot_desc, [b, h, row, 0], bar, dot_smem.index(slot))
+        t += 1
         i += 1
         if i == n_q_tiles:
             i = 0
             h += 1
+    return t
 
 
 @gluon.jit
@@ -178,10 +230,44 @@ def _reduce_dq(dq, dqt, dq_desc, dq_smem, dqt_desc, dqt_smem, b, h, row0, WG: gl
 
 @gluon.jit
 def _consumer(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, ds_smem, ds_bar,
-              dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, ready, empty,
-              dk_desc, dv_desc, dkt_desc, dvt_desc, scale, qk_scale, seq_k, b, kv_h, group, start_n, first_tile,
-              n_q_tiles, WG: gl.constexpr, HEAD_DIM: gl.constexpr, TAIL: gl.constexpr, SPLIT: gl.constexpr, STAGES: gl.constexpr,
-              CAUSAL: gl.constexpr):
+              dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, kv_empty, ready, empty, dk_desc, dv_desc, dkt_desc, dvt_desc,
+              dkv_stage, scale, qk_scale, seq_q, seq_k, H, group, n_kblocks, items, WG: gl.constexpr,
+              HEAD_DIM: gl.constexpr, TAIL: gl.constexpr, SPLIT: gl.constexpr, STAGES: gl.constexpr,
+              CAUSAL: gl.constexpr, KV_BUFS: gl.constexpr, PERSISTENT: gl.constexpr):
+    # Items pid, pid + programs, ... in turn (one per program unless PERSISTENT); t counts the
+    # steps (query tiles) across them, as the producer's ring does, and every step-indexed slot
+    # and barrier below (Q/dO ring, dS^T slots, ds_bar, dQ_i owners) follows it.
+    if PERSISTENT:
+        t = 0
+        c = 0
+        for item in range(gl.program_id(0), items, gl.num_programs(0)):
+            b, kv_h, start_n, first_tile, n_q_tiles = _item_coordinates(item, n_kblocks, H // group, seq_q, 64, CAUSAL)
+            t = _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem,
+                              ds_smem, ds_bar, dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, kv_empty, ready, empty,
+                              dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, scale, qk_scale, seq_k, b, kv_h, group,
+                              start_n, first_tile, n_q_tiles, c % KV_BUFS, (c // KV_BUFS) & 1, t, WG, HEAD_DIM, TAIL,
+                              SPLIT, STAGES, CAUSAL, PERSISTENT)
+            c += 1
+    else:  # one item, this program's: no loop around it (the loop cost registers: spills at 80 and 128)
+        b, kv_h, start_n, first_tile, n_q_tiles = _item_coordinates(gl.program_id(0), n_kblocks, H // group, seq_q, 64,
+                                                                    CAUSAL)
+        _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem,
+                      ds_smem, ds_bar, dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, kv_empty, ready, empty,
+                      dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, scale, qk_scale, seq_k, b, kv_h, group,
+                      start_n, first_tile, n_q_tiles, 0, 0, 0, WG, HEAD_DIM, TAIL, SPLIT, STAGES, CAUSAL, PERSISTENT)
+    tma.store_wait(0)  # the stores and the last dQ reductions read shared memory the program gives up
+
+
+@gluon.jit
+def _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, ds_smem,
+                  ds_bar, dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, kv_empty, ready, empty,
+                  dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, scale, qk_scale, seq_k, b, kv_h, group, start_n,
+                  first_tile, n_q_tiles, buf, kv_phase, t0, WG: gl.constexpr, HEAD_DIM: gl.constexpr,
+                  TAIL: gl.constexpr, SPLIT: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
+                  PERSISTENT: gl.constexpr):
+    """One item: dK and dV of its 128 keys (this warp group's 64), dQ_i shares of its query
+    tiles; K and V in buffer `buf`, loaded at phase kv_phase; steps counted on from t0. Returns
+    the count after them."""
     # HEAD_DIM: the first column block's width; SPLIT: a second block of TAIL columns follows
     # (head_dim 80 = 64 + 16; only with one dQ chunk, CHUNKS == 1): every product over the columns
     # is two chained wgmmas, every product into them a second one into a TAIL-wide accumulator.
@@ -200,9 +286,9 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_sm
 
     key0 = start_n + WG * N
     offs_k = key0 + gl.arange(0, N, layout=keys_l)
-    k_all = k_smem.reshape([2 * N, HEAD_DIM])  # both warp groups' keys: dQ_i sums over all 128
+    k_all = k_smem.index(buf).reshape([2 * N, HEAD_DIM])  # both warp groups' keys: dQ_i sums over all 128
     k_tile = k_all.slice(WG * N, N, dim=0)
-    v_tile = v_smem.reshape([2 * N, HEAD_DIM]).slice(WG * N, N, dim=0)
+    v_tile = v_smem.index(buf).reshape([2 * N, HEAD_DIM]).slice(WG * N, N, dim=0)
     zero_st = gl.zeros([N, M], gl.float32, layout=st_layout)
     zero_dq = gl.zeros([M, DQ_W], gl.float32, layout=dq_layout)
     dk = gl.zeros([N, HEAD_DIM], gl.float32, layout=acc_layout)
@@ -210,15 +296,15 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_sm
     dkt = gl.zeros([N, TAIL], gl.float32, layout=tail_layout)
     dvt = gl.zeros([N, TAIL], gl.float32, layout=tail_layout)
     if SPLIT:
-        kt_all = kt_smem.reshape([2 * N, TAIL])
+        kt_all = kt_smem.index(buf).reshape([2 * N, TAIL])
         kt_tile = kt_all.slice(WG * N, N, dim=0)
-        vt_tile = vt_smem.reshape([2 * N, TAIL]).slice(WG * N, N, dim=0)
+        vt_tile = vt_smem.index(buf).reshape([2 * N, TAIL]).slice(WG * N, N, dim=0)
         zero_dqt = gl.zeros([M, TAIL], gl.float32, layout=tail_layout)
     else:  # placeholders _issue_dq never reads without SPLIT
         kt_all = k_all
         zero_dqt = zero_dq
 
-    mbarrier.wait(kv_bar, 0)
+    mbarrier.wait(kv_bar.index(buf), kv_phase)
     h = kv_h * group
     i = 0
     # The previous tile's head and first row: its dQ_i is made one tile late (head_dim 64, 80).
@@ -227,7 +313,9 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_sm
     prev_h = kv_h * group
     prev_row0 = first_tile * M
     steps = group * n_q_tiles
-    for t in range(steps):
+    t = t0
+    for s in range(steps):
+        t = t0 + s
         slot = t % STAGES
         row0 = (first_tile + i) * M
         offs_q = row0 + gl.arange(0, M, layout=queries_l)
@@ -301,7 +389,7 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_sm
             # slot the producer fills only once the owner has released t + 1, after dQ_t's wgmma.
             if (t % 2) != WG:
                 mbarrier.arrive(ds_bar.index(t % 4), count=1)
-            if (t > 0) and ((t - 1) % 2 == WG):
+            if (s > 0) and ((t - 1) % 2 == WG):
                 mbarrier.wait(ds_bar.index((t - 1) % 4), ((t - 1) // 4) & 1)  # the other half of dS_{t-1}
                 dq_tok, dqt_tok = _issue_dq(ds_smem, t - 1, k_all, kt_all, zero_dq, zero_dqt, SPLIT)
                 if SPLIT:
@@ -324,9 +412,10 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_sm
         if i == n_q_tiles:
             i = 0
             h += 1
-    if (CHUNKS == 1) and (steps > 0) and ((steps - 1) % 2 == WG):  # the last tile's dQ_i, by its owner
-        mbarrier.wait(ds_bar.index((steps - 1) % 4), ((steps - 1) // 4) & 1)
-        dq_tok, dqt_tok = _issue_dq(ds_smem, steps - 1, k_all, kt_all, zero_dq, zero_dqt, SPLIT)
+    t_last = t0 + steps - 1
+    if (CHUNKS == 1) and (steps > 0) and (t_last % 2 == WG):  # the last tile's dQ_i, by its owner
+        mbarrier.wait(ds_bar.index(t_last % 4), (t_last // 4) & 1)
+        dq_tok, dqt_tok = _issue_dq(ds_smem, t_last, k_all, kt_all, zero_dq, zero_dqt, SPLIT)
         if SPLIT:
             dq, dqt = warpgroup_mma_wait(0, deps=(dq_tok, dqt_tok))
             _reduce_dq(dq * scale, dqt * scale, dq_desc, dq_smem, dqt_desc, dqt_smem, b, prev_h, prev_row0, WG, SPLIT)
@@ -339,10 +428,19 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_sm
     # tile's slot, and every earlier one with it. Register stores of the wgmma layout wrote 4
     # bytes a thread over eight rows a warp and sat on the load/store queue (8.7% of the d=128
     # full 1k backward's warp samples: stall-profile in gluon-forward-pingpong-h100-49e6921).
-    if steps > 0:
-        mbarrier.wait(empty.index((steps - 1) % STAGES), ((steps - 1) // STAGES) & 1)
-    dk_stage = q_smem.index(WG)
-    dv_stage = do_smem.index(WG)
+    if PERSISTENT:
+        mbarrier.arrive(kv_empty.index(buf), count=1)  # this item's K and V are read no more
+        # Staged apart (the ring's slots hold the next item's tiles meanwhile), once this warp
+        # group's previous stores have read the staging.
+        tma.store_wait(0)
+        gl.thread_barrier()
+        dk_stage = dkv_stage.index(2 * WG)
+        dv_stage = dkv_stage.index(2 * WG + 1)
+    else:
+        if steps > 0:
+            mbarrier.wait(empty.index(t_last % STAGES), (t_last // STAGES) & 1)
+        dk_stage = q_smem.index(WG)
+        dv_stage = do_smem.index(WG)
     dk_stage.reshape([N, HEAD_DIM]).store((dk * scale).to(dk_stage.dtype))
     dv_stage.reshape([N, HEAD_DIM]).store(dv.to(dv_stage.dtype))
     if SPLIT:
@@ -357,30 +455,25 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_sm
     if SPLIT:
         tma.async_copy_shared_to_global(dkt_desc, [b, kv_h, key0, 0], dkt_stage)
         tma.async_copy_shared_to_global(dvt_desc, [b, kv_h, key0, 0], dvt_stage)
-    tma.store_wait(0)  # the stores and the last dQ reductions read shared memory the program gives up
+    return t0 + gl.maximum(steps, 0)
 
 
 @gluon.jit
 def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, qt_desc, kt_desc, vt_desc, dot_desc, dqt_desc,
-                dk_desc, dv_desc, dkt_desc, dvt_desc, LSE, DELTA, scale, qk_scale, seq_q, seq_k, H, group,
-                HEAD_DIM: gl.constexpr, TAIL: gl.constexpr, SPLIT: gl.constexpr, STAGES: gl.constexpr,
-                CAUSAL: gl.constexpr, num_warps: gl.constexpr):
+                dk_desc, dv_desc, dkt_desc, dvt_desc, LSE, DELTA, scale, qk_scale, seq_q, seq_k, H, group, n_kblocks,
+                items, HEAD_DIM: gl.constexpr, TAIL: gl.constexpr, SPLIT: gl.constexpr, STAGES: gl.constexpr,
+                CAUSAL: gl.constexpr, PERSISTENT: gl.constexpr, num_warps: gl.constexpr):
+    # Work items (`_item_coordinates`): one per program, or with PERSISTENT one program per SM
+    # taking them in turn, the producer loading the next item's K and V into the second buffer
+    # and its first Q/dO tiles into the ring while the consumers finish the current one.
     M: gl.constexpr = 64
-    start_n = gl.program_id(0) * 128
-    bkv = gl.program_id(1)
-    kv_heads = H // group
-    b = bkv // kv_heads
-    kv_h = bkv % kv_heads
-    first_tile = 0
-    if CAUSAL:  # query rows before the first key see none of this program's keys
-        first_tile = start_n // M
-    n_q_tiles = gl.cdiv(seq_q, M) - first_tile  # <= 0 past the last query row: dK = dV = 0
+    KV_BUFS: gl.constexpr = 2 if PERSISTENT else 1
 
     q_smem = gl.allocate_shared_memory(q_desc.dtype, [STAGES, 1, 1, M, HEAD_DIM], q_desc.layout)
     do_smem = gl.allocate_shared_memory(do_desc.dtype, [STAGES, 1, 1, M, HEAD_DIM], do_desc.layout)
     # K and V of the program's 128 keys, each warp group's 64 a slice (TMA boxes of 64 rows)
-    k_smem = gl.allocate_shared_memory(k_desc.dtype, [1, 1, 128, HEAD_DIM], k_desc.layout)
-    v_smem = gl.allocate_shared_memory(v_desc.dtype, [1, 1, 128, HEAD_DIM], v_desc.layout)
+    k_smem = gl.allocate_shared_memory(k_desc.dtype, [KV_BUFS, 1, 1, 128, HEAD_DIM], k_desc.layout)
+    v_smem = gl.allocate_shared_memory(v_desc.dtype, [KV_BUFS, 1, 1, 128, HEAD_DIM], v_desc.layout)
     ds_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([128, M], q_desc.dtype)
     # dS^T of both warp groups, per tile: two slots at head_dim 128; three at 64 and 80, where
     # tile t's dQ_i is made while tile t + 1's dS^T is written (`_consumer`)
@@ -398,8 +491,8 @@ def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, qt_desc, kt_desc, vt_d
     if SPLIT:  # the last TAIL columns of Q, dO, K, V and dQ_i
         qt_smem = gl.allocate_shared_memory(qt_desc.dtype, [STAGES, 1, 1, M, TAIL], qt_desc.layout)
         dot_smem = gl.allocate_shared_memory(dot_desc.dtype, [STAGES, 1, 1, M, TAIL], dot_desc.layout)
-        kt_smem = gl.allocate_shared_memory(kt_desc.dtype, [1, 1, 128, TAIL], kt_desc.layout)
-        vt_smem = gl.allocate_shared_memory(vt_desc.dtype, [1, 1, 128, TAIL], vt_desc.layout)
+        kt_smem = gl.allocate_shared_memory(kt_desc.dtype, [KV_BUFS, 1, 1, 128, TAIL], kt_desc.layout)
+        vt_smem = gl.allocate_shared_memory(vt_desc.dtype, [KV_BUFS, 1, 1, 128, TAIL], vt_desc.layout)
         dqt_smem = gl.allocate_shared_memory(gl.float32, [2] + dqt_desc.block_type.shape, dqt_desc.layout)
     else:  # placeholders the partitions never touch
         qt_smem = q_smem
@@ -411,24 +504,32 @@ def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, qt_desc, kt_desc, vt_d
     rows_layout: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, order=[0])
     lse_smem = gl.allocate_shared_memory(gl.float32, [STAGES, M], rows_layout)
     delta_smem = gl.allocate_shared_memory(gl.float32, [STAGES, M], rows_layout)
-    kv_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    mbarrier.init(kv_bar, count=1)
+    # kv_bar: a buffer's K and V landed; kv_empty: both consumers are done with them
+    kv_bar = gl.allocate_shared_memory(gl.int64, [KV_BUFS, 1], mbarrier.MBarrierLayout())
+    kv_empty = gl.allocate_shared_memory(gl.int64, [KV_BUFS, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(KV_BUFS):
+        mbarrier.init(kv_bar.index(s), count=1)
+        mbarrier.init(kv_empty.index(s), count=2)
+    if PERSISTENT:  # dK and dV of each warp group, staged for their TMA stores
+        dkv_stage = gl.allocate_shared_memory(dk_desc.dtype, [4, 1, 1, M, HEAD_DIM], dk_desc.layout)
+    else:  # staged in the Q/dO slots, free at the program's end
+        dkv_stage = q_smem
     ready, empty = ring_barriers(STAGES, 2)
     fence_async_shared()
 
     # Argument tuples inline (bound to a name first, their constexprs would arrive as tensors).
     gl.warp_specialize([
         (_consumer, (q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, ds_smem,
-                     ds_bar, dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, ready, empty,
-                     dk_desc, dv_desc, dkt_desc, dvt_desc, scale, qk_scale, seq_k, b, kv_h, group, start_n,
-                     first_tile, n_q_tiles, 0, HEAD_DIM, TAIL, SPLIT, STAGES, CAUSAL)),
+                     ds_bar, dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, kv_empty, ready, empty,
+                     dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, scale, qk_scale, seq_q, seq_k, H, group, n_kblocks,
+                     items, 0, HEAD_DIM, TAIL, SPLIT, STAGES, CAUSAL, KV_BUFS, PERSISTENT)),
         (_consumer, (q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, ds_smem,
-                     ds_bar, dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, ready, empty,
-                     dk_desc, dv_desc, dkt_desc, dvt_desc, scale, qk_scale, seq_k, b, kv_h, group, start_n,
-                     first_tile, n_q_tiles, 1, HEAD_DIM, TAIL, SPLIT, STAGES, CAUSAL)),
+                     ds_bar, dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, kv_empty, ready, empty,
+                     dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, scale, qk_scale, seq_q, seq_k, H, group, n_kblocks,
+                     items, 1, HEAD_DIM, TAIL, SPLIT, STAGES, CAUSAL, KV_BUFS, PERSISTENT)),
         (_producer, (q_desc, k_desc, v_desc, do_desc, qt_desc, kt_desc, vt_desc, dot_desc, q_smem, k_smem, v_smem, do_smem,
-                     qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, kv_bar, ready, empty, LSE, DELTA, seq_q, H,
-                     b, kv_h, group, start_n, first_tile, n_q_tiles, STAGES, SPLIT)),
+                     qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, kv_bar, kv_empty, ready, empty, LSE, DELTA,
+                     seq_q, H, group, n_kblocks, items, STAGES, SPLIT, CAUSAL, KV_BUFS)),
     ], [4, 1], [240, 24])
 
 
@@ -497,11 +598,15 @@ def backward(q, k, v, do, lse, delta, is_causal: bool) -> tuple[torch.Tensor, to
         block_descriptors(x, rows) for x, rows in ((q, ROWS), (k, KEYS), (v, KEYS), (do, ROWS)))
     dq_desc, dqt_desc = block_descriptors(dq, ROWS, min(DQ_COLUMNS, main))
     (dk_desc, dkt_desc), (dv_desc, dvt_desc) = block_descriptors(dk, ROWS), block_descriptors(dv, ROWS)
+    n_kblocks = triton.cdiv(seq_k, BLOCK_N)
+    items = n_kblocks * batch * kv_heads
+    persistent = not is_causal and seq_k >= PERSISTENT_FROM_KEYS.get(head_dim, math.inf)
     _BWD_LAUNCH(
-        (triton.cdiv(seq_k, BLOCK_N), batch * kv_heads),
+        (min(items, flash_gluon.multiprocessors(q.device)) if persistent else items,),
         q_desc, k_desc, v_desc, do_desc, dq_desc, qt_desc, kt_desc, vt_desc, dot_desc, dqt_desc, dk_desc, dv_desc, dkt_desc, dvt_desc, lse, delta, scale, scale * LOG2E,
-        seq_q, seq_k, heads, heads // kv_heads,
-        HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), STAGES=STAGES, CAUSAL=is_causal, num_warps=4,
+        seq_q, seq_k, heads, heads // kv_heads, n_kblocks, items,
+        HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), STAGES=STAGES, CAUSAL=is_causal, PERSISTENT=persistent,
+        num_warps=4,
     )
     return dq.to(q.dtype), dk, dv
 
