@@ -112,8 +112,10 @@ def main() -> None:
                       f"{consumers} consumers: {warp_specialised_report(compile_sm90(head_dim, causal, consumers))}")
     print(f"triton {triton.__version__}: flash_gluon_backward's backward for sm90 (bf16)")
     for head_dim in (64, 80, 128):
-        for causal in (False, True):
-            print(f"d{head_dim} {'causal' if causal else 'full'}: {warp_specialised_report(compile_backward_sm90(head_dim, causal))}")
+        for causal in (False, True):  # one program per item, and persistent where the backward can be
+            for persistent in sorted({False, not causal and head_dim in flash_gluon_backward.PERSISTENT_FROM_KEYS}):
+                report = warp_specialised_report(compile_backward_sm90(head_dim, causal, persistent))
+                print(f"d{head_dim} {'causal' if causal else 'full'}{' persistent' if persistent else ''}: {report}")
 
 
 if __name__ == "__main__":

@@ -82,8 +82,8 @@ DQ_COLUMNS = 64  # a warp group's share of dQ_i: a 64 x 128 fp32 dQ_i would not 
 # persistent on an H100 at d64 non-causal (benchmarks/attention/gluon-backward-persistent-v2-h100-
 # 013a900, two interleaved rounds, 16k tokens): 0.984-1.035 at 2k keys, 0.947-0.990 at 4k,
 # 1.073-1.147 at 16k (a first version: 1.012-1.076, 0.939-1.023, 1.061-1.092). Causal, with
-# items of unequal length taken in a fixed turn, it was 0.835-0.936x (items of one program
-# drift apart across heads), so causal programs stay one per item.
+# items of 2 to 256 steps taken in a fixed turn, it was 0.835-0.936x (likely, not measured: a
+# program's items drift apart across heads), so causal programs stay one per item.
 PERSISTENT_FROM_KEYS = {64: 16384}
 
 
