@@ -394,12 +394,12 @@ def _fwd_kernel(
     # consumer's index WG among them) into tensors on the way into the partitions (Triton 3.6).
     if CONSUMERS == 2:
         gl.warp_specialize([
-            (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem, o_desc, ot_desc, q_bar, q_empty, ready, empty, O,
-                         LSE, qk_scale,
+            (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem, o_desc, ot_desc, q_bar,
+                         q_empty, ready, empty, O, LSE, qk_scale,
                          seq_q, seq_k, H, n_m, per_head, items, stride_ob, stride_oh, stride_on, 0, HEAD_DIM, TAIL,
                          SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS, O_BY_TMA)),
-            (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem, o_desc, ot_desc, q_bar, q_empty, ready, empty, O,
-                         LSE, qk_scale,
+            (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem, o_desc, ot_desc, q_bar,
+                         q_empty, ready, empty, O, LSE, qk_scale,
                          seq_q, seq_k, H, n_m, per_head, items, stride_ob, stride_oh, stride_on, 1, HEAD_DIM, TAIL,
                          SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS, O_BY_TMA)),
             (_producer, (q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, q_smem, k_smem, v_smem, qt_smem, kt_smem,
@@ -408,16 +408,16 @@ def _fwd_kernel(
         ], [4, 1], [REGISTERS, 24])
     else:
         gl.warp_specialize([
-            (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem, o_desc, ot_desc, q_bar, q_empty, ready, empty, O,
-                         LSE, qk_scale,
+            (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem, o_desc, ot_desc, q_bar,
+                         q_empty, ready, empty, O, LSE, qk_scale,
                          seq_q, seq_k, H, n_m, per_head, items, stride_ob, stride_oh, stride_on, 0, HEAD_DIM, TAIL,
                          SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS, O_BY_TMA)),
-            (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem, o_desc, ot_desc, q_bar, q_empty, ready, empty, O,
-                         LSE, qk_scale,
+            (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem, o_desc, ot_desc, q_bar,
+                         q_empty, ready, empty, O, LSE, qk_scale,
                          seq_q, seq_k, H, n_m, per_head, items, stride_ob, stride_oh, stride_on, 1, HEAD_DIM, TAIL,
                          SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS, O_BY_TMA)),
-            (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem, o_desc, ot_desc, q_bar, q_empty, ready, empty, O,
-                         LSE, qk_scale,
+            (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem, o_desc, ot_desc, q_bar,
+                         q_empty, ready, empty, O, LSE, qk_scale,
                          seq_q, seq_k, H, n_m, per_head, items, stride_ob, stride_oh, stride_on, 2, HEAD_DIM, TAIL,
                          SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS, O_BY_TMA)),
             (_producer, (q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, q_smem, k_smem, v_smem, qt_smem, kt_smem,

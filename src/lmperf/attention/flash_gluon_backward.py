@@ -603,7 +603,8 @@ def backward(q, k, v, do, lse, delta, is_causal: bool) -> tuple[torch.Tensor, to
     persistent = not is_causal and seq_k >= PERSISTENT_FROM_KEYS.get(head_dim, math.inf)
     _BWD_LAUNCH(
         (min(items, flash_gluon.multiprocessors(q.device)) if persistent else items,),
-        q_desc, k_desc, v_desc, do_desc, dq_desc, qt_desc, kt_desc, vt_desc, dot_desc, dqt_desc, dk_desc, dv_desc, dkt_desc, dvt_desc, lse, delta, scale, scale * LOG2E,
+        q_desc, k_desc, v_desc, do_desc, dq_desc, qt_desc, kt_desc, vt_desc, dot_desc, dqt_desc,
+        dk_desc, dv_desc, dkt_desc, dvt_desc, lse, delta, scale, scale * LOG2E,
         seq_q, seq_k, heads, heads // kv_heads, n_kblocks, items,
         HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), STAGES=STAGES, CAUSAL=is_causal, PERSISTENT=persistent,
         num_warps=4,
