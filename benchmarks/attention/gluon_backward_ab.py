@@ -1,6 +1,6 @@
 """A change to flash_gluon_backward measured against the module as committed, on an H100.
 
-    PYTHONPATH=src [AB_HEAD_DIMS=128] [AB_LENGTHS=1024,2048] [AB_FWD_BWD=1] python3 benchmarks/attention/gluon_backward_ab.py PATCH[,PATCH...] OUT.jsonl
+    PYTHONPATH=src [AB_HEAD_DIMS=128] [AB_LENGTHS=1024,2048] [AB_CAUSAL=1] [AB_FWD_BWD=1] python3 benchmarks/attention/gluon_backward_ab.py PATCH[,PATCH...] OUT.jsonl
 
 PATCH, a diff of src/lmperf/attention/flash_gluon_backward.py (`git diff` format; several,
 comma-separated, are applied in order), is applied to a copy of the module, which is loaded
@@ -56,7 +56,9 @@ def grid(causal_values=(False, True)) -> list:
             for seq in ([int(n) for n in _LENGTHS.split(",")] if _LENGTHS else LENGTHS[d])]
 
 
-GRID = grid()
+# AB_CAUSAL=1 times causal points only, 0 non-causal only (gluon_forward_ab.py reads it too)
+CAUSAL = {"1": (True,), "0": (False,)}.get(os.environ.get("AB_CAUSAL", ""), (False, True))
+GRID = grid(CAUSAL)
 
 
 def candidate(patches: str, module=flash_gluon_backward):

@@ -26,7 +26,7 @@ import torch
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE / "trials")]
 from gluon_backward import _cudnn, _interleaved, _rows  # noqa: E402
-from gluon_backward_ab import COLUMNS, candidate, grid  # noqa: E402
+from gluon_backward_ab import CAUSAL, COLUMNS, candidate, grid  # noqa: E402
 
 from lmperf.attention import flash_gluon  # noqa: E402
 
@@ -36,8 +36,7 @@ RAGGED = [  # (head_dim, causal, seq_q, seq_k, heads, kv_heads)
     (128, True, 1025, 777, 4, 1), (128, False, 777, 1025, 8, 2), (128, True, 131, 131, 2, 2),
     (80, True, 777, 1025, 8, 2), (80, False, 1025, 777, 4, 1),
 ]
-CAUSAL = {"1": (True,), "0": (False,)}.get(os.environ.get("AB_CAUSAL", ""), (False, True))
-GRID = grid(CAUSAL)  # AB_HEAD_DIMS and AB_LENGTHS as gluon_backward_ab.py reads them
+GRID = grid(CAUSAL)  # AB_HEAD_DIMS, AB_LENGTHS and AB_CAUSAL as gluon_backward_ab.py reads them
 
 
 def reference(q, k, v, causal):

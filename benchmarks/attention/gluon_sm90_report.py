@@ -59,7 +59,8 @@ def compile_sm90(head_dim: int, causal: bool, consumers: int | None = None, o_by
 
 def compile_backward_sm90(head_dim: int, causal: bool, persistent: bool | None = None):
     if persistent is None:  # as flash_gluon_backward.backward decides for long key ranges
-        persistent = not causal and head_dim in flash_gluon_backward.PERSISTENT_FROM_KEYS
+        from_keys = getattr(flash_gluon_backward, "PERSISTENT_CAUSAL_FROM_KEYS", {}) if causal else flash_gluon_backward.PERSISTENT_FROM_KEYS
+        persistent = head_dim in from_keys
     rows, keys = flash_gluon_backward.ROWS, flash_gluon_backward.KEYS
     main, tail = flash_gluon.column_blocks(head_dim)
     assert rows == keys  # one descriptor type for Q, K, V, dO
@@ -77,12 +78,14 @@ def compile_backward_sm90(head_dim: int, causal: bool, persistent: bool | None =
         **{name: desc(tail) for name in ("qt_desc", "kt_desc", "vt_desc", "dot_desc")},
         "dqt_desc": desc(tail, "fp32"),
         "dk_desc": desc(main), "dv_desc": desc(main), "dkt_desc": desc(tail), "dvt_desc": desc(tail),
-        "LSE": "*fp32", "DELTA": "*fp32", "scale": "fp32", "qk_scale": "fp32",
+        "LSE": "*fp32", "DELTA": "*fp32", "counter": "*i32" if persistent and causal else "*fp32", "scale": "fp32",
+        "qk_scale": "fp32",
         **{name: "i32" for name in ("seq_q", "seq_k", "H", "group", "n_kblocks", "items")},
-        **{name: "constexpr" for name in ("HEAD_DIM", "TAIL", "SPLIT", "STAGES", "CAUSAL", "PERSISTENT", "num_warps")},
+        **{name: "constexpr" for name in ("HEAD_DIM", "TAIL", "SPLIT", "STAGES", "CAUSAL", "PERSISTENT", "DYNAMIC",
+                                          "num_warps")},
     }
     constexprs = dict(HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), STAGES=flash_gluon_backward.STAGES, CAUSAL=causal,
-                      PERSISTENT=persistent, num_warps=4,
+                      PERSISTENT=persistent, DYNAMIC=persistent and causal, num_warps=4,
                       **{name: None for name, kind in signature.items() if kind == "constexpr" and name.endswith("_desc")})
     source = GluonASTSource(flash_gluon_backward._bwd_kernel, signature, constexprs)
     return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4))

@@ -43,6 +43,8 @@ GRIDS = {
     # head_dim 64 and 80 below 4096 keys, where the Gluon forward did not run before it was persistent
     # (80 as 25 heads: 2000 columns)
     "short": [(d, causal, seq) for d in (64, 80) for causal in (False, True) for seq in (1024, 2048)],
+    # head_dim 64 alone at 1k/2k: where D64_FROM_KEYS hands the backward from "split" to the Gluon kernel
+    "d64-short": [(64, causal, seq) for causal in (False, True) for seq in (1024, 2048)],
 }
 GRID_NAME = os.environ.get("VARIANTS_GRID", "d64-d128")
 GRID = GRIDS[GRID_NAME]
@@ -168,6 +170,9 @@ VARIANTS = {
     # keys (the default: from 4096)
     "gluon-d128-3c": dict(backward=None, gluon_consumers={128: 3}),
     "gluon-d128-backward-1k": dict(backward=None, gluon_backward_from_keys={128: 1024}),
+    # head_dim 64 with the Gluon backward from 1024 keys (the default: from 2048; causal it is
+    # persistent from 1024, flash_gluon_backward.PERSISTENT_CAUSAL_FROM_KEYS)
+    "gluon-d64-backward-1k": dict(backward=None, gluon_backward_from_keys={64: 1024}),
     # the Gluon forward at every length at head_dim 64 and 80 (the default: from 4096 keys, 8192
     # causal at 64)
     "gluon-forward-everywhere": dict(backward=None, gluon_forward_from_keys={64: {False: 0, True: 0},

@@ -102,15 +102,16 @@ def test_gluon_forward_stores_o_by_tma_where_it_was_faster(monkeypatch):
 
 
 def test_gluon_backward_is_persistent_only_where_it_was_faster(monkeypatch):
-    """One program per SM taking (key block, head) items in turn at head_dim 64, non-causal, from
-    PERSISTENT_FROM_KEYS; elsewhere one program per item. The kernel gets the key-block count and
-    the item count either way."""
+    """One program per SM taking (key block, head) items in turn at head_dim 64, non-causal from
+    PERSISTENT_FROM_KEYS, causal (from an atomic counter) from PERSISTENT_CAUSAL_FROM_KEYS;
+    elsewhere one program per item. The kernel gets the key-block count and the item count either
+    way."""
     fb = pytest.importorskip("lmperf.attention.flash_gluon_backward")
     launches = []
     monkeypatch.setattr(fb, "_BWD_LAUNCH", lambda grid, *args, **kw: launches.append((grid, args, kw)))
     monkeypatch.setattr(fb.flash_gluon, "multiprocessors", lambda device: 132)
-    for head_dim, causal, seq, persistent in ((64, False, 16384, True), (64, True, 16384, False), (64, False, 4096, False),
-                                              (80, False, 16384, False), (128, False, 16384, False)):
+    for head_dim, causal, seq, persistent in ((64, False, 16384, True), (64, True, 1024, True), (64, True, 512, False),
+                                              (64, False, 4096, False), (80, False, 16384, False), (128, True, 16384, False)):
         q = torch.empty(1, 4, seq, head_dim, dtype=torch.bfloat16)
         k = torch.empty(1, 2, seq, head_dim, dtype=torch.bfloat16)
         stats = torch.empty(1, 4, seq)
@@ -118,7 +119,8 @@ def test_gluon_backward_is_persistent_only_where_it_was_faster(monkeypatch):
         grid, args, kw = launches.pop()
         items = seq // 128 * 2  # key blocks x (batch x key/value heads)
         assert kw["PERSISTENT"] is persistent, (head_dim, causal, seq)
-        assert grid == ((132,) if persistent else (items,))
+        assert kw["DYNAMIC"] is (persistent and causal)  # causal items are handed out by an atomic counter
+        assert grid == ((min(items, 132),) if persistent else (items,))
         assert args[-2:] == (seq // 128, items)
 
 

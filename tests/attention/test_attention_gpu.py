@@ -203,17 +203,19 @@ def test_gluon_backward_matches_float64_reference(monkeypatch, lead, kv_heads, s
 
 @pytest.mark.skipif(not GLUON_BACKWARD, reason="the Gluon backward is written for sm90")
 @pytest.mark.parametrize("programs", [1, 3])
-def test_gluon_backward_persistent_takes_items_in_turn(monkeypatch, programs):
+@pytest.mark.parametrize("is_causal", [False, True])  # causal: items from an atomic counter
+def test_gluon_backward_persistent_takes_items_in_turn(monkeypatch, programs, is_causal):
     """Non-causal at head_dim 64 the backward is persistent (from PERSISTENT_FROM_KEYS; here at
     every length): with one or three programs each takes many (key block, head) items in turn, so
     the K/V buffers' phases, the ring's count, the dS^T barriers and the dK/dV staging carry
     across items; against float64 on ragged, GQA and MQA shapes."""
     calls = record_gluon_backward(monkeypatch, everywhere=True)
     monkeypatch.setattr(flash_triton.flash_gluon_backward, "PERSISTENT_FROM_KEYS", {64: 0})
+    monkeypatch.setattr(flash_triton.flash_gluon_backward, "PERSISTENT_CAUSAL_FROM_KEYS", {64: 0})
     monkeypatch.setattr(flash_triton.flash_gluon, "multiprocessors", lambda device: programs)
     for lead, kv_heads, seq_q, seq_k in (((2, 8), 2, 777, 1025), ((2, 4), 1, 1025, 777), ((1, 4), None, 2049, 2049)):
         q, k, v, do = random_qkv(lead, seq_q, seq_k, 64, torch.bfloat16, device="cuda", seed=seq_q, kv_heads=kv_heads)
-        check_against_reference(*TRITON, q, k, v, do, False, TOLERANCE[torch.bfloat16])
+        check_against_reference(*TRITON, q, k, v, do, is_causal, TOLERANCE[torch.bfloat16])
     assert calls == [64] * 3
 
 

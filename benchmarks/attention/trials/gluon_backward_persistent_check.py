@@ -29,6 +29,8 @@ def main() -> int:
     # the first patch had PERSISTENT_HEAD_DIMS (persistent at d64 everywhere), v2 and src/ PERSISTENT_FROM_KEYS
     if hasattr(flash_gluon_backward, "PERSISTENT_FROM_KEYS"):
         flash_gluon_backward.PERSISTENT_FROM_KEYS = {64: 0}
+    if hasattr(flash_gluon_backward, "PERSISTENT_CAUSAL_FROM_KEYS"):  # the dynamic-turn patch: causal too
+        flash_gluon_backward.PERSISTENT_CAUSAL_FROM_KEYS = {64: 0}
     assert hasattr(flash_gluon_backward, "PERSISTENT_HEAD_DIMS") or hasattr(flash_gluon_backward, "PERSISTENT_FROM_KEYS")
     worst = 0.0
     for programs in (1, 3, 7, None):

@@ -81,10 +81,17 @@ DQ_COLUMNS = 64  # a warp group's share of dQ_i: a 64 x 128 fp32 dQ_i would not 
 # shared memory; at 80 and 128 there is not that much left). Backward time per-item programs /
 # persistent on an H100 at d64 non-causal (benchmarks/attention/gluon-backward-persistent-v2-h100-
 # 013a900, two interleaved rounds, 16k tokens): 0.984-1.035 at 2k keys, 0.947-0.990 at 4k,
-# 1.073-1.147 at 16k (a first version: 1.012-1.076, 0.939-1.023, 1.061-1.092). Causal, with
-# items of 2 to 256 steps taken in a fixed turn, it was 0.835-0.936x (likely, not measured: a
-# program's items drift apart across heads), so causal programs stay one per item.
+# 1.073-1.147 at 16k (a first version: 1.012-1.076, 0.939-1.023, 1.061-1.092).
 PERSISTENT_FROM_KEYS = {64: 16384}
+# head_dim -> key count from which the causal backward is persistent, its items handed out by an
+# atomic counter (DYNAMIC): the next item to whichever program finishes first, so the items in
+# flight stay a window of consecutive ones, as the hardware's own order of programs keeps them.
+# Taken in a fixed turn instead, causal items of 2 to 256 steps lost (0.835-0.936x; the guess:
+# a program's items drift apart across heads). With the counter, per-item / persistent
+# (gluon-backward-persistent-dynamic-h100-57db6e4, two interleaved rounds per call): 1.049-1.100
+# at 1k keys, 1.014-1.064 at 2k (two calls), 0.965-1.026 at 4k, 0.940-1.018 at 8k, 0.924-1.091
+# at 16k. Non-causal with the counter it was level at 2k and 4k (0.951-1.061, 0.977-1.053).
+PERSISTENT_CAUSAL_FROM_KEYS = {64: 1024}
 
 
 @gl_core.builtin
@@ -110,36 +117,81 @@ def _item_coordinates(item, n_kblocks, kv_heads, seq_q, M: gl.constexpr, CAUSAL:
 
 @gluon.jit
 def _producer(q_desc, k_desc, v_desc, do_desc, qt_desc, kt_desc, vt_desc, dot_desc, q_smem, k_smem, v_smem, do_smem,
-              qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, kv_bar, kv_empty, ready, empty, LSE, DELTA,
-              seq_q, H, group, n_kblocks, items, STAGES: gl.constexpr, SPLIT: gl.constexpr, CAUSAL: gl.constexpr,
-              KV_BUFS: gl.constexpr):
-    rows: gl.constexpr = k_desc.block_type.shape[2]
+              qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, kv_bar, kv_empty, item_smem, ready, empty, LSE,
+              DELTA, counter, seq_q, H, group, n_kblocks, items, STAGES: gl.constexpr, SPLIT: gl.constexpr,
+              CAUSAL: gl.constexpr, KV_BUFS: gl.constexpr, DYNAMIC: gl.constexpr):
     M: gl.constexpr = q_desc.block_type.shape[2]  # query rows per tile
     t = 0  # steps (query tiles) loaded so far: the ring's running count, across items
     c = 0  # items so far
-    for item in range(gl.program_id(0), items, gl.num_programs(0)):
-        b, kv_h, start_n, first_tile, n_q_tiles = _item_coordinates(item, n_kblocks, H // group, seq_q, M, CAUSAL)
+    if DYNAMIC:
+        item = gl.atomic_add(counter, 1)
+        while item < items:
+            _load_kv(k_desc, v_desc, kt_desc, vt_desc, k_smem, v_smem, kt_smem, vt_smem, kv_bar, kv_empty, item_smem,
+                     item, c, n_kblocks, H // group, seq_q, M, SPLIT, CAUSAL, KV_BUFS, DYNAMIC)
+            b, kv_h, start_n, first_tile, n_q_tiles = _item_coordinates(item, n_kblocks, H // group, seq_q, M, CAUSAL)
+            t = _produce_steps(q_desc, do_desc, qt_desc, dot_desc, q_smem, do_smem, qt_smem, dot_smem, lse_smem,
+                               delta_smem, ready, empty, LSE, DELTA, seq_q, H, b, kv_h, group, first_tile, n_q_tiles, t,
+                               STAGES, SPLIT)
+            c += 1
+            item = gl.atomic_add(counter, 1)
+        # No item left: the consumers read `items` from the next buffer's slot and stop.
         buf = c % KV_BUFS
-        if c >= KV_BUFS:  # both consumers are done with item c - KV_BUFS's K and V, which held this buffer
+        if c >= KV_BUFS:
             mbarrier.wait(kv_empty.index(buf), (c // KV_BUFS - 1) & 1)
-        bar = kv_bar.index(buf)
-        if SPLIT:  # the last TAIL columns of every operand through their own descriptors and slots
-            mbarrier.expect(bar, 4 * (k_desc.block_type.nbytes + kt_desc.block_type.nbytes))
-        else:
-            mbarrier.expect(bar, 4 * k_desc.block_type.nbytes)
-        for w in gl.static_range(2):
-            tma.async_copy_global_to_shared(k_desc, [b, kv_h, start_n + w * rows, 0], bar,
-                                            k_smem.index(buf).slice(w * rows, rows, dim=2))
-            tma.async_copy_global_to_shared(v_desc, [b, kv_h, start_n + w * rows, 0], bar,
-                                            v_smem.index(buf).slice(w * rows, rows, dim=2))
-            if SPLIT:
-                tma.async_copy_global_to_shared(kt_desc, [b, kv_h, start_n + w * rows, 0], bar,
-                                                kt_smem.index(buf).slice(w * rows, rows, dim=2))
-                tma.async_copy_global_to_shared(vt_desc, [b, kv_h, start_n + w * rows, 0], bar,
-                                                vt_smem.index(buf).slice(w * rows, rows, dim=2))
-        t = _produce_steps(q_desc, do_desc, qt_desc, dot_desc, q_smem, do_smem, qt_smem, dot_smem, lse_smem, delta_smem,
-                           ready, empty, LSE, DELTA, seq_q, H, b, kv_h, group, first_tile, n_q_tiles, t, STAGES, SPLIT)
-        c += 1
+        _publish_item(item_smem.index(buf), items)
+        mbarrier.arrive(kv_bar.index(buf), count=1)
+    else:
+        for item in range(gl.program_id(0), items, gl.num_programs(0)):
+            _load_kv(k_desc, v_desc, kt_desc, vt_desc, k_smem, v_smem, kt_smem, vt_smem, kv_bar, kv_empty, item_smem,
+                     item, c, n_kblocks, H // group, seq_q, M, SPLIT, CAUSAL, KV_BUFS, DYNAMIC)
+            b, kv_h, start_n, first_tile, n_q_tiles = _item_coordinates(item, n_kblocks, H // group, seq_q, M, CAUSAL)
+            t = _produce_steps(q_desc, do_desc, qt_desc, dot_desc, q_smem, do_smem, qt_smem, dot_smem, lse_smem,
+                               delta_smem, ready, empty, LSE, DELTA, seq_q, H, b, kv_h, group, first_tile, n_q_tiles, t,
+                               STAGES, SPLIT)
+            c += 1
+
+
+@gluon.jit
+def _publish_item(slot, item):
+    """The producer (one warp) writes work item `item` into a one-element shared slot."""
+    slot.store(gl.full([1], item, gl.int32, layout=gl.BlockedLayout([1], [32], [1], [0])))
+
+
+@gluon.jit
+def _read_item(slot):
+    """A consumer warp group reads the work item the producer published."""
+    return gl.max(slot.load(gl.BlockedLayout([1], [32], [4], [0])), 0)
+
+
+@gluon.jit
+def _load_kv(k_desc, v_desc, kt_desc, vt_desc, k_smem, v_smem, kt_smem, vt_smem, kv_bar, kv_empty, item_smem, item, c,
+             n_kblocks, kv_heads, seq_q, M: gl.constexpr, SPLIT: gl.constexpr, CAUSAL: gl.constexpr,
+             KV_BUFS: gl.constexpr, DYNAMIC: gl.constexpr):
+    """Item `item`'s K and V (the program's c-th item) into buffer c % KV_BUFS, once the consumers
+    are done with the item that held it; with DYNAMIC the item's number first, for the consumers
+    (kv_bar's arrival releases it to them)."""
+    rows: gl.constexpr = k_desc.block_type.shape[2]
+    b, kv_h, start_n, first_tile, n_q_tiles = _item_coordinates(item, n_kblocks, kv_heads, seq_q, M, CAUSAL)
+    buf = c % KV_BUFS
+    if c >= KV_BUFS:  # both consumers are done with item c - KV_BUFS's K and V, which held this buffer
+        mbarrier.wait(kv_empty.index(buf), (c // KV_BUFS - 1) & 1)
+    if DYNAMIC:
+        _publish_item(item_smem.index(buf), item)
+    bar = kv_bar.index(buf)
+    if SPLIT:  # the last TAIL columns of every operand through their own descriptors and slots
+        mbarrier.expect(bar, 4 * (k_desc.block_type.nbytes + kt_desc.block_type.nbytes))
+    else:
+        mbarrier.expect(bar, 4 * k_desc.block_type.nbytes)
+    for w in gl.static_range(2):
+        tma.async_copy_global_to_shared(k_desc, [b, kv_h, start_n + w * rows, 0], bar,
+                                        k_smem.index(buf).slice(w * rows, rows, dim=2))
+        tma.async_copy_global_to_shared(v_desc, [b, kv_h, start_n + w * rows, 0], bar,
+                                        v_smem.index(buf).slice(w * rows, rows, dim=2))
+        if SPLIT:
+            tma.async_copy_global_to_shared(kt_desc, [b, kv_h, start_n + w * rows, 0], bar,
+                                            kt_smem.index(buf).slice(w * rows, rows, dim=2))
+            tma.async_copy_global_to_shared(vt_desc, [b, kv_h, start_n + w * rows, 0], bar,
+                                            vt_smem.index(buf).slice(w * rows, rows, dim=2))
 
 
 @gluon.jit
@@ -231,13 +283,28 @@ def _reduce_dq(dq, dqt, dq_desc, dq_smem, dqt_desc, dqt_smem, b, h, row0, WG: gl
 @gluon.jit
 def _consumer(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, ds_smem, ds_bar,
               dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, kv_empty, ready, empty, dk_desc, dv_desc, dkt_desc, dvt_desc,
-              dkv_stage, scale, qk_scale, seq_q, seq_k, H, group, n_kblocks, items, WG: gl.constexpr,
+              dkv_stage, item_smem, scale, qk_scale, seq_q, seq_k, H, group, n_kblocks, items, WG: gl.constexpr,
               HEAD_DIM: gl.constexpr, TAIL: gl.constexpr, SPLIT: gl.constexpr, STAGES: gl.constexpr,
-              CAUSAL: gl.constexpr, KV_BUFS: gl.constexpr, PERSISTENT: gl.constexpr):
+              CAUSAL: gl.constexpr, KV_BUFS: gl.constexpr, PERSISTENT: gl.constexpr, DYNAMIC: gl.constexpr):
     # Items pid, pid + programs, ... in turn (one per program unless PERSISTENT); t counts the
     # steps (query tiles) across them, as the producer's ring does, and every step-indexed slot
     # and barrier below (Q/dO ring, dS^T slots, ds_bar, dQ_i owners) follows it.
-    if PERSISTENT:
+    if DYNAMIC:  # items as the producer publishes them, with their K and V; `items` ends
+        t = 0
+        c = 0
+        mbarrier.wait(kv_bar.index(0), 0)
+        item = _read_item(item_smem.index(0))
+        while item < items:
+            b, kv_h, start_n, first_tile, n_q_tiles = _item_coordinates(item, n_kblocks, H // group, seq_q, 64, CAUSAL)
+            t = _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem,
+                              ds_smem, ds_bar, dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, kv_empty, ready, empty,
+                              dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, scale, qk_scale, seq_k, b, kv_h, group,
+                              start_n, first_tile, n_q_tiles, c % KV_BUFS, (c // KV_BUFS) & 1, t, WG, HEAD_DIM, TAIL,
+                              SPLIT, STAGES, CAUSAL, PERSISTENT)
+            c += 1
+            mbarrier.wait(kv_bar.index(c % KV_BUFS), (c // KV_BUFS) & 1)
+            item = _read_item(item_smem.index(c % KV_BUFS))
+    elif PERSISTENT:
         t = 0
         c = 0
         for item in range(gl.program_id(0), items, gl.num_programs(0)):
@@ -460,9 +527,9 @@ def _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, do
 
 @gluon.jit
 def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, qt_desc, kt_desc, vt_desc, dot_desc, dqt_desc,
-                dk_desc, dv_desc, dkt_desc, dvt_desc, LSE, DELTA, scale, qk_scale, seq_q, seq_k, H, group, n_kblocks,
-                items, HEAD_DIM: gl.constexpr, TAIL: gl.constexpr, SPLIT: gl.constexpr, STAGES: gl.constexpr,
-                CAUSAL: gl.constexpr, PERSISTENT: gl.constexpr, num_warps: gl.constexpr):
+                dk_desc, dv_desc, dkt_desc, dvt_desc, LSE, DELTA, counter, scale, qk_scale, seq_q, seq_k, H, group,
+                n_kblocks, items, HEAD_DIM: gl.constexpr, TAIL: gl.constexpr, SPLIT: gl.constexpr, STAGES: gl.constexpr,
+                CAUSAL: gl.constexpr, PERSISTENT: gl.constexpr, DYNAMIC: gl.constexpr, num_warps: gl.constexpr):
     # Work items (`_item_coordinates`): one per program, or with PERSISTENT one program per SM
     # taking them in turn, the producer loading the next item's K and V into the second buffer
     # and its first Q/dO tiles into the ring while the consumers finish the current one.
@@ -514,6 +581,8 @@ def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, qt_desc, kt_desc, vt_d
         dkv_stage = gl.allocate_shared_memory(dk_desc.dtype, [4, 1, 1, M, HEAD_DIM], dk_desc.layout)
     else:  # staged in the Q/dO slots, free at the program's end
         dkv_stage = q_smem
+    # with DYNAMIC, each K/V buffer's item number, published by the producer
+    item_smem = gl.allocate_shared_memory(gl.int32, [KV_BUFS, 1], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
     ready, empty = ring_barriers(STAGES, 2)
     fence_async_shared()
 
@@ -521,15 +590,15 @@ def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, qt_desc, kt_desc, vt_d
     gl.warp_specialize([
         (_consumer, (q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, ds_smem,
                      ds_bar, dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, kv_empty, ready, empty,
-                     dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, scale, qk_scale, seq_q, seq_k, H, group, n_kblocks,
-                     items, 0, HEAD_DIM, TAIL, SPLIT, STAGES, CAUSAL, KV_BUFS, PERSISTENT)),
+                     dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, item_smem, scale, qk_scale, seq_q, seq_k, H, group,
+                     n_kblocks, items, 0, HEAD_DIM, TAIL, SPLIT, STAGES, CAUSAL, KV_BUFS, PERSISTENT, DYNAMIC)),
         (_consumer, (q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, ds_smem,
                      ds_bar, dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, kv_empty, ready, empty,
-                     dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, scale, qk_scale, seq_q, seq_k, H, group, n_kblocks,
-                     items, 1, HEAD_DIM, TAIL, SPLIT, STAGES, CAUSAL, KV_BUFS, PERSISTENT)),
+                     dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, item_smem, scale, qk_scale, seq_q, seq_k, H, group,
+                     n_kblocks, items, 1, HEAD_DIM, TAIL, SPLIT, STAGES, CAUSAL, KV_BUFS, PERSISTENT, DYNAMIC)),
         (_producer, (q_desc, k_desc, v_desc, do_desc, qt_desc, kt_desc, vt_desc, dot_desc, q_smem, k_smem, v_smem, do_smem,
-                     qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, kv_bar, kv_empty, ready, empty, LSE, DELTA,
-                     seq_q, H, group, n_kblocks, items, STAGES, SPLIT, CAUSAL, KV_BUFS)),
+                     qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, kv_bar, kv_empty, item_smem, ready, empty,
+                     LSE, DELTA, counter, seq_q, H, group, n_kblocks, items, STAGES, SPLIT, CAUSAL, KV_BUFS, DYNAMIC)),
     ], [4, 1], [240, 24])
 
 
@@ -600,13 +669,17 @@ def backward(q, k, v, do, lse, delta, is_causal: bool) -> tuple[torch.Tensor, to
     (dk_desc, dkt_desc), (dv_desc, dvt_desc) = block_descriptors(dk, ROWS), block_descriptors(dv, ROWS)
     n_kblocks = triton.cdiv(seq_k, BLOCK_N)
     items = n_kblocks * batch * kv_heads
-    persistent = not is_causal and seq_k >= PERSISTENT_FROM_KEYS.get(head_dim, math.inf)
+    from_keys = PERSISTENT_CAUSAL_FROM_KEYS if is_causal else PERSISTENT_FROM_KEYS
+    persistent = seq_k >= from_keys.get(head_dim, math.inf)
+    dynamic = persistent and is_causal
+    counter = torch.zeros(1, dtype=torch.int32, device=q.device) if dynamic else lse  # lse: a pointer never read
     _BWD_LAUNCH(
         (min(items, flash_gluon.multiprocessors(q.device)) if persistent else items,),
         q_desc, k_desc, v_desc, do_desc, dq_desc, qt_desc, kt_desc, vt_desc, dot_desc, dqt_desc,
-        dk_desc, dv_desc, dkt_desc, dvt_desc, lse, delta, scale, scale * LOG2E,
+        dk_desc, dv_desc, dkt_desc, dvt_desc, lse, delta, counter, scale, scale * LOG2E,
         seq_q, seq_k, heads, heads // kv_heads, n_kblocks, items,
-        HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), STAGES=STAGES, CAUSAL=is_causal, PERSISTENT=persistent,
+        HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), STAGES=STAGES, CAUSAL=is_causal,
+        PERSISTENT=persistent, DYNAMIC=dynamic,
         num_warps=4,
     )
     return dq.to(q.dtype), dk, dv
