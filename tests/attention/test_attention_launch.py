@@ -110,3 +110,16 @@ def test_under_the_interpreter_every_call_goes_through_the_kernel():
     cached = launch.CachedLaunch(kernel)
     cached((2,), object(), 16, BLOCK=16)  # an argument without a specialisation rule: no key was asked
     assert kernel.log[-1][:2] == ("run", (2,))
+
+
+def test_while_torch_compile_traces_every_call_goes_through_the_kernel(monkeypatch):
+    """Dynamo traces `kernel[grid](...)` as a Triton kernel launch; a compiled kernel's launcher
+    taken from the cache would be opaque to it. So while tracing nothing is served or stored."""
+    kernel = _Kernel()
+    cached = launch.CachedLaunch(kernel)
+    x = torch.empty(32)
+    cached((1,), x, 32, BLOCK=64)  # compiled and stored outside tracing
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+    cached((1,), x, 32, BLOCK=64)
+    cached((1,), x, 48, BLOCK=64)
+    assert [entry[0] for entry in kernel.log] == ["run"] * 3 and len(cached.compiled) == 1

@@ -702,10 +702,7 @@ def row_delta(o: torch.Tensor, do: torch.Tensor) -> torch.Tensor:
     grid = (triton.cdiv(seq_q, 64), B * H)
     args = (o, do, delta, *_strides(o), *_strides(do), H, seq_q)
     constexprs = dict(HEAD_DIM=head_dim, **_column_blocks(head_dim), BLOCK_M=64)
-    if torch.compiler.is_compiling():  # Dynamo traces `kernel[grid](...)` launches, not CachedLaunch's
-        _bwd_preprocess_kernel[grid](*args, **constexprs)
-    else:
-        _PREPROCESS_LAUNCH(grid, *args, **constexprs)
+    _PREPROCESS_LAUNCH(grid, *args, **constexprs)
     return delta
 
 

@@ -9,7 +9,7 @@ model-h100-42c284b/host-profile.txt). `CachedLaunch` keeps, per kernel, the comp
 each key of what Triton compiles differently for (`specialisation`), and on a repeat hands the
 arguments straight to that compiled kernel's launcher, as `JITFunction.run` itself does after its
 bookkeeping. A key's first call goes through `kernel[grid]`, compiling if needed; under Triton's
-interpreter (no compiled kernel comes back) every call does.
+interpreter (no compiled kernel comes back) and while torch.compile traces every call does.
 """
 
 from __future__ import annotations
@@ -57,7 +57,9 @@ class CachedLaunch:
         )
 
     def __call__(self, grid: tuple, *args, **kwargs):
-        if self.names is None:
+        # While torch.compile traces, Dynamo must see `kernel[grid](...)` (it traces that launch as a
+        # Triton kernel, not the compiled kernel's launcher), and the interpreter has no compiled kernel.
+        if self.names is None or torch.compiler.is_compiling():
             self.kernel[grid](*args, **kwargs)
             return
         values = list(args) + [kwargs[name] for name in self.names[len(args):]]
