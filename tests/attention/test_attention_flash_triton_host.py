@@ -213,10 +213,10 @@ def test_gluon_backward_takes_what_the_gluon_forward_takes_where_it_beat_triton(
     q, k, v = (torch.empty(2, 4, 4096, 64, dtype=torch.bfloat16) for _ in range(3))
     assert flash_gluon_backward.fits(q, k, v) and not flash_gluon_backward.fits(q.float(), k.float(), v.float())
     assert not flash_gluon_backward.supported(q, k, v)  # CPU tensors
-    # Ahead of both flash_triton backwards at head_dim 64 from 2048 keys, at 80 and 128 from 1024
-    # (the shortest lengths timed there).
-    assert flash_gluon_backward.faster_here(64, 2048) and flash_gluon_backward.faster_here(64, 16384)
-    assert not flash_gluon_backward.faster_here(64, 2047) and not flash_gluon_backward.faster_here(128, 1023)
+    # Ahead of both flash_triton backwards at head_dim 64, 80 and 128 from 1024 keys (the shortest
+    # lengths timed there).
+    assert flash_gluon_backward.faster_here(64, 1024) and flash_gluon_backward.faster_here(64, 16384)
+    assert not flash_gluon_backward.faster_here(64, 1023) and not flash_gluon_backward.faster_here(128, 1023)
     assert flash_gluon_backward.faster_here(128, 1024) and flash_gluon_backward.faster_here(128, 32768)
     assert flash_gluon_backward.faster_here(80, 1024) and not flash_gluon_backward.faster_here(80, 1023)
     assert not flash_gluon_backward.faster_here(96, 16384)  # no kernel there

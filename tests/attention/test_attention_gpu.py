@@ -222,11 +222,11 @@ def test_gluon_backward_persistent_takes_items_in_turn(monkeypatch, programs, is
 @pytest.mark.skipif(not GLUON_BACKWARD, reason="the Gluon backward is written for sm90")
 def test_gluon_backward_only_where_it_was_faster_and_nondeterminism_is_allowed(monkeypatch):
     calls = record_gluon_backward(monkeypatch, everywhere=False)
-    shapes = [(64, 2048, None), (128, 1024, None), (128, 1023, None), (64, 1024, None), (64, 2048, "split")]
+    shapes = [(64, 1024, None), (128, 1024, None), (128, 1023, None), (64, 1023, None), (64, 2048, "split")]
     for head_dim, seq, backward in shapes:
         q, k, v, do = random_qkv((1, 2), seq, seq, head_dim, torch.bfloat16, device="cuda")
         FlashAttention2Triton.apply(q, k, v, False, backward).backward(do)
-    # by default d64 from 2048 keys and d128 from 1024; not d128 at 1023, not d64 at 1024, not "split"
+    # by default d64 and d128 from 1024 keys; not at 1023, not "split"
     assert calls == [64, 128]
     q, k, v, do = random_qkv((1, 2), 2048, 2048, 64, torch.bfloat16, device="cuda")
     torch.use_deterministic_algorithms(True)
@@ -316,14 +316,14 @@ def test_triton_under_torch_compile(backward):
 @pytest.mark.skipif(not HOPPER, reason="the Gluon kernels and the TMA-reduced dQ run on sm90")
 @pytest.mark.parametrize(
     "head_dim, seq, backward",
-    [(64, 2048, None), (64, 8192, None), (128, 4096, None), (64, 1024, "atomic"), (128, 2048, "atomic"), (80, 4096, None),
+    [(64, 2048, None), (64, 8192, None), (128, 4096, None), (64, 512, "atomic"), (128, 512, "atomic"), (80, 4096, None),
      (96, 2048, "atomic")],
 )
 def test_compiled_attention_is_one_graph(head_dim, seq, backward):
     """fullgraph=True: any graph break inside FlashAttention2Triton, forward or backward, is an
-    error. The paths: the Gluon backward (d64 from 2048 keys, d80 from 1024, d128 from 4096) and
-    forward (d64 from 8192, d80 from 4096, split in two column blocks), flash_triton's atomic
-    backward whose dQ goes by TMA when eager (d64 at 1024, d128 at 2048, named), and its
+    error. The paths: the Gluon backward (d64, d80 and d128 from 1024 keys) and forward (d64 causal
+    from 2048, d80 split in two column blocks), flash_triton's atomic backward whose dQ goes by
+    TMA when eager (d64 and d128 at 512, below the Gluon backward's lengths, named), and its
     per-thread atomics over two column blocks (d96). Each graph break cost host time in every
     layer of a compiled model (docs/attention.md item 33)."""
     torch._dynamo.reset()

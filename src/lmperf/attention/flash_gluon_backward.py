@@ -22,9 +22,10 @@ consumer warp groups own 64 keys each (their dK and dV stay in registers); per t
      a 64 x 128 fp32 dQ_i beside dK and dV spilled) both wait for each other and each makes 64
      of dQ_i's columns.
 delta = rowsum(dO O) comes from flash_triton's preprocess kernel; dK and dV leave at the end by TMA
-stores, staged in the Q/dO slots. Non-causal at head_dim 64 from PERSISTENT_FROM_KEYS, one program
-per SM takes the (key block, head) items in turn instead: the producer loads the next item's K and
-V into a second buffer and its first Q/dO tiles into the ring while the consumers finish the
+stores, staged in the Q/dO slots. At head_dim 64 from PERSISTENT_FROM_KEYS (non-causal) and
+PERSISTENT_CAUSAL_FROM_KEYS (causal), one program per SM takes the (key block, head) items instead,
+non-causal in a fixed turn, causal from an atomic counter: the producer loads the next item's K
+and V into a second buffer and its first Q/dO tiles into the ring while the consumers finish the
 current one, and dK/dV are staged apart; every step-indexed slot and barrier counts steps across
 items.
 
@@ -617,8 +618,11 @@ def fits(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
 # (benchmarks/attention/gluon-backward-h100-e53598a/lengths.jsonl): flash_triton's atomic / this
 # one's 1.076-1.307 non-causal and 1.018-1.112 causal at every length from 1024 to 16384 keys;
 # its split backward / this one's 1.044-1.123 and 1.060-1.279 from 2048 on, but 0.959-0.973 and
-# 0.947-0.965 at 1024. So from 2048 keys (at 1024 the default is "split").
-D64_FROM_KEYS = 2048
+# 0.947-0.965 at 1024, so it ran from 2048. Since (the dK/dV TMA stores, the counter-fed causal
+# programs), at 1024 keys four interleaved rounds put cuDNN's backward time / this one's at
+# 1.036-1.044 (full) and 1.161-1.207 (causal), against 0.907-0.946 and 0.975-0.997 for the split
+# backward (final-h100-338e4be, variant gluon-d64-backward-1k): from 1024, the shortest timed.
+D64_FROM_KEYS = 1024
 # Head_dim 128, with both warp groups making dQ_i's halves (2026-11-25, sixth session,
 # gluon-backward-ab-h100-b1ecd71 and gluon-backward-d128-h100-46bf753): flash_triton's atomic
 # backward time / this one's 1.006-1.185 (full 4k and 16k), 1.054-1.125 (causal 4k), but
