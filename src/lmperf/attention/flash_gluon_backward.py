@@ -46,7 +46,7 @@ waited for the other's dS^T half: 10% of the warp samples at d=64 full 4k) made 
 as fast at d=64 non-causal, 0.966-1.037 causal, 0.982-1.135 at 80 (gluon-backward-deferred-dq-
 h100-1e1643f). dK and dV by TMA stores instead of register stores made it 1.034-1.123x as fast
 at 1k keys, 0.988-1.060 at 2k and 0.932-1.139 from 4k (gluon-backward-tma-store-h100-6b3228d).
-flash_triton runs it at 64 from 2048 keys, at 80 and 128 from 1024 (`faster_here`). Reasoning
+flash_triton runs it at 64, 80 and 128 from 1024 keys (`faster_here`). Reasoning
 and the variants that lost: docs/attention.md items 32-38.
 
 Scope (`fits`): CUDA sm90, bf16/fp16, head_dim 64, 80 or 128, q, k, v and dO TMA-addressable (dO is

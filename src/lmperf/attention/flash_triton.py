@@ -14,8 +14,8 @@ dK and dV (summed over the query heads of its group under GQA). dQ comes one of 
     a counter that lets key tile n in only after tile n-1 (5 matmuls, bitwise repeatable);
   - "split": FA2's own split, a separate dQ kernel per query tile that recomputes S and dP
     (7 matmuls, no shared writes, bitwise repeatable).
-On an H100 in bf16/fp16 where flash_gluon_backward.faster_here says (head_dim 64 from 2048 keys,
-80 and 128 from 1024), "atomic" is flash_gluon_backward's kernel instead (Gluon, warp-specialised, dQ
+On an H100 in bf16/fp16 where flash_gluon_backward.faster_here says (head_dim 64, 80 and 128 from
+1024 keys), "atomic" is flash_gluon_backward's kernel instead (Gluon, warp-specialised, dQ
 by TMA bulk reductions).
 `FlashAttention2Triton.apply(q, k, v, is_causal, backward)` names one; "atomic" is refused while
 torch.are_deterministic_algorithms_enabled() is True. Unnamed (None): "split" while determinism is
