@@ -59,7 +59,7 @@ def compile_sm90(head_dim: int, causal: bool, consumers: int | None = None, o_by
 
 def compile_backward_sm90(head_dim: int, causal: bool, persistent: bool | None = None):
     if persistent is None:  # as flash_gluon_backward.backward decides for long key ranges
-        from_keys = getattr(flash_gluon_backward, "PERSISTENT_CAUSAL_FROM_KEYS", {}) if causal else flash_gluon_backward.PERSISTENT_FROM_KEYS
+        from_keys = flash_gluon_backward.PERSISTENT_CAUSAL_FROM_KEYS if causal else flash_gluon_backward.PERSISTENT_FROM_KEYS
         persistent = head_dim in from_keys
     rows, keys = flash_gluon_backward.ROWS, flash_gluon_backward.KEYS
     main, tail = flash_gluon.column_blocks(head_dim)
@@ -116,7 +116,8 @@ def main() -> None:
     print(f"triton {triton.__version__}: flash_gluon_backward's backward for sm90 (bf16)")
     for head_dim in (64, 80, 128):
         for causal in (False, True):  # one program per item, and persistent where the backward can be
-            for persistent in sorted({False, not causal and head_dim in flash_gluon_backward.PERSISTENT_FROM_KEYS}):
+            from_keys = flash_gluon_backward.PERSISTENT_CAUSAL_FROM_KEYS if causal else flash_gluon_backward.PERSISTENT_FROM_KEYS
+            for persistent in sorted({False, head_dim in from_keys}):
                 report = warp_specialised_report(compile_backward_sm90(head_dim, causal, persistent))
                 print(f"d{head_dim} {'causal' if causal else 'full'}{' persistent' if persistent else ''}: {report}")
 
