@@ -121,18 +121,15 @@ def _producer(q_desc, k_desc, v_desc, do_desc, qt_desc, kt_desc, vt_desc, dot_de
               qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, kv_bar, kv_empty, item_smem, ready, empty, LSE,
               DELTA, counter, seq_q, H, group, n_kblocks, items, STAGES: gl.constexpr, SPLIT: gl.constexpr,
               CAUSAL: gl.constexpr, KV_BUFS: gl.constexpr, DYNAMIC: gl.constexpr):
-    M: gl.constexpr = q_desc.block_type.shape[2]  # query rows per tile
     t = 0  # steps (query tiles) loaded so far: the ring's running count, across items
     c = 0  # items so far
     if DYNAMIC:
         item = gl.atomic_add(counter, 1)
         while item < items:
-            _load_kv(k_desc, v_desc, kt_desc, vt_desc, k_smem, v_smem, kt_smem, vt_smem, kv_bar, kv_empty, item_smem,
-                     item, c, n_kblocks, H // group, seq_q, M, SPLIT, CAUSAL, KV_BUFS, DYNAMIC)
-            b, kv_h, start_n, first_tile, n_q_tiles = _item_coordinates(item, n_kblocks, H // group, seq_q, M, CAUSAL)
-            t = _produce_steps(q_desc, do_desc, qt_desc, dot_desc, q_smem, do_smem, qt_smem, dot_smem, lse_smem,
-                               delta_smem, ready, empty, LSE, DELTA, seq_q, H, b, kv_h, group, first_tile, n_q_tiles, t,
-                               STAGES, SPLIT)
+            t = _produce_item(q_desc, k_desc, v_desc, do_desc, qt_desc, kt_desc, vt_desc, dot_desc, q_smem, k_smem,
+                              v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, kv_bar,
+                              kv_empty, item_smem, ready, empty, LSE, DELTA, seq_q, H, group, n_kblocks, item, c, t,
+                              STAGES, SPLIT, CAUSAL, KV_BUFS, DYNAMIC)
             c += 1
             item = gl.atomic_add(counter, 1)
         # No item left: the consumers read `items` from the next buffer's slot and stop.
@@ -143,13 +140,26 @@ def _producer(q_desc, k_desc, v_desc, do_desc, qt_desc, kt_desc, vt_desc, dot_de
         mbarrier.arrive(kv_bar.index(buf), count=1)
     else:
         for item in range(gl.program_id(0), items, gl.num_programs(0)):
-            _load_kv(k_desc, v_desc, kt_desc, vt_desc, k_smem, v_smem, kt_smem, vt_smem, kv_bar, kv_empty, item_smem,
-                     item, c, n_kblocks, H // group, seq_q, M, SPLIT, CAUSAL, KV_BUFS, DYNAMIC)
-            b, kv_h, start_n, first_tile, n_q_tiles = _item_coordinates(item, n_kblocks, H // group, seq_q, M, CAUSAL)
-            t = _produce_steps(q_desc, do_desc, qt_desc, dot_desc, q_smem, do_smem, qt_smem, dot_smem, lse_smem,
-                               delta_smem, ready, empty, LSE, DELTA, seq_q, H, b, kv_h, group, first_tile, n_q_tiles, t,
-                               STAGES, SPLIT)
+            t = _produce_item(q_desc, k_desc, v_desc, do_desc, qt_desc, kt_desc, vt_desc, dot_desc, q_smem, k_smem,
+                              v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, kv_bar,
+                              kv_empty, item_smem, ready, empty, LSE, DELTA, seq_q, H, group, n_kblocks, item, c, t,
+                              STAGES, SPLIT, CAUSAL, KV_BUFS, DYNAMIC)
             c += 1
+
+
+@gluon.jit
+def _produce_item(q_desc, k_desc, v_desc, do_desc, qt_desc, kt_desc, vt_desc, dot_desc, q_smem, k_smem, v_smem, do_smem,
+                  qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, kv_bar, kv_empty, item_smem, ready, empty,
+                  LSE, DELTA, seq_q, H, group, n_kblocks, item, c, t, STAGES: gl.constexpr, SPLIT: gl.constexpr,
+                  CAUSAL: gl.constexpr, KV_BUFS: gl.constexpr, DYNAMIC: gl.constexpr):
+    """Item `item`, the program's c-th: its K and V into their buffer, then its steps' Q/dO tiles
+    through the ring from running step count t; returns the count after them."""
+    M: gl.constexpr = q_desc.block_type.shape[2]  # query rows per tile
+    _load_kv(k_desc, v_desc, kt_desc, vt_desc, k_smem, v_smem, kt_smem, vt_smem, kv_bar, kv_empty, item_smem,
+             item, c, n_kblocks, H // group, seq_q, M, SPLIT, CAUSAL, KV_BUFS, DYNAMIC)
+    b, kv_h, start_n, first_tile, n_q_tiles = _item_coordinates(item, n_kblocks, H // group, seq_q, M, CAUSAL)
+    return _produce_steps(q_desc, do_desc, qt_desc, dot_desc, q_smem, do_smem, qt_smem, dot_smem, lse_smem, delta_smem,
+                          ready, empty, LSE, DELTA, seq_q, H, b, kv_h, group, first_tile, n_q_tiles, t, STAGES, SPLIT)
 
 
 @gluon.jit
@@ -296,12 +306,11 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_sm
         mbarrier.wait(kv_bar.index(0), 0)
         item = _read_item(item_smem.index(0))
         while item < items:
-            b, kv_h, start_n, first_tile, n_q_tiles = _item_coordinates(item, n_kblocks, H // group, seq_q, 64, CAUSAL)
             t = _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem,
                               ds_smem, ds_bar, dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, kv_empty, ready, empty,
-                              dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, scale, qk_scale, seq_k, b, kv_h, group,
-                              start_n, first_tile, n_q_tiles, c % KV_BUFS, (c // KV_BUFS) & 1, t, WG, HEAD_DIM, TAIL,
-                              SPLIT, STAGES, CAUSAL, PERSISTENT)
+                              dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, scale, qk_scale, seq_q, seq_k, H, group,
+                              n_kblocks, item, c % KV_BUFS, (c // KV_BUFS) & 1, t, WG, HEAD_DIM, TAIL, SPLIT, STAGES,
+                              CAUSAL, PERSISTENT)
             c += 1
             mbarrier.wait(kv_bar.index(c % KV_BUFS), (c // KV_BUFS) & 1)
             item = _read_item(item_smem.index(c % KV_BUFS))
@@ -309,33 +318,31 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_sm
         t = 0
         c = 0
         for item in range(gl.program_id(0), items, gl.num_programs(0)):
-            b, kv_h, start_n, first_tile, n_q_tiles = _item_coordinates(item, n_kblocks, H // group, seq_q, 64, CAUSAL)
             t = _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem,
                               ds_smem, ds_bar, dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, kv_empty, ready, empty,
-                              dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, scale, qk_scale, seq_k, b, kv_h, group,
-                              start_n, first_tile, n_q_tiles, c % KV_BUFS, (c // KV_BUFS) & 1, t, WG, HEAD_DIM, TAIL,
-                              SPLIT, STAGES, CAUSAL, PERSISTENT)
+                              dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, scale, qk_scale, seq_q, seq_k, H, group,
+                              n_kblocks, item, c % KV_BUFS, (c // KV_BUFS) & 1, t, WG, HEAD_DIM, TAIL, SPLIT, STAGES,
+                              CAUSAL, PERSISTENT)
             c += 1
     else:  # one item, this program's: no loop around it (the loop cost registers: spills at 80 and 128)
-        b, kv_h, start_n, first_tile, n_q_tiles = _item_coordinates(gl.program_id(0), n_kblocks, H // group, seq_q, 64,
-                                                                    CAUSAL)
         _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem,
                       ds_smem, ds_bar, dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, kv_empty, ready, empty,
-                      dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, scale, qk_scale, seq_k, b, kv_h, group,
-                      start_n, first_tile, n_q_tiles, 0, 0, 0, WG, HEAD_DIM, TAIL, SPLIT, STAGES, CAUSAL, PERSISTENT)
+                      dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, scale, qk_scale, seq_q, seq_k, H, group,
+                      n_kblocks, gl.program_id(0), 0, 0, 0, WG, HEAD_DIM, TAIL, SPLIT, STAGES, CAUSAL, PERSISTENT)
     tma.store_wait(0)  # the stores and the last dQ reductions read shared memory the program gives up
 
 
 @gluon.jit
 def _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, ds_smem,
                   ds_bar, dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, kv_empty, ready, empty,
-                  dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, scale, qk_scale, seq_k, b, kv_h, group, start_n,
-                  first_tile, n_q_tiles, buf, kv_phase, t0, WG: gl.constexpr, HEAD_DIM: gl.constexpr,
+                  dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, scale, qk_scale, seq_q, seq_k, H, group,
+                  n_kblocks, item, buf, kv_phase, t0, WG: gl.constexpr, HEAD_DIM: gl.constexpr,
                   TAIL: gl.constexpr, SPLIT: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
                   PERSISTENT: gl.constexpr):
-    """One item: dK and dV of its 128 keys (this warp group's 64), dQ_i shares of its query
-    tiles; K and V in buffer `buf`, loaded at phase kv_phase; steps counted on from t0. Returns
-    the count after them."""
+    """One item (`_item_coordinates`): dK and dV of its 128 keys (this warp group's 64), dQ_i
+    shares of its query tiles; K and V in buffer `buf`, loaded at phase kv_phase; steps counted
+    on from t0. Returns the count after them."""
+    b, kv_h, start_n, first_tile, n_q_tiles = _item_coordinates(item, n_kblocks, H // group, seq_q, 64, CAUSAL)
     # HEAD_DIM: the first column block's width; SPLIT: a second block of TAIL columns follows
     # (head_dim 80 = 64 + 16; only with one dQ chunk, CHUNKS == 1): every product over the columns
     # is two chained wgmmas, every product into them a second one into a TAIL-wide accumulator.
