@@ -297,9 +297,10 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_sm
               dkv_stage, item_smem, scale, qk_scale, seq_q, seq_k, H, group, n_kblocks, items, WG: gl.constexpr,
               HEAD_DIM: gl.constexpr, TAIL: gl.constexpr, SPLIT: gl.constexpr, STAGES: gl.constexpr,
               CAUSAL: gl.constexpr, KV_BUFS: gl.constexpr, PERSISTENT: gl.constexpr, DYNAMIC: gl.constexpr):
-    # Items pid, pid + programs, ... in turn (one per program unless PERSISTENT); t counts the
-    # steps (query tiles) across them, as the producer's ring does, and every step-indexed slot
-    # and barrier below (Q/dO ring, dS^T slots, ds_bar, dQ_i owners) follows it.
+    # Items as the producer takes them from the counter (DYNAMIC), pid, pid + programs, ... in a
+    # fixed turn (PERSISTENT), or this program's one; t counts the steps (query tiles) across
+    # them, as the producer's ring does, and every step-indexed slot and barrier below (Q/dO ring,
+    # dS^T slots, ds_bar, dQ_i owners) follows it.
     if DYNAMIC:  # items as the producer publishes them, with their K and V; `items` ends
         t = 0
         c = 0
@@ -539,8 +540,9 @@ def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, qt_desc, kt_desc, vt_d
                 n_kblocks, items, HEAD_DIM: gl.constexpr, TAIL: gl.constexpr, SPLIT: gl.constexpr, STAGES: gl.constexpr,
                 CAUSAL: gl.constexpr, PERSISTENT: gl.constexpr, DYNAMIC: gl.constexpr, num_warps: gl.constexpr):
     # Work items (`_item_coordinates`): one per program, or with PERSISTENT one program per SM
-    # taking them in turn, the producer loading the next item's K and V into the second buffer
-    # and its first Q/dO tiles into the ring while the consumers finish the current one.
+    # taking them in a fixed turn or, with DYNAMIC, from the int32 at `counter` (zeroed by the
+    # caller), the producer loading the next item's K and V into the second buffer and its first
+    # Q/dO tiles into the ring while the consumers finish the current one.
     M: gl.constexpr = 64
     KV_BUFS: gl.constexpr = 2 if PERSISTENT else 1
 
