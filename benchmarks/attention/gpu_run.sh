@@ -79,7 +79,11 @@ done
 echo "=== done $(date -u +%H:%M:%S)"
 grep -hE "passed|failed|error" "$OUT"/tests-*.log 2>/dev/null
 # The device returns at most 8 files: past that, the console logs go into one archive, so rows
-# (*.jsonl) are never the ones left behind (2026-11-25: a call's variants.jsonl was).
+# (*.jsonl) are never the ones left behind (2026-11-25: a call's variants.jsonl was). An archive
+# an earlier run left is merged, not overwritten (its logs first, the newer ones kept over them:
+# 2026-11-26, a second run's archive replaced the first's and its logs were lost). A caller that
+# greps a log after this must look inside logs.tgz, or give each run its own OUT.
 if [ "$(find "$OUT" -maxdepth 1 -type f | wc -l)" -gt 8 ] && [ -z "${GPU_RUN_CHILD:-}" ]; then
-  (cd "$OUT" && tar -czf logs.tgz --remove-files $(ls *.log *.out 2>/dev/null | grep -v '^info.log$'))
+  (cd "$OUT" && { [ ! -f logs.tgz ] || tar -xzf logs.tgz --skip-old-files; } \
+     && tar -czf logs.tgz --remove-files $(ls *.log *.out 2>/dev/null | grep -v '^info.log$'))
 fi
