@@ -205,10 +205,11 @@ def test_gluon_backward_matches_float64_reference(monkeypatch, lead, kv_heads, s
 @pytest.mark.parametrize("programs", [1, 3])
 @pytest.mark.parametrize("is_causal", [False, True])  # causal: items from an atomic counter
 def test_gluon_backward_persistent_takes_items_in_turn(monkeypatch, programs, is_causal):
-    """Non-causal at head_dim 64 the backward is persistent (from PERSISTENT_FROM_KEYS; here at
-    every length): with one or three programs each takes many (key block, head) items in turn, so
-    the K/V buffers' phases, the ring's count, the dS^T barriers and the dK/dV staging carry
-    across items; against float64 on ragged, GQA and MQA shapes."""
+    """At head_dim 64 the backward is persistent (non-causal from PERSISTENT_FROM_KEYS in a fixed
+    turn, causal from PERSISTENT_CAUSAL_FROM_KEYS with items from an atomic counter; here at every
+    length): with one or three programs each takes many (key block, head) items, so the K/V
+    buffers' phases, the ring's count, the dS^T barriers and the dK/dV staging carry across
+    items; against float64 on ragged, GQA and MQA shapes."""
     calls = record_gluon_backward(monkeypatch, everywhere=True)
     monkeypatch.setattr(flash_triton.flash_gluon_backward, "PERSISTENT_FROM_KEYS", {64: 0})
     monkeypatch.setattr(flash_triton.flash_gluon_backward, "PERSISTENT_CAUSAL_FROM_KEYS", {64: 0})

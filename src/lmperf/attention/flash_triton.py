@@ -699,10 +699,10 @@ def row_delta(o: torch.Tensor, do: torch.Tensor) -> torch.Tensor:
     """D = rowsum(dO * O) in fp32, (B, H, seq_q), from 4-d O and dO: the backwards' first step."""
     B, H, seq_q, head_dim = o.shape
     delta = torch.empty((B, H, seq_q), dtype=torch.float32, device=o.device)
-    grid = (triton.cdiv(seq_q, 64), B * H)
-    args = (o, do, delta, *_strides(o), *_strides(do), H, seq_q)
-    constexprs = dict(HEAD_DIM=head_dim, **_column_blocks(head_dim), BLOCK_M=64)
-    _PREPROCESS_LAUNCH(grid, *args, **constexprs)
+    _PREPROCESS_LAUNCH(
+        (triton.cdiv(seq_q, 64), B * H),
+        o, do, delta, *_strides(o), *_strides(do), H, seq_q, HEAD_DIM=head_dim, **_column_blocks(head_dim), BLOCK_M=64,
+    )
     return delta
 
 
