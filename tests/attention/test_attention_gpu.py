@@ -279,6 +279,33 @@ def test_cached_gluon_launches_follow_every_specialisation(monkeypatch):
     assert all(0 < counter.runs < total for counter, total in zip(counters, launches)), [c.runs for c in counters]
 
 
+@pytest.mark.skipif(not GLUON_BACKWARD, reason="the Gluon kernels are written for sm90")
+def test_repeat_launches_go_direct_to_the_c_launcher(monkeypatch):
+    """With Triton 3.6 (the launcher layout launch.DirectLaunch knows) every key the Gluon forward,
+    backward and delta kernels store is a DirectLaunch: the float64 tests above then check
+    the direct path, not a fallback. Two shapes, the second launch of each through the cache,
+    checked against float64 after the direct launches."""
+    import triton
+
+    from lmperf.attention import launch
+
+    if not triton.__version__.startswith("3.6."):
+        pytest.skip(f"DirectLaunch knows Triton 3.6's launcher; this is {triton.__version__}")
+    gluon, gluon_backward = flash_triton.flash_gluon, flash_triton.flash_gluon_backward
+    monkeypatch.setattr(gluon, "FROM_KEYS", {d: {False: 0, True: 0} for d in gluon.TILES})
+    monkeypatch.setattr(gluon_backward, "faster_here", lambda head_dim, seq_k: True)
+    cached = (gluon._FWD_LAUNCH, gluon_backward._BWD_LAUNCH, flash_triton._PREPROCESS_LAUNCH)
+    for launcher in cached:
+        monkeypatch.setattr(launcher, "compiled", {})
+    for seq, head_dim in ((1000, 64), (1040, 128)):
+        q, k, v, do = random_qkv((2, 3), seq, seq, head_dim, torch.bfloat16, device="cuda", seed=seq)
+        for _ in range(2):
+            check_against_reference(*TRITON, q, k, v, do, True, TOLERANCE[torch.bfloat16])
+    for launcher in cached:
+        assert launcher.compiled and all(isinstance(entry, launch.DirectLaunch) for entry in launcher.compiled.values())
+    assert any(entry.tensor_maps for entry in gluon._FWD_LAUNCH.compiled.values())
+
+
 @pytest.mark.skipif(not GLUON_BACKWARD, reason="the Gluon backward is written for sm90")
 def test_gluon_backward_compiled_on_a_sum_loss(monkeypatch):
     """torch.compile around forward + .sum(): the output gradient arrives expanded (stride 0),

@@ -1,0 +1,157 @@
+"""Where a forward + backward's host time goes, segment by segment, as autograd runs it.
+
+    PYTHONPATH=src python3 benchmarks/attention/host_segments.py OUT.jsonl
+
+host_overhead.py put FlashAttention2Triton's forward + backward (`autograd.grad`) at 0.63-0.99 ms
+of CPU time per call at 2048 tokens, while its parts, timed alone, summed to about half of that
+(cached-launch-h100-e69f878/host-profile.txt: apply 166 us, the backward's body 221, an empty
+Function's forward + backward 76). This times the parts inside the real call: a subclass of
+FlashAttention2Triton stamps perf_counter_ns (and the thread) at the forward's and the backward's
+entry and exit, and wrappers stamp row_delta and the Gluon launches; 300 calls issued back to back
+with 2048 tokens (the GPU's part is shorter than the CPU's, so the CPU never waits for it).
+Per segment: the median over the calls, in microseconds. HOST_HEAD_DIMS, HOST_SEQS pick points.
+"""
+
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+
+import torch
+
+from lmperf.attention import flash_gluon, flash_gluon_backward, flash_triton
+from lmperf.attention.flash_triton import FlashAttention2Triton
+from lmperf.report.environment import environment
+
+STAMPS: list[tuple[str, int, int]] = []  # (label, perf_counter_ns, thread id)
+
+
+def stamp(label: str) -> None:
+    STAMPS.append((label, time.perf_counter_ns(), threading.get_ident()))
+
+
+class Stamped(FlashAttention2Triton):
+    @staticmethod
+    def forward(ctx, q, k, v, is_causal=False, backward=None):
+        stamp("forward-in")
+        out = FlashAttention2Triton.forward(ctx, q, k, v, is_causal, backward)
+        stamp("forward-out")
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        stamp("backward-in")
+        grads = FlashAttention2Triton.backward(ctx, grad_out)
+        stamp("backward-out")
+        return grads
+
+
+def wrap(owner, name: str, label: str) -> None:
+    inner = getattr(owner, name)
+
+    def stamped(*args, **kwargs):
+        stamp(f"{label}-in")
+        out = inner(*args, **kwargs)
+        stamp(f"{label}-out")
+        return out
+
+    setattr(owner, name, stamped)
+
+
+def segments(calls: list[list[tuple[str, int, int]]]) -> dict[str, float]:
+    """Per call, the microseconds between consecutive stamps summed by name 'a->b'; the median
+    over the calls of each sum (a span that repeats in a call, as per descriptor, is added up)."""
+    sums: list[dict[str, float]] = []
+    for stamps in calls:
+        spans: dict[str, float] = {}
+        for (a, ta, _), (b, tb, _) in zip(stamps, stamps[1:]):
+            spans[f"{a}->{b}"] = spans.get(f"{a}->{b}", 0.0) + (tb - ta) / 1e3
+        sums.append(spans)
+    names = list(sums[-1])
+    return {name: round(statistics.median(s.get(name, 0.0) for s in sums), 1) for name in names}
+
+
+def per_call_us(fn, calls: int = 300) -> float:
+    """CPU microseconds per call, calls issued back to back (host_overhead.host_us)."""
+    fn()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    elapsed = time.perf_counter() - start
+    torch.cuda.synchronize()
+    return elapsed / calls * 1e6
+
+
+class Identity(torch.autograd.Function):
+    """Launches nothing but an allocation: what apply, the engine and a Python backward cost."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return torch.empty_like(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+def main(out_path: str) -> None:
+    env = environment("cuda")
+    pin = os.environ.get("HOST_PIN")
+    if pin:  # every thread of the process on these cores (os.sched_setaffinity: the whole process)
+        os.sched_setaffinity(0, {int(c) for c in pin.split(",")})
+    wrap(flash_triton, "row_delta", "row_delta")
+    wrap(flash_gluon_backward, "launch", "bwd-launch")
+    wrap(flash_gluon, "launch", "fwd-launch")
+    if os.environ.get("HOST_DEEP") == "1":  # inside the launches: our key, descriptors, Triton's launcher
+        import triton.backends.nvidia.driver as driver
+        from lmperf.attention import launch
+        wrap(launch.CachedLaunch, "key", "key")
+        wrap(flash_gluon, "descriptor", "descriptor")
+        wrap(driver, "make_tensordesc_arg", "tma")
+        wrap(driver.CudaLauncher, "__call__", "launcher")
+    tokens = 2048
+    with open(out_path, "w") as out:
+        for d in [int(x) for x in os.environ.get("HOST_HEAD_DIMS", "64,128").split(",")]:
+            for seq in [int(x) for x in os.environ.get("HOST_SEQS", "2048").split(",")]:
+                for causal in (False, True):
+                    heads = 2048 // d
+                    q, k, v = (torch.randn(tokens // seq, heads, seq, d, device="cuda", dtype=torch.bfloat16,
+                                           requires_grad=True) for _ in range(3))
+                    grad = torch.randn_like(q)
+                    for _ in range(5):
+                        torch.autograd.grad(Stamped.apply(q, k, v, causal), (q, k, v), grad)
+                    torch.cuda.synchronize()
+                    calls = []
+                    start = time.perf_counter()
+                    for _ in range(300):
+                        STAMPS.clear()
+                        stamp("call")
+                        torch.autograd.grad(Stamped.apply(q, k, v, causal), (q, k, v), grad)
+                        stamp("returned")
+                        calls.append(list(STAMPS))
+                    per_call = (time.perf_counter() - start) / 300 * 1e6
+                    torch.cuda.synchronize()
+                    plain_us = per_call_us(lambda: torch.autograd.grad(FlashAttention2Triton.apply(q, k, v, causal), (q, k, v), grad))
+                    cudnn_q, cudnn_k, cudnn_v = (x.detach().clone().requires_grad_() for x in (q, k, v))
+                    sdpa = torch.nn.functional.scaled_dot_product_attention
+                    with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.CUDNN_ATTENTION):
+                        cudnn_us = per_call_us(lambda: torch.autograd.grad(
+                            sdpa(cudnn_q, cudnn_k, cudnn_v, is_causal=causal), (cudnn_q, cudnn_k, cudnn_v), grad))
+                    identity_us = per_call_us(lambda: torch.autograd.grad(Identity.apply(q), (q,), grad))
+                    threads = sorted({label for label, _, tid in calls[-1] if tid != calls[-1][0][2]})
+                    row = dict(head_dim=d, seq=seq, causal=causal, tokens=tokens, per_call_us=round(per_call, 1), unstamped_us=round(plain_us, 1), cudnn_fwd_bwd_us=round(cudnn_us, 1),
+                               identity_fwd_bwd_us=round(identity_us, 1), pinned=pin, deep=os.environ.get("HOST_DEEP") == "1",
+                               segments_us=segments(calls), other_thread=threads, env=env)
+                    out.write(json.dumps(row) + "\n")
+                    out.flush()
+                    print(f"d={d} seq={seq} causal={causal} pin={pin}: {per_call:.0f} us per call ({plain_us:.0f} unstamped, cuDNN {cudnn_us:.0f}, "
+                          f"an empty Function {identity_us:.0f}); other thread: {threads}")
+                    for name, us in row["segments_us"].items():
+                        print(f"    {name:40s} {us:8.1f}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
