@@ -85,7 +85,8 @@ _GLUON_TABLES = {ft.flash_gluon.__name__: (dict(ft.flash_gluon.CONSUMERS), dict(
 
 
 def prepare(tiles=MAIN_TILES, backward="split", tma=None, split_head_dim=True, gluon_forward=True, gluon_backward=True,
-            gluon_backward_stages=2, gluon_consumers=None, gluon_tiles=None, gluon_backward_from_keys=None, gluon_forward_from_keys=None, module=ft):
+            gluon_backward_stages=2, gluon_consumers=None, gluon_tiles=None, gluon_backward_from_keys=None, gluon_forward_from_keys=None,
+            direct_launch=True, module=ft):
     """A variant's switches and its own autotuned kernels (each keeps its tuning cache).
     backward None: FlashAttention2Triton's default for the shape. tma None: the module's own
     default for the atomic backward's dQ adds. gluon_forward False: Triton's kernels where
@@ -95,7 +96,8 @@ def prepare(tiles=MAIN_TILES, backward="split", tma=None, split_head_dim=True, g
     variant changes (by head_dim; the module's own for the rest); gluon_backward_from_keys:
     head_dim -> the key count from which the Gluon backward runs (flash_gluon_backward's
     D{head_dim}_FROM_KEYS; the module's own for the rest); gluon_forward_from_keys: entries of
-    flash_gluon.FROM_KEYS (head_dim -> {is_causal: keys}) the variant changes."""
+    flash_gluon.FROM_KEYS (head_dim -> {is_causal: keys}) the variant changes; direct_launch False:
+    launch.CachedLaunch's repeats through the compiled kernel's Python runner (launch.DIRECT)."""
     tuned = module.tuned_kernels(tiles)
     gluon = getattr(module, "flash_gluon", None)
     if gluon is not None and hasattr(gluon, "CONSUMERS"):  # an older flash_triton's module has neither
@@ -108,7 +110,8 @@ def prepare(tiles=MAIN_TILES, backward="split", tma=None, split_head_dim=True, g
                 gluon_forward=gluon_forward, gluon_backward=gluon_backward, gluon_backward_stages=gluon_backward_stages,
                 gluon_consumers=gluon_consumers, gluon_tiles=gluon_tiles,
                 gluon_backward_from_keys=gluon_backward_from_keys or {},
-                gluon_forward_from_keys={**_GLUON_FROM_KEYS, **(gluon_forward_from_keys or {})}, module=module)
+                gluon_forward_from_keys={**_GLUON_FROM_KEYS, **(gluon_forward_from_keys or {})},
+                direct_launch=direct_launch, module=module)
 
 
 def prepare_file(spec_text):
@@ -126,11 +129,23 @@ def prepare_file(spec_text):
 _GLUON_BACKWARD_FROM_KEYS = {d: getattr(ft.flash_gluon_backward, f"D{d}_FROM_KEYS") for d in (64, 80, 128)}
 
 
+def _direct_launches(direct: bool) -> None:
+    """launch.DIRECT as the variant has it; the cached launches start over where it changes (each
+    key's entry is made by the setting at its first call)."""
+    from lmperf.attention import flash_gluon, flash_gluon_backward, launch
+
+    if getattr(launch, "DIRECT", direct) != direct:
+        launch.DIRECT = direct
+        for cached in (flash_gluon._FWD_LAUNCH, flash_gluon_backward._BWD_LAUNCH, ft._PREPROCESS_LAUNCH):
+            cached.compiled.clear()
+
+
 def activate(variant):
     """Point the variant's flash_triton module at its switches; returns its backward mode."""
     module = variant["module"]
     module.TILES, module._TUNED = variant["tiles"], variant["tuned"]
     module.ATOMIC_DQ_BY_TMA, module.SPLIT_HEAD_DIM = variant["tma"], variant["split_head_dim"]
+    _direct_launches(variant.get("direct_launch", True))
     if getattr(module, "flash_gluon", None) is not None:
         module.flash_gluon.ENABLED = variant["gluon_forward"]
         if variant["gluon_consumers"] is not None:
@@ -157,6 +172,8 @@ VARIANTS = {
     # backward where flash_gluon_backward.faster_here says), then the same with Triton's backward there,
     # and with three Q/dO slots in the Gluon backward's ring (144 KB of shared memory at d=64).
     "default": dict(backward=None),
+    # the same with launch.CachedLaunch's repeats through Triton's Python runner (before DirectLaunch)
+    "default-runner-launch": dict(backward=None, direct_launch=False),
     "default-triton-backward": dict(backward=None, gluon_backward=False),
     "default-3-slots": dict(backward=None, gluon_backward_stages=3),
     # the Gluon forward with three consumer warp groups (192 query rows a program, 160 registers;

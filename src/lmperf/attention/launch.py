@@ -63,6 +63,7 @@ try:  # Triton 3.6's CUDA launcher, whose layout DirectLaunch knows; another Tri
 except ImportError:  # pragma: no cover - a Triton without the NVIDIA backend
     _cuda_driver = None
 _LAUNCHER_ARGS = "iiiKKppOOOOOO"  # grid, stream, function, cooperative, PDL, two scratch buffers, metadata, hooks
+DIRECT = True  # False: repeats go through the compiled kernel's runner (benchmarks time the two)
 _MAX_TENSOR_MAPS = 4096  # CUtensorMaps kept per compiled kernel before the cache starts over
 
 
@@ -118,7 +119,7 @@ class DirectLaunch:
 
     @classmethod
     def of(cls, compiled):
-        found = _c_launch(compiled)
+        found = _c_launch(compiled) if DIRECT else None
         return None if found is None else cls(compiled, *found)
 
     def expand(self, values: list) -> list:
