@@ -9,7 +9,10 @@ Function's forward + backward 76). This times the parts inside the real call: a 
 FlashAttention2Triton stamps perf_counter_ns (and the thread) at the forward's and the backward's
 entry and exit, and wrappers stamp row_delta and the Gluon launches; 300 calls issued back to back
 with 2048 tokens (the GPU's part is shorter than the CPU's, so the CPU never waits for it).
-Per segment: the median over the calls, in microseconds. HOST_HEAD_DIMS, HOST_SEQS pick points.
+Per segment: the median over the calls, in microseconds. HOST_HEAD_DIMS, HOST_SEQS pick points;
+HOST_PIN=3 pins the process (every thread) to core 3, HOST_DEEP=1 stamps inside the launches
+(CachedLaunch.key, the descriptors, Triton's launcher and make_tensordesc_arg), HOST_AB=1 times
+DirectLaunch against Triton's runner instead (`direct_against_runner`).
 """
 
 import json
@@ -97,8 +100,48 @@ class Identity(torch.autograd.Function):
         return grad
 
 
+def direct_against_runner(out_path: str, env: dict) -> None:
+    """HOST_AB=1: CPU microseconds per forward + backward with launch.DIRECT on and off in one
+    process, four interleaved rounds per point (every other one in reverse order), cuDNN's beside
+    in each round: what DirectLaunch saves, on a machine whose speed drifts between processes."""
+    from lmperf.attention import launch
+
+    cached = (flash_gluon._FWD_LAUNCH, flash_gluon_backward._BWD_LAUNCH, flash_triton._PREPROCESS_LAUNCH)
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    tokens = 2048
+    with open(out_path, "w") as out:
+        for d in [int(x) for x in os.environ.get("HOST_HEAD_DIMS", "64,128").split(",")]:
+            for seq in [int(x) for x in os.environ.get("HOST_SEQS", "2048").split(",")]:
+                for causal in (False, True):
+                    q, k, v = (torch.randn(tokens // seq, 2048 // d, seq, d, device="cuda", dtype=torch.bfloat16,
+                                           requires_grad=True) for _ in range(3))
+                    grad = torch.randn_like(q)
+                    ours = lambda: torch.autograd.grad(FlashAttention2Triton.apply(q, k, v, causal), (q, k, v), grad)  # noqa: E731
+                    for round_ in range(4):
+                        for peer in ("direct", "runner", "sdpa-cudnn")[::1 if round_ % 2 == 0 else -1]:
+                            if peer == "sdpa-cudnn":
+                                with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.CUDNN_ATTENTION):
+                                    us = per_call_us(lambda: torch.autograd.grad(sdpa(q, k, v, is_causal=causal), (q, k, v), grad))
+                            else:
+                                launch.DIRECT = peer == "direct"
+                                for launcher in cached:
+                                    launcher.compiled.clear()
+                                for _ in range(3):  # the first call of each key goes through kernel[grid]
+                                    ours()
+                                us = per_call_us(ours)
+                            row = dict(peer=peer, head_dim=d, seq=seq, causal=causal, tokens=tokens, round=round_,
+                                       host_us=round(us, 1), env=env)
+                            out.write(json.dumps(row) + "\n")
+                            out.flush()
+                            print(f"r{round_} d={d} causal={causal} {peer:10s} {us:6.0f} us per fwd+bwd", flush=True)
+    launch.DIRECT = True
+
+
 def main(out_path: str) -> None:
     env = environment("cuda")
+    if os.environ.get("HOST_AB") == "1":
+        direct_against_runner(out_path, env)
+        return
     pin = os.environ.get("HOST_PIN")
     if pin:  # every thread of the process on these cores (os.sched_setaffinity: the whole process)
         os.sched_setaffinity(0, {int(c) for c in pin.split(",")})
