@@ -11,8 +11,11 @@ entry and exit, and wrappers stamp row_delta and the Gluon launches; 300 calls i
 with 2048 tokens (the GPU's part is shorter than the CPU's, so the CPU never waits for it).
 Per segment: the median over the calls, in microseconds. HOST_HEAD_DIMS, HOST_SEQS pick points;
 HOST_PIN=3 pins the process (every thread) to core 3, HOST_DEEP=1 stamps inside the launches
-(CachedLaunch.key, the descriptors, Triton's launcher and make_tensordesc_arg), HOST_AB=1 times
-DirectLaunch against Triton's runner instead (`direct_against_runner`).
+(CachedLaunch.key, the descriptors, Triton's launcher and make_tensordesc_arg; since 702562e a
+repeat launch skips the last two, so their stamps show only with launch.DIRECT off or an older
+source), HOST_AB=1 times DirectLaunch against Triton's runner instead (`direct_against_runner`).
+The runs of host-launch-h100-702562e used this script before its loops moved into `points`,
+`fwd_bwd` and `cudnn_us` (the same calls in the same order).
 """
 
 import json
@@ -88,6 +91,29 @@ def per_call_us(fn, calls: int = 300) -> float:
     return elapsed / calls * 1e6
 
 
+def points(tokens: int):
+    """(head_dim, seq, causal, q, k, v, output gradient) for each point HOST_HEAD_DIMS and
+    HOST_SEQS name, causal and not: bf16, heads x head_dim = 2048, `tokens` per batch."""
+    for d in [int(x) for x in os.environ.get("HOST_HEAD_DIMS", "64,128").split(",")]:
+        for seq in [int(x) for x in os.environ.get("HOST_SEQS", "2048").split(",")]:
+            for causal in (False, True):
+                q, k, v = (torch.randn(tokens // seq, 2048 // d, seq, d, device="cuda", dtype=torch.bfloat16,
+                                       requires_grad=True) for _ in range(3))
+                yield d, seq, causal, q, k, v, torch.randn_like(q)
+
+
+def fwd_bwd(function, q, k, v, causal, grad):
+    """One forward + backward of an attention function as the benchmarks' peers run it."""
+    return torch.autograd.grad(function(q, k, v, causal), (q, k, v), grad)
+
+
+def cudnn_us(q, k, v, causal, grad) -> float:
+    """per_call_us of SDPA's forward + backward with its cuDNN backend, chosen once around the calls."""
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.CUDNN_ATTENTION):
+        return per_call_us(lambda: torch.autograd.grad(sdpa(q, k, v, is_causal=causal), (q, k, v), grad))
+
+
 class Identity(torch.autograd.Function):
     """Launches nothing but an allocation: what apply, the engine and a Python backward cost."""
 
@@ -107,33 +133,24 @@ def direct_against_runner(out_path: str, env: dict) -> None:
     from lmperf.attention import launch
 
     cached = (flash_gluon._FWD_LAUNCH, flash_gluon_backward._BWD_LAUNCH, flash_triton._PREPROCESS_LAUNCH)
-    sdpa = torch.nn.functional.scaled_dot_product_attention
-    tokens = 2048
     with open(out_path, "w") as out:
-        for d in [int(x) for x in os.environ.get("HOST_HEAD_DIMS", "64,128").split(",")]:
-            for seq in [int(x) for x in os.environ.get("HOST_SEQS", "2048").split(",")]:
-                for causal in (False, True):
-                    q, k, v = (torch.randn(tokens // seq, 2048 // d, seq, d, device="cuda", dtype=torch.bfloat16,
-                                           requires_grad=True) for _ in range(3))
-                    grad = torch.randn_like(q)
-                    ours = lambda: torch.autograd.grad(FlashAttention2Triton.apply(q, k, v, causal), (q, k, v), grad)  # noqa: E731
-                    for round_ in range(4):
-                        for peer in ("direct", "runner", "sdpa-cudnn")[::1 if round_ % 2 == 0 else -1]:
-                            if peer == "sdpa-cudnn":
-                                with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.CUDNN_ATTENTION):
-                                    us = per_call_us(lambda: torch.autograd.grad(sdpa(q, k, v, is_causal=causal), (q, k, v), grad))
-                            else:
-                                launch.DIRECT = peer == "direct"
-                                for launcher in cached:
-                                    launcher.compiled.clear()
-                                for _ in range(3):  # the first call of each key goes through kernel[grid]
-                                    ours()
-                                us = per_call_us(ours)
-                            row = dict(peer=peer, head_dim=d, seq=seq, causal=causal, tokens=tokens, round=round_,
-                                       host_us=round(us, 1), env=env)
-                            out.write(json.dumps(row) + "\n")
-                            out.flush()
-                            print(f"r{round_} d={d} causal={causal} {peer:10s} {us:6.0f} us per fwd+bwd", flush=True)
+        for d, seq, causal, q, k, v, grad in points(2048):
+            for round_ in range(4):
+                for peer in ("direct", "runner", "sdpa-cudnn")[::1 if round_ % 2 == 0 else -1]:
+                    if peer == "sdpa-cudnn":
+                        us = cudnn_us(q, k, v, causal, grad)
+                    else:
+                        launch.DIRECT = peer == "direct"
+                        for launcher in cached:
+                            launcher.compiled.clear()
+                        for _ in range(3):  # the first call of each key goes through kernel[grid]
+                            fwd_bwd(FlashAttention2Triton.apply, q, k, v, causal, grad)
+                        us = per_call_us(lambda: fwd_bwd(FlashAttention2Triton.apply, q, k, v, causal, grad))
+                    row = dict(peer=peer, head_dim=d, seq=seq, causal=causal, tokens=2048, round=round_,
+                               host_us=round(us, 1), env=env)
+                    out.write(json.dumps(row) + "\n")
+                    out.flush()
+                    print(f"r{round_} d={d} causal={causal} {peer:10s} {us:6.0f} us per fwd+bwd", flush=True)
     launch.DIRECT = True
 
 
@@ -155,45 +172,36 @@ def main(out_path: str) -> None:
         wrap(flash_gluon, "descriptor", "descriptor")
         wrap(driver, "make_tensordesc_arg", "tma")
         wrap(driver.CudaLauncher, "__call__", "launcher")
-    tokens = 2048
     with open(out_path, "w") as out:
-        for d in [int(x) for x in os.environ.get("HOST_HEAD_DIMS", "64,128").split(",")]:
-            for seq in [int(x) for x in os.environ.get("HOST_SEQS", "2048").split(",")]:
-                for causal in (False, True):
-                    heads = 2048 // d
-                    q, k, v = (torch.randn(tokens // seq, heads, seq, d, device="cuda", dtype=torch.bfloat16,
-                                           requires_grad=True) for _ in range(3))
-                    grad = torch.randn_like(q)
-                    for _ in range(5):
-                        torch.autograd.grad(Stamped.apply(q, k, v, causal), (q, k, v), grad)
-                    torch.cuda.synchronize()
-                    calls = []
-                    start = time.perf_counter()
-                    for _ in range(300):
-                        STAMPS.clear()
-                        stamp("call")
-                        torch.autograd.grad(Stamped.apply(q, k, v, causal), (q, k, v), grad)
-                        stamp("returned")
-                        calls.append(list(STAMPS))
-                    per_call = (time.perf_counter() - start) / 300 * 1e6
-                    torch.cuda.synchronize()
-                    plain_us = per_call_us(lambda: torch.autograd.grad(FlashAttention2Triton.apply(q, k, v, causal), (q, k, v), grad))
-                    cudnn_q, cudnn_k, cudnn_v = (x.detach().clone().requires_grad_() for x in (q, k, v))
-                    sdpa = torch.nn.functional.scaled_dot_product_attention
-                    with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.CUDNN_ATTENTION):
-                        cudnn_us = per_call_us(lambda: torch.autograd.grad(
-                            sdpa(cudnn_q, cudnn_k, cudnn_v, is_causal=causal), (cudnn_q, cudnn_k, cudnn_v), grad))
-                    identity_us = per_call_us(lambda: torch.autograd.grad(Identity.apply(q), (q,), grad))
-                    threads = sorted({label for label, _, tid in calls[-1] if tid != calls[-1][0][2]})
-                    row = dict(head_dim=d, seq=seq, causal=causal, tokens=tokens, per_call_us=round(per_call, 1), unstamped_us=round(plain_us, 1), cudnn_fwd_bwd_us=round(cudnn_us, 1),
-                               identity_fwd_bwd_us=round(identity_us, 1), pinned=pin, deep=os.environ.get("HOST_DEEP") == "1",
-                               segments_us=segments(calls), other_thread=threads, env=env)
-                    out.write(json.dumps(row) + "\n")
-                    out.flush()
-                    print(f"d={d} seq={seq} causal={causal} pin={pin}: {per_call:.0f} us per call ({plain_us:.0f} unstamped, cuDNN {cudnn_us:.0f}, "
-                          f"an empty Function {identity_us:.0f}); other thread: {threads}")
-                    for name, us in row["segments_us"].items():
-                        print(f"    {name:40s} {us:8.1f}")
+        for d, seq, causal, q, k, v, grad in points(2048):
+            for _ in range(5):
+                fwd_bwd(Stamped.apply, q, k, v, causal, grad)
+            torch.cuda.synchronize()
+            calls = []
+            start = time.perf_counter()
+            for _ in range(300):
+                STAMPS.clear()
+                stamp("call")
+                fwd_bwd(Stamped.apply, q, k, v, causal, grad)
+                stamp("returned")
+                calls.append(list(STAMPS))
+            per_call = (time.perf_counter() - start) / 300 * 1e6
+            torch.cuda.synchronize()
+            plain_us = per_call_us(lambda: fwd_bwd(FlashAttention2Triton.apply, q, k, v, causal, grad))
+            cudnn_q, cudnn_k, cudnn_v = (x.detach().clone().requires_grad_() for x in (q, k, v))
+            cudnn_time = cudnn_us(cudnn_q, cudnn_k, cudnn_v, causal, grad)
+            identity_us = per_call_us(lambda: torch.autograd.grad(Identity.apply(q), (q,), grad))
+            threads = sorted({label for label, _, tid in calls[-1] if tid != calls[-1][0][2]})
+            row = dict(head_dim=d, seq=seq, causal=causal, tokens=2048, per_call_us=round(per_call, 1),
+                       unstamped_us=round(plain_us, 1), cudnn_fwd_bwd_us=round(cudnn_time, 1),
+                       identity_fwd_bwd_us=round(identity_us, 1), pinned=pin, deep=os.environ.get("HOST_DEEP") == "1",
+                       segments_us=segments(calls), other_thread=threads, env=env)
+            out.write(json.dumps(row) + "\n")
+            out.flush()
+            print(f"d={d} seq={seq} causal={causal} pin={pin}: {per_call:.0f} us per call ({plain_us:.0f} unstamped, "
+                  f"cuDNN {cudnn_time:.0f}, an empty Function {identity_us:.0f}); other thread: {threads}")
+            for name, us in row["segments_us"].items():
+                print(f"    {name:40s} {us:8.1f}")
 
 
 if __name__ == "__main__":
