@@ -15,7 +15,9 @@ HOST_PIN=3 pins the process (every thread) to core 3, HOST_DEEP=1 stamps inside 
 repeat launch skips the last two, so their stamps show only with launch.DIRECT off or an older
 source), HOST_AB=1 times DirectLaunch against Triton's runner instead (`direct_against_runner`).
 The runs of host-launch-h100-702562e used this script before its loops moved into `points`,
-`fwd_bwd` and `cudnn_us` (the same calls in the same order).
+`fwd_bwd` and `cudnn_us`, and its timer and empty Function came from host_overhead.py and
+host_profile.py
+(the same calls in the same order).
 """
 
 import json
@@ -24,8 +26,13 @@ import statistics
 import sys
 import threading
 import time
+from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from host_overhead import host_us  # noqa: E402  CPU microseconds per call, calls back to back
+from host_profile import Identity  # noqa: E402  an autograd Function that launches nothing
 
 from lmperf.attention import flash_gluon, flash_gluon_backward, flash_triton
 from lmperf.attention.flash_triton import FlashAttention2Triton
@@ -79,18 +86,6 @@ def segments(calls: list[list[tuple[str, int, int]]]) -> dict[str, float]:
     return {name: round(statistics.median(s.get(name, 0.0) for s in sums), 1) for name in names}
 
 
-def per_call_us(fn, calls: int = 300) -> float:
-    """CPU microseconds per call, calls issued back to back (host_overhead.host_us)."""
-    fn()
-    torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    elapsed = time.perf_counter() - start
-    torch.cuda.synchronize()
-    return elapsed / calls * 1e6
-
-
 def points(tokens: int):
     """(head_dim, seq, causal, q, k, v, output gradient) for each point HOST_HEAD_DIMS and
     HOST_SEQS name, causal and not: bf16, heads x head_dim = 2048, `tokens` per batch."""
@@ -108,22 +103,10 @@ def fwd_bwd(function, q, k, v, causal, grad):
 
 
 def cudnn_us(q, k, v, causal, grad) -> float:
-    """per_call_us of SDPA's forward + backward with its cuDNN backend, chosen once around the calls."""
+    """host_us (300 calls) of SDPA's forward + backward with its cuDNN backend, chosen once around the calls."""
     sdpa = torch.nn.functional.scaled_dot_product_attention
     with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.CUDNN_ATTENTION):
-        return per_call_us(lambda: torch.autograd.grad(sdpa(q, k, v, is_causal=causal), (q, k, v), grad))
-
-
-class Identity(torch.autograd.Function):
-    """Launches nothing but an allocation: what apply, the engine and a Python backward cost."""
-
-    @staticmethod
-    def forward(ctx, x):
-        return torch.empty_like(x)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad
+        return host_us(lambda: torch.autograd.grad(sdpa(q, k, v, is_causal=causal), (q, k, v), grad), calls=300)
 
 
 def direct_against_runner(out_path: str, env: dict) -> None:
@@ -145,7 +128,7 @@ def direct_against_runner(out_path: str, env: dict) -> None:
                             launcher.compiled.clear()
                         for _ in range(3):  # the first call of each key goes through kernel[grid]
                             fwd_bwd(FlashAttention2Triton.apply, q, k, v, causal, grad)
-                        us = per_call_us(lambda: fwd_bwd(FlashAttention2Triton.apply, q, k, v, causal, grad))
+                        us = host_us(lambda: fwd_bwd(FlashAttention2Triton.apply, q, k, v, causal, grad), calls=300)
                     row = dict(peer=peer, head_dim=d, seq=seq, causal=causal, tokens=2048, round=round_,
                                host_us=round(us, 1), env=env)
                     out.write(json.dumps(row) + "\n")
@@ -187,10 +170,10 @@ def main(out_path: str) -> None:
                 calls.append(list(STAMPS))
             per_call = (time.perf_counter() - start) / 300 * 1e6
             torch.cuda.synchronize()
-            plain_us = per_call_us(lambda: fwd_bwd(FlashAttention2Triton.apply, q, k, v, causal, grad))
+            plain_us = host_us(lambda: fwd_bwd(FlashAttention2Triton.apply, q, k, v, causal, grad), calls=300)
             cudnn_q, cudnn_k, cudnn_v = (x.detach().clone().requires_grad_() for x in (q, k, v))
             cudnn_time = cudnn_us(cudnn_q, cudnn_k, cudnn_v, causal, grad)
-            identity_us = per_call_us(lambda: torch.autograd.grad(Identity.apply(q), (q,), grad))
+            identity_us = host_us(lambda: torch.autograd.grad(Identity.apply(q), (q,), grad), calls=300)
             threads = sorted({label for label, _, tid in calls[-1] if tid != calls[-1][0][2]})
             row = dict(head_dim=d, seq=seq, causal=causal, tokens=2048, per_call_us=round(per_call, 1),
                        unstamped_us=round(plain_us, 1), cudnn_fwd_bwd_us=round(cudnn_time, 1),
