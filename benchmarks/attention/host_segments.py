@@ -15,9 +15,8 @@ HOST_PIN=3 pins the process (every thread) to core 3, HOST_DEEP=1 stamps inside 
 repeat launch skips the last two, so their stamps show only with launch.DIRECT off or an older
 source), HOST_AB=1 times DirectLaunch against Triton's runner instead (`direct_against_runner`).
 The runs of host-launch-h100-702562e used this script before its loops moved into `points`,
-`fwd_bwd` and `cudnn_us`, and its timer and empty Function came from host_overhead.py and
-host_profile.py
-(the same calls in the same order).
+`fwd_bwd` and `cudnn_us` and its timer and empty Function came from host_overhead.py and
+host_profile.py (the same calls in the same order).
 """
 
 import json
