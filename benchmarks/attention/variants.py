@@ -174,6 +174,9 @@ VARIANTS = {
     "default": dict(backward=None),
     # the same with launch.CachedLaunch's repeats through Triton's Python runner (before DirectLaunch)
     "default-runner-launch": dict(backward=None, direct_launch=False),
+    # "default" again under another name: its rows against default's in the same rounds are the
+    # measurement's own spread (identical kernels and launches)
+    "default-again": dict(backward=None),
     "default-triton-backward": dict(backward=None, gluon_backward=False),
     "default-3-slots": dict(backward=None, gluon_backward_stages=3),
     # the Gluon forward with three consumer warp groups (192 query rows a program, 160 registers;
