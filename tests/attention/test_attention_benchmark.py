@@ -87,3 +87,60 @@ def test_cli_bad_input_is_one_line_and_exit_2(args):
     result = CliRunner().invoke(app, ["attention", *args])
     assert result.exit_code == 2
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_rounds_interleave_each_points_implementations_reversing_every_other_round():
+    from lmperf.attention_bench.benchmark import interleaved
+
+    grid = cases(["triton", "sdpa-cudnn", "sdpa-flash"], [1024, 2048], [64], ["bf16"], [True])
+    order = [(round_, case.impl, case.seq) for round_, case in interleaved(grid, 3)]
+    forward, backward = ["triton", "sdpa-cudnn", "sdpa-flash"], ["sdpa-flash", "sdpa-cudnn", "triton"]
+    expected = [(r, impl, seq) for seq in (1024, 2048) for r, impls in enumerate((forward, backward, forward))
+                for impl in impls]
+    assert order == expected
+    assert [(r, c.impl) for r, c in interleaved(grid, 1)] == [(0, c.impl) for c in grid]  # one round: as given
+    with pytest.raises(UsageError):
+        interleaved(grid, 0)
+
+
+def test_a_sweep_writes_each_round_as_its_own_row(tmp_path, monkeypatch):
+    from lmperf.attention_bench import benchmark
+    from lmperf.report.rundir import RunDir
+
+    timed = []
+
+    def fake_measure(case, device, rep_ms, torch_max_seq):
+        timed.append(case.impl)
+        return AttentionRow(**vars(case), status="ok", fwd_bwd_ms=float(len(timed)), env={})
+
+    monkeypatch.setattr(benchmark, "measure", fake_measure)
+    run_dir = RunDir.create("attention", tmp_path)
+    grid = cases(["triton", "sdpa-cudnn"], [1024], [64], ["bf16"], [False])
+    rows = benchmark.run_attention_sweep(grid, run_dir, "cuda", rounds=2)
+    written = run_dir.rows()
+    assert [(r["impl"], r["round"], r["fwd_bwd_ms"]) for r in written] == [
+        ("triton", 0, 1.0), ("sdpa-cudnn", 0, 2.0), ("sdpa-cudnn", 1, 3.0), ("triton", 1, 4.0)]
+    assert [r.round for r in rows] == [0, 0, 1, 1]
+
+
+def test_the_comparison_over_rounds_takes_medians_and_pairs_ratios_by_round(tmp_path):
+    env = dict(device="H100", driver="1", torch="2", triton="3", commit="abc", date="today", host="h")
+
+    def row(impl, round_, tflops):
+        return AttentionRow(impl, 2048, 64, "bf16", True, 8, 32, status="ok", fwd_tflops=tflops, bwd_tflops=tflops,
+                            fwd_bwd_tflops=tflops, round=round_, env=env)
+
+    # triton 100, 120, 90 against cuDNN 100, 100, 120: per-round ratios 1.00, 1.20, 0.75
+    rows = [row("triton", 0, 100.0), row("sdpa-cudnn", 0, 100.0), row("sdpa-cudnn", 1, 100.0), row("triton", 1, 120.0),
+            row("triton", 2, 90.0), row("sdpa-cudnn", 2, 120.0)]
+    text = report.comparison([vars(r) for r in rows], against=("sdpa-cudnn",))
+    assert "| bf16 | 64 | True | 2048 | 100 | 100 | 100 | 100 | 1.00 (0.75-1.20) |" in text
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(vars(r)) + "\n" for r in rows))
+    md, _, png = report.write_reports(tmp_path)
+    assert "3 interleaved rounds per point" in md.read_text() and png.stat().st_size > 0
+
+
+def test_cli_rounds_below_one_is_one_line_and_exit_2():
+    result = CliRunner().invoke(app, ["attention", "--rounds", "0"])
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
+    assert "rounds" in result.output

@@ -4,7 +4,10 @@ Each case (implementation, seq, head_dim, dtype, causal, batch, heads) is timed 
 triton.testing.do_bench (median) for the forward, the backward alone and forward+backward, and
 becomes one row appended at once to runs/<timestamp>-attention/results.jsonl. An implementation
 that runs out of memory is a row with status "oom"; one that PyTorch cannot run for these inputs
-(an SDPA backend without fp32, say) is a row with status "unavailable".
+(an SDPA backend without fp32, say) is a row with status "unavailable". With rounds > 1 each
+point's implementations are timed that many times in turn (`interleaved`), each row naming its
+round: one do_bench median per implementation and point moves by up to ±10% between identical
+kernels in one run on an H100 (benchmarks/attention/host-launch-h100-702562e, call 10).
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ class AttentionRow(ResultRow, AttentionCase):
     bwd_tflops: float | None = None
     fwd_bwd_tflops: float | None = None
     peak_memory_gb: float | None = None
+    round: int = 0
 
 
 def _sdpa(backend_name: str) -> AttentionFn:
@@ -193,16 +197,31 @@ def measure(case: AttentionCase, device: str = "cuda", rep_ms: int = 100, torch_
     return row
 
 
+def interleaved(case_list: Iterable[AttentionCase], rounds: int = 1) -> list[tuple[int, AttentionCase]]:
+    """(round, case) in the order to time them: point by point (a point: everything but the
+    implementation), its implementations `rounds` times in turn, every other round in reverse
+    order, so that drift within a run (clocks, heat, the host) falls on each of them alike."""
+    if rounds < 1:
+        raise UsageError(f"--rounds must be at least 1, got {rounds}")
+    points: dict[tuple, list[AttentionCase]] = {}
+    for case in case_list:
+        points.setdefault((case.seq, case.head_dim, case.dtype, case.causal, case.batch, case.heads), []).append(case)
+    return [(round_, case) for group in points.values() for round_ in range(rounds)
+            for case in (group if round_ % 2 == 0 else group[::-1])]
+
+
 def run_attention_sweep(
     case_list: Iterable[AttentionCase], run_dir: RunDir, device: str = "cuda", rep_ms: int = 100,
-    torch_max_seq: int = 4096, on_row: Callable[[AttentionRow], None] | None = None,
+    torch_max_seq: int = 4096, on_row: Callable[[AttentionRow], None] | None = None, rounds: int = 1,
 ) -> list[AttentionRow]:
-    """Measure every case, appending each row to `run_dir` the moment it is finished."""
+    """Measure every case `rounds` times (`interleaved`), appending each row to `run_dir` the
+    moment it is finished."""
     if not str(device).startswith("cuda"):
         raise UsageError("lmperf attention times GPU kernels; it needs --device cuda")
     rows = []
-    for case in case_list:
+    for round_, case in interleaved(case_list, rounds):
         row = measure(case, device, rep_ms, torch_max_seq)
+        row.round = round_
         run_dir.append(asdict(row))
         rows.append(row)
         if on_row:
