@@ -307,6 +307,43 @@ def test_repeat_launches_go_direct_to_the_c_launcher(monkeypatch):
     assert any(entry.tensor_maps for entry in gluon._FWD_LAUNCH.compiled.values())
 
 
+@pytest.mark.skipif(not GLUON_BACKWARD, reason="the Gluon kernels are written for sm90")
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_forward_backward_replays_from_a_cuda_graph(monkeypatch, head_dim):
+    """Captured in a CUDA graph and replayed on new values, the Gluon forward and backward (and the
+    delta kernel) match float64: every launch, DirectLaunch's included, goes to the capturing
+    stream, and the CUtensorMaps made at capture stay valid for the graph's fixed addresses. The
+    causal d=64 backward is the counter-fed persistent one (its counter zeroed inside the graph)."""
+    gluon, gluon_backward = flash_triton.flash_gluon, flash_triton.flash_gluon_backward
+    monkeypatch.setattr(gluon, "FROM_KEYS", {d: {False: 0, True: 0} for d in gluon.TILES})
+    monkeypatch.setattr(gluon_backward, "faster_here", lambda head_dim, seq_k: True)
+    *inputs, do = random_qkv((2, 3), 1100, 1100, head_dim, torch.bfloat16, device="cuda", seed=head_dim)
+    static = [x.detach().clone().requires_grad_() for x in inputs]
+    static_do = do.clone()
+
+    def step():
+        return torch.autograd.grad(FlashAttention2Triton.apply(*static, True), static, static_do)
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up off the default stream: compiles and fills the launch caches
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        grads = step()
+    *fresh, fresh_do = random_qkv((2, 3), 1100, 1100, head_dim, torch.bfloat16, device="cuda", seed=head_dim + 1)
+    with torch.no_grad():
+        for target, values in zip([*static, static_do], [*fresh, fresh_do]):
+            target.copy_(values)
+    graph.replay()
+    torch.cuda.synchronize()
+    *_, dq, dk, dv = reference(*fresh, fresh_do, True)
+    for name, actual, expected in zip(("dq", "dk", "dv"), grads, (dq, dk, dv)):
+        assert rel_err(actual, expected) < TOLERANCE[torch.bfloat16], name
+
+
 @pytest.mark.skipif(not GLUON_BACKWARD, reason="the Gluon backward is written for sm90")
 def test_gluon_backward_compiled_on_a_sum_loss(monkeypatch):
     """torch.compile around forward + .sum(): the output gradient arrives expanded (stride 0),
