@@ -809,12 +809,13 @@ class FlashAttention2Triton(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_out):
         q, k, v, o, lse = ctx.saved_tensors
-        if q.dim() == 4:  # no views to make: each aten view cost the host 2-5 us (host_segments.py)
-            dq, dk, dv = triton_backward(as_4d(q), as_4d(k), as_4d(v), o, lse, as_4d(grad_out), ctx.is_causal,
-                                         ctx.backward_mode, ctx.gluon_backward)
-            return dq, dk, dv, None, None
         q4, k4, o4, do = as_4d(q), as_4d(k), as_4d(o), as_4d(grad_out)
+        # 4-d inputs need no views (each aten view cost the host 2-5 us, host_segments.py)
+        four_d = q.dim() == 4
         dq, dk, dv = triton_backward(
-            q4, k4, as_4d(v), o4, lse.view(o4.shape[:-1]), do, ctx.is_causal, ctx.backward_mode, ctx.gluon_backward
+            q4, k4, as_4d(v), o4, lse if four_d else lse.view(o4.shape[:-1]), do, ctx.is_causal, ctx.backward_mode,
+            ctx.gluon_backward,
         )
+        if four_d:
+            return dq, dk, dv, None, None
         return dq.view(q.shape), dk.view(k.shape), dv.view(k.shape), None, None

@@ -197,12 +197,16 @@ def measure(case: AttentionCase, device: str = "cuda", rep_ms: int = 100, torch_
     return row
 
 
+def check_rounds(rounds: int) -> None:
+    if rounds < 1:
+        raise UsageError(f"--rounds must be at least 1, got {rounds}")
+
+
 def interleaved(case_list: Iterable[AttentionCase], rounds: int = 1) -> list[tuple[int, AttentionCase]]:
     """(round, case) in the order to time them: point by point (a point: everything but the
     implementation), its implementations `rounds` times in turn, every other round in reverse
     order, so that drift within a run (clocks, heat, the host) falls on each of them alike."""
-    if rounds < 1:
-        raise UsageError(f"--rounds must be at least 1, got {rounds}")
+    check_rounds(rounds)
     points: dict[tuple, list[AttentionCase]] = {}
     for case in case_list:
         points.setdefault((case.seq, case.head_dim, case.dtype, case.causal, case.batch, case.heads), []).append(case)

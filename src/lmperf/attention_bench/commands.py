@@ -41,7 +41,7 @@ def attention_command(
 ) -> None:
     """Time attention implementations: forward, backward, forward+backward, TFLOP/s, memory."""
     from lmperf.attention_bench import report
-    from lmperf.attention_bench.benchmark import cases, interleaved, run_attention_sweep
+    from lmperf.attention_bench.benchmark import cases, check_rounds, run_attention_sweep
     from lmperf.report import tables
     from lmperf.report.rundir import RunDir
 
@@ -51,7 +51,7 @@ def attention_command(
         split_list(impls, "impls"), split_list(contexts, "contexts", int), split_list(head_dims, "head-dims", int),
         split_list(dtypes, "dtypes"), _causal_flags(causal), batch, heads,
     )
-    interleaved(case_list, rounds)  # checks --rounds before anything is created
+    check_rounds(rounds)  # before the run directory is created
     if not device.startswith("cuda"):
         raise UsageError("lmperf attention times GPU kernels and needs CUDA")
     run_dir = RunDir.create("attention", runs_root)
