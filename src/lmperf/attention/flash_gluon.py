@@ -11,7 +11,9 @@ them as FlashAttention-3 does. One program holds 128 query rows (`CONSUMERS` war
     (three at 160 registers each can, with 64-key tiles at 128: `CONSUMERS`, `tiles`). Per key
     tile j a consumer issues S_{j+1} = Q K_{j+1}^T and O += P_j V_j together, waits for S_{j+1}
     only and runs its online softmax while P_j V_j is still on the tensor cores, then waits for
-    P_j V_j, rescales O and releases slot j. Nothing stays in flight across the loop's back edge
+    P_j V_j, rescales O and releases slot j (in the machine code only at head_dim 128: elsewhere
+    ptxas moves that wait above the softmax, which measured as fast there; `_consumer`). Nothing
+    stays in flight across the loop's back edge
     (ptxas serialises every wgmma of a kernel that does that, benchmarks/attention/trials); O
     leaves by a TMA store staged in shared memory where that was faster (`O_BY_TMA`), else by
     register stores;
@@ -212,7 +214,7 @@ def _softmax_step(s, m_i, l_i, tile, offs_m, qk_scale, seq_k, mask_from,
 
 @gluon.jit
 def _consumer(q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem, o_desc, ot_desc, q_bar, q_empty,
-              ready, empty, O, LSE, qk_scale,
+              ready, empty, sums_smem, O, LSE, qk_scale,
               seq_q, seq_k, H, n_m, per_head, items, stride_ob, stride_oh, stride_on, WG: gl.constexpr,
               HEAD_DIM: gl.constexpr, TAIL: gl.constexpr, SPLIT: gl.constexpr, BLOCK_N: gl.constexpr,
               STAGES: gl.constexpr, CAUSAL: gl.constexpr, CONSUMERS: gl.constexpr, PAIRS: gl.constexpr,
@@ -288,6 +290,16 @@ def _consumer(q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem
                         s = warpgroup_mma_wait(1, deps=(s_tok,))  # S_{j+1} done; P_j V_j may still run
                     p, m_i, alpha, l_i = _softmax_step(s, m_i, l_i, j + 1, offs_m, qk_scale, seq_k, mask_from, BLOCK_N,
                                                        CAUSAL, cols_s)
+                    if HEAD_DIM == 128:
+                        # Nothing reads these sums back. Without a shared-memory store that needs
+                        # the whole softmax, ptxas (Triton 3.6's, CUDA 12.8) schedules the wait for
+                        # P_j V_j below before the softmax, so the two never overlapped (the SASS
+                        # of every head_dim, causal or not); it does not move the wait above a
+                        # store. Forward time before / after on an H100, four rounds: 1.014-1.092
+                        # at d128 full 16k, 0.963-1.045 at 1k; at 64 and 80, whose MUFU and tensor
+                        # pipes were already busy 51% + 49% of the time (cuDNN's 52% + 51%), it was
+                        # 0.949-1.019 and 0.969-1.057 (benchmarks/attention/softmax-under-pv-h100-d5875b1).
+                        sums_smem.index(WG).store(l_i)
                     if SPLIT:
                         o, ot = warpgroup_mma_wait(0, deps=(pv_tok, pvt_tok))
                         ot = ot * gl.convert_layout(alpha, gl.SliceLayout(1, ot_layout))[:, None]
@@ -388,6 +400,8 @@ def _fwd_kernel(
     q_empty = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     mbarrier.init(q_empty, count=CONSUMERS)
     ready, empty = ring_barriers(STAGES, CONSUMERS)
+    # each consumer's row sums, stored per key tile at head_dim 128 only to order its softmax before a wait (`_consumer`)
+    sums_smem = gl.allocate_shared_memory(gl.float32, [CONSUMERS, 64], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
     fence_async_shared()
 
     # Argument tuples written inline: one bound to a name first turns its constexprs (the
@@ -395,11 +409,11 @@ def _fwd_kernel(
     if CONSUMERS == 2:
         gl.warp_specialize([
             (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem, o_desc, ot_desc, q_bar,
-                         q_empty, ready, empty, O, LSE, qk_scale,
+                         q_empty, ready, empty, sums_smem, O, LSE, qk_scale,
                          seq_q, seq_k, H, n_m, per_head, items, stride_ob, stride_oh, stride_on, 0, HEAD_DIM, TAIL,
                          SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS, O_BY_TMA)),
             (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem, o_desc, ot_desc, q_bar,
-                         q_empty, ready, empty, O, LSE, qk_scale,
+                         q_empty, ready, empty, sums_smem, O, LSE, qk_scale,
                          seq_q, seq_k, H, n_m, per_head, items, stride_ob, stride_oh, stride_on, 1, HEAD_DIM, TAIL,
                          SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS, O_BY_TMA)),
             (_producer, (q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, q_smem, k_smem, v_smem, qt_smem, kt_smem,
@@ -409,15 +423,15 @@ def _fwd_kernel(
     else:
         gl.warp_specialize([
             (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem, o_desc, ot_desc, q_bar,
-                         q_empty, ready, empty, O, LSE, qk_scale,
+                         q_empty, ready, empty, sums_smem, O, LSE, qk_scale,
                          seq_q, seq_k, H, n_m, per_head, items, stride_ob, stride_oh, stride_on, 0, HEAD_DIM, TAIL,
                          SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS, O_BY_TMA)),
             (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem, o_desc, ot_desc, q_bar,
-                         q_empty, ready, empty, O, LSE, qk_scale,
+                         q_empty, ready, empty, sums_smem, O, LSE, qk_scale,
                          seq_q, seq_k, H, n_m, per_head, items, stride_ob, stride_oh, stride_on, 1, HEAD_DIM, TAIL,
                          SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS, O_BY_TMA)),
             (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem, o_desc, ot_desc, q_bar,
-                         q_empty, ready, empty, O, LSE, qk_scale,
+                         q_empty, ready, empty, sums_smem, O, LSE, qk_scale,
                          seq_q, seq_k, H, n_m, per_head, items, stride_ob, stride_oh, stride_on, 2, HEAD_DIM, TAIL,
                          SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS, O_BY_TMA)),
             (_producer, (q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, q_smem, k_smem, v_smem, qt_smem, kt_smem,

@@ -11,7 +11,8 @@ One program per (128 keys, batch x key/value head). A producer warp loads the pr
 once and streams each query tile's Q_i and dO_i (64 rows; under GQA every query head of the
 group in turn) through a 2-slot ring by TMA, and the tile's LSE and delta rows by cp.async. Two
 consumer warp groups own 64 keys each (their dK and dV stay in registers); per tile a consumer
-  1. issues S^T = K Q_i^T and dP^T = V dO_i^T together, waits for S^T only;
+  1. issues S^T = K Q_i^T and dP^T = V dO_i^T together (at head_dim 64 K and V from registers,
+     loaded once per item), waits for S^T only;
   2. P^T = exp2(S^T scale log2e - LSE_i log2e), masked (causal, ragged) in the tiles where a key
      can be hidden; issues dV += P^T dO_i;
   3. waits for dP^T: dS^T = P^T (dP^T - delta_i), stored to shared memory; issues dK += dS^T Q_i;
@@ -381,6 +382,17 @@ def _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, do
         zero_dqt = zero_dq
 
     mbarrier.wait(kv_bar.index(buf), kv_phase)
+    # K and V as the register operands of S^T and dP^T at head_dim 64: read from shared memory
+    # once per item instead of by every wgmma. With both operands in shared memory a wgmma of 64
+    # query columns reads 128 bytes a clock, all the SM has, beside the TMA loads, dS^T and dQ_i
+    # traffic. Backward time before / after on an H100: 0.983-1.198 (1.033-1.066 at causal 2k);
+    # at 80 (64 + 16 columns) the consumers spilled 24-48 bytes and it was 0.916-1.055
+    # (benchmarks/attention/softmax-under-pv-h100-d5875b1, call 2). 32 registers more a thread.
+    KV_IN_REGISTERS: gl.constexpr = (HEAD_DIM == 64) and (not SPLIT)
+    if KV_IN_REGISTERS:
+        kv_op_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=st_layout, k_width=2)
+        k_op = k_tile.load(kv_op_layout)
+        v_op = v_tile.load(kv_op_layout)
     h = kv_h * group
     i = 0
     # The previous tile's head and first row: its dQ_i is made one tile late (head_dim 64, 80).
@@ -400,12 +412,18 @@ def _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, do
         q_tile = q_smem.index(slot).reshape([M, HEAD_DIM])
         do_tile = do_smem.index(slot).reshape([M, HEAD_DIM])
         # 1. S^T and dP^T together
-        st_tok = warpgroup_mma(k_tile, q_tile.permute((1, 0)), zero_st, use_acc=False, is_async=True)
+        if KV_IN_REGISTERS:
+            st_tok = warpgroup_mma(k_op, q_tile.permute((1, 0)), zero_st, use_acc=False, is_async=True)
+        else:
+            st_tok = warpgroup_mma(k_tile, q_tile.permute((1, 0)), zero_st, use_acc=False, is_async=True)
         if SPLIT:
             qt_tile = qt_smem.index(slot).reshape([M, TAIL])
             dot_tile = dot_smem.index(slot).reshape([M, TAIL])
             st_tok = warpgroup_mma(kt_tile, qt_tile.permute((1, 0)), st_tok, is_async=True)
-        dpt_tok = warpgroup_mma(v_tile, do_tile.permute((1, 0)), zero_st, use_acc=False, is_async=True)
+        if KV_IN_REGISTERS:
+            dpt_tok = warpgroup_mma(v_op, do_tile.permute((1, 0)), zero_st, use_acc=False, is_async=True)
+        else:
+            dpt_tok = warpgroup_mma(v_tile, do_tile.permute((1, 0)), zero_st, use_acc=False, is_async=True)
         if SPLIT:
             dpt_tok = warpgroup_mma(vt_tile, dot_tile.permute((1, 0)), dpt_tok, is_async=True)
             st = warpgroup_mma_wait(2, deps=(st_tok,))  # dP^T's two products may still run
