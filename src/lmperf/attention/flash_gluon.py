@@ -295,10 +295,11 @@ def _consumer(q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem
                         # the whole softmax, ptxas (Triton 3.6's, CUDA 12.8) schedules the wait for
                         # P_j V_j below before the softmax, so the two never overlapped (the SASS
                         # of every head_dim, causal or not); it does not move the wait above a
-                        # store. Forward time before / after on an H100, four rounds: 1.014-1.092
-                        # at d128 full 16k, 0.963-1.045 at 1k; at 64 and 80, whose MUFU and tensor
-                        # pipes were already busy 51% + 49% of the time (cuDNN's 52% + 51%), it was
-                        # 0.949-1.019 and 0.969-1.057 (benchmarks/attention/softmax-under-pv-h100-d5875b1).
+                        # store. Forward time before / after on an H100, per round: at 128
+                        # 0.949-1.077 (medians 0.984 at causal 1k to 1.044 at full 16k); at 64 and
+                        # 80, whose MUFU and tensor pipes were already busy 51% + 49% of the time
+                        # (cuDNN's 52% + 51%), 0.949-1.004 and 0.969-1.036
+                        # (benchmarks/attention/softmax-under-pv-h100-d5875b1/summary.txt).
                         sums_smem.index(WG).store(l_i)
                     if SPLIT:
                         o, ot = warpgroup_mma_wait(0, deps=(pv_tok, pvt_tok))

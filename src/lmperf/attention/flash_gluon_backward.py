@@ -385,9 +385,10 @@ def _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, do
     # K and V as the register operands of S^T and dP^T at head_dim 64: read from shared memory
     # once per item instead of by every wgmma. With both operands in shared memory a wgmma of 64
     # query columns reads 128 bytes a clock, all the SM has, beside the TMA loads, dS^T and dQ_i
-    # traffic. Backward time before / after on an H100: 0.983-1.198 (1.033-1.066 at causal 2k);
-    # at 80 (64 + 16 columns) the consumers spilled 24-48 bytes and it was 0.916-1.055
-    # (benchmarks/attention/softmax-under-pv-h100-d5875b1, call 2). 32 registers more a thread.
+    # traffic. Backward time before / after on an H100, per round: 1.009-1.146 (medians
+    # 1.018-1.097); at 80 (64 + 16 columns) the consumers spilled 24-48 bytes and it was
+    # 0.932-1.181 (medians 0.942-1.063; benchmarks/attention/softmax-under-pv-h100-d5875b1/
+    # summary.txt). 32 registers more a thread.
     KV_IN_REGISTERS: gl.constexpr = (HEAD_DIM == 64) and (not SPLIT)
     if KV_IN_REGISTERS:
         kv_op_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=st_layout, k_width=2)
