@@ -17,7 +17,7 @@ consumer warp groups own 64 keys each (their dK and dV stay in registers); per t
      can be hidden; issues dV += P^T dO_i;
   3. waits for dP^T: dS^T = P^T (dP^T - delta_i), stored to shared memory; issues dK += dS^T Q_i;
   4. at head_dim 64 the warp group owning tile t (t % 2, so the owners alternate) computes
-     dQ_i = dS K over all 128 keys one tile late, during tile t + 1 (by then the other's half of
+     dQ_i = dS K over all 128 keys (as dQ_i^T = K^T dS^T, K^T in registers) one tile late, during tile t + 1 (by then the other's half of
      dS^T is written; an mbarrier says so), writes scale x dQ_i to shared memory and issues its
      TMA reduction; the other warp group goes straight on. At 128 (where one warp group holding
      a 64 x 128 fp32 dQ_i beside dK and dV spilled) both wait for each other and each makes 64
@@ -262,9 +262,10 @@ def _hide_keys(pt, offs_k, offs_q, seq_k, CAUSAL: gl.constexpr):
 
 @gluon.jit
 def _issue_dq(ds_smem, tile, k_all, kt_all, zero_dq, zero_dqt, SPLIT: gl.constexpr):
-    """Issue tile `tile`'s dQ_i = dS K over both warp groups' keys (head_dim 64, 80: one owner per
-    tile), from the dS^T slot it was written to; with SPLIT also the tail columns' product. The
-    tokens are (dQ_i, its tail), the first twice without SPLIT."""
+    """Issue tile `tile`'s dQ_i = dS K over both warp groups' keys (head_dim 80; 64 makes dQ_i^T
+    with K^T in registers instead, `_consume_item`), from the dS^T slot it was written to; with
+    SPLIT also the tail columns' product. The tokens are (dQ_i, its tail), the first twice
+    without SPLIT."""
     ds = ds_smem.index(tile % ds_smem.shape[0]).permute((1, 0))
     dq_tok = warpgroup_mma(ds, k_all, zero_dq, use_acc=False, is_async=True)
     dqt_tok = dq_tok
@@ -274,7 +275,8 @@ def _issue_dq(ds_smem, tile, k_all, kt_all, zero_dq, zero_dqt, SPLIT: gl.constex
 
 
 @gluon.jit
-def _reduce_dq(dq, dqt, dq_desc, dq_smem, dqt_desc, dqt_smem, b, h, row0, WG: gl.constexpr, SPLIT: gl.constexpr):
+def _reduce_dq(dq, dqt, dq_desc, dq_smem, dqt_desc, dqt_smem, b, h, row0, WG: gl.constexpr, SPLIT: gl.constexpr,
+               TRANSPOSED: gl.constexpr = False):
     """Add one warp group's dQ_i (scaled; with SPLIT its tail columns dqt) into the fp32 dQ at
     query rows row0.. of (b, h): through the warp group's own buffer, by TMA reductions (rows
     past seq_q fall outside the tensor: TMA drops them)."""
@@ -282,7 +284,10 @@ def _reduce_dq(dq, dqt, dq_desc, dq_smem, dqt_desc, dqt_smem, b, h, row0, WG: gl
     # thread waits, the barrier holds the others until it has.
     tma.store_wait(0)
     gl.thread_barrier()
-    dq_smem.index(WG).reshape([dq.shape[0], dq.shape[1]]).store(dq)
+    if TRANSPOSED:  # dq holds dQ_i^T (head_dim x query rows)
+        dq_smem.index(WG).reshape([dq.shape[1], dq.shape[0]]).permute((1, 0)).store(dq)
+    else:
+        dq_smem.index(WG).reshape([dq.shape[0], dq.shape[1]]).store(dq)
     if SPLIT:
         dqt_smem.index(WG).reshape([dqt.shape[0], dqt.shape[1]]).store(dqt)
     fence_async_shared()
@@ -394,6 +399,12 @@ def _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, do
         kv_op_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=st_layout, k_width=2)
         k_op = k_tile.load(kv_op_layout)
         v_op = v_tile.load(kv_op_layout)
+        # dQ_i^T = K^T dS^T with K^T (both warp groups' 128 keys, 32 registers more) from
+        # registers too: per tile the wgmma reads dS^T's 16 KB, not K's as well, and dQ_i^T is
+        # stored transposed for its reduction (4-byte stores, twice the 8-byte ones). Backward
+        # time before / after on an H100, per round: 0.981-1.153 (medians 0.993-1.093;
+        # benchmarks/attention/softmax-under-pv-h100-d5875b1, call 7).
+        kt_op = k_all.permute((1, 0)).load(gl.DotOperandLayout(operand_index=0, parent=dq_layout, k_width=2))
     h = kv_h * group
     i = 0
     # The previous tile's head and first row: its dQ_i is made one tile late (head_dim 64, 80).
@@ -486,14 +497,21 @@ def _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, do
                 mbarrier.arrive(ds_bar.index(t % 4), count=1)
             if (s > 0) and ((t - 1) % 2 == WG):
                 mbarrier.wait(ds_bar.index((t - 1) % 4), ((t - 1) // 4) & 1)  # the other half of dS_{t-1}
-                dq_tok, dqt_tok = _issue_dq(ds_smem, t - 1, k_all, kt_all, zero_dq, zero_dqt, SPLIT)
-                if SPLIT:
-                    dv, dk, dq, dvt, dkt, dqt = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok, dvt_tok, dkt_tok,
-                                                                            dqt_tok))
-                    _reduce_dq(dq * scale, dqt * scale, dq_desc, dq_smem, dqt_desc, dqt_smem, b, prev_h, prev_row0, WG, SPLIT)
-                else:
+                if KV_IN_REGISTERS:
+                    dq_tok = warpgroup_mma(kt_op, ds_smem.index((t - 1) % ds_smem.shape[0]), zero_dq, use_acc=False,
+                                           is_async=True)
                     dv, dk, dq = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok))
-                    _reduce_dq(dq * scale, dq, dq_desc, dq_smem, dqt_desc, dqt_smem, b, prev_h, prev_row0, WG, SPLIT)
+                    _reduce_dq(dq * scale, dq, dq_desc, dq_smem, dqt_desc, dqt_smem, b, prev_h, prev_row0, WG, SPLIT, True)
+                else:
+                    dq_tok, dqt_tok = _issue_dq(ds_smem, t - 1, k_all, kt_all, zero_dq, zero_dqt, SPLIT)
+                    if SPLIT:
+                        dv, dk, dq, dvt, dkt, dqt = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok, dvt_tok, dkt_tok,
+                                                                                dqt_tok))
+                        _reduce_dq(dq * scale, dqt * scale, dq_desc, dq_smem, dqt_desc, dqt_smem, b, prev_h, prev_row0, WG,
+                                   SPLIT)
+                    else:
+                        dv, dk, dq = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok))
+                        _reduce_dq(dq * scale, dq, dq_desc, dq_smem, dqt_desc, dqt_smem, b, prev_h, prev_row0, WG, SPLIT)
             elif SPLIT:
                 dv, dk, dvt, dkt = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dvt_tok, dkt_tok))
             else:
@@ -510,11 +528,17 @@ def _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, do
     t_last = t0 + steps - 1
     if (CHUNKS == 1) and (steps > 0) and (t_last % 2 == WG):  # the last tile's dQ_i, by its owner
         mbarrier.wait(ds_bar.index(t_last % 4), (t_last // 4) & 1)
-        dq_tok, dqt_tok = _issue_dq(ds_smem, t_last, k_all, kt_all, zero_dq, zero_dqt, SPLIT)
-        if SPLIT:
+        if KV_IN_REGISTERS:
+            dq_tok = warpgroup_mma(kt_op, ds_smem.index(t_last % ds_smem.shape[0]), zero_dq, use_acc=False,
+                                   is_async=True)
+            dq = warpgroup_mma_wait(0, deps=(dq_tok,))
+            _reduce_dq(dq * scale, dq, dq_desc, dq_smem, dqt_desc, dqt_smem, b, prev_h, prev_row0, WG, SPLIT, True)
+        elif SPLIT:
+            dq_tok, dqt_tok = _issue_dq(ds_smem, t_last, k_all, kt_all, zero_dq, zero_dqt, SPLIT)
             dq, dqt = warpgroup_mma_wait(0, deps=(dq_tok, dqt_tok))
             _reduce_dq(dq * scale, dqt * scale, dq_desc, dq_smem, dqt_desc, dqt_smem, b, prev_h, prev_row0, WG, SPLIT)
         else:
+            dq_tok, dqt_tok = _issue_dq(ds_smem, t_last, k_all, kt_all, zero_dq, zero_dqt, SPLIT)
             dq = warpgroup_mma_wait(0, deps=(dq_tok,))
             _reduce_dq(dq * scale, dq, dq_desc, dq_smem, dqt_desc, dqt_smem, b, prev_h, prev_row0, WG, SPLIT)
 
