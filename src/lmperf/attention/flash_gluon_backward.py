@@ -17,9 +17,9 @@ consumer warp groups own 64 keys each (their dK and dV stay in registers); per t
      can be hidden; issues dV += P^T dO_i;
   3. waits for dP^T: dS^T = P^T (dP^T - delta_i), stored to shared memory; issues dK += dS^T Q_i;
   4. at head_dim 64 the warp group owning tile t (t % 2, so the owners alternate) computes
-     dQ_i = dS K over all 128 keys (as dQ_i^T = K^T dS^T, K^T in registers) one tile late, during tile t + 1 (by then the other's half of
-     dS^T is written; an mbarrier says so), writes scale x dQ_i to shared memory and issues its
-     TMA reduction; the other warp group goes straight on. At 128 (where one warp group holding
+     dQ_i = dS K over all 128 keys (as dQ_i^T = K^T dS^T, K^T in registers) one tile late,
+     during tile t + 1 (by then the other's half of dS^T is written; an mbarrier says so), writes
+     scale x dQ_i to shared memory and issues its TMA reduction; the other warp group goes straight on. At 128 (where one warp group holding
      a 64 x 128 fp32 dQ_i beside dK and dV spilled) both wait for each other and each makes 64
      of dQ_i's columns.
 delta = rowsum(dO O) comes from flash_triton's preprocess kernel; dK and dV leave at the end by TMA
@@ -261,16 +261,22 @@ def _hide_keys(pt, offs_k, offs_q, seq_k, CAUSAL: gl.constexpr):
 
 
 @gluon.jit
-def _issue_dq(ds_smem, tile, k_all, kt_all, zero_dq, zero_dqt, SPLIT: gl.constexpr):
-    """Issue tile `tile`'s dQ_i = dS K over both warp groups' keys (head_dim 80; 64 makes dQ_i^T
-    with K^T in registers instead, `_consume_item`), from the dS^T slot it was written to; with
-    SPLIT also the tail columns' product. The tokens are (dQ_i, its tail), the first twice
-    without SPLIT."""
-    ds = ds_smem.index(tile % ds_smem.shape[0]).permute((1, 0))
-    dq_tok = warpgroup_mma(ds, k_all, zero_dq, use_acc=False, is_async=True)
+def _issue_dq(ds_smem, tile, k_all, kt_all, k_transposed, zero_dq, zero_dqt, SPLIT: gl.constexpr,
+              TRANSPOSED: gl.constexpr):
+    """Issue tile `tile`'s dQ_i = dS K over both warp groups' keys (head_dim 64, 80: one owner per
+    tile), from the dS^T slot it was written to; with SPLIT also the tail columns' product. The
+    tokens are (dQ_i, its tail), the first twice without SPLIT. TRANSPOSED: dQ_i^T = K^T dS^T
+    instead, K^T in registers (`k_transposed`; `_consume_item`)."""
+    if TRANSPOSED:
+        dq_tok = warpgroup_mma(k_transposed, ds_smem.index(tile % ds_smem.shape[0]), zero_dq, use_acc=False,
+                               is_async=True)
+    else:
+        dq_tok = warpgroup_mma(ds_smem.index(tile % ds_smem.shape[0]).permute((1, 0)), k_all, zero_dq, use_acc=False,
+                               is_async=True)
     dqt_tok = dq_tok
     if SPLIT:
-        dqt_tok = warpgroup_mma(ds, kt_all, zero_dqt, use_acc=False, is_async=True)
+        dqt_tok = warpgroup_mma(ds_smem.index(tile % ds_smem.shape[0]).permute((1, 0)), kt_all, zero_dqt, use_acc=False,
+                                is_async=True)
     return dq_tok, dqt_tok
 
 
@@ -395,6 +401,10 @@ def _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, do
     # 0.932-1.181 (medians 0.942-1.063; benchmarks/attention/softmax-under-pv-h100-d5875b1/
     # summary.txt). 32 registers more a thread.
     KV_IN_REGISTERS: gl.constexpr = (HEAD_DIM == 64) and (not SPLIT)
+    # the A operands of S^T, dP^T and (KV_IN_REGISTERS) dQ_i^T: registers, or the shared memory as it is
+    k_op = k_tile
+    v_op = v_tile
+    kt_op = k_all  # a placeholder _issue_dq does not read without KV_IN_REGISTERS
     if KV_IN_REGISTERS:
         kv_op_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=st_layout, k_width=2)
         k_op = k_tile.load(kv_op_layout)
@@ -424,18 +434,12 @@ def _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, do
         q_tile = q_smem.index(slot).reshape([M, HEAD_DIM])
         do_tile = do_smem.index(slot).reshape([M, HEAD_DIM])
         # 1. S^T and dP^T together
-        if KV_IN_REGISTERS:
-            st_tok = warpgroup_mma(k_op, q_tile.permute((1, 0)), zero_st, use_acc=False, is_async=True)
-        else:
-            st_tok = warpgroup_mma(k_tile, q_tile.permute((1, 0)), zero_st, use_acc=False, is_async=True)
+        st_tok = warpgroup_mma(k_op, q_tile.permute((1, 0)), zero_st, use_acc=False, is_async=True)
         if SPLIT:
             qt_tile = qt_smem.index(slot).reshape([M, TAIL])
             dot_tile = dot_smem.index(slot).reshape([M, TAIL])
             st_tok = warpgroup_mma(kt_tile, qt_tile.permute((1, 0)), st_tok, is_async=True)
-        if KV_IN_REGISTERS:
-            dpt_tok = warpgroup_mma(v_op, do_tile.permute((1, 0)), zero_st, use_acc=False, is_async=True)
-        else:
-            dpt_tok = warpgroup_mma(v_tile, do_tile.permute((1, 0)), zero_st, use_acc=False, is_async=True)
+        dpt_tok = warpgroup_mma(v_op, do_tile.permute((1, 0)), zero_st, use_acc=False, is_async=True)
         if SPLIT:
             dpt_tok = warpgroup_mma(vt_tile, dot_tile.permute((1, 0)), dpt_tok, is_async=True)
             st = warpgroup_mma_wait(2, deps=(st_tok,))  # dP^T's two products may still run
@@ -497,21 +501,15 @@ def _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, do
                 mbarrier.arrive(ds_bar.index(t % 4), count=1)
             if (s > 0) and ((t - 1) % 2 == WG):
                 mbarrier.wait(ds_bar.index((t - 1) % 4), ((t - 1) // 4) & 1)  # the other half of dS_{t-1}
-                if KV_IN_REGISTERS:
-                    dq_tok = warpgroup_mma(kt_op, ds_smem.index((t - 1) % ds_smem.shape[0]), zero_dq, use_acc=False,
-                                           is_async=True)
-                    dv, dk, dq = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok))
-                    _reduce_dq(dq * scale, dq, dq_desc, dq_smem, dqt_desc, dqt_smem, b, prev_h, prev_row0, WG, SPLIT, True)
+                dq_tok, dqt_tok = _issue_dq(ds_smem, t - 1, k_all, kt_all, kt_op, zero_dq, zero_dqt, SPLIT, KV_IN_REGISTERS)
+                if SPLIT:
+                    dv, dk, dq, dvt, dkt, dqt = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok, dvt_tok, dkt_tok,
+                                                                            dqt_tok))
+                    _reduce_dq(dq * scale, dqt * scale, dq_desc, dq_smem, dqt_desc, dqt_smem, b, prev_h, prev_row0, WG, SPLIT)
                 else:
-                    dq_tok, dqt_tok = _issue_dq(ds_smem, t - 1, k_all, kt_all, zero_dq, zero_dqt, SPLIT)
-                    if SPLIT:
-                        dv, dk, dq, dvt, dkt, dqt = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok, dvt_tok, dkt_tok,
-                                                                                dqt_tok))
-                        _reduce_dq(dq * scale, dqt * scale, dq_desc, dq_smem, dqt_desc, dqt_smem, b, prev_h, prev_row0, WG,
-                                   SPLIT)
-                    else:
-                        dv, dk, dq = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok))
-                        _reduce_dq(dq * scale, dq, dq_desc, dq_smem, dqt_desc, dqt_smem, b, prev_h, prev_row0, WG, SPLIT)
+                    dv, dk, dq = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dq_tok))
+                    _reduce_dq(dq * scale, dq, dq_desc, dq_smem, dqt_desc, dqt_smem, b, prev_h, prev_row0, WG, SPLIT,
+                               KV_IN_REGISTERS)
             elif SPLIT:
                 dv, dk, dvt, dkt = warpgroup_mma_wait(0, deps=(dv_tok, dk_tok, dvt_tok, dkt_tok))
             else:
@@ -528,19 +526,14 @@ def _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, do
     t_last = t0 + steps - 1
     if (CHUNKS == 1) and (steps > 0) and (t_last % 2 == WG):  # the last tile's dQ_i, by its owner
         mbarrier.wait(ds_bar.index(t_last % 4), (t_last // 4) & 1)
-        if KV_IN_REGISTERS:
-            dq_tok = warpgroup_mma(kt_op, ds_smem.index(t_last % ds_smem.shape[0]), zero_dq, use_acc=False,
-                                   is_async=True)
-            dq = warpgroup_mma_wait(0, deps=(dq_tok,))
-            _reduce_dq(dq * scale, dq, dq_desc, dq_smem, dqt_desc, dqt_smem, b, prev_h, prev_row0, WG, SPLIT, True)
-        elif SPLIT:
-            dq_tok, dqt_tok = _issue_dq(ds_smem, t_last, k_all, kt_all, zero_dq, zero_dqt, SPLIT)
+        dq_tok, dqt_tok = _issue_dq(ds_smem, t_last, k_all, kt_all, kt_op, zero_dq, zero_dqt, SPLIT, KV_IN_REGISTERS)
+        if SPLIT:
             dq, dqt = warpgroup_mma_wait(0, deps=(dq_tok, dqt_tok))
             _reduce_dq(dq * scale, dqt * scale, dq_desc, dq_smem, dqt_desc, dqt_smem, b, prev_h, prev_row0, WG, SPLIT)
         else:
-            dq_tok, dqt_tok = _issue_dq(ds_smem, t_last, k_all, kt_all, zero_dq, zero_dqt, SPLIT)
             dq = warpgroup_mma_wait(0, deps=(dq_tok,))
-            _reduce_dq(dq * scale, dq, dq_desc, dq_smem, dqt_desc, dqt_smem, b, prev_h, prev_row0, WG, SPLIT)
+            _reduce_dq(dq * scale, dq, dq_desc, dq_smem, dqt_desc, dqt_smem, b, prev_h, prev_row0, WG, SPLIT,
+                       KV_IN_REGISTERS)
 
     # dK and dV out by TMA stores, staged in this warp group's Q and dO slots (their boxes are
     # the same, 64 rows by the column block): free once both warp groups have released the last
