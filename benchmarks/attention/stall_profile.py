@@ -16,6 +16,7 @@ kernels can be matched to them by order and grid): bf16, 16k tokens per batch, h
     d64 full 4k      Triton default and SDPA cuDNN (the Gluon backward's widest gap to cuDNN's)
     d128 causal 2k   Triton default and SDPA cuDNN (the Gluon forward's widest gap to cuDNN's)
     d128 full 1k     Triton default and SDPA cuDNN (short: the per-query-tile costs)
+    d64 full 2k      Triton default and SDPA cuDNN (with 4k, the two points short of 1.1x cuDNN)
 STALL_CASES (comma-separated indices into CASES) profiles a subset.
 Usage: ncu --nvtx --nvtx-include "prof/" ... python3 benchmarks/attention/stall_profile.py
 """
@@ -43,6 +44,8 @@ CASES = [
     (128, True, 2048, "sdpa-cudnn"),
     (128, False, 1024, "triton"),
     (128, False, 1024, "sdpa-cudnn"),
+    (64, False, 2048, "triton"),
+    (64, False, 2048, "sdpa-cudnn"),
 ]
 # STALL_CASES="2,3,6,7": profile only these cases (indices into CASES); all by default.
 _CHOSEN = os.environ.get("STALL_CASES")
