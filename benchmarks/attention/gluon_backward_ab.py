@@ -1,6 +1,6 @@
 """A change to flash_gluon_backward measured against the module as committed, on an H100.
 
-    PYTHONPATH=src [AB_HEAD_DIMS=128] [AB_LENGTHS=1024,2048] [AB_CAUSAL=1] [AB_FWD_BWD=1] python3 benchmarks/attention/gluon_backward_ab.py PATCH[,PATCH...] OUT.jsonl
+    PYTHONPATH=src [AB_HEAD_DIMS=128] [AB_LENGTHS=1024,2048] [AB_CAUSAL=1] [AB_FWD_BWD=1] [AB_PEERS=...] python3 benchmarks/attention/gluon_backward_ab.py PATCH[,PATCH...] OUT.jsonl
 
 PATCH, a diff of src/lmperf/attention/flash_gluon_backward.py (`git diff` format; several,
 comma-separated, are applied in order), is applied to a copy of the module, which is loaded
@@ -63,6 +63,8 @@ def grid(causal_values=(False, True)) -> list:
 # AB_CAUSAL=1 times causal points only, 0 non-causal only (gluon_forward_ab.py reads it too)
 CAUSAL = {"1": (True,), "0": (False,)}.get(os.environ.get("AB_CAUSAL", ""), (False, True))
 GRID = grid(CAUSAL)
+# AB_PEERS=committed,candidate,sdpa-cudnn-bwd times only these (device time goes where the question is)
+PEERS = [name for name in os.environ.get("AB_PEERS", "").split(",") if name]
 
 
 def candidate(patches: str, module=flash_gluon_backward):
@@ -127,6 +129,8 @@ def main(patches: str, out_path: str, tokens: int = 16384) -> None:
             peers["sdpa-cudnn-fwd-bwd"] = lambda: torch.autograd.grad(_cudnn(*leaves, causal), leaves, do)
         if o_cudnn is None:  # the CPU dry run has no cuDNN
             peers = {name: fn for name, fn in peers.items() if not name.startswith("sdpa-cudnn")}
+        if PEERS:
+            peers = {name: fn for name, fn in peers.items() if name in PEERS}
         forward_work = 4 * q.shape[0] * heads * seq * seq * d / (2 if causal else 1)
         work = {name: (3.5 if name.endswith("fwd-bwd") else 2.5) * forward_work for name in peers}
         _interleaved(emit, peers, work, dict(head_dim=d, causal=causal, seq=seq))
