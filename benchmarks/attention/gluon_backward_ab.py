@@ -3,7 +3,8 @@
     PYTHONPATH=src [AB_HEAD_DIMS=128] [AB_LENGTHS=1024,2048] [AB_CAUSAL=1] [AB_FWD_BWD=1] [AB_PEERS=...] python3 benchmarks/attention/gluon_backward_ab.py PATCH[,PATCH...] OUT.jsonl
 
 PATCH, a diff of src/lmperf/attention/flash_gluon_backward.py (`git diff` format; several,
-comma-separated, are applied in order), is applied to a copy of the module, which is loaded
+comma-separated, are applied in order; several such stacks apart by ";" are candidates timed side
+by side, "candidate", "candidate2", ...), is applied to a copy of the module, which is loaded
 beside the committed one under its own custom-op name. First the candidate's dQ, dK, dV against float64 (SDPA in float64, variants.py's `_reference`)
 on ragged shapes: odd lengths, seq_q != seq_k both ways, GQA and MQA, causal and not, d 64 and
 128. Then, per point, backward time of the committed module ("committed"), the candidate and
@@ -67,17 +68,18 @@ GRID = grid(CAUSAL)
 PEERS = [name for name in os.environ.get("AB_PEERS", "").split(",") if name]
 
 
-def candidate(patches: str, module=flash_gluon_backward):
+def candidate(patches: str, module=flash_gluon_backward, suffix: str = "_ab"):
     """`module` (one of lmperf.attention's files) with the (comma-separated) patches applied,
-    imported from a temporary copy, its custom ops renamed (`lmperf::NAME` -> `lmperf::NAME_ab`)."""
+    imported from a temporary copy, its custom ops renamed (`lmperf::NAME` -> `lmperf::NAME` +
+    suffix)."""
     work = Path(tempfile.mkdtemp())
     relative = Path("src/lmperf/attention") / Path(module.__file__).name
     (work / relative).parent.mkdir(parents=True)
     shutil.copy(Path(module.__file__), work / relative)
     for patch in patches.split(","):
         subprocess.run(["patch", "-p1", "-d", str(work), "-i", str(Path(patch).resolve())], check=True)
-    source = re.sub(r'"lmperf::(\w+)"', r'"lmperf::\1_ab"', (work / relative).read_text())
-    name = f"{relative.stem}_ab"
+    source = re.sub(r'"lmperf::(\w+)"', rf'"lmperf::\1{suffix}"', (work / relative).read_text())
+    name = f"{relative.stem}{suffix}"
     path = work / f"{name}.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location(name, path)
@@ -91,7 +93,7 @@ def _saved(q, k, v, do, causal):
     return o, lse, flash_triton.row_delta(o, do)
 
 
-def check(emit, module) -> None:
+def check(emit, module, variant: str = "candidate") -> None:
     for d, causal, seq_q, seq_k, heads, kv_heads in RAGGED:
         gen = torch.Generator(device=DEVICE).manual_seed(d + seq_q + seq_k)
         q, do = (torch.randn(2, heads, seq_q, d, device=DEVICE, generator=gen).bfloat16() for _ in range(2))
@@ -101,14 +103,17 @@ def check(emit, module) -> None:
         _, *expected = _reference(q, k, v, do, causal)
         errors = {f"max_rel_error_{name}": ((g.double() - e).abs().max() / e.abs().max()).item()
                   for name, g, e in zip(("dq", "dk", "dv"), grads, expected)}
-        emit(dict(kind="check", variant="candidate", head_dim=d, causal=causal, seq_q=seq_q, seq_k=seq_k,
+        emit(dict(kind="check", variant=variant, head_dim=d, causal=causal, seq_q=seq_q, seq_k=seq_k,
                   heads=heads, kv_heads=kv_heads, **errors))
 
 
 def main(patches: str, out_path: str, tokens: int = 16384) -> None:
-    module = candidate(patches)
+    # candidates apart by ";": "candidate", "candidate2", ..., timed side by side
+    modules = {("candidate" if i == 0 else f"candidate{i + 1}"): candidate(stack, suffix=f"_ab{i or ''}")
+               for i, stack in enumerate(patches.split(";"))}
     emit = _rows(out_path)
-    check(emit, module)
+    for name, module in modules.items():
+        check(emit, module, name)
     for d, causal, seq in GRID:
         heads = COLUMNS.get(d, 2048) // d
         q, k, v, do = (torch.randn(tokens // seq, heads, seq, d, device=DEVICE).bfloat16() for _ in range(4))
@@ -117,7 +122,7 @@ def main(patches: str, out_path: str, tokens: int = 16384) -> None:
         o_cudnn = _cudnn(*leaves, causal) if DEVICE == "cuda" else None
         peers = {
             "committed": lambda: flash_gluon_backward.backward(q, k, v, do, lse, delta, causal),
-            "candidate": lambda: module.backward(q, k, v, do, lse, delta, causal),
+            **{name: (lambda m=module: m.backward(q, k, v, do, lse, delta, causal)) for name, module in modules.items()},
             "triton-atomic-bwd": lambda: flash_triton.triton_backward(q, k, v, o, lse, do, causal, "atomic", gluon=False),
             # SDPA cuDNN's backward kernels on its own forward's saved tensors: the yardstick
             "sdpa-cudnn-bwd": lambda: torch.autograd.grad(o_cudnn, leaves, do, retain_graph=True),
@@ -125,7 +130,8 @@ def main(patches: str, out_path: str, tokens: int = 16384) -> None:
         if FWD_BWD:  # each backward after its forward (the Gluon or Triton forward, delta): no autograd
             peers["committed-fwd-bwd"] = lambda: flash_gluon_backward.backward(q, k, v, do, *_saved(q, k, v, do, causal)[1:],
                                                                             causal)
-            peers["candidate-fwd-bwd"] = lambda: module.backward(q, k, v, do, *_saved(q, k, v, do, causal)[1:], causal)
+            for name, module in modules.items():
+                peers[f"{name}-fwd-bwd"] = lambda m=module: m.backward(q, k, v, do, *_saved(q, k, v, do, causal)[1:], causal)
             peers["sdpa-cudnn-fwd-bwd"] = lambda: torch.autograd.grad(_cudnn(*leaves, causal), leaves, do)
         if o_cudnn is None:  # the CPU dry run has no cuDNN
             peers = {name: fn for name, fn in peers.items() if not name.startswith("sdpa-cudnn")}
