@@ -83,8 +83,13 @@ DQ_COLUMNS = 64  # a warp group's share of dQ_i: a 64 x 128 fp32 dQ_i would not 
 # shared memory; at 80 and 128 there is not that much left). Backward time per-item programs /
 # persistent on an H100 at d64 non-causal (benchmarks/attention/gluon-backward-persistent-v2-h100-
 # 013a900, two interleaved rounds, 16k tokens): 0.984-1.035 at 2k keys, 0.947-0.990 at 4k,
-# 1.073-1.147 at 16k (a first version: 1.012-1.076, 0.939-1.023, 1.061-1.092).
-PERSISTENT_FROM_KEYS = {64: 16384}
+# 1.073-1.147 at 16k (a first version: 1.012-1.076, 0.939-1.023, 1.061-1.092). With K, V and K^T
+# as register operands since, the per-item programs spend 8% of their consumers' warp samples
+# outside the tile loop at 2k keys (the first K/V load, the last stores; stall-profile-h100-
+# 4220174), which the persistent kernel overlaps with the previous item: per-item / persistent
+# 1.058-1.077 at 1k, 1.053-1.059 at 2k, 1.005-1.063 at 4k (four interleaved rounds,
+# backward-persistent-h100-3843e56 call 4, candidate2): from 1024, the shortest length it runs at.
+PERSISTENT_FROM_KEYS = {64: 1024}
 # head_dim -> key count from which the causal backward is persistent, its items handed out by an
 # atomic counter (DYNAMIC): the next item to whichever program finishes first, so the items in
 # flight stay a window of consecutive ones, as the hardware's own order of programs keeps them.
