@@ -87,8 +87,8 @@ DQ_COLUMNS = 64  # a warp group's share of dQ_i: a 64 x 128 fp32 dQ_i would not 
 # as register operands since, the per-item programs spend 8% of their consumers' warp samples
 # outside the tile loop at 2k keys (the first K/V load, the last stores; stall-profile-h100-
 # 4220174), which the persistent kernel overlaps with the previous item: per-item / persistent
-# 1.058-1.077 at 1k, 1.053-1.059 at 2k, 1.005-1.063 at 4k (four interleaved rounds,
-# backward-persistent-h100-3843e56 call 4, candidate2): from 1024, the shortest length it runs at.
+# 1.060-1.092 at 1k, 1.024-1.067 at 2k, 0.996-1.083 at 4k (four interleaved rounds,
+# backward-persistent-h100-3843e56, summary.txt): from 1024, the shortest length it runs at.
 PERSISTENT_FROM_KEYS = {64: 1024}
 # head_dim -> key count from which the causal backward is persistent, its items handed out by an
 # atomic counter (DYNAMIC): the next item to whichever program finishes first, so the items in
