@@ -38,9 +38,9 @@ RAGGED = [  # (head_dim, causal, seq_q, seq_k, heads, kv_heads)
     (64, True, 777, 1025, 8, 2), (64, False, 1025, 777, 4, 1), (64, True, 300, 300, 2, 2), (64, True, 1, 130, 2, 2),
     (128, True, 1000, 1000, 4, 4), (128, False, 777, 1025, 8, 2), (128, True, 1025, 777, 4, 1),
     (80, True, 777, 1025, 8, 2), (80, False, 1025, 777, 4, 1),
-    # 144 and 4096 items (key blocks x batch x key/value heads) on an H100's 132 SMs: a last wave
-    # of 12 and 4, which flash_gluon_backward splits into parts (`tail_split`), per-item programs
-    # and persistent
+    # 144 and 4096 items (key blocks x batch x key/value heads) on an H100's 132 SMs: more items
+    # than programs (each persistent program takes several) and a last wave of 12 and 4, which
+    # the tail-split trial split into parts (backward-persistent-h100-3843e56/patches/B-tail-split.patch)
     (64, False, 1000, 1024, 18, 9), (64, False, 333, 16384, 16, 16),
 ]
 LENGTHS = {64: (1024, 2048, 4096, 16384), 80: (1024, 4096, 16384), 128: (1024, 4096, 16384)}
