@@ -78,14 +78,14 @@ def compile_backward_sm90(head_dim: int, causal: bool, persistent: bool | None =
         **{name: desc(tail) for name in ("qt_desc", "kt_desc", "vt_desc", "dot_desc")},
         "dqt_desc": desc(tail, "fp32"),
         "dk_desc": desc(main), "dv_desc": desc(main), "dkt_desc": desc(tail), "dvt_desc": desc(tail),
-        "LSE": "*fp32", "DELTA": "*fp32", "counter": "*i32" if persistent and causal else "*fp32", "scale": "fp32",
+        "LSE": "*fp32", "DELTA": "*fp32", "counter": "*i32" if persistent else "*fp32", "DQ_ACC": "*fp32", "DQ": "*bf16" if persistent else "*fp32", "scale": "fp32",
         "qk_scale": "fp32",
-        **{name: "i32" for name in ("seq_q", "seq_k", "H", "group", "n_kblocks", "items")},
-        **{name: "constexpr" for name in ("HEAD_DIM", "TAIL", "SPLIT", "STAGES", "CAUSAL", "PERSISTENT", "DYNAMIC",
+        **{name: "i32" for name in ("seq_q", "seq_k", "H", "group", "n_kblocks", "items", "end")},
+        **{name: "constexpr" for name in ("HEAD_DIM", "TAIL", "SPLIT", "STAGES", "CAUSAL", "PERSISTENT", "DYNAMIC", "CONVERT",
                                           "num_warps")},
     }
     constexprs = dict(HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), STAGES=flash_gluon_backward.STAGES, CAUSAL=causal,
-                      PERSISTENT=persistent, DYNAMIC=persistent and causal, num_warps=4,
+                      PERSISTENT=persistent, DYNAMIC=persistent, CONVERT=persistent and head_dim == 64, num_warps=4,
                       **{name: None for name, kind in signature.items() if kind == "constexpr" and name.endswith("_desc")})
     source = GluonASTSource(flash_gluon_backward._bwd_kernel, signature, constexprs)
     return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4))

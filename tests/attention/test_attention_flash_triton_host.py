@@ -102,10 +102,11 @@ def test_gluon_forward_stores_o_by_tma_where_it_was_faster(monkeypatch):
 
 
 def test_gluon_backward_is_persistent_only_where_it_was_faster(monkeypatch):
-    """One program per SM taking (key block, head) items in turn at head_dim 64, non-causal from
-    PERSISTENT_FROM_KEYS, causal (from an atomic counter) from PERSISTENT_CAUSAL_FROM_KEYS;
-    elsewhere one program per item. The kernel gets the key-block count and the item count either
-    way."""
+    """One program per SM taking (key block, head) items from an atomic counter at head_dim 64,
+    non-causal from PERSISTENT_FROM_KEYS, causal from PERSISTENT_CAUSAL_FROM_KEYS, then chunks of
+    dQ's conversion (256 rows of a batch x key/value head's query heads each), so the kernel
+    returns dQ in the inputs' dtype; elsewhere one program per item and dQ's fp32 sums converted
+    after it. The kernel gets the key-block count, the item count and where the chunks end."""
     fb = pytest.importorskip("lmperf.attention.flash_gluon_backward")
     launches = []
     monkeypatch.setattr(fb, "_BWD_LAUNCH", lambda grid, *args, **kw: launches.append((grid, args, kw)))
@@ -116,13 +117,15 @@ def test_gluon_backward_is_persistent_only_where_it_was_faster(monkeypatch):
         q = torch.empty(1, 4, seq, head_dim, dtype=torch.bfloat16)
         k = torch.empty(1, 2, seq, head_dim, dtype=torch.bfloat16)
         stats = torch.empty(1, 4, seq)
-        fb.backward(q, k, k, q, stats, stats, causal)
+        dq, _, _ = fb.backward(q, k, k, q, stats, stats, causal)
         grid, args, kw = launches.pop()
         items = seq // 128 * 2  # key blocks x (batch x key/value heads)
+        chunks = 2 * -(-2 * seq // 256) if persistent else 0  # 2 query heads a key/value head, 2 of those
         assert kw["PERSISTENT"] is persistent, (head_dim, causal, seq)
-        assert kw["DYNAMIC"] is (persistent and causal)  # causal items are handed out by an atomic counter
+        assert kw["DYNAMIC"] is kw["CONVERT"] is persistent
         assert grid == ((min(items, 132),) if persistent else (items,))
-        assert args[-2:] == (seq // 128, items)
+        assert args[-3:] == (seq // 128, items, items + chunks)
+        assert dq.dtype == torch.bfloat16 and dq.shape == q.shape
 
 
 def test_gluon_descriptors_share_the_layout_triton_derives_for_their_box():

@@ -203,16 +203,20 @@ def test_gluon_backward_matches_float64_reference(monkeypatch, lead, kv_heads, s
 
 @pytest.mark.skipif(not GLUON_BACKWARD, reason="the Gluon backward is written for sm90")
 @pytest.mark.parametrize("programs", [1, 3])
-@pytest.mark.parametrize("is_causal", [False, True])  # causal: items from an atomic counter
-def test_gluon_backward_persistent_takes_items_in_turn(monkeypatch, programs, is_causal):
-    """At head_dim 64 the backward is persistent (non-causal from PERSISTENT_FROM_KEYS in a fixed
-    turn, causal from PERSISTENT_CAUSAL_FROM_KEYS with items from an atomic counter; here at every
-    length): with one or three programs each takes many (key block, head) items, so the K/V
-    buffers' phases, the ring's count, the dS^T barriers and the dK/dV staging carry across
-    items; against float64 on ragged, GQA and MQA shapes."""
+@pytest.mark.parametrize("is_causal", [False, True])
+@pytest.mark.parametrize("convert", [True, False])
+def test_gluon_backward_persistent_takes_items_in_turn(monkeypatch, programs, is_causal, convert):
+    """At head_dim 64 the backward is persistent (non-causal from PERSISTENT_FROM_KEYS, causal
+    from PERSISTENT_CAUSAL_FROM_KEYS; here at every length), its items from an atomic counter and
+    after them dQ's conversion chunks, each waiting for its head's items (CONVERT_IN_KERNEL; off,
+    non-causal items go in a fixed turn and a kernel after converts): with one or three programs
+    each takes many (key block, head) items and chunks, so the K/V buffers' phases, the ring's
+    count, the dS^T barriers, the dK/dV staging and the heads' signals carry across them; against
+    float64 on ragged, GQA and MQA shapes (partial chunks: 777 and 1025 rows a head)."""
     calls = record_gluon_backward(monkeypatch, everywhere=True)
     monkeypatch.setattr(flash_triton.flash_gluon_backward, "PERSISTENT_FROM_KEYS", {64: 0})
     monkeypatch.setattr(flash_triton.flash_gluon_backward, "PERSISTENT_CAUSAL_FROM_KEYS", {64: 0})
+    monkeypatch.setattr(flash_triton.flash_gluon_backward, "CONVERT_IN_KERNEL", convert)
     monkeypatch.setattr(flash_triton.flash_gluon, "multiprocessors", lambda device: programs)
     for lead, kv_heads, seq_q, seq_k in (((2, 8), 2, 777, 1025), ((2, 4), 1, 1025, 777), ((1, 4), None, 2049, 2049)):
         q, k, v, do = random_qkv(lead, seq_q, seq_k, 64, torch.bfloat16, device="cuda", seed=seq_q, kv_heads=kv_heads)

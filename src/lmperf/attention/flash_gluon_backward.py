@@ -25,10 +25,13 @@ consumer warp groups own 64 keys each (their dK and dV stay in registers); per t
 delta = rowsum(dO O) comes from flash_triton's preprocess kernel; dK and dV leave at the end by TMA
 stores, staged in the Q/dO slots. At head_dim 64 from PERSISTENT_FROM_KEYS (non-causal) and
 PERSISTENT_CAUSAL_FROM_KEYS (causal), one program per SM takes the (key block, head) items instead,
-non-causal in a fixed turn, causal from an atomic counter: the producer loads the next item's K
-and V into a second buffer and its first Q/dO tiles into the ring while the consumers finish the
-current one, and dK/dV are staged apart; every step-indexed slot and barrier counts steps across
-items.
+from an atomic counter: the producer loads the next item's K and V into a second buffer and its
+first Q/dO tiles into the ring while the consumers finish the current one, and dK/dV are staged
+apart; every step-indexed slot and barrier counts steps across items. After the items the same
+counter hands out chunks of dQ's conversion from its fp32 sums into the output dtype
+(`CONVERT_IN_KERNEL`): each waits until every item of its (batch x key/value head) has signalled
+that its TMA reductions have landed, so the SMs without an item left convert the heads done
+while the last items run, instead of a conversion kernel after the backward.
 
 Measured on an H100 (benchmarks/attention/gluon-backward-next-h100-43fc11f, bf16, 16k tokens,
 heads x d = 2048, interleaved rounds): backward time flash_triton's atomic backward / this one's
@@ -99,6 +102,14 @@ PERSISTENT_FROM_KEYS = {64: 1024}
 # at 1k keys, 1.014-1.064 at 2k (two calls), 0.965-1.026 at 4k, 0.940-1.018 at 8k, 0.924-1.091
 # at 16k. Non-causal with the counter it was level at 2k and 4k (0.951-1.061, 0.977-1.053).
 PERSISTENT_CAUSAL_FROM_KEYS = {64: 1024}
+# The persistent kernels convert dQ's fp32 sums into the output dtype themselves, as work taken
+# after the last item (`_convert_dq`), instead of a conversion kernel after them: the SMs that
+# find no item left convert the heads already done while the last items run. Their items then
+# come from the counter at d64 non-causal too (in a fixed turn a chunk's wait could hang on a
+# program not yet resident). Nsight Compute, d64 full 4k, one launch each (H200,
+# backward-convert-d3cd296/call2-h200): backward kernel 2.553 ms + conversion 0.044 before, 2.559 ms
+# with it. False: the conversion kernel, and non-causal items in a fixed turn.
+CONVERT_IN_KERNEL = True
 
 
 @gl_core.builtin
@@ -125,10 +136,10 @@ def _item_coordinates(item, n_kblocks, kv_heads, seq_q, M: gl.constexpr, CAUSAL:
 @gluon.jit
 def _producer(q_desc, k_desc, v_desc, do_desc, qt_desc, kt_desc, vt_desc, dot_desc, q_smem, k_smem, v_smem, do_smem,
               qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, kv_bar, kv_empty, item_smem, ready, empty, LSE,
-              DELTA, counter, seq_q, H, group, n_kblocks, items, STAGES: gl.constexpr, SPLIT: gl.constexpr,
+              DELTA, counter, seq_q, H, group, n_kblocks, items, end, STAGES: gl.constexpr, SPLIT: gl.constexpr,
               CAUSAL: gl.constexpr, KV_BUFS: gl.constexpr, DYNAMIC: gl.constexpr):
     t = 0  # steps (query tiles) loaded so far: the ring's running count, across items
-    c = 0  # items so far
+    c = 0  # items (and conversion chunks) so far
     if DYNAMIC:
         item = gl.atomic_add(counter, 1)
         while item < items:
@@ -138,12 +149,13 @@ def _producer(q_desc, k_desc, v_desc, do_desc, qt_desc, kt_desc, vt_desc, dot_de
                               STAGES, SPLIT, CAUSAL, KV_BUFS, DYNAMIC)
             c += 1
             item = gl.atomic_add(counter, 1)
-        # No item left: the consumers read `items` from the next buffer's slot and stop.
-        buf = c % KV_BUFS
-        if c >= KV_BUFS:
-            mbarrier.wait(kv_empty.index(buf), (c // KV_BUFS - 1) & 1)
-        _publish_item(item_smem.index(buf), items)
-        mbarrier.arrive(kv_bar.index(buf), count=1)
+        # Numbers from items to end are dQ conversion chunks (`_convert_dq`): the number only, in
+        # the buffer's turn, no K or V. Then end: the consumers read it and stop.
+        while item < end:
+            _hand_over(kv_bar, kv_empty, item_smem, item, c, KV_BUFS)
+            c += 1
+            item = gl.atomic_add(counter, 1)
+        _hand_over(kv_bar, kv_empty, item_smem, end, c, KV_BUFS)
     else:
         for item in range(gl.program_id(0), items, gl.num_programs(0)):
             t = _produce_item(q_desc, k_desc, v_desc, do_desc, qt_desc, kt_desc, vt_desc, dot_desc, q_smem, k_smem,
@@ -166,6 +178,17 @@ def _produce_item(q_desc, k_desc, v_desc, do_desc, qt_desc, kt_desc, vt_desc, do
     b, kv_h, start_n, first_tile, n_q_tiles = _item_coordinates(item, n_kblocks, H // group, seq_q, M, CAUSAL)
     return _produce_steps(q_desc, do_desc, qt_desc, dot_desc, q_smem, do_smem, qt_smem, dot_smem, lse_smem, delta_smem,
                           ready, empty, LSE, DELTA, seq_q, H, b, kv_h, group, first_tile, n_q_tiles, t, STAGES, SPLIT)
+
+
+@gluon.jit
+def _hand_over(kv_bar, kv_empty, item_smem, item, c, KV_BUFS: gl.constexpr):
+    """Work number `item` without K or V (a conversion chunk, or the end), the program's c-th, to
+    the consumers through K/V buffer c % KV_BUFS's slot, once they are done with its last item."""
+    buf = c % KV_BUFS
+    if c >= KV_BUFS:
+        mbarrier.wait(kv_empty.index(buf), (c // KV_BUFS - 1) & 1)
+    _publish_item(item_smem.index(buf), item)
+    mbarrier.arrive(kv_bar.index(buf), count=1)
 
 
 @gluon.jit
@@ -309,57 +332,123 @@ def _reduce_dq(dq, dqt, dq_desc, dq_smem, dqt_desc, dqt_smem, b, h, row0, WG: gl
 
 
 @gluon.jit
+def _bulk_writes_done(KEEP: gl.constexpr):
+    """Wait until this thread's bulk groups but the KEEP newest have completed, their global
+    writes performed (tma.store_wait waits only until they have read shared memory), and order
+    those writes before the generic proxy's later accesses: the count `_signal_head` adds, other
+    programs' loads once they have seen it."""
+    if KEEP == 0:
+        gl.inline_asm_elementwise("cp.async.bulk.wait_group 0;\nfence.proxy.async.global;\nmov.u32 $0, 0;", "=r", [],
+                                  dtype=gl.int32, is_pure=False, pack=1)
+    else:
+        gl.inline_asm_elementwise("cp.async.bulk.wait_group 1;\nfence.proxy.async.global;\nmov.u32 $0, 0;", "=r", [],
+                                  dtype=gl.int32, is_pure=False, pack=1)
+
+
+@gluon.jit
+def _signal_head(counter, head, KEEP: gl.constexpr):
+    """This warp group's dQ_i reductions for an item of (batch x key/value head) `head` are in
+    memory (all but its KEEP newest bulk groups, the current item's): one more count on the head's
+    signal, counter[1 + head], with release semantics (a program that acquires the full count
+    sees every reduction before it)."""
+    _bulk_writes_done(KEEP)
+    gl.thread_barrier()  # the issuing thread has waited before any thread counts
+    gl.atomic_add(counter + 1 + head, 1, sem="release", scope="gpu")
+
+
+@gluon.jit
+def _convert_dq(DQ_ACC, DQ, counter, chunk, n_kblocks, rows_per_head, WG: gl.constexpr, HEAD_DIM: gl.constexpr):
+    """Conversion chunk `chunk`: 256 rows of a (batch x key/value head)'s fp32 dQ sums (the rows of
+    its group's query heads, one after another in the (B, H, seq_q, d) tensor) into DQ's dtype,
+    this warp group's 128 of them, once all the head's items have signalled (each warp group of
+    each of its n_kblocks items once)."""
+    R: gl.constexpr = 128
+    per_head = gl.cdiv(rows_per_head, 2 * R)
+    head = chunk // per_head
+    first = (chunk % per_head) * (2 * R) + WG * R
+    done = gl.atomic_add(counter + 1 + head, 0, sem="acquire", scope="gpu")
+    while done < 2 * n_kblocks:
+        done = gl.atomic_add(counter + 1 + head, 0, sem="acquire", scope="gpu")
+    layout: gl.constexpr = gl.BlockedLayout([1, 4], [2, 16], [4, 1], [1, 0])
+    rows = first + gl.arange(0, R, layout=gl.SliceLayout(1, layout))
+    columns = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, layout))
+    offsets = head.to(gl.int64) * rows_per_head * HEAD_DIM + (rows[:, None] * HEAD_DIM + columns[None, :])
+    inside = (rows < rows_per_head)[:, None]
+    # .cg: from L2, where the TMA reductions added, never a line this SM's L1 may hold from before
+    sums = gl.load(DQ_ACC + offsets, mask=inside, other=0.0, cache_modifier=".cg")
+    gl.store(DQ + offsets, sums.to(DQ.dtype.element_ty), mask=inside)
+
+
+@gluon.jit
 def _consumer(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, ds_smem, ds_bar,
               dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, kv_empty, ready, empty, dk_desc, dv_desc, dkt_desc, dvt_desc,
-              dkv_stage, item_smem, scale, qk_scale, seq_q, seq_k, H, group, n_kblocks, items, WG: gl.constexpr,
-              HEAD_DIM: gl.constexpr, TAIL: gl.constexpr, SPLIT: gl.constexpr, STAGES: gl.constexpr,
-              CAUSAL: gl.constexpr, KV_BUFS: gl.constexpr, PERSISTENT: gl.constexpr, DYNAMIC: gl.constexpr):
+              dkv_stage, item_smem, counter, DQ_ACC, DQ, scale, qk_scale, seq_q, seq_k, H, group, n_kblocks, items,
+              end, WG: gl.constexpr, HEAD_DIM: gl.constexpr, TAIL: gl.constexpr, SPLIT: gl.constexpr,
+              STAGES: gl.constexpr, CAUSAL: gl.constexpr, KV_BUFS: gl.constexpr, PERSISTENT: gl.constexpr,
+              DYNAMIC: gl.constexpr, CONVERT: gl.constexpr):
     # Items as the producer takes them from the counter (DYNAMIC), pid, pid + programs, ... in a
     # fixed turn (PERSISTENT), or this program's one; t counts the steps (query tiles) across
     # them, as the producer's ring does, and every step-indexed slot and barrier below (Q/dO ring,
     # dS^T slots, ds_bar, dQ_i owners) follows it.
-    if DYNAMIC:  # items as the producer publishes them, with their K and V; `items` ends
+    if DYNAMIC:  # items as the producer publishes them, with their K and V, then (CONVERT) dQ
+        # conversion chunks up to `end`, which ends
         t = 0
         c = 0
+        # with CONVERT, the (batch x key/value head) whose dQ_i reductions of this warp group's
+        # last item are not signalled yet (-1: none); signalled once they have surely landed
+        # (`_consume_item`), before any conversion chunk waits and before the program ends
+        pending = -1
         mbarrier.wait(kv_bar.index(0), 0)
         item = _read_item(item_smem.index(0))
-        while item < items:
-            t = _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem,
-                              ds_smem, ds_bar, dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, kv_empty, ready, empty,
-                              dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, scale, qk_scale, seq_q, seq_k, H, group,
-                              n_kblocks, item, c % KV_BUFS, (c // KV_BUFS) & 1, t, WG, HEAD_DIM, TAIL, SPLIT, STAGES,
-                              CAUSAL, PERSISTENT)
+        while item < end:
+            if item < items:
+                t, pending = _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem,
+                                           delta_smem, ds_smem, ds_bar, dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar,
+                                           kv_empty, ready, empty, dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, counter,
+                                           pending, scale, qk_scale, seq_q, seq_k, H, group, n_kblocks, item,
+                                           c % KV_BUFS, (c // KV_BUFS) & 1, t, WG, HEAD_DIM, TAIL, SPLIT, STAGES, CAUSAL,
+                                           PERSISTENT, CONVERT)
+            elif CONVERT:
+                mbarrier.arrive(kv_empty.index(c % KV_BUFS), count=1)  # its number read; no K or V
+                if pending >= 0:
+                    _signal_head(counter, pending, 0)
+                    pending = -1
+                _convert_dq(DQ_ACC, DQ, counter, item - items, n_kblocks, group * seq_q, WG, HEAD_DIM)
             c += 1
             mbarrier.wait(kv_bar.index(c % KV_BUFS), (c // KV_BUFS) & 1)
             item = _read_item(item_smem.index(c % KV_BUFS))
+        if CONVERT and pending >= 0:  # other programs may be waiting for it
+            _signal_head(counter, pending, 0)
     elif PERSISTENT:
         t = 0
         c = 0
         for item in range(gl.program_id(0), items, gl.num_programs(0)):
-            t = _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem,
-                              ds_smem, ds_bar, dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, kv_empty, ready, empty,
-                              dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, scale, qk_scale, seq_q, seq_k, H, group,
-                              n_kblocks, item, c % KV_BUFS, (c // KV_BUFS) & 1, t, WG, HEAD_DIM, TAIL, SPLIT, STAGES,
-                              CAUSAL, PERSISTENT)
+            t, _ = _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem,
+                                 delta_smem, ds_smem, ds_bar, dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, kv_empty, ready,
+                                 empty, dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, counter, -1, scale, qk_scale,
+                                 seq_q, seq_k, H, group, n_kblocks, item, c % KV_BUFS, (c // KV_BUFS) & 1, t, WG, HEAD_DIM,
+                                 TAIL, SPLIT, STAGES, CAUSAL, PERSISTENT, False)
             c += 1
     else:  # one item, this program's: no loop around it (the loop cost registers: spills at 80 and 128)
         _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem,
                       ds_smem, ds_bar, dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, kv_empty, ready, empty,
-                      dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, scale, qk_scale, seq_q, seq_k, H, group,
-                      n_kblocks, gl.program_id(0), 0, 0, 0, WG, HEAD_DIM, TAIL, SPLIT, STAGES, CAUSAL, PERSISTENT)
+                      dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, counter, -1, scale, qk_scale, seq_q, seq_k, H,
+                      group, n_kblocks, gl.program_id(0), 0, 0, 0, WG, HEAD_DIM, TAIL, SPLIT, STAGES, CAUSAL, PERSISTENT,
+                      False)
     tma.store_wait(0)  # the stores and the last dQ reductions read shared memory the program gives up
 
 
 @gluon.jit
 def _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, ds_smem,
                   ds_bar, dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, kv_empty, ready, empty,
-                  dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, scale, qk_scale, seq_q, seq_k, H, group,
-                  n_kblocks, item, buf, kv_phase, t0, WG: gl.constexpr, HEAD_DIM: gl.constexpr,
+                  dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, counter, pending, scale, qk_scale, seq_q, seq_k, H,
+                  group, n_kblocks, item, buf, kv_phase, t0, WG: gl.constexpr, HEAD_DIM: gl.constexpr,
                   TAIL: gl.constexpr, SPLIT: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
-                  PERSISTENT: gl.constexpr):
+                  PERSISTENT: gl.constexpr, CONVERT: gl.constexpr):
     """One item (`_item_coordinates`): dK and dV of its 128 keys (this warp group's 64), dQ_i
     shares of its query tiles; K and V in buffer `buf`, loaded at phase kv_phase; steps counted
-    on from t0. Returns the count after them."""
+    on from t0. With CONVERT, signals `pending` (`_consumer`) on the way. Returns the count after
+    the steps and the item's own (batch x key/value head), pending now (CONVERT; else -1)."""
     b, kv_h, start_n, first_tile, n_q_tiles = _item_coordinates(item, n_kblocks, H // group, seq_q, 64, CAUSAL)
     # HEAD_DIM: the first column block's width; SPLIT: a second block of TAIL columns follows
     # (head_dim 80 = 64 + 16; only with one dQ chunk, CHUNKS == 1): every product over the columns
@@ -431,6 +520,15 @@ def _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, do
     t = t0
     for s in range(steps):
         t = t0 + s
+        if CONVERT and (s == 2) and (pending >= 0):
+            # The previous item's reductions were issued before this one's first (by tile t0's
+            # owner, at s = 1), a tile and more ago: waiting for all but that one costs nothing
+            # where a wait at the item's end would stand exposed.
+            if (t0 % 2) == WG:
+                _signal_head(counter, pending, 1)
+            else:
+                _signal_head(counter, pending, 0)
+            pending = -1
         slot = t % STAGES
         row0 = (first_tile + i) * M
         offs_q = row0 + gl.arange(0, M, layout=queries_l)
@@ -540,6 +638,10 @@ def _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, do
             _reduce_dq(dq * scale, dq, dq_desc, dq_smem, dqt_desc, dqt_smem, b, prev_h, prev_row0, WG, SPLIT,
                        KV_IN_REGISTERS)
 
+    if CONVERT:
+        if pending >= 0:  # an item too short to have signalled it in its loop
+            _signal_head(counter, pending, 0)
+        pending = b * (H // group) + kv_h
     # dK and dV out by TMA stores, staged in this warp group's Q and dO slots (their boxes are
     # the same, 64 rows by the column block): free once both warp groups have released the last
     # tile's slot, and every earlier one with it. Register stores of the wgmma layout wrote 4
@@ -572,18 +674,23 @@ def _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, do
     if SPLIT:
         tma.async_copy_shared_to_global(dkt_desc, [b, kv_h, key0, 0], dkt_stage)
         tma.async_copy_shared_to_global(dvt_desc, [b, kv_h, key0, 0], dvt_stage)
-    return t0 + gl.maximum(steps, 0)
+    return t0 + gl.maximum(steps, 0), pending
 
 
 @gluon.jit
 def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, qt_desc, kt_desc, vt_desc, dot_desc, dqt_desc,
-                dk_desc, dv_desc, dkt_desc, dvt_desc, LSE, DELTA, counter, scale, qk_scale, seq_q, seq_k, H, group,
-                n_kblocks, items, HEAD_DIM: gl.constexpr, TAIL: gl.constexpr, SPLIT: gl.constexpr, STAGES: gl.constexpr,
-                CAUSAL: gl.constexpr, PERSISTENT: gl.constexpr, DYNAMIC: gl.constexpr, num_warps: gl.constexpr):
+                dk_desc, dv_desc, dkt_desc, dvt_desc, LSE, DELTA, counter, DQ_ACC, DQ, scale, qk_scale, seq_q, seq_k,
+                H, group, n_kblocks, items, end, HEAD_DIM: gl.constexpr, TAIL: gl.constexpr, SPLIT: gl.constexpr,
+                STAGES: gl.constexpr, CAUSAL: gl.constexpr, PERSISTENT: gl.constexpr, DYNAMIC: gl.constexpr,
+                CONVERT: gl.constexpr, num_warps: gl.constexpr):
     # Work items (`_item_coordinates`): one per program, or with PERSISTENT one program per SM
     # taking them in a fixed turn or, with DYNAMIC, from the int32 at `counter` (zeroed by the
     # caller), the producer loading the next item's K and V into the second buffer and its first
-    # Q/dO tiles into the ring while the consumers finish the current one.
+    # Q/dO tiles into the ring while the consumers finish the current one. With CONVERT (DYNAMIC,
+    # no SPLIT) the numbers from `items` to `end` are chunks of dQ's conversion from the fp32
+    # sums DQ_ACC into DQ (`_convert_dq`), each waiting for its head's signal at counter[1 + head]
+    # (zeroed too): taken from the same counter, a chunk's number comes after every item's, whose
+    # programs are running, so the wait ends.
     M: gl.constexpr = 64
     KV_BUFS: gl.constexpr = 2 if PERSISTENT else 1
 
@@ -641,15 +748,18 @@ def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, qt_desc, kt_desc, vt_d
     gl.warp_specialize([
         (_consumer, (q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, ds_smem,
                      ds_bar, dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, kv_empty, ready, empty,
-                     dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, item_smem, scale, qk_scale, seq_q, seq_k, H, group,
-                     n_kblocks, items, 0, HEAD_DIM, TAIL, SPLIT, STAGES, CAUSAL, KV_BUFS, PERSISTENT, DYNAMIC)),
+                     dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, item_smem, counter, DQ_ACC, DQ, scale, qk_scale,
+                     seq_q, seq_k, H, group, n_kblocks, items, end, 0, HEAD_DIM, TAIL, SPLIT, STAGES, CAUSAL, KV_BUFS,
+                     PERSISTENT, DYNAMIC, CONVERT)),
         (_consumer, (q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, ds_smem,
                      ds_bar, dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, kv_empty, ready, empty,
-                     dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, item_smem, scale, qk_scale, seq_q, seq_k, H, group,
-                     n_kblocks, items, 1, HEAD_DIM, TAIL, SPLIT, STAGES, CAUSAL, KV_BUFS, PERSISTENT, DYNAMIC)),
+                     dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, item_smem, counter, DQ_ACC, DQ, scale, qk_scale,
+                     seq_q, seq_k, H, group, n_kblocks, items, end, 1, HEAD_DIM, TAIL, SPLIT, STAGES, CAUSAL, KV_BUFS,
+                     PERSISTENT, DYNAMIC, CONVERT)),
         (_producer, (q_desc, k_desc, v_desc, do_desc, qt_desc, kt_desc, vt_desc, dot_desc, q_smem, k_smem, v_smem, do_smem,
                      qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, kv_bar, kv_empty, item_smem, ready, empty,
-                     LSE, DELTA, counter, seq_q, H, group, n_kblocks, items, STAGES, SPLIT, CAUSAL, KV_BUFS, DYNAMIC)),
+                     LSE, DELTA, counter, seq_q, H, group, n_kblocks, items, end, STAGES, SPLIT, CAUSAL, KV_BUFS,
+                     DYNAMIC)),
     ], [4, 1], [240, 24])
 
 
@@ -711,7 +821,6 @@ def backward(q, k, v, do, lse, delta, is_causal: bool) -> tuple[torch.Tensor, to
     batch, heads, seq_q, head_dim = q.shape
     kv_heads, seq_k = k.shape[1], k.shape[2]
     do = flash_gluon.aligned(do)
-    dq = torch.zeros(batch, heads, seq_q, head_dim, dtype=torch.float32, device=q.device)
     dk = torch.empty((batch, kv_heads, seq_k, head_dim), dtype=q.dtype, device=q.device)
     dv = torch.empty_like(dk)
     scale = 1 / math.sqrt(head_dim)
@@ -719,24 +828,32 @@ def backward(q, k, v, do, lse, delta, is_causal: bool) -> tuple[torch.Tensor, to
     block_descriptors = flash_gluon.block_descriptors
     (q_desc, qt_desc), (k_desc, kt_desc), (v_desc, vt_desc), (do_desc, dot_desc) = (
         block_descriptors(x, rows) for x, rows in ((q, ROWS), (k, KEYS), (v, KEYS), (do, ROWS)))
-    dq_desc, dqt_desc = block_descriptors(dq, ROWS, min(DQ_COLUMNS, main))
-    (dk_desc, dkt_desc), (dv_desc, dvt_desc) = block_descriptors(dk, ROWS), block_descriptors(dv, ROWS)
     n_kblocks = triton.cdiv(seq_k, BLOCK_N)
     items = n_kblocks * batch * kv_heads
     from_keys = PERSISTENT_CAUSAL_FROM_KEYS if is_causal else PERSISTENT_FROM_KEYS
     persistent = seq_k >= from_keys.get(head_dim, math.inf)
-    dynamic = persistent and is_causal
-    counter = torch.zeros(1, dtype=torch.int32, device=q.device) if dynamic else lse  # lse: a pointer never read
+    convert = persistent and CONVERT_IN_KERNEL and not tail
+    dynamic = persistent and (is_causal or convert)
+    # dQ's fp32 sums and, with DYNAMIC, the work counter and each (batch x key/value head)'s
+    # signal: one zeroed allocation, so one fill
+    sums = batch * heads * seq_q * head_dim
+    workspace = torch.zeros(sums + (1 + batch * kv_heads if dynamic else 0), dtype=torch.float32, device=q.device)
+    dq_acc = workspace[:sums].view(batch, heads, seq_q, head_dim)
+    counter = workspace[sums:].view(torch.int32) if dynamic else lse  # lse: a pointer never read
+    dq = torch.empty((batch, heads, seq_q, head_dim), dtype=q.dtype, device=q.device) if convert else dq_acc
+    chunks = batch * kv_heads * triton.cdiv(heads // kv_heads * seq_q, 256) if convert else 0
+    dq_desc, dqt_desc = block_descriptors(dq_acc, ROWS, min(DQ_COLUMNS, main))
+    (dk_desc, dkt_desc), (dv_desc, dvt_desc) = block_descriptors(dk, ROWS), block_descriptors(dv, ROWS)
     _BWD_LAUNCH(
         (min(items, flash_gluon.multiprocessors(q.device)) if persistent else items,),
         q_desc, k_desc, v_desc, do_desc, dq_desc, qt_desc, kt_desc, vt_desc, dot_desc, dqt_desc,
-        dk_desc, dv_desc, dkt_desc, dvt_desc, lse, delta, counter, scale, scale * LOG2E,
-        seq_q, seq_k, heads, heads // kv_heads, n_kblocks, items,
+        dk_desc, dv_desc, dkt_desc, dvt_desc, lse, delta, counter, dq_acc, dq, scale, scale * LOG2E,
+        seq_q, seq_k, heads, heads // kv_heads, n_kblocks, items, items + chunks,
         HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), STAGES=STAGES, CAUSAL=is_causal,
-        PERSISTENT=persistent, DYNAMIC=dynamic,
+        PERSISTENT=persistent, DYNAMIC=dynamic, CONVERT=convert,
         num_warps=4,
     )
-    return dq.to(q.dtype), dk, dv
+    return (dq if convert else dq_acc.to(q.dtype)), dk, dv
 
 
 @torch.library.custom_op("lmperf::flash_gluon_backward", mutates_args=())
