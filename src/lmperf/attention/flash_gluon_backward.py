@@ -693,6 +693,9 @@ def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, qt_desc, kt_desc, vt_d
     # programs are running, so the wait ends.
     M: gl.constexpr = 64
     KV_BUFS: gl.constexpr = 2 if PERSISTENT else 1
+    # The heads' signals count on one dQ_i reduction per tile by its owner (`_consume_item`'s
+    # wait_group 1): head_dim 64 only, where neither a tail nor a second chunk adds groups.
+    gl.static_assert(not CONVERT or (DYNAMIC and not SPLIT and dq_desc.block_type.shape[3] == HEAD_DIM))
 
     q_smem = gl.allocate_shared_memory(q_desc.dtype, [STAGES, 1, 1, M, HEAD_DIM], q_desc.layout)
     do_smem = gl.allocate_shared_memory(do_desc.dtype, [STAGES, 1, 1, M, HEAD_DIM], do_desc.layout)
@@ -832,7 +835,7 @@ def backward(q, k, v, do, lse, delta, is_causal: bool) -> tuple[torch.Tensor, to
     items = n_kblocks * batch * kv_heads
     from_keys = PERSISTENT_CAUSAL_FROM_KEYS if is_causal else PERSISTENT_FROM_KEYS
     persistent = seq_k >= from_keys.get(head_dim, math.inf)
-    convert = persistent and CONVERT_IN_KERNEL and not tail
+    convert = persistent and CONVERT_IN_KERNEL and head_dim == 64  # see _bwd_kernel's assertion
     dynamic = persistent and (is_causal or convert)
     # dQ's fp32 sums and, with DYNAMIC, the work counter and each (batch x key/value head)'s
     # signal: one zeroed allocation, so one fill
