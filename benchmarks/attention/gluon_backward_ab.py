@@ -1,6 +1,6 @@
 """A change to flash_gluon_backward measured against the module as committed, on an H100.
 
-    PYTHONPATH=src [AB_HEAD_DIMS=128] [AB_LENGTHS=1024,2048] [AB_CAUSAL=1] [AB_FWD_BWD=1] [AB_PEERS=...] python3 benchmarks/attention/gluon_backward_ab.py PATCH[,PATCH...] OUT.jsonl
+    PYTHONPATH=src [AB_HEAD_DIMS=128] [AB_LENGTHS=1024,2048] [AB_CAUSAL=1] [AB_FWD_BWD=1] [AB_PEERS=...] [AB_ROUNDS=6] python3 benchmarks/attention/gluon_backward_ab.py PATCH[,PATCH...] OUT.jsonl
 
 PATCH, a diff of src/lmperf/attention/flash_gluon_backward.py (`git diff` format; several,
 comma-separated, are applied in order; several such stacks apart by ";" are candidates timed side

@@ -52,6 +52,7 @@ times the backward beside flash_triton's atomic and split backwards and SDPA cuD
 from __future__ import annotations
 
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -467,11 +468,13 @@ def _float64_check(emit, shapes, variants: dict) -> None:
 
 
 def _interleaved(emit, peers: dict, work: dict, point: dict, grad_to_none=None) -> None:
-    """do_bench median of each peer, two rounds, the second in reverse order; TFLOP/s from work[name]."""
+    """do_bench median of each peer, AB_ROUNDS rounds (two unless set), every other one in reverse
+    order; TFLOP/s from work[name]. Two rounds did not resolve a 1.5% change of the backward
+    (backward-convert-d3cd296): more rounds and the summary's per-round median do."""
     from triton.testing import do_bench
 
-    for round_ in (0, 1):
-        for name in list(peers) if round_ == 0 else list(peers)[::-1]:
+    for round_ in range(int(os.environ.get("AB_ROUNDS", "2"))):
+        for name in list(peers) if round_ % 2 == 0 else list(peers)[::-1]:
             ms = do_bench(peers[name], warmup=25, rep=100, grad_to_none=grad_to_none)
             emit(dict(kind="time", peer=name, **point, round=round_, ms=ms, tflops=work[name] / ms / 1e9))
 

@@ -1,21 +1,27 @@
 """Summarise gluon_backward.py's rows (any of its device commands; also gluon_backward_ab.py's and
 gluon_forward_ab.py's): the float64 check's largest error per variant (of every max_* field), then per grid point each peer's ms and its ratio to the reference peers,
 measured side by side (ranges over the rounds: min(reference)/max(peer) to max(reference)/min(peer),
-> 1 = the peer faster).
+> 1 = the peer faster; then the median of the same-round ratios, which resolves smaller changes
+once there are more than two rounds).
 
     python benchmarks/attention/trials/gluon_backward_summary.py ROWS.jsonl
 """
 
 import collections
 import json
+import statistics
 import sys
 
 BACKWARD_REFERENCES = ("triton-atomic-bwd", "committed", "sdpa-cudnn-bwd", "sdpa-cudnn-fwd")  # committed: gluon_backward_ab.py's unpatched module
 FORWARD_BACKWARD_REFERENCES = ("flash_triton+bwd", "sdpa-cudnn+bwd")
 
 
-def _ratio(reference: list[float], peer: list[float]) -> str:
-    return f"{min(reference) / max(peer):.3f}-{max(reference) / min(peer):.3f}"
+def _ratio(reference: dict, peer: dict) -> str:
+    """reference / peer over the rounds (round -> ms): the widest range, and the median of the
+    ratios within a round."""
+    ranged = f"{min(reference.values()) / max(peer.values()):.3f}-{max(reference.values()) / min(peer.values()):.3f}"
+    paired = [reference[r] / peer[r] for r in reference.keys() & peer.keys()]
+    return ranged + (f" (per round median {statistics.median(paired):.3f})" if paired else "")
 
 
 def summarise(path: str) -> None:
@@ -29,19 +35,20 @@ def summarise(path: str) -> None:
             errors[name].append(max(value for key, value in row.items() if key.startswith("max_")))
     for name, values in errors.items():
         print(f"  check {name}: {len(values)} shapes, largest relative error {min(values):.4f}-{max(values):.4f}")
-    times = collections.defaultdict(lambda: collections.defaultdict(list))
+    times = collections.defaultdict(lambda: collections.defaultdict(dict))  # point -> peer -> round -> ms
     for row in rows:
         if row["kind"] == "time":
-            times[(row["head_dim"], row["causal"], row["seq"])][row["peer"]].append(row["ms"])
+            times[(row["head_dim"], row["causal"], row["seq"])][row["peer"]][row.get("round", 0)] = row["ms"]
     for (head_dim, causal, seq), peers in times.items():
         print(f"  d{head_dim} {'causal' if causal else 'full'} {seq}:")
-        for name, ms in peers.items():
+        for name, rounds in peers.items():
+            ms = list(rounds.values())
             line = f"    {name:40s} {min(ms):8.3f}-{max(ms):.3f} ms"
             if name.endswith("+bwd") or name.endswith("+fwd"):
                 refs = [r for r in FORWARD_BACKWARD_REFERENCES if r in peers and r != name]
             else:
                 refs = [r for r in BACKWARD_REFERENCES if r in peers and r != name]
-            line += "".join(f"   {ref} / it {_ratio(peers[ref], ms)}" for ref in refs)
+            line += "".join(f"   {ref} / it {_ratio(peers[ref], rounds)}" for ref in refs)
             print(line)
 
 
