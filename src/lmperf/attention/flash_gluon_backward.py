@@ -184,11 +184,19 @@ def _produce_item(q_desc, k_desc, v_desc, do_desc, qt_desc, kt_desc, vt_desc, do
 def _hand_over(kv_bar, kv_empty, item_smem, item, c, KV_BUFS: gl.constexpr):
     """Work number `item` without K or V (a conversion chunk, or the end), the program's c-th, to
     the consumers through K/V buffer c % KV_BUFS's slot, once they are done with its last item."""
+    buf = _free_buffer(kv_empty, c, KV_BUFS)
+    _publish_item(item_smem.index(buf), item)
+    mbarrier.arrive(kv_bar.index(buf), count=1)
+
+
+@gluon.jit
+def _free_buffer(kv_empty, c, KV_BUFS: gl.constexpr):
+    """The K/V buffer of the program's c-th item (or number), c % KV_BUFS, once both consumers are
+    done with item c - KV_BUFS, which held it."""
     buf = c % KV_BUFS
     if c >= KV_BUFS:
         mbarrier.wait(kv_empty.index(buf), (c // KV_BUFS - 1) & 1)
-    _publish_item(item_smem.index(buf), item)
-    mbarrier.arrive(kv_bar.index(buf), count=1)
+    return buf
 
 
 @gluon.jit
@@ -212,9 +220,7 @@ def _load_kv(k_desc, v_desc, kt_desc, vt_desc, k_smem, v_smem, kt_smem, vt_smem,
     (kv_bar's arrival releases it to them)."""
     rows: gl.constexpr = k_desc.block_type.shape[2]
     b, kv_h, start_n, first_tile, n_q_tiles = _item_coordinates(item, n_kblocks, kv_heads, seq_q, M, CAUSAL)
-    buf = c % KV_BUFS
-    if c >= KV_BUFS:  # both consumers are done with item c - KV_BUFS's K and V, which held this buffer
-        mbarrier.wait(kv_empty.index(buf), (c // KV_BUFS - 1) & 1)
+    buf = _free_buffer(kv_empty, c, KV_BUFS)
     if DYNAMIC:
         _publish_item(item_smem.index(buf), item)
     bar = kv_bar.index(buf)
