@@ -43,14 +43,15 @@ def compile_sm90(head_dim: int, causal: bool, consumers: int | None = None, o_by
         "q_desc": desc(rows, main), "k_desc": desc(block_n, main), "v_desc": desc(block_n, main),
         "qt_desc": desc(rows, tail), "kt_desc": desc(block_n, tail), "vt_desc": desc(block_n, tail),
         "o_desc": desc(rows, main if o_by_tma else 0), "ot_desc": desc(rows, tail if o_by_tma else 0),
-        "O": "*bf16", "LSE": "*fp32", "qk_scale": "fp32",
+        "O": "*bf16", "LSE": "*fp32", "TABLE": "*i32", "qk_scale": "fp32",
         **{name: "i32" for name in ("seq_q", "seq_k", "H", "group", "n_m", "per_head", "items", "stride_ob",
                                     "stride_oh", "stride_on")},
         **{name: "constexpr" for name in ("HEAD_DIM", "TAIL", "SPLIT", "BLOCK_N", "STAGES", "CAUSAL", "PAIRS",
-                                          "CONSUMERS", "REGISTERS", "O_BY_TMA", "num_warps")},
+                                          "ORDERED", "CONSUMERS", "REGISTERS", "O_BY_TMA", "num_warps")},
     }
     constexprs = dict(HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), BLOCK_N=block_n, STAGES=stages, CAUSAL=causal,
-                      PAIRS=causal, CONSUMERS=consumers,
+                      PAIRS=causal and not flash_gluon.ORDERED_CAUSAL, ORDERED=causal and flash_gluon.ORDERED_CAUSAL,
+                      CONSUMERS=consumers,
                       REGISTERS=flash_gluon.CONSUMER_REGISTERS[consumers], O_BY_TMA=o_by_tma, num_warps=4,
                       **{name: None for name, kind in signature.items() if kind == "constexpr" and name.endswith("_desc")})
     source = GluonASTSource(flash_gluon._fwd_kernel, signature, constexprs)

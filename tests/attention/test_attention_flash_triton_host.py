@@ -1,6 +1,7 @@
 """Host-side choices of flash_triton, on the CPU without Triton's interpreter."""
 
 import dataclasses
+import random
 import warnings
 
 import pytest
@@ -210,6 +211,57 @@ def test_gluon_forward_is_persistent_but_at_long_causal_head_dim_128():
     assert flash_gluon.schedule(128, 32768, False) == (False, True)
     assert flash_gluon.schedule(128, 8192, True) == (True, True)
     assert flash_gluon.schedule(128, 8193, True) == (False, False)
+
+
+def test_ordered_items_go_longest_first_to_the_program_with_least_work():
+    """Worked by hand, TILE_COST 1: one head of 4 causal 128-row tiles over 128-key tiles costs
+    2, 3, 4, 5; tile 3 to program 0 (5), tile 2 to 1 (4), tile 1 to the lighter 1 (7), tile 0 to
+    0 (7). Two heads of 2 tiles in sections of one: head 0's tile 1 (3) to 0, tile 0 (2) to 1;
+    then head 1's tile 1 to the lighter 1 (5), tile 0 to 0 (5). On random shapes, every tile
+    exactly once, and no program's work ahead of another's by more than one tile's cost."""
+    flash_gluon = pytest.importorskip("lmperf.attention.flash_gluon")
+    assert flash_gluon.TILE_COST == 1.0
+    assert flash_gluon.ordered_items(4, 1, 2, 512, 128, 128, 1) == ([3, 0, 2, 1], [0, 2, 4])
+    assert flash_gluon.ordered_items(2, 2, 2, 256, 128, 128, 1) == ([0 * 2 + 1, 1 * 2 + 0, 0, 1 * 2 + 1], [0, 2, 4])
+    rng = random.Random(0)
+    for _ in range(30):
+        n_m, heads, programs = rng.randint(1, 40), rng.randint(1, 20), rng.randint(1, 140)
+        block_m, block_n = rng.choice([(128, 128), (192, 64)])
+        seq_k = rng.randint(1, n_m * block_m + 300)
+        codes, starts = flash_gluon.ordered_items(n_m, heads, programs, seq_k, block_m, block_n, rng.randint(1, 8))
+        assert sorted(codes) == list(range(n_m * heads)) and starts[0] == 0 and starts[-1] == len(codes)
+        cost = [-(-min(seq_k, (t + 1) * block_m) // block_n) + 1 for t in range(n_m)]  # key tiles + TILE_COST
+        work = [sum(cost[c % n_m] for c in codes[a:b]) for a, b in zip(starts, starts[1:])]
+        assert len(work) == programs and max(work) - min(work) <= max(cost)
+
+
+def test_causal_persistent_forwards_launch_in_the_host_order(monkeypatch):
+    """Causal persistent launches take single tiles (per_head = n_m) from the int32 table
+    (codes, then each program's start), built once per shape; non-causal ones, one program per
+    tile (d128 past 8192 keys) and ORDERED_CAUSAL False do not (pairs in a fixed turn there)."""
+    flash_gluon = pytest.importorskip("lmperf.attention.flash_gluon")
+    launches = []
+    monkeypatch.setattr(flash_gluon, "_FWD_LAUNCH", lambda grid, *args, **kw: launches.append((grid, args, kw)))
+    monkeypatch.setattr(flash_gluon, "multiprocessors", lambda device: 132)
+    q = torch.empty(2, 4, 1000, 64, dtype=torch.bfloat16)
+    flash_gluon.forward(q, q, q, True)
+    grid, args, kw = launches.pop()
+    table, n_m, per_head, items = args[10], args[16], args[17], args[18]
+    assert kw["ORDERED"] and not kw["PAIRS"] and n_m == per_head == 8 and items == 2 * 4 * 8 == 64 and grid == (64,)
+    section = 16 * 2**20 // (2 * 1000 * 64 * 2)  # heads whose K and V (1000 keys, bf16) fit 16 MB: 65
+    assert table.dtype == torch.int32 and table.tolist() == sum(flash_gluon.ordered_items(8, 8, 64, 1000, 128, 128, section), [])
+    flash_gluon.forward(q, q, q, True)
+    assert launches.pop()[1][10] is table  # built once
+    flash_gluon.forward(q, q, q, False)
+    assert not launches[-1][2]["ORDERED"] and not launches.pop()[2]["PAIRS"]
+    long = torch.empty(1, 1, 8193, 128, dtype=torch.bfloat16)
+    flash_gluon.forward(long, long, long, True)
+    grid, args, kw = launches.pop()
+    assert not kw["ORDERED"] and not kw["PAIRS"] and grid == (65,)
+    monkeypatch.setattr(flash_gluon, "ORDERED_CAUSAL", False)
+    flash_gluon.forward(q, q, q, True)
+    grid, args, kw = launches.pop()
+    assert not kw["ORDERED"] and kw["PAIRS"] and args[17] == 4 and grid == (2 * 4 * 4,)
 
 
 def test_gluon_backward_takes_what_the_gluon_forward_takes_where_it_beat_triton():

@@ -117,17 +117,23 @@ def gluon_case_inputs(lead, kv_heads, seq_q, seq_k, head_dim, dtype, packed):
 @pytest.mark.parametrize("consumers", [2, 3])  # consumer warp groups per program (flash_gluon.CONSUMERS)
 # None: one per SM (or per item, `schedule`); 0: one per query tile wherever causal (the schedule
 # past PERSISTENT_CAUSAL_MAX_KEYS, which no length here reaches)
-@pytest.mark.parametrize("programs", [None, 3, 0])
+# ordered: causal persistent programs take single query tiles in the host's order (True), or pairs
+# in a fixed turn (False, flash_gluon.ORDERED_CAUSAL)
+@pytest.mark.parametrize("programs, ordered", [(None, True), (3, True), (3, False), (0, True)])
 def test_gluon_forward_matches_float64_reference(monkeypatch, lead, kv_heads, seq_q, seq_k, head_dim, is_causal, dtype, packed,
-                                                 consumers, programs):
+                                                 consumers, programs, ordered):
     """The forward flash_triton hands to flash_gluon on an H100 (it must be the one that ran; at
     every length here, not only where it is faster), with flash_triton's backward on its O and
     LSE, against float64; with two and with three consumer warp groups per program at either
     head_dim (128- and 192-row programs: every length here leaves a ragged last one). With three
-    persistent programs, each takes many query tiles (pairs of them when causal, the 4097-row
-    case too), so the ring's running count and the barriers' phases carry across them; and,
-    causal, with one program per query tile, as head_dim 128 runs past 8192 keys."""
+    persistent programs, each takes many query tiles (causal: in the host's order, or pairs of
+    them in a fixed turn; the 4097-row case too), so the ring's running count and the barriers'
+    phases carry across them; and, causal, with one program per query tile, as head_dim 128 runs
+    past 8192 keys."""
     gluon, calls = flash_triton.flash_gluon, []
+    if not ordered and not is_causal:
+        pytest.skip("non-causal forwards take single tiles in a fixed turn either way")
+    monkeypatch.setattr(gluon, "ORDERED_CAUSAL", ordered)
     monkeypatch.setattr(gluon, "FROM_KEYS", {d: {False: 0, True: 0} for d in gluon.TILES})
     monkeypatch.setattr(gluon, "CONSUMERS", dict.fromkeys(gluon.TILES, consumers))
     if programs:

@@ -17,9 +17,10 @@ them as FlashAttention-3 does. One program holds 128 query rows (`CONSUMERS` war
     (ptxas serialises every wgmma of a kernel that does that, benchmarks/attention/trials); O
     leaves by a TMA store staged in shared memory where that was faster (`O_BY_TMA`), else by
     register stores;
-  - persistent (`schedule`): one program per SM takes query tiles (causal: pairs of them) in
-    turn, the producer loading the next one's Q and first K/V tiles under the current one's
-    P V and epilogue, which a program per tile left exposed (1.03-1.44x as fast below 4096 keys).
+  - persistent (`schedule`): one program per SM takes query tiles in turn (causal: in an order
+    the host builds, longest first, `ordered_items`), the producer loading the next one's Q and
+    first K/V tiles under the current one's P V and epilogue, which a program per tile left
+    exposed (1.03-1.44x as fast below 4096 keys).
 Forward time flash_triton's / this one's on an H100 (benchmarks/attention/gluon-ws-forward-h100-
 6c23e70, bf16, 16k tokens): 1.069-1.254 at head_dim 128 (4k and 16k keys, causal and not),
 0.942-1.244 at 64; from 1k to 16k keys (gluon-tiles-h100-37dafcb) 1.033-1.184 at 128, and at 64
@@ -39,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import heapq
 import math
 import os
 
@@ -97,6 +99,19 @@ O_BY_TMA = {(64, False), (64, True), (80, False)}
 # (benchmarks/attention/gluon-persistent-causal-8k-h100-8e0fa89, two rounds): persistent
 # 1.039-1.145x as fast at 6144 keys, level at 8192 (0.958-1.045).
 PERSISTENT_CAUSAL_MAX_KEYS = {128: 8192}
+# Causal persistent forwards take single query tiles in an order the host builds once per shape
+# (`ordered_items`, `order_table`) instead of pairs in a fixed turn. The pairs cost the same, but
+# their count rarely divides by the SMs: 1024 pairs (d128, 16k tokens) on 132 SMs leave 32 of them
+# idle for the last eighth of the time. Single tiles, longest first within sections of heads whose
+# K and V fit a share of the L2 (`L2_SHARE`), each to the program with the least work so far
+# (greedy longest-processing-time), leave a last round of short tiles. Predicted 1-3% (a
+# simulation of both schedules, 1.1-3.1%). Forward time pairs / ordered on an H100
+# (benchmarks/attention/forward-ordered-causal-3d19d48, per-round medians of four interleaved
+# rounds): d64 1.032 at 1k keys, 1.022 at 2k, 1.003 at 4k, 1.017 at 8k, 1.025 at 16k; d128 1.025,
+# 1.007, 1.005, 1.005 at 1k-8k (at 16k, one program per tile either way: 0.997). False: pairs.
+ORDERED_CAUSAL = True
+L2_SHARE = 16 << 20  # bytes of K and V a section of heads reads (an H100's L2 holds 50 MB)
+TILE_COST = 1.0  # a query tile's own cost in key tiles, beside its key tiles (first S, last P V, epilogue)
 # LMPERF_ATTENTION_GLUON=0 keeps Triton's forward everywhere (to time the two side by side).
 ENABLED = os.environ.get("LMPERF_ATTENTION_GLUON", "1") != "0"
 
@@ -113,14 +128,17 @@ def disabled():
 
 
 @gluon.jit
-def _work(item, half, n_m, per_head, CAUSAL: gl.constexpr, PAIRS: gl.constexpr):
+def _work(item, half, n_m, per_head, code, CAUSAL: gl.constexpr, PAIRS: gl.constexpr, ORDERED: gl.constexpr):
     """The query tile and batch x head of work item `item` (its half `half`, 0 or 1, with PAIRS),
     and whether it exists. An item is one query tile (per_head = n_m of them per batch x head;
     causal, the ones with the most keys first), or with PAIRS (causal only) a pair, query tiles k
     and n_m - 1 - k (per_head = ceil(n_m / 2)): every pair costs the same, n_m + 1 tiles' worth of
     keys, so programs that take pairs in turn stay level; the middle tile of an odd n_m is a
     pair's only half. Items are numbered head by head, so the programs at work at once share few
-    heads' K/V."""
+    heads' K/V. With ORDERED the item is the query tile the host's table holds at `item`
+    (`code`: batch x head times n_m plus the tile, `ordered_items`)."""
+    if ORDERED:
+        return code % n_m, code // n_m, half == 0
     bh = item // per_head
     k = item % per_head
     if PAIRS:
@@ -129,6 +147,31 @@ def _work(item, half, n_m, per_head, CAUSAL: gl.constexpr, PAIRS: gl.constexpr):
     if CAUSAL:
         return n_m - 1 - k, bh, half == 0
     return k, bh, half == 0
+
+
+@gluon.jit
+def _turn(TABLE, items, ORDERED: gl.constexpr):
+    """(first, stop, step) of the work items this program takes: pid, pid + programs, ... in a
+    fixed turn, or with ORDERED its own run of the host's table (TABLE[items + pid] up to
+    TABLE[items + pid + 1])."""
+    first = gl.program_id(0)
+    stop = items
+    step = gl.num_programs(0)
+    if ORDERED:
+        first = gl.load(TABLE + items + gl.program_id(0))
+        stop = gl.load(TABLE + items + gl.program_id(0) + 1)
+        step = 1
+    return first, stop, step
+
+
+@gluon.jit
+def _code(TABLE, item, ORDERED: gl.constexpr):
+    """The table's entry for work item `item` with ORDERED (read one item ahead, so that its
+    latency passes under the item before; TABLE[items], read past a program's last item, is the
+    first run's start), else 0."""
+    if ORDERED:
+        return gl.load(TABLE + item)
+    return item * 0
 
 
 @gluon.jit
@@ -144,15 +187,18 @@ def _tile_coordinates(tile_m, bh, H, seq_k, BLOCK_M: gl.constexpr, BLOCK_N: gl.c
 
 @gluon.jit
 def _producer(q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem,
-              q_bar, q_empty, ready, empty, seq_k, H, group, n_m, per_head, items,
+              q_bar, q_empty, ready, empty, TABLE, seq_k, H, group, n_m, per_head, items,
               BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CONSUMERS: gl.constexpr, SPLIT: gl.constexpr,
-              CAUSAL: gl.constexpr, PAIRS: gl.constexpr):
+              CAUSAL: gl.constexpr, PAIRS: gl.constexpr, ORDERED: gl.constexpr):
     rows: gl.constexpr = q_desc.block_type.shape[2]
     g = 0  # key tiles loaded so far: the ring's running count, across query tiles
     c = 0  # query tiles loaded so far
-    for item in range(gl.program_id(0), items, gl.num_programs(0)):
+    first, stop, step = _turn(TABLE, items, ORDERED)
+    code = _code(TABLE, first, ORDERED)
+    for item in range(first, stop, step):
+        following = _code(TABLE, item + 1, ORDERED)
         for half in range(2 if PAIRS else 1):
-            tile_m, bh, exists = _work(item, half, n_m, per_head, CAUSAL, PAIRS)
+            tile_m, bh, exists = _work(item, half, n_m, per_head, code, CAUSAL, PAIRS, ORDERED)
             if exists:
                 b, h, start_m, n_tiles = _tile_coordinates(tile_m, bh, H, seq_k, CONSUMERS * rows, BLOCK_N, CAUSAL)
                 kv_h = h // group
@@ -182,6 +228,7 @@ def _producer(q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, q_smem, k_smem,
                         tma.async_copy_global_to_shared(vt_desc, [b, kv_h, t * BLOCK_N, 0], bar, vt_smem.index(slot))
                     g += 1
                 c += 1
+        code = following
 
 
 @gluon.jit
@@ -214,11 +261,11 @@ def _softmax_step(s, m_i, l_i, tile, offs_m, qk_scale, seq_k, mask_from,
 
 @gluon.jit
 def _consumer(q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem, o_desc, ot_desc, q_bar, q_empty,
-              ready, empty, sums_smem, O, LSE, qk_scale,
+              ready, empty, sums_smem, O, LSE, TABLE, qk_scale,
               seq_q, seq_k, H, n_m, per_head, items, stride_ob, stride_oh, stride_on, WG: gl.constexpr,
               HEAD_DIM: gl.constexpr, TAIL: gl.constexpr, SPLIT: gl.constexpr, BLOCK_N: gl.constexpr,
               STAGES: gl.constexpr, CAUSAL: gl.constexpr, CONSUMERS: gl.constexpr, PAIRS: gl.constexpr,
-              O_BY_TMA: gl.constexpr):
+              ORDERED: gl.constexpr, O_BY_TMA: gl.constexpr):
     # HEAD_DIM: the first column block's width; SPLIT: a second block of TAIL columns follows
     # (head_dim 80 = 64 + 16): every product over the columns is two chained wgmmas, O two
     # accumulators. Without SPLIT the tail arguments are unused.
@@ -239,9 +286,12 @@ def _consumer(q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem
 
     g = 0  # the ring's running count of key tiles, as the producer's
     c = 0  # query tiles so far
-    for item in range(gl.program_id(0), items, gl.num_programs(0)):
+    first, stop, step = _turn(TABLE, items, ORDERED)
+    code = _code(TABLE, first, ORDERED)
+    for item in range(first, stop, step):
+        following = _code(TABLE, item + 1, ORDERED)
         for half in range(2 if PAIRS else 1):
-            tile_m, bh, exists = _work(item, half, n_m, per_head, CAUSAL, PAIRS)
+            tile_m, bh, exists = _work(item, half, n_m, per_head, code, CAUSAL, PAIRS, ORDERED)
             if exists:
                 b, h, start_m, n_tiles = _tile_coordinates(tile_m, bh, H, seq_k, CONSUMERS * M, BLOCK_N, CAUSAL)
                 row0 = start_m + WG * M
@@ -359,20 +409,22 @@ def _consumer(q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem
                 gl.store(LSE + bh.to(gl.int64) * seq_q + offs_m, lse, mask=offs_m < seq_q)
                 g += n_tiles
                 c += 1
+        code = following
     if O_BY_TMA:
         tma.store_wait(0)  # the last store reads shared memory the program gives up
 
 
 @gluon.jit
 def _fwd_kernel(
-    q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, o_desc, ot_desc, O, LSE, qk_scale, seq_q, seq_k, H, group, n_m,
-    per_head, items, stride_ob, stride_oh, stride_on,
+    q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, o_desc, ot_desc, O, LSE, TABLE, qk_scale, seq_q, seq_k, H, group,
+    n_m, per_head, items, stride_ob, stride_oh, stride_on,
     HEAD_DIM: gl.constexpr, TAIL: gl.constexpr, SPLIT: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
-    CAUSAL: gl.constexpr, PAIRS: gl.constexpr, CONSUMERS: gl.constexpr, REGISTERS: gl.constexpr, O_BY_TMA: gl.constexpr,
+    CAUSAL: gl.constexpr, PAIRS: gl.constexpr, ORDERED: gl.constexpr, CONSUMERS: gl.constexpr, REGISTERS: gl.constexpr, O_BY_TMA: gl.constexpr,
     num_warps: gl.constexpr,
 ):
     # Each program takes work items (`_work`) pid, pid + programs, ... in turn (persistent: one
-    # program per SM; else one per item, `schedule`); the producer loads the next query tile's Q
+    # program per SM; else one per item, `schedule`), or with ORDERED its run of TABLE
+    # (`_turn`, `ordered_items`); the producer loads the next query tile's Q
     # once the consumers' last Q K^T of the current one is done (`q_empty`) and streams its K/V
     # tiles into the ring while they finish P V, O and LSE.
     # One slot per 4-d TMA box (1, 1, rows, HEAD_DIM); the consumers view each as 2-d.
@@ -410,34 +462,34 @@ def _fwd_kernel(
     if CONSUMERS == 2:
         gl.warp_specialize([
             (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem, o_desc, ot_desc, q_bar,
-                         q_empty, ready, empty, sums_smem, O, LSE, qk_scale,
+                         q_empty, ready, empty, sums_smem, O, LSE, TABLE, qk_scale,
                          seq_q, seq_k, H, n_m, per_head, items, stride_ob, stride_oh, stride_on, 0, HEAD_DIM, TAIL,
-                         SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS, O_BY_TMA)),
+                         SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS, ORDERED, O_BY_TMA)),
             (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem, o_desc, ot_desc, q_bar,
-                         q_empty, ready, empty, sums_smem, O, LSE, qk_scale,
+                         q_empty, ready, empty, sums_smem, O, LSE, TABLE, qk_scale,
                          seq_q, seq_k, H, n_m, per_head, items, stride_ob, stride_oh, stride_on, 1, HEAD_DIM, TAIL,
-                         SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS, O_BY_TMA)),
+                         SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS, ORDERED, O_BY_TMA)),
             (_producer, (q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, q_smem, k_smem, v_smem, qt_smem, kt_smem,
-                         vt_smem, q_bar, q_empty, ready, empty, seq_k, H, group, n_m, per_head, items, BLOCK_N,
-                         STAGES, CONSUMERS, SPLIT, CAUSAL, PAIRS)),
+                         vt_smem, q_bar, q_empty, ready, empty, TABLE, seq_k, H, group, n_m, per_head, items,
+                         BLOCK_N, STAGES, CONSUMERS, SPLIT, CAUSAL, PAIRS, ORDERED)),
         ], [4, 1], [REGISTERS, 24])
     else:
         gl.warp_specialize([
             (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem, o_desc, ot_desc, q_bar,
-                         q_empty, ready, empty, sums_smem, O, LSE, qk_scale,
+                         q_empty, ready, empty, sums_smem, O, LSE, TABLE, qk_scale,
                          seq_q, seq_k, H, n_m, per_head, items, stride_ob, stride_oh, stride_on, 0, HEAD_DIM, TAIL,
-                         SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS, O_BY_TMA)),
+                         SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS, ORDERED, O_BY_TMA)),
             (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem, o_desc, ot_desc, q_bar,
-                         q_empty, ready, empty, sums_smem, O, LSE, qk_scale,
+                         q_empty, ready, empty, sums_smem, O, LSE, TABLE, qk_scale,
                          seq_q, seq_k, H, n_m, per_head, items, stride_ob, stride_oh, stride_on, 1, HEAD_DIM, TAIL,
-                         SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS, O_BY_TMA)),
+                         SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS, ORDERED, O_BY_TMA)),
             (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem, o_desc, ot_desc, q_bar,
-                         q_empty, ready, empty, sums_smem, O, LSE, qk_scale,
+                         q_empty, ready, empty, sums_smem, O, LSE, TABLE, qk_scale,
                          seq_q, seq_k, H, n_m, per_head, items, stride_ob, stride_oh, stride_on, 2, HEAD_DIM, TAIL,
-                         SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS, O_BY_TMA)),
+                         SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS, ORDERED, O_BY_TMA)),
             (_producer, (q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, q_smem, k_smem, v_smem, qt_smem, kt_smem,
-                         vt_smem, q_bar, q_empty, ready, empty, seq_k, H, group, n_m, per_head, items, BLOCK_N,
-                         STAGES, CONSUMERS, SPLIT, CAUSAL, PAIRS)),
+                         vt_smem, q_bar, q_empty, ready, empty, TABLE, seq_k, H, group, n_m, per_head, items,
+                         BLOCK_N, STAGES, CONSUMERS, SPLIT, CAUSAL, PAIRS, ORDERED)),
         ], [4, 4, 1], [REGISTERS, REGISTERS, 24])
 
 
@@ -588,10 +640,56 @@ def block_descriptors(x: torch.Tensor, rows: int, columns: int | None = None) ->
 
 
 def schedule(head_dim: int, seq_k: int, is_causal: bool) -> tuple[bool, bool]:
-    """(pairs, persistent): whether work items are pairs of query tiles (causal and persistent)
-    and whether one program per SM takes them in turn (`PERSISTENT_CAUSAL_MAX_KEYS`)."""
+    """(pairs, persistent): whether work items are pairs of query tiles in a fixed turn (causal
+    and persistent; `forward` takes single tiles in the host's order there instead while
+    ORDERED_CAUSAL) and whether one program per SM takes them (`PERSISTENT_CAUSAL_MAX_KEYS`)."""
     persistent = not is_causal or seq_k <= PERSISTENT_CAUSAL_MAX_KEYS.get(head_dim, seq_k)
     return is_causal and persistent, persistent
+
+
+def ordered_items(n_m: int, heads: int, programs: int, seq_k: int, block_m: int, block_n: int,
+                  section: int) -> tuple[list[int], list[int]]:
+    """(codes, starts): every query tile of `heads` (batch x head) x n_m, coded as
+    batch_head * n_m + tile, and each program's run of them, codes[starts[p]:starts[p + 1]]. The
+    heads go in sections of `section`; within one, tiles with the most key tiles first (causal:
+    tile t reads ceil(min(seq_k, (t + 1) * block_m) / block_n)), head after head at each rank;
+    each tile to the program with the least work so far (`TILE_COST` per tile beside its key
+    tiles; ties to the lower program). A program runs its tiles in the order they came, so the
+    tiles at work at once stay within a section or two."""
+    key_tiles = [-(-min(seq_k, (t + 1) * block_m) // block_n) for t in range(n_m)]
+    by_cost = sorted(range(n_m), key=lambda t: -key_tiles[t])
+    loads = [(0.0, p) for p in range(programs)]
+    runs = [[] for _ in range(programs)]
+    for first in range(0, heads, section):
+        for t in by_cost:
+            for bh in range(first, min(heads, first + section)):
+                load, p = heapq.heappop(loads)
+                runs[p].append(bh * n_m + t)
+                heapq.heappush(loads, (load + key_tiles[t] + TILE_COST, p))
+    starts = [0]
+    for run in runs:
+        starts.append(starts[-1] + len(run))
+    return [code for run in runs for code in run], starts
+
+
+_TABLES: dict = {}  # (shape key, device) -> the ordered forward's int32 table on that device
+
+
+def order_table(n_m: int, heads: int, programs: int, seq_k: int, block_m: int, block_n: int, section: int,
+                device: torch.device) -> torch.Tensor | None:
+    """`ordered_items` as one int32 tensor on `device` (codes, then starts), built once per shape;
+    None while a CUDA graph is being captured and the shape is new (a copy to the device is not
+    allowed then: the fixed turn of pairs runs instead)."""
+    key = (n_m, heads, programs, seq_k, block_m, block_n, section, device)
+    table = _TABLES.get(key)
+    if table is None:
+        if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+            return None
+        codes, starts = ordered_items(n_m, heads, programs, seq_k, block_m, block_n, section)
+        if len(_TABLES) >= 256:  # shapes come and go (varying lengths): keep the cache bounded
+            _TABLES.clear()
+        table = _TABLES[key] = torch.tensor(codes + starts, dtype=torch.int32, device=device)
+    return table
 
 
 @functools.cache
@@ -616,14 +714,23 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) 
     o_desc, ot_desc = block_descriptors(o, ROWS) if o_by_tma else (None, None)
     n_m = triton.cdiv(seq_q, consumers * ROWS)
     pairs, persistent = schedule(head_dim, seq_k, is_causal)
+    table = None  # with ORDERED_CAUSAL, pairs become single tiles in the host's order
+    if pairs and ORDERED_CAUSAL:
+        group = heads // k.shape[1]  # query heads a K/V head serves: adjacent heads share its bytes
+        section = max(1, L2_SHARE * group // (2 * seq_k * head_dim * k.element_size()))
+        programs = min(batch * heads * n_m, multiprocessors(q.device))
+        table = order_table(n_m, batch * heads, programs, seq_k, consumers * ROWS, block_n, section, q.device)
+    pairs = pairs and table is None
     per_head = (n_m + 1) // 2 if pairs else n_m  # work items: pairs of query tiles, or tiles (`_work`)
     items = batch * heads * per_head
     programs = min(items, multiprocessors(q.device)) if persistent else items
     _FWD_LAUNCH(
-        (programs,), q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, o_desc, ot_desc, o, lse, LOG2E / math.sqrt(head_dim),
+        (programs,), q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, o_desc, ot_desc, o, lse,
+        lse if table is None else table, LOG2E / math.sqrt(head_dim),  # TABLE: unread without ORDERED
         seq_q, seq_k, heads, heads // k.shape[1], n_m, per_head, items, o.stride(0), o.stride(1), o.stride(2),
         HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), BLOCK_N=block_n, STAGES=stages, CAUSAL=is_causal,
-        PAIRS=pairs, CONSUMERS=consumers, REGISTERS=CONSUMER_REGISTERS[consumers], O_BY_TMA=o_by_tma, num_warps=4,
+        PAIRS=pairs, ORDERED=table is not None, CONSUMERS=consumers, REGISTERS=CONSUMER_REGISTERS[consumers],
+        O_BY_TMA=o_by_tma, num_warps=4,
     )
     return o, lse
 
