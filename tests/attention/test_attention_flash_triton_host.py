@@ -201,16 +201,18 @@ def test_gluon_forward_tiles_fit_hoppers_shared_memory_with_two_or_three_consume
     assert {d: flash_gluon.tiles(d, 2) for d in (64, 80, 128)} == {64: (128, 3), 80: (128, 3), 128: (128, 3)}
 
 
-def test_gluon_forward_is_persistent_but_at_long_causal_head_dim_128():
-    """Persistent (one program per SM) everywhere, pairs of query tiles as work items when causal,
-    but past 4096 keys at head_dim 128 causal, where one program per query tile was faster."""
+def test_gluon_forward_is_persistent_at_every_length():
+    """Persistent (one program per SM) everywhere, causal too (pairs of query tiles in a fixed
+    turn, which `forward` turns into single tiles in the host's order); one program per query
+    tile only where PERSISTENT_CAUSAL_MAX_KEYS says (the GPU test's mode)."""
     flash_gluon = pytest.importorskip("lmperf.attention.flash_gluon")
     assert flash_gluon.schedule(64, 16384, False) == (False, True)
     assert flash_gluon.schedule(64, 16384, True) == (True, True)
     assert flash_gluon.schedule(80, 1024, True) == (True, True)
     assert flash_gluon.schedule(128, 32768, False) == (False, True)
     assert flash_gluon.schedule(128, 8192, True) == (True, True)
-    assert flash_gluon.schedule(128, 8193, True) == (False, False)
+    assert flash_gluon.schedule(128, 32768, True) == (True, True)
+    assert flash_gluon.PERSISTENT_CAUSAL_MAX_KEYS == {}
 
 
 def test_ordered_items_go_longest_first_to_the_program_with_least_work():
@@ -238,7 +240,8 @@ def test_ordered_items_go_longest_first_to_the_program_with_least_work():
 def test_causal_persistent_forwards_launch_in_the_host_order(monkeypatch):
     """Causal persistent launches take single tiles (per_head = n_m) from the int32 table
     (codes, then each program's start), built once per shape; non-causal ones, one program per
-    tile (d128 past 8192 keys) and ORDERED_CAUSAL False do not (pairs in a fixed turn there)."""
+    tile (PERSISTENT_CAUSAL_MAX_KEYS, here d128 past 8192 keys) and ORDERED_CAUSAL False do not
+    (pairs in a fixed turn there)."""
     flash_gluon = pytest.importorskip("lmperf.attention.flash_gluon")
     launches = []
     monkeypatch.setattr(flash_gluon, "_FWD_LAUNCH", lambda grid, *args, **kw: launches.append((grid, args, kw)))
@@ -254,6 +257,7 @@ def test_causal_persistent_forwards_launch_in_the_host_order(monkeypatch):
     assert launches.pop()[1][10] is table  # built once
     flash_gluon.forward(q, q, q, False)
     assert not launches[-1][2]["ORDERED"] and not launches.pop()[2]["PAIRS"]
+    monkeypatch.setitem(flash_gluon.PERSISTENT_CAUSAL_MAX_KEYS, 128, 8192)
     long = torch.empty(1, 1, 8193, 128, dtype=torch.bfloat16)
     flash_gluon.forward(long, long, long, True)
     grid, args, kw = launches.pop()

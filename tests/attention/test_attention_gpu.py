@@ -116,7 +116,7 @@ def gluon_case_inputs(lead, kv_heads, seq_q, seq_k, head_dim, dtype, packed):
 )
 @pytest.mark.parametrize("consumers", [2, 3])  # consumer warp groups per program (flash_gluon.CONSUMERS)
 # None: one per SM (or per item, `schedule`); 0: one per query tile wherever causal (the schedule
-# past PERSISTENT_CAUSAL_MAX_KEYS, which no length here reaches)
+# PERSISTENT_CAUSAL_MAX_KEYS names, none by default)
 # ordered: causal persistent programs take single query tiles in the host's order (True), or pairs
 # in a fixed turn (False, flash_gluon.ORDERED_CAUSAL)
 @pytest.mark.parametrize("programs, ordered", [(None, True), (3, True), (3, False), (0, True)])
@@ -128,8 +128,8 @@ def test_gluon_forward_matches_float64_reference(monkeypatch, lead, kv_heads, se
     head_dim (128- and 192-row programs: every length here leaves a ragged last one). With three
     persistent programs, each takes many query tiles (causal: in the host's order, or pairs of
     them in a fixed turn; the 4097-row case too), so the ring's running count and the barriers'
-    phases carry across them; and, causal, with one program per query tile, as head_dim 128 runs
-    past 8192 keys."""
+    phases carry across them; and, causal, with one program per query tile (the schedule that
+    PERSISTENT_CAUSAL_MAX_KEYS can still choose)."""
     gluon, calls = flash_triton.flash_gluon, []
     if not ordered and not is_causal:
         pytest.skip("non-causal forwards take single tiles in a fixed turn either way")

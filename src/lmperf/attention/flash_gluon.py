@@ -95,10 +95,15 @@ O_BY_TMA = {(64, False), (64, True), (80, False)}
 # 0.996-1.018; d80 1.037-1.225 at 1k-16k; d128 1.004-1.108 non-causal, causal 1.055-1.092 at 1k
 # and 1.004-1.170 at 4k but 0.947-0.952 at 16k (a program's six pairs against 5.2 on average:
 # pairs are coarse there), where one program per pair was 0.964-0.996. So persistent everywhere
-# but at d128 causal past this many keys, which keeps one program per tile. Between 4k and 16k
-# (benchmarks/attention/gluon-persistent-causal-8k-h100-8e0fa89, two rounds): persistent
-# 1.039-1.145x as fast at 6144 keys, level at 8192 (0.958-1.045).
-PERSISTENT_CAUSAL_MAX_KEYS = {128: 8192}
+# but at d128 causal past 8192 keys (1.039-1.145x as fast at 6144, level at 8192:
+# benchmarks/attention/gluon-persistent-causal-8k-h100-8e0fa89), until causal items became single
+# tiles in the host's order (ORDERED_CAUSAL below): then persistent / one program per tile at
+# d128 causal 16k 1.009 (per-round median, 0.969-1.088), and at the 8B model's attention (32
+# query heads, 8 K/V heads, 32k keys) 13.17-13.80 ms against 13.49-15.27, each round faster
+# (benchmarks/attention/forward-ordered-causal-3d19d48/call2-h100-1ba18be). Persistent at every
+# length now; head_dim -> the most keys it takes persistent (a GPU test mode sets 0: one program
+# per query tile).
+PERSISTENT_CAUSAL_MAX_KEYS: dict[int, int] = {}
 # Causal persistent forwards take single query tiles in an order the host builds once per shape
 # (`ordered_items`, `order_table`) instead of pairs in a fixed turn. The pairs cost the same, but
 # their count rarely divides by the SMs: 1024 pairs (d128, 16k tokens) on 132 SMs leave 32 of them
