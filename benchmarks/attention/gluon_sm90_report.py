@@ -50,7 +50,8 @@ def compile_sm90(head_dim: int, causal: bool, consumers: int | None = None, o_by
                                           "ORDERED", "CONSUMERS", "REGISTERS", "O_BY_TMA", "num_warps")},
     }
     constexprs = dict(HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), BLOCK_N=block_n, STAGES=stages, CAUSAL=causal,
-                      PAIRS=causal and not flash_gluon.ORDERED_CAUSAL, ORDERED=causal and flash_gluon.ORDERED_CAUSAL,
+                      PAIRS=causal and head_dim not in flash_gluon.ORDERED_CAUSAL,
+                      ORDERED=causal and head_dim in flash_gluon.ORDERED_CAUSAL,
                       CONSUMERS=consumers,
                       REGISTERS=flash_gluon.CONSUMER_REGISTERS[consumers], O_BY_TMA=o_by_tma, num_warps=4,
                       **{name: None for name, kind in signature.items() if kind == "constexpr" and name.endswith("_desc")})

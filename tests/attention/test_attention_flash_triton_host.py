@@ -240,8 +240,8 @@ def test_ordered_items_go_longest_first_to_the_program_with_least_work():
 def test_causal_persistent_forwards_launch_in_the_host_order(monkeypatch):
     """Causal persistent launches take single tiles (per_head = n_m) from the int32 table
     (codes, then each program's start), built once per shape; non-causal ones, one program per
-    tile (PERSISTENT_CAUSAL_MAX_KEYS, here d128 past 8192 keys) and ORDERED_CAUSAL False do not
-    (pairs in a fixed turn there)."""
+    tile (PERSISTENT_CAUSAL_MAX_KEYS, here d128 past 8192 keys) and head_dims outside
+    ORDERED_CAUSAL (80, where it measured slower) do not: pairs in a fixed turn there."""
     flash_gluon = pytest.importorskip("lmperf.attention.flash_gluon")
     launches = []
     monkeypatch.setattr(flash_gluon, "_FWD_LAUNCH", lambda grid, *args, **kw: launches.append((grid, args, kw)))
@@ -262,8 +262,9 @@ def test_causal_persistent_forwards_launch_in_the_host_order(monkeypatch):
     flash_gluon.forward(long, long, long, True)
     grid, args, kw = launches.pop()
     assert not kw["ORDERED"] and not kw["PAIRS"] and grid == (65,)
-    monkeypatch.setattr(flash_gluon, "ORDERED_CAUSAL", False)
-    flash_gluon.forward(q, q, q, True)
+    assert flash_gluon.ORDERED_CAUSAL == {64, 128}
+    d80 = torch.empty(2, 4, 1000, 80, dtype=torch.bfloat16)
+    flash_gluon.forward(d80, d80, d80, True)
     grid, args, kw = launches.pop()
     assert not kw["ORDERED"] and kw["PAIRS"] and args[17] == 4 and grid == (2 * 4 * 4,)
 

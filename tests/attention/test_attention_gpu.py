@@ -118,7 +118,7 @@ def gluon_case_inputs(lead, kv_heads, seq_q, seq_k, head_dim, dtype, packed):
 # None: one per SM (or per item, `schedule`); 0: one per query tile wherever causal (the schedule
 # PERSISTENT_CAUSAL_MAX_KEYS names, none by default)
 # ordered: causal persistent programs take single query tiles in the host's order (True), or pairs
-# in a fixed turn (False, flash_gluon.ORDERED_CAUSAL)
+# in a fixed turn (False), at every head_dim (flash_gluon.ORDERED_CAUSAL chooses by head_dim)
 @pytest.mark.parametrize("programs, ordered", [(None, True), (3, True), (3, False), (0, True)])
 def test_gluon_forward_matches_float64_reference(monkeypatch, lead, kv_heads, seq_q, seq_k, head_dim, is_causal, dtype, packed,
                                                  consumers, programs, ordered):
@@ -133,7 +133,7 @@ def test_gluon_forward_matches_float64_reference(monkeypatch, lead, kv_heads, se
     gluon, calls = flash_triton.flash_gluon, []
     if not ordered and not is_causal:
         pytest.skip("non-causal forwards take single tiles in a fixed turn either way")
-    monkeypatch.setattr(gluon, "ORDERED_CAUSAL", ordered)
+    monkeypatch.setattr(gluon, "ORDERED_CAUSAL", set(gluon.TILES) if ordered else set())
     monkeypatch.setattr(gluon, "FROM_KEYS", {d: {False: 0, True: 0} for d in gluon.TILES})
     monkeypatch.setattr(gluon, "CONSUMERS", dict.fromkeys(gluon.TILES, consumers))
     if programs:

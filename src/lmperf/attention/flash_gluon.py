@@ -113,8 +113,11 @@ PERSISTENT_CAUSAL_MAX_KEYS: dict[int, int] = {}
 # simulation of both schedules, 1.1-3.1%). Forward time pairs / ordered on an H100
 # (benchmarks/attention/forward-ordered-causal-3d19d48, per-round medians of four interleaved
 # rounds): d64 1.032 at 1k keys, 1.022 at 2k, 1.003 at 4k, 1.017 at 8k, 1.025 at 16k; d128 1.025,
-# 1.007, 1.005, 1.005 at 1k-8k (at 16k, one program per tile either way: 0.997). False: pairs.
-ORDERED_CAUSAL = True
+# 1.007, 1.005, 1.005 at 1k-8k (at 16k, then one program per tile either way: 0.997). At d80 the
+# other way round, ordered / pairs 0.987, 1.009, 0.980 at 1k, 2k, 4k
+# (benchmarks/attention/final-h100-bc63f30/call6-h100-bc63f30), so d80 keeps the pairs.
+# The head_dims whose causal persistent forwards take the ordered single tiles; the rest, pairs.
+ORDERED_CAUSAL = {64, 128}
 L2_SHARE = 16 << 20  # bytes of K and V a section of heads reads (an H100's L2 holds 50 MB)
 TILE_COST = 1.0  # a query tile's own cost in key tiles, beside its key tiles (first S, last P V, epilogue)
 # LMPERF_ATTENTION_GLUON=0 keeps Triton's forward everywhere (to time the two side by side).
@@ -647,7 +650,7 @@ def block_descriptors(x: torch.Tensor, rows: int, columns: int | None = None) ->
 def schedule(head_dim: int, seq_k: int, is_causal: bool) -> tuple[bool, bool]:
     """(pairs, persistent): whether work items are pairs of query tiles in a fixed turn (causal
     and persistent; `forward` takes single tiles in the host's order there instead while
-    ORDERED_CAUSAL) and whether one program per SM takes them (`PERSISTENT_CAUSAL_MAX_KEYS`)."""
+    the head_dim is in ORDERED_CAUSAL) and whether one program per SM takes them (`PERSISTENT_CAUSAL_MAX_KEYS`)."""
     persistent = not is_causal or seq_k <= PERSISTENT_CAUSAL_MAX_KEYS.get(head_dim, seq_k)
     return is_causal and persistent, persistent
 
@@ -719,8 +722,8 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) 
     o_desc, ot_desc = block_descriptors(o, ROWS) if o_by_tma else (None, None)
     n_m = triton.cdiv(seq_q, consumers * ROWS)
     pairs, persistent = schedule(head_dim, seq_k, is_causal)
-    table = None  # with ORDERED_CAUSAL, pairs become single tiles in the host's order
-    if pairs and ORDERED_CAUSAL:
+    table = None  # at ORDERED_CAUSAL's head_dims, pairs become single tiles in the host's order
+    if pairs and head_dim in ORDERED_CAUSAL:
         group = heads // k.shape[1]  # query heads a K/V head serves: adjacent heads share its bytes
         section = max(1, L2_SHARE * group // (2 * seq_k * head_dim * k.element_size()))
         programs = min(batch * heads * n_m, multiprocessors(q.device))
