@@ -239,7 +239,8 @@ def test_ordered_items_go_longest_first_to_the_program_with_least_work():
 
 def test_causal_persistent_forwards_launch_in_the_host_order(monkeypatch):
     """Causal persistent launches take single tiles (per_head = n_m) from the int32 table
-    (codes, then each program's start), built once per shape; non-causal ones, one program per
+    (codes, then each program's start), built once per shape and kept (past MAX_TABLES kept, a new
+    shape runs the pairs); non-causal ones, one program per
     tile (PERSISTENT_CAUSAL_MAX_KEYS, here d128 past 8192 keys) and head_dims outside
     ORDERED_CAUSAL (80, where it measured slower) do not: pairs in a fixed turn there."""
     flash_gluon = pytest.importorskip("lmperf.attention.flash_gluon")
@@ -255,6 +256,13 @@ def test_causal_persistent_forwards_launch_in_the_host_order(monkeypatch):
     assert table.dtype == torch.int32 and table.tolist() == sum(flash_gluon.ordered_items(8, 8, 64, 1000, 128, 128, section), [])
     flash_gluon.forward(q, q, q, True)
     assert launches.pop()[1][10] is table  # built once
+    monkeypatch.setattr(flash_gluon, "MAX_TABLES", len(flash_gluon._TABLES))  # full: kept tables serve, new shapes pair
+    flash_gluon.forward(q, q, q, True)
+    assert launches.pop()[1][10] is table
+    other = torch.empty(2, 4, 999, 64, dtype=torch.bfloat16)
+    flash_gluon.forward(other, other, other, True)
+    grid, args, kw = launches.pop()
+    assert not kw["ORDERED"] and kw["PAIRS"] and args[17] == 4 and args[10] is not table
     flash_gluon.forward(q, q, q, False)
     assert not launches[-1][2]["ORDERED"] and not launches.pop()[2]["PAIRS"]
     monkeypatch.setitem(flash_gluon.PERSISTENT_CAUSAL_MAX_KEYS, 128, 8192)

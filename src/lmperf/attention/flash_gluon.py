@@ -681,21 +681,23 @@ def ordered_items(n_m: int, heads: int, programs: int, seq_k: int, block_m: int,
 
 
 _TABLES: dict = {}  # (shape key, device) -> the ordered forward's int32 table on that device
+# Tables are never freed: a CUDA graph captured with one, or a kernel still running on another
+# stream, reads it by address, and a freed table's memory could hold anything by then. Past this
+# many shapes (a few KB each; 32 KB at 8192 query tiles) new shapes run the pairs instead.
+MAX_TABLES = 1024
 
 
 def order_table(n_m: int, heads: int, programs: int, seq_k: int, block_m: int, block_n: int, section: int,
                 device: torch.device) -> torch.Tensor | None:
-    """`ordered_items` as one int32 tensor on `device` (codes, then starts), built once per shape;
-    None while a CUDA graph is being captured and the shape is new (a copy to the device is not
-    allowed then: the fixed turn of pairs runs instead)."""
+    """`ordered_items` as one int32 tensor on `device` (codes, then starts), built once per shape
+    and kept. None for a new shape while a CUDA graph is being captured (a copy to the device is
+    not allowed then) or once MAX_TABLES are kept: the fixed turn of pairs runs instead."""
     key = (n_m, heads, programs, seq_k, block_m, block_n, section, device)
     table = _TABLES.get(key)
     if table is None:
-        if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+        if len(_TABLES) >= MAX_TABLES or (device.type == "cuda" and torch.cuda.is_current_stream_capturing()):
             return None
         codes, starts = ordered_items(n_m, heads, programs, seq_k, block_m, block_n, section)
-        if len(_TABLES) >= 256:  # shapes come and go (varying lengths): keep the cache bounded
-            _TABLES.clear()
         table = _TABLES[key] = torch.tensor(codes + starts, dtype=torch.int32, device=device)
     return table
 
