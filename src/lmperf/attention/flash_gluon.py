@@ -687,11 +687,13 @@ _TABLES: dict = {}  # (shape key, device) -> the ordered forward's int32 table o
 MAX_TABLES = 1024
 
 
-def order_table(n_m: int, heads: int, programs: int, seq_k: int, block_m: int, block_n: int, section: int,
+def order_table(n_m: int, heads: int, seq_k: int, block_m: int, block_n: int, section: int,
                 device: torch.device) -> torch.Tensor | None:
-    """`ordered_items` as one int32 tensor on `device` (codes, then starts), built once per shape
-    and kept. None for a new shape while a CUDA graph is being captured (a copy to the device is
-    not allowed then) or once MAX_TABLES are kept: the fixed turn of pairs runs instead."""
+    """`ordered_items` for the persistent grid of heads x n_m single tiles (one program per SM,
+    as `forward` launches it) as one int32 tensor on `device` (codes, then starts), built once per
+    shape and kept. None for a new shape while a CUDA graph is being captured (a copy to the device
+    is not allowed then) or once MAX_TABLES are kept: the fixed turn of pairs runs instead."""
+    programs = min(heads * n_m, multiprocessors(device))
     key = (n_m, heads, programs, seq_k, block_m, block_n, section, device)
     table = _TABLES.get(key)
     if table is None:
@@ -723,13 +725,12 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) 
     o_by_tma = (head_dim, is_causal) in O_BY_TMA and consumers == 2  # three consumers: not timed
     o_desc, ot_desc = block_descriptors(o, ROWS) if o_by_tma else (None, None)
     n_m = triton.cdiv(seq_q, consumers * ROWS)
+    group = heads // k.shape[1]  # query heads a K/V head serves: adjacent heads share its bytes
     pairs, persistent = schedule(head_dim, seq_k, is_causal)
     table = None  # at ORDERED_CAUSAL's head_dims, pairs become single tiles in the host's order
     if pairs and head_dim in ORDERED_CAUSAL:
-        group = heads // k.shape[1]  # query heads a K/V head serves: adjacent heads share its bytes
         section = max(1, L2_SHARE * group // (2 * seq_k * head_dim * k.element_size()))
-        programs = min(batch * heads * n_m, multiprocessors(q.device))
-        table = order_table(n_m, batch * heads, programs, seq_k, consumers * ROWS, block_n, section, q.device)
+        table = order_table(n_m, batch * heads, seq_k, consumers * ROWS, block_n, section, q.device)
     pairs = pairs and table is None
     per_head = (n_m + 1) // 2 if pairs else n_m  # work items: pairs of query tiles, or tiles (`_work`)
     items = batch * heads * per_head
@@ -737,7 +738,7 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) 
     _FWD_LAUNCH(
         (programs,), q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, o_desc, ot_desc, o, lse,
         lse if table is None else table, LOG2E / math.sqrt(head_dim),  # TABLE: unread without ORDERED
-        seq_q, seq_k, heads, heads // k.shape[1], n_m, per_head, items, o.stride(0), o.stride(1), o.stride(2),
+        seq_q, seq_k, heads, group, n_m, per_head, items, o.stride(0), o.stride(1), o.stride(2),
         HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), BLOCK_N=block_n, STAGES=stages, CAUSAL=is_causal,
         PAIRS=pairs, ORDERED=table is not None, CONSUMERS=consumers, REGISTERS=CONSUMER_REGISTERS[consumers],
         O_BY_TMA=o_by_tma, num_warps=4,
