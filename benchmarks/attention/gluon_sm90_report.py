@@ -25,7 +25,8 @@ from sass_fingerprint import sass_summary
 from sm90_report import TOOLS, resources
 
 
-def compile_sm90(head_dim: int, causal: bool, consumers: int | None = None, o_by_tma: bool | None = None):
+def compile_sm90(head_dim: int, causal: bool, consumers: int | None = None, o_by_tma: bool | None = None,
+                 pieces: bool = False):
     consumers = consumers or flash_gluon.CONSUMERS[head_dim]
     if o_by_tma is None:  # as flash_gluon.forward decides
         o_by_tma = (head_dim, causal) in flash_gluon.O_BY_TMA and consumers == 2
@@ -43,17 +44,18 @@ def compile_sm90(head_dim: int, causal: bool, consumers: int | None = None, o_by
         "q_desc": desc(rows, main), "k_desc": desc(block_n, main), "v_desc": desc(block_n, main),
         "qt_desc": desc(rows, tail), "kt_desc": desc(block_n, tail), "vt_desc": desc(block_n, tail),
         "o_desc": desc(rows, main if o_by_tma else 0), "ot_desc": desc(rows, tail if o_by_tma else 0),
-        "O": "*bf16", "LSE": "*fp32", "TABLE": "*i32", "qk_scale": "fp32",
-        **{name: "i32" for name in ("seq_q", "seq_k", "H", "group", "n_m", "per_head", "items", "stride_ob",
-                                    "stride_oh", "stride_on")},
+        "O": "*bf16", "LSE": "*fp32", "TABLE": "*i32", "PART_O": "*fp32", "PART_LSE": "*fp32", "qk_scale": "fp32",
+        **{name: "i32" for name in ("seq_q", "seq_k", "H", "group", "n_m", "per_head", "items", "whole", "parts",
+                                    "stride_ob", "stride_oh", "stride_on")},
         **{name: "constexpr" for name in ("HEAD_DIM", "TAIL", "SPLIT", "BLOCK_N", "STAGES", "CAUSAL", "PAIRS",
-                                          "ORDERED", "CONSUMERS", "REGISTERS", "O_BY_TMA", "num_warps")},
+                                          "ORDERED", "CONSUMERS", "REGISTERS", "O_BY_TMA", "PIECES", "num_warps")},
     }
     constexprs = dict(HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), BLOCK_N=block_n, STAGES=stages, CAUSAL=causal,
                       PAIRS=causal and head_dim not in flash_gluon.ORDERED_CAUSAL,
                       ORDERED=causal and head_dim in flash_gluon.ORDERED_CAUSAL,
                       CONSUMERS=consumers,
-                      REGISTERS=flash_gluon.CONSUMER_REGISTERS[consumers], O_BY_TMA=o_by_tma, num_warps=4,
+                      REGISTERS=flash_gluon.CONSUMER_REGISTERS[consumers], O_BY_TMA=o_by_tma, PIECES=pieces,
+                      num_warps=4,
                       **{name: None for name, kind in signature.items() if kind == "constexpr" and name.endswith("_desc")})
     source = GluonASTSource(flash_gluon._fwd_kernel, signature, constexprs)
     return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4))

@@ -250,7 +250,7 @@ def test_causal_persistent_forwards_launch_in_the_host_order(monkeypatch):
     q = torch.empty(2, 4, 1000, 64, dtype=torch.bfloat16)
     flash_gluon.forward(q, q, q, True)
     grid, args, kw = launches.pop()
-    table, n_m, per_head, items = args[10], args[16], args[17], args[18]
+    table, n_m, per_head, items = args[10], args[18], args[19], args[20]
     assert kw["ORDERED"] and not kw["PAIRS"] and n_m == per_head == 8 and items == 2 * 4 * 8 == 64 and grid == (64,)
     section = 16 * 2**20 // (2 * 1000 * 64 * 2)  # heads whose K and V (1000 keys, bf16) fit 16 MB: 65
     assert table.dtype == torch.int32 and table.tolist() == sum(flash_gluon.ordered_items(8, 8, 64, 1000, 128, 128, section), [])
@@ -262,7 +262,7 @@ def test_causal_persistent_forwards_launch_in_the_host_order(monkeypatch):
     other = torch.empty(2, 4, 999, 64, dtype=torch.bfloat16)
     flash_gluon.forward(other, other, other, True)
     grid, args, kw = launches.pop()
-    assert not kw["ORDERED"] and kw["PAIRS"] and args[17] == 4 and args[10] is not table
+    assert not kw["ORDERED"] and kw["PAIRS"] and args[19] == 4 and args[10] is not table
     flash_gluon.forward(q, q, q, False)
     assert not launches[-1][2]["ORDERED"] and not launches.pop()[2]["PAIRS"]
     monkeypatch.setitem(flash_gluon.PERSISTENT_CAUSAL_MAX_KEYS, 128, 8192)
@@ -274,7 +274,36 @@ def test_causal_persistent_forwards_launch_in_the_host_order(monkeypatch):
     d80 = torch.empty(2, 4, 1000, 80, dtype=torch.bfloat16)
     flash_gluon.forward(d80, d80, d80, True)
     grid, args, kw = launches.pop()
-    assert not kw["ORDERED"] and kw["PAIRS"] and args[17] == 4 and grid == (2 * 4 * 4,)
+    assert not kw["ORDERED"] and kw["PAIRS"] and args[19] == 4 and grid == (2 * 4 * 4,)
+
+
+def test_non_causal_forwards_run_a_sparse_last_round_as_runs_over_keys(monkeypatch):
+    """At SPLIT_LAST_ROUND's head_dims a non-causal launch takes split_keys.plan's whole tiles,
+    then its runs (items), with fp32 buffers for them, and the runs are merged into O and LSE after
+    the kernel; causal launches and other head_dims never split (the buffers' arguments then
+    LSE itself, unread)."""
+    flash_gluon = pytest.importorskip("lmperf.attention.flash_gluon")
+    launches, merges = [], []
+    monkeypatch.setattr(flash_gluon, "_FWD_LAUNCH", lambda grid, *args, **kw: launches.append((grid, args, kw)))
+    monkeypatch.setattr(flash_gluon.split_keys, "combine", lambda *args: merges.append(args))
+    monkeypatch.setattr(flash_gluon, "multiprocessors", lambda device: 132)
+    monkeypatch.setattr(flash_gluon, "SPLIT_LAST_ROUND", {64})
+    # 133 heads x 8 query tiles of 128 rows = 1064 = 8 x 132 + 8 tiles, 8 key tiles of 128 each:
+    # the last 8 tiles in 8 runs (132 // 8 = 16 capped by the key tiles)
+    q = torch.empty(1, 133, 1000, 64, dtype=torch.bfloat16)
+    o, lse = flash_gluon.forward(q, q, q, False)
+    grid, args, kw = launches.pop()
+    part_o, part_lse, items, whole, parts = args[11], args[12], args[20], args[21], args[22]
+    assert kw["PIECES"] and (whole, parts, items) == (1056, 8, 1056 + 64) and grid == (132,)
+    assert part_o.shape == (64, 128, 64) and part_lse.shape == (64, 128) and part_o.dtype == part_lse.dtype == torch.float32
+    (merged,) = merges
+    assert merged[0] is part_o and merged[1] is part_lse and merged[2] is o and merged[3] is lse and merged[4:] == (1056, 8, 8)
+    for head_dim, causal in ((64, True), (128, False)):
+        other = torch.empty(1, 133, 1000, head_dim, dtype=torch.bfloat16)
+        o, lse = flash_gluon.forward(other, other, other, causal)
+        grid, args, kw = launches.pop()
+        assert not kw["PIECES"] and args[22] == 1 and args[21] == args[20] and args[11] is args[12] is lse
+    assert len(merges) == 1
 
 
 def test_gluon_backward_takes_what_the_gluon_forward_takes_where_it_beat_triton():

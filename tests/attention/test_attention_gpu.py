@@ -152,6 +152,41 @@ def test_gluon_forward_matches_float64_reference(monkeypatch, lead, kv_heads, se
 
 
 @pytest.mark.skipif(not HOPPER or flash_triton.flash_gluon is None, reason="the Gluon forward is written for sm90")
+@pytest.mark.parametrize(
+    "lead, kv_heads, seq_q, seq_k, head_dim, dtype, packed",
+    [
+        ((2, 3), None, 1000, 1000, 64, torch.bfloat16, False),
+        ((1, 4), 1, 1025, 777, 128, torch.bfloat16, False),  # MQA, seq_q > seq_k, ragged last key tile
+        ((1, 8), 2, 777, 1025, 80, torch.float16, False),  # GQA, 64 + 16 columns
+        ((2, 2), None, 300, 300, 64, torch.bfloat16, True),  # the model's strided layout
+        ((1, 3), None, 200, 1300, 64, torch.bfloat16, False),  # 11 key tiles
+    ],
+)
+@pytest.mark.parametrize("consumers", [2, 3])
+def test_gluon_forward_with_its_last_round_split_over_keys_matches_float64(monkeypatch, lead, kv_heads, seq_q, seq_k,
+                                                                           head_dim, dtype, packed, consumers):
+    """Non-causal, with a program count for which split_keys.plan splits the last round (programs
+    that take two or more whole tiles, then a run over part of a tile's keys; where no count gives
+    that, more programs than tiles, every tile in runs), O and LSE merged by split_keys.combine,
+    against float64 (O, LSE and flash_triton's backward on them)."""
+    gluon, merges = flash_triton.flash_gluon, []
+    monkeypatch.setattr(gluon, "SPLIT_LAST_ROUND", set(gluon.TILES))
+    monkeypatch.setattr(gluon, "FROM_KEYS", {d: {False: 0, True: 0} for d in gluon.TILES})
+    monkeypatch.setattr(gluon, "CONSUMERS", dict.fromkeys(gluon.TILES, consumers))
+    block_n = gluon.tiles(head_dim, consumers)[0]
+    units = lead[0] * lead[1] * -(-seq_q // (consumers * gluon.ROWS))
+    # two or more whole tiles a program where a count allows it, else fewer tiles than programs
+    candidates = [*range(units // 2, 1, -1), *range(4 * units - 1, units, -1)]
+    programs = next(p for p in candidates if gluon.split_keys.plan(units, p, -(-seq_k // block_n))[1] >= 2)
+    monkeypatch.setattr(gluon, "multiprocessors", lambda device: programs)
+    real_combine = gluon.split_keys.combine
+    monkeypatch.setattr(gluon.split_keys, "combine", lambda *args: merges.append(args[4:]) or real_combine(*args))
+    q, k, v, do = gluon_case_inputs(lead, kv_heads, seq_q, seq_k, head_dim, dtype, packed)
+    check_against_reference(*TRITON, q, k, v, do, False, TOLERANCE[dtype])
+    assert merges and all(parts >= 2 for _, parts, _ in merges), merges
+
+
+@pytest.mark.skipif(not HOPPER or flash_triton.flash_gluon is None, reason="the Gluon forward is written for sm90")
 def test_gluon_forward_only_where_it_was_faster(monkeypatch):
     gluon, calls = flash_triton.flash_gluon, []
     real_forward = gluon.forward

@@ -51,6 +51,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
+from lmperf.attention import split_keys
 from lmperf.attention.launch import CachedLaunch
 
 LOG2E = 1.4426950408889634
@@ -120,6 +121,10 @@ PERSISTENT_CAUSAL_MAX_KEYS: dict[int, int] = {}
 ORDERED_CAUSAL = {64, 128}
 L2_SHARE = 16 << 20  # bytes of K and V a section of heads reads (an H100's L2 holds 50 MB)
 TILE_COST = 1.0  # a query tile's own cost in key tiles, beside its key tiles (first S, last P V, epilogue)
+# The head_dims whose non-causal persistent forwards run the last round's query tiles as runs over
+# their keys, merged after the kernel (`split_keys`): 4096 tiles on 132 SMs leave 128 of them idle
+# for the 32nd round. Prepared, not yet timed.
+SPLIT_LAST_ROUND: set[int] = set()
 # LMPERF_ATTENTION_GLUON=0 keeps Triton's forward everywhere (to time the two side by side).
 ENABLED = os.environ.get("LMPERF_ATTENTION_GLUON", "1") != "0"
 
@@ -183,6 +188,28 @@ def _code(TABLE, item, ORDERED: gl.constexpr):
 
 
 @gluon.jit
+def _run_of(item, whole, parts, PIECES: gl.constexpr):
+    """(work unit, run, runs) of item `item`: with PIECES the items from `whole` on are runs over
+    the keys of the last round's query tiles (`split_keys`), item whole + r x parts + p being run p
+    of unit whole + r; any other item is a unit of its own, whole (run 0 of 1)."""
+    unit = item
+    run = item * 0
+    runs = item * 0 + 1
+    if PIECES:
+        if item >= whole:
+            unit = whole + (item - whole) // parts
+            run = (item - whole) % parts
+            runs = item * 0 + parts
+    return unit, run, runs
+
+
+@gluon.jit
+def _key_span(run, runs, n_tiles):
+    """[first, stop) of the key tiles run `run` of `runs` reads (split_keys.key_range)."""
+    return run * n_tiles // runs, (run + 1) * n_tiles // runs
+
+
+@gluon.jit
 def _tile_coordinates(tile_m, bh, H, seq_k, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr):
     """What the producer and every consumer derive alike from a query tile of the schedule: its
     batch, head, first row, and the key tiles it reads."""
@@ -195,9 +222,9 @@ def _tile_coordinates(tile_m, bh, H, seq_k, BLOCK_M: gl.constexpr, BLOCK_N: gl.c
 
 @gluon.jit
 def _producer(q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem,
-              q_bar, q_empty, ready, empty, TABLE, seq_k, H, group, n_m, per_head, items,
+              q_bar, q_empty, ready, empty, TABLE, seq_k, H, group, n_m, per_head, items, whole, parts,
               BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CONSUMERS: gl.constexpr, SPLIT: gl.constexpr,
-              CAUSAL: gl.constexpr, PAIRS: gl.constexpr, ORDERED: gl.constexpr):
+              CAUSAL: gl.constexpr, PAIRS: gl.constexpr, ORDERED: gl.constexpr, PIECES: gl.constexpr):
     rows: gl.constexpr = q_desc.block_type.shape[2]
     g = 0  # key tiles loaded so far: the ring's running count, across query tiles
     c = 0  # query tiles loaded so far
@@ -206,9 +233,13 @@ def _producer(q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, q_smem, k_smem,
     for item in range(first, stop, step):
         following = _code(TABLE, item + 1, ORDERED)
         for half in range(2 if PAIRS else 1):
-            tile_m, bh, exists = _work(item, half, n_m, per_head, code, CAUSAL, PAIRS, ORDERED)
+            unit, run, runs = _run_of(item, whole, parts, PIECES)
+            tile_m, bh, exists = _work(unit, half, n_m, per_head, code, CAUSAL, PAIRS, ORDERED)
             if exists:
                 b, h, start_m, n_tiles = _tile_coordinates(tile_m, bh, H, seq_k, CONSUMERS * rows, BLOCK_N, CAUSAL)
+                first_tile = 0
+                if PIECES:
+                    first_tile, n_tiles = _key_span(run, runs, n_tiles)
                 kv_h = h // group
                 if c > 0:  # every consumer's last Q K^T of the previous query tile is done
                     mbarrier.wait(q_empty, (c - 1) & 1)
@@ -220,7 +251,7 @@ def _producer(q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, q_smem, k_smem,
                     tma.async_copy_global_to_shared(q_desc, [b, h, start_m + w * rows, 0], q_bar, q_smem.index(w))
                     if SPLIT:
                         tma.async_copy_global_to_shared(qt_desc, [b, h, start_m + w * rows, 0], q_bar, qt_smem.index(w))
-                for t in range(n_tiles):
+                for t in range(first_tile, n_tiles):
                     slot = g % STAGES
                     if g >= STAGES:  # every consumer is done with key tile g - STAGES, which held this slot
                         mbarrier.wait(empty.index(slot), (g // STAGES - 1) & 1)
@@ -268,12 +299,70 @@ def _softmax_step(s, m_i, l_i, tile, offs_m, qk_scale, seq_k, mask_from,
 
 
 @gluon.jit
+def _store_run(PART_O, PART_LSE, run, o, ot, m_i, l_i, WG: gl.constexpr, HEAD_DIM: gl.constexpr, TAIL: gl.constexpr,
+               SPLIT: gl.constexpr, CONSUMERS: gl.constexpr, o_layout: gl.constexpr, ot_layout: gl.constexpr):
+    """A consumer's rows of run `run` of a split tile: O (already divided by this run's sums) in
+    fp32, head_dim columns a row, and the log-sum-exp in base 2, for split_keys.combine."""
+    M: gl.constexpr = 64
+    WIDTH: gl.constexpr = HEAD_DIM + TAIL if SPLIT else HEAD_DIM
+    first = run.to(gl.int64) * (CONSUMERS * M) + WG * M
+    rows = first + gl.arange(0, M, layout=gl.SliceLayout(1, o_layout))
+    cols = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, o_layout))
+    gl.store(PART_O + rows[:, None] * WIDTH + cols[None, :], o)
+    if SPLIT:
+        rows_t = first + gl.arange(0, M, layout=gl.SliceLayout(1, ot_layout))
+        cols_t = HEAD_DIM + gl.arange(0, TAIL, layout=gl.SliceLayout(0, ot_layout))
+        gl.store(PART_O + rows_t[:, None] * WIDTH + cols_t[None, :], ot)
+    lse = gl.convert_layout(m_i + gl.log2(l_i), gl.SliceLayout(1, o_layout))
+    gl.store(PART_LSE + first + gl.arange(0, M, layout=gl.SliceLayout(1, o_layout)), lse)
+
+
+@gluon.jit
+def _store_tile(o, ot, m_i, l_i, o_smem, ot_smem, o_desc, ot_desc, O, LSE, b, h, bh, row0, offs_m, seq_q, stride_ob,
+                stride_oh, stride_on, WG: gl.constexpr, HEAD_DIM: gl.constexpr, TAIL: gl.constexpr,
+                SPLIT: gl.constexpr, O_BY_TMA: gl.constexpr, o_layout: gl.constexpr, ot_layout: gl.constexpr):
+    """A consumer's rows of a query tile: O (divided by its sums) in the inputs' dtype, and LSE."""
+    M: gl.constexpr = 64
+    rows_o: gl.constexpr = gl.SliceLayout(1, o_layout)
+    cols_o: gl.constexpr = gl.SliceLayout(0, o_layout)
+    if O_BY_TMA:
+        # O out by a TMA store staged in shared memory (rows past seq_q clipped), as the
+        # backward's dK and dV: register stores of the wgmma layout write 4 bytes a
+        # thread over eight rows a warp and sit on the load/store queue.
+        tma.store_wait(0)  # the previous query tile's store has read the stage
+        o_stage = o_smem.index(WG)
+        o_stage.reshape([M, HEAD_DIM]).store(o.to(o_stage.dtype))
+        if SPLIT:
+            ot_stage = ot_smem.index(WG)
+            ot_stage.reshape([M, TAIL]).store(ot.to(ot_stage.dtype))
+        fence_async_shared()
+        gl.thread_barrier()  # every thread's part staged before the store reads it
+        tma.async_copy_shared_to_global(o_desc, [b, h, row0, 0], o_stage)
+        if SPLIT:
+            tma.async_copy_shared_to_global(ot_desc, [b, h, row0, 0], ot_stage)
+    else:
+        rows = row0 + gl.arange(0, M, layout=rows_o)
+        cols = gl.arange(0, HEAD_DIM, layout=cols_o)
+        out = (O + b.to(gl.int64) * stride_ob + h.to(gl.int64) * stride_oh + rows[:, None] * stride_on
+               + cols[None, :])
+        gl.store(out, o.to(O.dtype.element_ty), mask=rows[:, None] < seq_q)
+        if SPLIT:
+            rows_t = row0 + gl.arange(0, M, layout=gl.SliceLayout(1, ot_layout))
+            cols_t = HEAD_DIM + gl.arange(0, TAIL, layout=gl.SliceLayout(0, ot_layout))
+            out_t = (O + b.to(gl.int64) * stride_ob + h.to(gl.int64) * stride_oh
+                     + rows_t[:, None] * stride_on + cols_t[None, :])
+            gl.store(out_t, ot.to(O.dtype.element_ty), mask=rows_t[:, None] < seq_q)
+    lse = (m_i + gl.log2(l_i)) / 1.4426950408889634  # natural log, as flash_triton's backward reads it
+    gl.store(LSE + bh.to(gl.int64) * seq_q + offs_m, lse, mask=offs_m < seq_q)
+
+
+@gluon.jit
 def _consumer(q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem, o_desc, ot_desc, q_bar, q_empty,
-              ready, empty, sums_smem, O, LSE, TABLE, qk_scale,
-              seq_q, seq_k, H, n_m, per_head, items, stride_ob, stride_oh, stride_on, WG: gl.constexpr,
+              ready, empty, sums_smem, O, LSE, TABLE, PART_O, PART_LSE, qk_scale,
+              seq_q, seq_k, H, n_m, per_head, items, whole, parts, stride_ob, stride_oh, stride_on, WG: gl.constexpr,
               HEAD_DIM: gl.constexpr, TAIL: gl.constexpr, SPLIT: gl.constexpr, BLOCK_N: gl.constexpr,
               STAGES: gl.constexpr, CAUSAL: gl.constexpr, CONSUMERS: gl.constexpr, PAIRS: gl.constexpr,
-              ORDERED: gl.constexpr, O_BY_TMA: gl.constexpr):
+              ORDERED: gl.constexpr, O_BY_TMA: gl.constexpr, PIECES: gl.constexpr):
     # HEAD_DIM: the first column block's width; SPLIT: a second block of TAIL columns follows
     # (head_dim 80 = 64 + 16): every product over the columns is two chained wgmmas, O two
     # accumulators. Without SPLIT the tail arguments are unused.
@@ -286,7 +375,6 @@ def _consumer(q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem
     rows_s: gl.constexpr = gl.SliceLayout(1, s_layout)
     cols_s: gl.constexpr = gl.SliceLayout(0, s_layout)
     rows_o: gl.constexpr = gl.SliceLayout(1, o_layout)
-    cols_o: gl.constexpr = gl.SliceLayout(0, o_layout)
     q = q_smem.index(WG).reshape([M, HEAD_DIM])
     if SPLIT:
         qt = qt_smem.index(WG).reshape([M, TAIL])
@@ -299,13 +387,17 @@ def _consumer(q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem
     for item in range(first, stop, step):
         following = _code(TABLE, item + 1, ORDERED)
         for half in range(2 if PAIRS else 1):
-            tile_m, bh, exists = _work(item, half, n_m, per_head, code, CAUSAL, PAIRS, ORDERED)
+            unit, run, runs = _run_of(item, whole, parts, PIECES)
+            tile_m, bh, exists = _work(unit, half, n_m, per_head, code, CAUSAL, PAIRS, ORDERED)
             if exists:
                 b, h, start_m, n_tiles = _tile_coordinates(tile_m, bh, H, seq_k, CONSUMERS * M, BLOCK_N, CAUSAL)
+                first_tile = 0  # a run of a split tile reads key tiles [first_tile, n_tiles) (non-causal)
+                if PIECES:
+                    first_tile, n_tiles = _key_span(run, runs, n_tiles)
                 row0 = start_m + WG * M
                 offs_m = row0 + gl.arange(0, M, layout=rows_s)
                 mask_from = seq_k  # key tiles ending past this need a mask
-                n_mine = n_tiles
+                n_mine = n_tiles - first_tile
                 if CAUSAL:
                     mask_from = gl.minimum(seq_k, row0)
                     # This warp group's own last key tile: with three consumers and 64-key tiles
@@ -313,7 +405,7 @@ def _consumer(q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem
                     # keys hidden there; forward 1.021-1.032x as fast at d=128 causal 1k, level
                     # at 4k and 16k: final-h100-41f5771). They still wait for and release the
                     # tiles they skip, which the ring's count and the producer's refills need.
-                    n_mine = gl.minimum(n_tiles, gl.cdiv(row0 + M, BLOCK_N))
+                    n_mine = gl.minimum(n_tiles, gl.cdiv(row0 + M, BLOCK_N))  # first_tile: 0
                 o = gl.zeros([M, HEAD_DIM], gl.float32, layout=o_layout)
                 ot = gl.zeros([M, TAIL], gl.float32, layout=ot_layout)
                 m_i = gl.full([M], float("-inf"), gl.float32, layout=rows_s)
@@ -327,8 +419,8 @@ def _consumer(q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem
                     s_tok = warpgroup_mma(qt, kt_smem.index(g % STAGES).reshape([BLOCK_N, TAIL]).permute((1, 0)), s_tok,
                                           is_async=True)
                 s = warpgroup_mma_wait(0, deps=(s_tok,))
-                p, m_i, alpha, l_i = _softmax_step(s, m_i, l_i, 0, offs_m, qk_scale, seq_k, mask_from, BLOCK_N, CAUSAL,
-                                                   cols_s)
+                p, m_i, alpha, l_i = _softmax_step(s, m_i, l_i, first_tile, offs_m, qk_scale, seq_k, mask_from, BLOCK_N,
+                                                   CAUSAL, cols_s)
                 for j in range(n_mine - 1):
                     cur = (g + j) % STAGES
                     nxt = g + j + 1
@@ -346,8 +438,8 @@ def _consumer(q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem
                         s = warpgroup_mma_wait(2, deps=(s_tok,))  # S_{j+1} done; P_j V_j's two products may still run
                     else:
                         s = warpgroup_mma_wait(1, deps=(s_tok,))  # S_{j+1} done; P_j V_j may still run
-                    p, m_i, alpha, l_i = _softmax_step(s, m_i, l_i, j + 1, offs_m, qk_scale, seq_k, mask_from, BLOCK_N,
-                                                       CAUSAL, cols_s)
+                    p, m_i, alpha, l_i = _softmax_step(s, m_i, l_i, first_tile + j + 1, offs_m, qk_scale, seq_k,
+                                                       mask_from, BLOCK_N, CAUSAL, cols_s)
                     if HEAD_DIM == 128:
                         # Nothing reads these sums back. Without a shared-memory store that needs
                         # the whole softmax, ptxas (Triton 3.6's, CUDA 12.8) schedules the wait for
@@ -377,7 +469,7 @@ def _consumer(q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem
                 else:
                     o = warpgroup_mma_wait(0, deps=(pv_tok,))
                 mbarrier.arrive(empty.index(last), count=1)
-                for j in range(n_mine, n_tiles):  # skipped: wait for each (an early release would count
+                for j in range(n_mine, n_tiles - first_tile):  # skipped: wait for each (an early release would count
                     # towards the slot's previous use) and release it
                     skipped = g + j
                     mbarrier.wait(ready.index(skipped % STAGES), (skipped // STAGES) & 1)
@@ -386,36 +478,18 @@ def _consumer(q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem
                 o = o / gl.convert_layout(l_i, rows_o)[:, None]
                 if SPLIT:
                     ot = ot / gl.convert_layout(l_i, gl.SliceLayout(1, ot_layout))[:, None]
-                if O_BY_TMA:
-                    # O out by a TMA store staged in shared memory (rows past seq_q clipped), as the
-                    # backward's dK and dV: register stores of the wgmma layout write 4 bytes a
-                    # thread over eight rows a warp and sit on the load/store queue.
-                    tma.store_wait(0)  # the previous query tile's store has read the stage
-                    o_stage = o_smem.index(WG)
-                    o_stage.reshape([M, HEAD_DIM]).store(o.to(o_stage.dtype))
-                    if SPLIT:
-                        ot_stage = ot_smem.index(WG)
-                        ot_stage.reshape([M, TAIL]).store(ot.to(ot_stage.dtype))
-                    fence_async_shared()
-                    gl.thread_barrier()  # every thread's part staged before the store reads it
-                    tma.async_copy_shared_to_global(o_desc, [b, h, row0, 0], o_stage)
-                    if SPLIT:
-                        tma.async_copy_shared_to_global(ot_desc, [b, h, row0, 0], ot_stage)
+                if PIECES:  # a run of a split tile (`split_keys`) leaves its O and LSE in the runs' buffers
+                    if runs > 1:
+                        _store_run(PART_O, PART_LSE, item - whole, o, ot, m_i, l_i, WG, HEAD_DIM, TAIL, SPLIT, CONSUMERS,
+                                   o_layout, ot_layout)
+                    else:
+                        _store_tile(o, ot, m_i, l_i, o_smem, ot_smem, o_desc, ot_desc, O, LSE, b, h, bh, row0, offs_m,
+                                    seq_q, stride_ob, stride_oh, stride_on, WG, HEAD_DIM, TAIL, SPLIT, O_BY_TMA,
+                                    o_layout, ot_layout)
                 else:
-                    rows = row0 + gl.arange(0, M, layout=rows_o)
-                    cols = gl.arange(0, HEAD_DIM, layout=cols_o)
-                    out = (O + b.to(gl.int64) * stride_ob + h.to(gl.int64) * stride_oh + rows[:, None] * stride_on
-                           + cols[None, :])
-                    gl.store(out, o.to(O.dtype.element_ty), mask=rows[:, None] < seq_q)
-                    if SPLIT:
-                        rows_t = row0 + gl.arange(0, M, layout=gl.SliceLayout(1, ot_layout))
-                        cols_t = HEAD_DIM + gl.arange(0, TAIL, layout=gl.SliceLayout(0, ot_layout))
-                        out_t = (O + b.to(gl.int64) * stride_ob + h.to(gl.int64) * stride_oh
-                                 + rows_t[:, None] * stride_on + cols_t[None, :])
-                        gl.store(out_t, ot.to(O.dtype.element_ty), mask=rows_t[:, None] < seq_q)
-                lse = (m_i + gl.log2(l_i)) / 1.4426950408889634  # natural log, as flash_triton's backward reads it
-                gl.store(LSE + bh.to(gl.int64) * seq_q + offs_m, lse, mask=offs_m < seq_q)
-                g += n_tiles
+                    _store_tile(o, ot, m_i, l_i, o_smem, ot_smem, o_desc, ot_desc, O, LSE, b, h, bh, row0, offs_m, seq_q,
+                                stride_ob, stride_oh, stride_on, WG, HEAD_DIM, TAIL, SPLIT, O_BY_TMA, o_layout, ot_layout)
+                g += n_tiles - first_tile
                 c += 1
         code = following
     if O_BY_TMA:
@@ -424,15 +498,16 @@ def _consumer(q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem
 
 @gluon.jit
 def _fwd_kernel(
-    q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, o_desc, ot_desc, O, LSE, TABLE, qk_scale, seq_q, seq_k, H, group,
-    n_m, per_head, items, stride_ob, stride_oh, stride_on,
+    q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, o_desc, ot_desc, O, LSE, TABLE, PART_O, PART_LSE, qk_scale, seq_q,
+    seq_k, H, group, n_m, per_head, items, whole, parts, stride_ob, stride_oh, stride_on,
     HEAD_DIM: gl.constexpr, TAIL: gl.constexpr, SPLIT: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
-    CAUSAL: gl.constexpr, PAIRS: gl.constexpr, ORDERED: gl.constexpr, CONSUMERS: gl.constexpr, REGISTERS: gl.constexpr, O_BY_TMA: gl.constexpr,
-    num_warps: gl.constexpr,
+    CAUSAL: gl.constexpr, PAIRS: gl.constexpr, ORDERED: gl.constexpr, CONSUMERS: gl.constexpr, REGISTERS: gl.constexpr,
+    O_BY_TMA: gl.constexpr, PIECES: gl.constexpr, num_warps: gl.constexpr,
 ):
     # Each program takes work items (`_work`) pid, pid + programs, ... in turn (persistent: one
     # program per SM; else one per item, `schedule`), or with ORDERED its run of TABLE
-    # (`_turn`, `ordered_items`); the producer loads the next query tile's Q
+    # (`_turn`, `ordered_items`); with PIECES the items from `whole` on are runs over the keys of
+    # the last round's tiles (`_run_of`, `split_keys`); the producer loads the next query tile's Q
     # once the consumers' last Q K^T of the current one is done (`q_empty`) and streams its K/V
     # tiles into the ring while they finish P V, O and LSE.
     # One slot per 4-d TMA box (1, 1, rows, HEAD_DIM); the consumers view each as 2-d.
@@ -470,34 +545,34 @@ def _fwd_kernel(
     if CONSUMERS == 2:
         gl.warp_specialize([
             (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem, o_desc, ot_desc, q_bar,
-                         q_empty, ready, empty, sums_smem, O, LSE, TABLE, qk_scale,
-                         seq_q, seq_k, H, n_m, per_head, items, stride_ob, stride_oh, stride_on, 0, HEAD_DIM, TAIL,
-                         SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS, ORDERED, O_BY_TMA)),
+                         q_empty, ready, empty, sums_smem, O, LSE, TABLE, PART_O, PART_LSE, qk_scale, seq_q, seq_k,
+                         H, n_m, per_head, items, whole, parts, stride_ob, stride_oh, stride_on, 0, HEAD_DIM, TAIL,
+                         SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS, ORDERED, O_BY_TMA, PIECES)),
             (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem, o_desc, ot_desc, q_bar,
-                         q_empty, ready, empty, sums_smem, O, LSE, TABLE, qk_scale,
-                         seq_q, seq_k, H, n_m, per_head, items, stride_ob, stride_oh, stride_on, 1, HEAD_DIM, TAIL,
-                         SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS, ORDERED, O_BY_TMA)),
+                         q_empty, ready, empty, sums_smem, O, LSE, TABLE, PART_O, PART_LSE, qk_scale, seq_q, seq_k,
+                         H, n_m, per_head, items, whole, parts, stride_ob, stride_oh, stride_on, 1, HEAD_DIM, TAIL,
+                         SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS, ORDERED, O_BY_TMA, PIECES)),
             (_producer, (q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, q_smem, k_smem, v_smem, qt_smem, kt_smem,
-                         vt_smem, q_bar, q_empty, ready, empty, TABLE, seq_k, H, group, n_m, per_head, items,
-                         BLOCK_N, STAGES, CONSUMERS, SPLIT, CAUSAL, PAIRS, ORDERED)),
+                         vt_smem, q_bar, q_empty, ready, empty, TABLE, seq_k, H, group, n_m, per_head, items, whole,
+                         parts, BLOCK_N, STAGES, CONSUMERS, SPLIT, CAUSAL, PAIRS, ORDERED, PIECES)),
         ], [4, 1], [REGISTERS, 24])
     else:
         gl.warp_specialize([
             (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem, o_desc, ot_desc, q_bar,
-                         q_empty, ready, empty, sums_smem, O, LSE, TABLE, qk_scale,
-                         seq_q, seq_k, H, n_m, per_head, items, stride_ob, stride_oh, stride_on, 0, HEAD_DIM, TAIL,
-                         SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS, ORDERED, O_BY_TMA)),
+                         q_empty, ready, empty, sums_smem, O, LSE, TABLE, PART_O, PART_LSE, qk_scale, seq_q, seq_k,
+                         H, n_m, per_head, items, whole, parts, stride_ob, stride_oh, stride_on, 0, HEAD_DIM, TAIL,
+                         SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS, ORDERED, O_BY_TMA, PIECES)),
             (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem, o_desc, ot_desc, q_bar,
-                         q_empty, ready, empty, sums_smem, O, LSE, TABLE, qk_scale,
-                         seq_q, seq_k, H, n_m, per_head, items, stride_ob, stride_oh, stride_on, 1, HEAD_DIM, TAIL,
-                         SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS, ORDERED, O_BY_TMA)),
+                         q_empty, ready, empty, sums_smem, O, LSE, TABLE, PART_O, PART_LSE, qk_scale, seq_q, seq_k,
+                         H, n_m, per_head, items, whole, parts, stride_ob, stride_oh, stride_on, 1, HEAD_DIM, TAIL,
+                         SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS, ORDERED, O_BY_TMA, PIECES)),
             (_consumer, (q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem, o_desc, ot_desc, q_bar,
-                         q_empty, ready, empty, sums_smem, O, LSE, TABLE, qk_scale,
-                         seq_q, seq_k, H, n_m, per_head, items, stride_ob, stride_oh, stride_on, 2, HEAD_DIM, TAIL,
-                         SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS, ORDERED, O_BY_TMA)),
+                         q_empty, ready, empty, sums_smem, O, LSE, TABLE, PART_O, PART_LSE, qk_scale, seq_q, seq_k,
+                         H, n_m, per_head, items, whole, parts, stride_ob, stride_oh, stride_on, 2, HEAD_DIM, TAIL,
+                         SPLIT, BLOCK_N, STAGES, CAUSAL, CONSUMERS, PAIRS, ORDERED, O_BY_TMA, PIECES)),
             (_producer, (q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, q_smem, k_smem, v_smem, qt_smem, kt_smem,
-                         vt_smem, q_bar, q_empty, ready, empty, TABLE, seq_k, H, group, n_m, per_head, items,
-                         BLOCK_N, STAGES, CONSUMERS, SPLIT, CAUSAL, PAIRS, ORDERED)),
+                         vt_smem, q_bar, q_empty, ready, empty, TABLE, seq_k, H, group, n_m, per_head, items, whole,
+                         parts, BLOCK_N, STAGES, CONSUMERS, SPLIT, CAUSAL, PAIRS, ORDERED, PIECES)),
         ], [4, 4, 1], [REGISTERS, REGISTERS, 24])
 
 
@@ -733,16 +808,25 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) 
         table = order_table(n_m, batch * heads, seq_k, consumers * ROWS, block_n, section, q.device)
     pairs = pairs and table is None
     per_head = (n_m + 1) // 2 if pairs else n_m  # work items: pairs of query tiles, or tiles (`_work`)
-    items = batch * heads * per_head
+    units = batch * heads * per_head
+    whole, parts = units, 1  # the last round's tiles as runs over their keys (`split_keys`)
+    if persistent and not is_causal and head_dim in SPLIT_LAST_ROUND:
+        whole, parts = split_keys.plan(units, multiprocessors(q.device), triton.cdiv(seq_k, block_n))
+    items = whole + (units - whole) * parts
     programs = min(items, multiprocessors(q.device)) if persistent else items
+    part_o, part_lse = lse, lse  # unread without PIECES
+    if parts > 1:
+        part_o, part_lse = split_keys.buffers(items - whole, consumers * ROWS, head_dim, q.device)
     _FWD_LAUNCH(
         (programs,), q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, o_desc, ot_desc, o, lse,
-        lse if table is None else table, LOG2E / math.sqrt(head_dim),  # TABLE: unread without ORDERED
-        seq_q, seq_k, heads, group, n_m, per_head, items, o.stride(0), o.stride(1), o.stride(2),
+        lse if table is None else table, part_o, part_lse, LOG2E / math.sqrt(head_dim),  # TABLE: unread without ORDERED
+        seq_q, seq_k, heads, group, n_m, per_head, items, whole, parts, o.stride(0), o.stride(1), o.stride(2),
         HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), BLOCK_N=block_n, STAGES=stages, CAUSAL=is_causal,
         PAIRS=pairs, ORDERED=table is not None, CONSUMERS=consumers, REGISTERS=CONSUMER_REGISTERS[consumers],
-        O_BY_TMA=o_by_tma, num_warps=4,
+        O_BY_TMA=o_by_tma, PIECES=parts > 1, num_warps=4,
     )
+    if parts > 1:
+        split_keys.combine(part_o, part_lse, o, lse, whole, parts, n_m)
     return o, lse
 
 

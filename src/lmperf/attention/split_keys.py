@@ -1,0 +1,92 @@
+"""A persistent forward's last round of query tiles split over their keys, and the merge of the parts.
+
+The non-causal persistent forward (flash_gluon) gives each SM's program the equal-cost query
+tiles pid, pid + programs, ... At the sweep's shapes that is 4096 tiles on 132 SMs: 31 rounds on
+every SM, then a 32nd in which 4 SMs work and 128 wait, about 3% of the forward spent idle. Here
+the R tiles of that last round are each cut into `parts` runs of their key tiles, one run per
+idle program (FlashDecoding's split over keys, for the last round only); every run leaves its
+rows' O normalised by its own sum, in fp32, and its log-sum-exp in base 2; `combine` merges the
+runs of each tile as softmax over the union of their keys does:
+    LSE = log2(sum_p 2^LSE_p),  O = sum_p 2^(LSE_p - LSE) O_p.
+The kernel takes work items in its fixed turn as before: the first `whole` are whole tiles, the
+next R x parts the runs (item whole + r x parts + p: tile whole + r, run p), so a program's last
+item is a run and no program waits for another.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from lmperf.attention.launch import CachedLaunch
+
+def plan(tiles: int, programs: int, key_tiles: int) -> tuple[int, int]:
+    """(whole, parts): the first `whole` query tiles run whole and the other tiles - whole each as
+    `parts` runs of their key tiles, so that the last round has a run for as many programs as it
+    can. parts is 1 (nothing split) when the tiles fill every round, when the last round is more
+    than half full (two runs a tile would not fit the programs), or with a single key tile."""
+    last = tiles % programs
+    if last == 0:
+        return tiles, 1
+    parts = min(programs // last, key_tiles)
+    if parts < 2:
+        return tiles, 1
+    return tiles - last, parts
+
+
+def key_range(part: int, parts: int, key_tiles: int) -> tuple[int, int]:
+    """[first, stop) key tiles of run `part` of `parts` over `key_tiles` (runs differ by at most one
+    tile); the kernel computes the same."""
+    return part * key_tiles // parts, (part + 1) * key_tiles // parts
+
+
+def buffers(runs: int, rows: int, head_dim: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """The runs' O (runs, rows, head_dim) and base-2 log-sum-exp (runs, rows), fp32."""
+    return (torch.empty((runs, rows, head_dim), dtype=torch.float32, device=device),
+            torch.empty((runs, rows), dtype=torch.float32, device=device))
+
+
+@triton.jit
+def _combine_kernel(PART_O, PART_LSE, O, LSE, whole, parts, n_m, H, seq_q, stride_ob, stride_oh, stride_on,
+                    BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr, COLUMNS: tl.constexpr):
+    # One program per split tile: its parts' rows merged one part at a time (online, in base 2).
+    r = tl.program_id(0)
+    tile = whole + r
+    tile_m = tile % n_m
+    bh = tile // n_m
+    rows = tl.arange(0, BLOCK_M)
+    cols = tl.arange(0, COLUMNS)
+    m = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    total = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, COLUMNS], tl.float32)
+    for p in range(parts):
+        run = (r * parts + p).to(tl.int64)
+        lse_p = tl.load(PART_LSE + run * BLOCK_M + rows)
+        o_p = tl.load(PART_O + (run * BLOCK_M + rows[:, None]) * HEAD_DIM + cols[None, :], mask=cols[None, :] < HEAD_DIM,
+                      other=0.0)
+        m_new = tl.maximum(m, lse_p)
+        alpha = tl.exp2(m - m_new)
+        weight = tl.exp2(lse_p - m_new)
+        acc = acc * alpha[:, None] + o_p * weight[:, None]
+        total = total * alpha + weight
+        m = m_new
+    row = tile_m * BLOCK_M + rows
+    out = O + (bh // H).to(tl.int64) * stride_ob + (bh % H).to(tl.int64) * stride_oh + row[:, None] * stride_on + cols[None, :]
+    tl.store(out, (acc / total[:, None]).to(O.dtype.element_ty), mask=(row[:, None] < seq_q) & (cols[None, :] < HEAD_DIM))
+    # natural log (divided by log2(e)), as the forward's own rows: flash_triton's backward reads it so
+    tl.store(LSE + bh.to(tl.int64) * seq_q + row, (m + tl.log2(total)) / 1.4426950408889634, mask=row < seq_q)
+
+
+_COMBINE_LAUNCH = CachedLaunch(_combine_kernel)
+
+
+def combine(part_o: torch.Tensor, part_lse: torch.Tensor, o: torch.Tensor, lse: torch.Tensor, whole: int,
+            parts: int, n_m: int) -> None:
+    """Write O (B, H, seq_q, d), any strides with unit-stride d, and LSE (B, H, seq_q), natural
+    log, of the split tiles (whole onwards, n_m query tiles a batch x head) from their runs."""
+    runs, block_m, head_dim = part_o.shape
+    _, heads, seq_q, _ = o.shape
+    _COMBINE_LAUNCH((runs // parts,), part_o, part_lse, o, lse, whole, parts, n_m, heads, seq_q,
+                    o.stride(0), o.stride(1), o.stride(2), BLOCK_M=block_m, HEAD_DIM=head_dim,
+                    COLUMNS=triton.next_power_of_2(head_dim))
