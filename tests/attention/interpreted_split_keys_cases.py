@@ -38,15 +38,16 @@ def float64_runs(q, k, v, whole, parts, block_m, block_n):
 
 
 @pytest.mark.parametrize(
-    "batch, heads, seq_q, seq_k, head_dim, programs",
+    "batch, heads, seq_q, seq_k, head_dim, block_m, programs",
     [
-        (2, 3, 37, 53, 16, 13),  # 18 tiles of 16 rows on 13 programs: the last 5 in two runs each
-        (1, 2, 40, 70, 20, 40),  # fewer tiles than programs: all 6 in six runs; 20 columns of 32
-        (2, 1, 16, 9, 16, 25),  # one full tile per head, two key tiles (the second of one key)
+        (2, 3, 37, 53, 16, 16, 13),  # 18 tiles of 16 rows on 13 programs: the last 5 in two runs each
+        (1, 2, 40, 70, 20, 16, 40),  # fewer tiles than programs: all 6 in six runs; 20 columns of 32
+        (2, 1, 16, 9, 16, 16, 25),  # one full tile per head, two key tiles (the second of one key)
+        (1, 2, 100, 45, 16, 48, 19),  # tiles of 48 rows merged 16 at a time (as 192 by 64 on the GPU)
     ],
 )
-def test_combine_merges_runs_as_softmax_over_all_keys(batch, heads, seq_q, seq_k, head_dim, programs):
-    block_m, block_n = 16, 8
+def test_combine_merges_runs_as_softmax_over_all_keys(batch, heads, seq_q, seq_k, head_dim, block_m, programs):
+    block_n = 8
     n_m = -(-seq_q // block_m)
     whole, parts = split_keys.plan(batch * heads * n_m, programs, -(-seq_k // block_n))
     assert parts >= 2

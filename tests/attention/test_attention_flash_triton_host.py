@@ -278,10 +278,10 @@ def test_causal_persistent_forwards_launch_in_the_host_order(monkeypatch):
 
 
 def test_non_causal_forwards_run_a_sparse_last_round_as_runs_over_keys(monkeypatch):
-    """At SPLIT_LAST_ROUND's head_dims a non-causal launch takes split_keys.plan's whole tiles,
-    then its runs (items), with fp32 buffers for them, and the runs are merged into O and LSE after
-    the kernel; causal launches and other head_dims never split (the buffers' arguments then
-    LSE itself, unread)."""
+    """At SPLIT_LAST_ROUND's head_dims a non-causal forward launches the kernel for split_keys.plan's
+    whole tiles (one program per SM, the runs' arguments unread: LSE, items, 1), then with PIECES for
+    the runs (one a program, with fp32 buffers for them), and merges the runs into O and LSE;
+    causal forwards and other head_dims launch once, unsplit."""
     flash_gluon = pytest.importorskip("lmperf.attention.flash_gluon")
     launches, merges = [], []
     monkeypatch.setattr(flash_gluon, "_FWD_LAUNCH", lambda grid, *args, **kw: launches.append((grid, args, kw)))
@@ -292,18 +292,26 @@ def test_non_causal_forwards_run_a_sparse_last_round_as_runs_over_keys(monkeypat
     # the last 8 tiles in 8 runs (132 // 8 = 16 capped by the key tiles)
     q = torch.empty(1, 133, 1000, 64, dtype=torch.bfloat16)
     o, lse = flash_gluon.forward(q, q, q, False)
-    grid, args, kw = launches.pop()
-    part_o, part_lse, items, whole, parts = args[11], args[12], args[20], args[21], args[22]
-    assert kw["PIECES"] and (whole, parts, items) == (1056, 8, 1056 + 64) and grid == (132,)
+    (grid, args, kw), (run_grid, run_args, run_kw) = launches
+    assert not kw["PIECES"] and grid == (132,) and args[20:23] == (1056, 1056, 1) and args[11] is args[12] is lse
+    part_o, part_lse = run_args[11], run_args[12]
+    assert run_kw["PIECES"] and run_grid == (64,) and run_args[20:23] == (64, 1056, 8)
     assert part_o.shape == (64, 128, 64) and part_lse.shape == (64, 128) and part_o.dtype == part_lse.dtype == torch.float32
     (merged,) = merges
     assert merged[0] is part_o and merged[1] is part_lse and merged[2] is o and merged[3] is lse and merged[4:] == (1056, 8, 8)
+    launches.clear()
+    few = torch.empty(1, 8, 1000, 64, dtype=torch.bfloat16)  # 64 tiles on 132 SMs: no whole launch, two runs each
+    flash_gluon.forward(few, few, few, False)
+    ((run_grid, run_args, run_kw),) = launches
+    assert run_kw["PIECES"] and run_grid == (128,) and run_args[20:23] == (128, 0, 2)
+    launches.clear()
     for head_dim, causal in ((64, True), (128, False)):
         other = torch.empty(1, 133, 1000, head_dim, dtype=torch.bfloat16)
         o, lse = flash_gluon.forward(other, other, other, causal)
-        grid, args, kw = launches.pop()
+        ((grid, args, kw),) = launches
+        launches.clear()
         assert not kw["PIECES"] and args[22] == 1 and args[21] == args[20] and args[11] is args[12] is lse
-    assert len(merges) == 1
+    assert len(merges) == 2
 
 
 def test_gluon_backward_takes_what_the_gluon_forward_takes_where_it_beat_triton():

@@ -165,10 +165,10 @@ def test_gluon_forward_matches_float64_reference(monkeypatch, lead, kv_heads, se
 @pytest.mark.parametrize("consumers", [2, 3])
 def test_gluon_forward_with_its_last_round_split_over_keys_matches_float64(monkeypatch, lead, kv_heads, seq_q, seq_k,
                                                                            head_dim, dtype, packed, consumers):
-    """Non-causal, with a program count for which split_keys.plan splits the last round (programs
-    that take two or more whole tiles, then a run over part of a tile's keys; where no count gives
-    that, more programs than tiles, every tile in runs), O and LSE merged by split_keys.combine,
-    against float64 (O, LSE and flash_triton's backward on them)."""
+    """Non-causal, with a program count for which split_keys.plan splits the last round (a launch in
+    which programs take two or more whole tiles each, then one of runs over parts of the other
+    tiles' keys; where no count gives that, more programs than tiles: every tile in runs), O and
+    LSE merged by split_keys.combine, against float64 (O, LSE and flash_triton's backward on them)."""
     gluon, merges = flash_triton.flash_gluon, []
     monkeypatch.setattr(gluon, "SPLIT_LAST_ROUND", set(gluon.TILES))
     monkeypatch.setattr(gluon, "FROM_KEYS", {d: {False: 0, True: 0} for d in gluon.TILES})

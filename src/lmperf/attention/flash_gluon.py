@@ -123,7 +123,11 @@ L2_SHARE = 16 << 20  # bytes of K and V a section of heads reads (an H100's L2 h
 TILE_COST = 1.0  # a query tile's own cost in key tiles, beside its key tiles (first S, last P V, epilogue)
 # The head_dims whose non-causal persistent forwards run the last round's query tiles as runs over
 # their keys, merged after the kernel (`split_keys`): 4096 tiles on 132 SMs leave 128 of them idle
-# for the 32nd round. Prepared, not yet timed.
+# for the 32nd round. The runs go in a launch of their own after the whole tiles' (whose kernel
+# is then the unsplit one): one kernel taking both, runs after its whole tiles, was 0.991, 1.003,
+# 1.015, 1.029x as fast at d64 1k-16k and 0.907-0.949x at d80, its every key tile slower there
+# although its loop's machine code was the unsplit one's but for the mask test's tile index
+# (benchmarks/attention/forward-split-keys-67307cf). Not yet timed as two launches.
 SPLIT_LAST_ROUND: set[int] = set()
 # LMPERF_ATTENTION_GLUON=0 keeps Triton's forward everywhere (to time the two side by side).
 ENABLED = os.environ.get("LMPERF_ATTENTION_GLUON", "1") != "0"
@@ -189,17 +193,16 @@ def _code(TABLE, item, ORDERED: gl.constexpr):
 
 @gluon.jit
 def _run_of(item, whole, parts, PIECES: gl.constexpr):
-    """(work unit, run, runs) of item `item`: with PIECES the items from `whole` on are runs over
-    the keys of the last round's query tiles (`split_keys`), item whole + r x parts + p being run p
-    of unit whole + r; any other item is a unit of its own, whole (run 0 of 1)."""
+    """(work unit, run, runs) of item `item`: with PIECES every item is a run over the keys of one
+    of the query tiles from `whole` on (`split_keys`), item r x parts + p being run p of unit
+    whole + r; else the item is a unit of its own, whole (run 0 of 1)."""
     unit = item
     run = item * 0
     runs = item * 0 + 1
     if PIECES:
-        if item >= whole:
-            unit = whole + (item - whole) // parts
-            run = (item - whole) % parts
-            runs = item * 0 + parts
+        unit = whole + item // parts
+        run = item % parts
+        runs = runs * parts
     return unit, run, runs
 
 
@@ -479,13 +482,8 @@ def _consumer(q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem
                 if SPLIT:
                     ot = ot / gl.convert_layout(l_i, gl.SliceLayout(1, ot_layout))[:, None]
                 if PIECES:  # a run of a split tile (`split_keys`) leaves its O and LSE in the runs' buffers
-                    if runs > 1:
-                        _store_run(PART_O, PART_LSE, item - whole, o, ot, m_i, l_i, WG, HEAD_DIM, TAIL, SPLIT, CONSUMERS,
-                                   o_layout, ot_layout)
-                    else:
-                        _store_tile(o, ot, m_i, l_i, o_smem, ot_smem, o_desc, ot_desc, O, LSE, b, h, bh, row0, offs_m,
-                                    seq_q, stride_ob, stride_oh, stride_on, WG, HEAD_DIM, TAIL, SPLIT, O_BY_TMA,
-                                    o_layout, ot_layout)
+                    _store_run(PART_O, PART_LSE, item, o, ot, m_i, l_i, WG, HEAD_DIM, TAIL, SPLIT, CONSUMERS, o_layout,
+                               ot_layout)
                 else:
                     _store_tile(o, ot, m_i, l_i, o_smem, ot_smem, o_desc, ot_desc, O, LSE, b, h, bh, row0, offs_m, seq_q,
                                 stride_ob, stride_oh, stride_on, WG, HEAD_DIM, TAIL, SPLIT, O_BY_TMA, o_layout, ot_layout)
@@ -506,8 +504,8 @@ def _fwd_kernel(
 ):
     # Each program takes work items (`_work`) pid, pid + programs, ... in turn (persistent: one
     # program per SM; else one per item, `schedule`), or with ORDERED its run of TABLE
-    # (`_turn`, `ordered_items`); with PIECES the items from `whole` on are runs over the keys of
-    # the last round's tiles (`_run_of`, `split_keys`); the producer loads the next query tile's Q
+    # (`_turn`, `ordered_items`); with PIECES its items are runs over the keys of the query tiles
+    # from `whole` on (`_run_of`, `split_keys`); the producer loads the next query tile's Q
     # once the consumers' last Q K^T of the current one is done (`q_empty`) and streams its K/V
     # tiles into the ring while they finish P V, O and LSE.
     # One slot per 4-d TMA box (1, 1, rows, HEAD_DIM); the consumers view each as 2-d.
@@ -812,20 +810,25 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) 
     whole, parts = units, 1  # the last round's tiles as runs over their keys (`split_keys`)
     if persistent and not is_causal and head_dim in SPLIT_LAST_ROUND:
         whole, parts = split_keys.plan(units, multiprocessors(q.device), triton.cdiv(seq_k, block_n))
-    items = whole + (units - whole) * parts
-    programs = min(items, multiprocessors(q.device)) if persistent else items
-    part_o, part_lse = lse, lse  # unread without PIECES
-    if parts > 1:
-        part_o, part_lse = split_keys.buffers(items - whole, consumers * ROWS, head_dim, q.device)
-    _FWD_LAUNCH(
-        (programs,), q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, o_desc, ot_desc, o, lse,
-        lse if table is None else table, part_o, part_lse, LOG2E / math.sqrt(head_dim),  # TABLE: unread without ORDERED
-        seq_q, seq_k, heads, group, n_m, per_head, items, whole, parts, o.stride(0), o.stride(1), o.stride(2),
-        HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), BLOCK_N=block_n, STAGES=stages, CAUSAL=is_causal,
-        PAIRS=pairs, ORDERED=table is not None, CONSUMERS=consumers, REGISTERS=CONSUMER_REGISTERS[consumers],
-        O_BY_TMA=o_by_tma, PIECES=parts > 1, num_warps=4,
-    )
-    if parts > 1:
+
+    def run(items: int, part_o: torch.Tensor, part_lse: torch.Tensor, pieces: bool) -> None:
+        # without PIECES, whole and parts unread: items and 1, so that they add no specialisations
+        programs = min(items, multiprocessors(q.device)) if persistent else items
+        _FWD_LAUNCH(
+            (programs,), q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, o_desc, ot_desc, o, lse,
+            lse if table is None else table, part_o, part_lse, LOG2E / math.sqrt(head_dim),  # TABLE: unread without ORDERED
+            seq_q, seq_k, heads, group, n_m, per_head, items, whole if pieces else items, parts if pieces else 1,
+            o.stride(0), o.stride(1), o.stride(2),
+            HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), BLOCK_N=block_n, STAGES=stages, CAUSAL=is_causal,
+            PAIRS=pairs, ORDERED=table is not None, CONSUMERS=consumers, REGISTERS=CONSUMER_REGISTERS[consumers],
+            O_BY_TMA=o_by_tma, PIECES=pieces, num_warps=4,
+        )
+
+    if whole:
+        run(whole, lse, lse, False)  # the runs' buffers: unread without PIECES
+    if parts > 1:  # the runs in a launch of their own (SPLIT_LAST_ROUND's comment says why), then their merge
+        part_o, part_lse = split_keys.buffers((units - whole) * parts, consumers * ROWS, head_dim, q.device)
+        run((units - whole) * parts, part_o, part_lse, True)
         split_keys.combine(part_o, part_lse, o, lse, whole, parts, n_m)
     return o, lse
 

@@ -8,12 +8,13 @@ idle program (FlashDecoding's split over keys, for the last round only); every r
 rows' O normalised by its own sum, in fp32, and its log-sum-exp in base 2; `combine` merges the
 runs of each tile as softmax over the union of their keys does:
     LSE = log2(sum_p 2^LSE_p),  O = sum_p 2^(LSE_p - LSE) O_p.
-The kernel takes work items in its fixed turn as before: the first `whole` are whole tiles, the
-next R x parts the runs (item whole + r x parts + p: tile whole + r, run p), so a program's last
-item is a run and no program waits for another.
+The forward launches its kernel twice: for the first `whole` tiles, which fill every round, and
+with PIECES for the R x parts runs (item r x parts + p: run p of tile whole + r), one a program.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 import triton
@@ -49,17 +50,18 @@ def buffers(runs: int, rows: int, head_dim: int, device: torch.device) -> tuple[
 
 @triton.jit
 def _combine_kernel(PART_O, PART_LSE, O, LSE, whole, parts, n_m, H, seq_q, stride_ob, stride_oh, stride_on,
-                    BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr, COLUMNS: tl.constexpr):
-    # One program per split tile: its parts' rows merged one part at a time (online, in base 2).
+                    BLOCK_M: tl.constexpr, ROWS: tl.constexpr, HEAD_DIM: tl.constexpr, COLUMNS: tl.constexpr):
+    # One program per ROWS rows of a split tile (BLOCK_M of them: 128 or 192), its runs' rows merged
+    # one run at a time (online, in base 2).
     r = tl.program_id(0)
     tile = whole + r
     tile_m = tile % n_m
     bh = tile // n_m
-    rows = tl.arange(0, BLOCK_M)
+    rows = tl.program_id(1) * ROWS + tl.arange(0, ROWS)
     cols = tl.arange(0, COLUMNS)
-    m = tl.full([BLOCK_M], float("-inf"), tl.float32)
-    total = tl.zeros([BLOCK_M], tl.float32)
-    acc = tl.zeros([BLOCK_M, COLUMNS], tl.float32)
+    m = tl.full([ROWS], float("-inf"), tl.float32)
+    total = tl.zeros([ROWS], tl.float32)
+    acc = tl.zeros([ROWS, COLUMNS], tl.float32)
     for p in range(parts):
         run = (r * parts + p).to(tl.int64)
         lse_p = tl.load(PART_LSE + run * BLOCK_M + rows)
@@ -87,6 +89,7 @@ def combine(part_o: torch.Tensor, part_lse: torch.Tensor, o: torch.Tensor, lse: 
     log, of the split tiles (whole onwards, n_m query tiles a batch x head) from their runs."""
     runs, block_m, head_dim = part_o.shape
     _, heads, seq_q, _ = o.shape
-    _COMBINE_LAUNCH((runs // parts,), part_o, part_lse, o, lse, whole, parts, n_m, heads, seq_q,
-                    o.stride(0), o.stride(1), o.stride(2), BLOCK_M=block_m, HEAD_DIM=head_dim,
+    rows = math.gcd(block_m, 64)  # a power of two dividing the tile's rows (64 of 128 or 192)
+    _COMBINE_LAUNCH((runs // parts, block_m // rows), part_o, part_lse, o, lse, whole, parts, n_m, heads, seq_q,
+                    o.stride(0), o.stride(1), o.stride(2), BLOCK_M=block_m, ROWS=rows, HEAD_DIM=head_dim,
                     COLUMNS=triton.next_power_of_2(head_dim))
