@@ -44,6 +44,7 @@ def float64_runs(q, k, v, whole, parts, block_m, block_n):
         (1, 2, 40, 70, 20, 16, 40),  # fewer tiles than programs: all 6 in six runs; 20 columns of 32
         (2, 1, 16, 9, 16, 16, 25),  # one full tile per head, two key tiles (the second of one key)
         (1, 2, 100, 45, 16, 48, 19),  # tiles of 48 rows merged 16 at a time (as 192 by 64 on the GPU)
+        (1, 1, 16, 150, 20, 16, 40),  # 19 runs, padded to 32: 8 rows a program (MERGED_ELEMENTS)
     ],
 )
 def test_combine_merges_runs_as_softmax_over_all_keys(batch, heads, seq_q, seq_k, head_dim, block_m, programs):

@@ -278,16 +278,18 @@ def test_causal_persistent_forwards_launch_in_the_host_order(monkeypatch):
 
 
 def test_non_causal_forwards_run_a_sparse_last_round_as_runs_over_keys(monkeypatch):
-    """At SPLIT_LAST_ROUND's head_dims a non-causal forward launches the kernel for split_keys.plan's
+    """From SPLIT_FROM_KEYS's key counts a non-causal forward launches the kernel for split_keys.plan's
     whole tiles (one program per SM, the runs' arguments unread: LSE, items, 1), then with PIECES for
     the runs (one a program, with fp32 buffers for them), and merges the runs into O and LSE;
-    causal forwards and other head_dims launch once, unsplit."""
+    causal forwards, shorter ones and other head_dims launch once, unsplit. By default d64 splits
+    from 4096 keys."""
     flash_gluon = pytest.importorskip("lmperf.attention.flash_gluon")
     launches, merges = [], []
     monkeypatch.setattr(flash_gluon, "_FWD_LAUNCH", lambda grid, *args, **kw: launches.append((grid, args, kw)))
     monkeypatch.setattr(flash_gluon.split_keys, "combine", lambda *args: merges.append(args))
     monkeypatch.setattr(flash_gluon, "multiprocessors", lambda device: 132)
-    monkeypatch.setattr(flash_gluon, "SPLIT_LAST_ROUND", {64})
+    default = flash_gluon.SPLIT_FROM_KEYS
+    monkeypatch.setattr(flash_gluon, "SPLIT_FROM_KEYS", {64: 1000})
     # 133 heads x 8 query tiles of 128 rows = 1064 = 8 x 132 + 8 tiles, 8 key tiles of 128 each:
     # the last 8 tiles in 8 runs (132 // 8 = 16 capped by the key tiles)
     q = torch.empty(1, 133, 1000, 64, dtype=torch.bfloat16)
@@ -305,13 +307,17 @@ def test_non_causal_forwards_run_a_sparse_last_round_as_runs_over_keys(monkeypat
     ((run_grid, run_args, run_kw),) = launches
     assert run_kw["PIECES"] and run_grid == (128,) and run_args[20:23] == (128, 0, 2)
     launches.clear()
-    for head_dim, causal in ((64, True), (128, False)):
-        other = torch.empty(1, 133, 1000, head_dim, dtype=torch.bfloat16)
+    monkeypatch.setattr(flash_gluon, "SPLIT_FROM_KEYS", default)
+    for head_dim, seq, causal in ((64, 1000, True), (128, 1000, False), (64, 2048, False), (64, 4096, False)):
+        # 133 heads x 16 or 32 query tiles leave 16 or 32 tiles for the last round, 8 or 4 runs each
+        other = torch.empty(1, 133, seq, head_dim, dtype=torch.bfloat16)
         o, lse = flash_gluon.forward(other, other, other, causal)
-        ((grid, args, kw),) = launches
+        split = seq == 4096
+        assert [kw["PIECES"] for _, _, kw in launches] == [False, True][:1 + split]
+        grid, args, kw = launches[0]
         launches.clear()
-        assert not kw["PIECES"] and args[22] == 1 and args[21] == args[20] and args[11] is args[12] is lse
-    assert len(merges) == 2
+        assert args[22] == 1 and args[21] == args[20] and args[11] is args[12] is lse
+    assert len(merges) == 3 and merges[-1][4:] == (4224, 4, 32)
 
 
 def test_gluon_backward_takes_what_the_gluon_forward_takes_where_it_beat_triton():

@@ -170,7 +170,7 @@ def test_gluon_forward_with_its_last_round_split_over_keys_matches_float64(monke
     tiles' keys; where no count gives that, more programs than tiles: every tile in runs), O and
     LSE merged by split_keys.combine, against float64 (O, LSE and flash_triton's backward on them)."""
     gluon, merges = flash_triton.flash_gluon, []
-    monkeypatch.setattr(gluon, "SPLIT_LAST_ROUND", set(gluon.TILES))
+    monkeypatch.setattr(gluon, "SPLIT_FROM_KEYS", dict.fromkeys(gluon.TILES, 0))
     monkeypatch.setattr(gluon, "FROM_KEYS", {d: {False: 0, True: 0} for d in gluon.TILES})
     monkeypatch.setattr(gluon, "CONSUMERS", dict.fromkeys(gluon.TILES, consumers))
     block_n = gluon.tiles(head_dim, consumers)[0]

@@ -121,14 +121,20 @@ PERSISTENT_CAUSAL_MAX_KEYS: dict[int, int] = {}
 ORDERED_CAUSAL = {64, 128}
 L2_SHARE = 16 << 20  # bytes of K and V a section of heads reads (an H100's L2 holds 50 MB)
 TILE_COST = 1.0  # a query tile's own cost in key tiles, beside its key tiles (first S, last P V, epilogue)
-# The head_dims whose non-causal persistent forwards run the last round's query tiles as runs over
-# their keys, merged after the kernel (`split_keys`): 4096 tiles on 132 SMs leave 128 of them idle
-# for the 32nd round. The runs go in a launch of their own after the whole tiles' (whose kernel
-# is then the unsplit one): one kernel taking both, runs after its whole tiles, was 0.991, 1.003,
-# 1.015, 1.029x as fast at d64 1k-16k and 0.907-0.949x at d80, its every key tile slower there
-# although its loop's machine code was the unsplit one's but for the mask test's tile index
-# (benchmarks/attention/forward-split-keys-67307cf). Not yet timed as two launches.
-SPLIT_LAST_ROUND: set[int] = set()
+# Non-causal persistent forwards run a sparse last round's query tiles as runs over their keys,
+# merged after the kernel (`split_keys`): 4096 tiles on 132 SMs leave 128 of them idle for the
+# 32nd round. The runs go in a launch of their own after the whole tiles' (whose kernel is then
+# the unsplit one): one kernel taking both, runs after its whole tiles, was 0.991, 1.003, 1.015,
+# 1.029x as fast at d64 1k-16k and 0.907-0.949x at d80, every key tile slower there although its
+# loop's machine code was the unsplit one's but for the mask test's tile index. As two launches
+# (d64, kernel times by torch.profiler): at 2048 keys the whole tiles' kernel took 595-599 us
+# against 602-612 unsplit (the last round's 19 us mostly hidden by the SMs' own spread), which
+# the runs' 5 us, the merge's 13 and two launch gaps outweigh; at 16384, 4399-4408 against
+# 4536-4542, plus 10 and 26 (benchmarks/attention/forward-split-keys-67307cf, calls 1-2). The
+# merge now loads every run at once (a loop over runs waited on each run's loads). Predicted with
+# it: 0.7% of the forward at 4096 keys, 1.8% at 8192, 2.6% at 16384.
+# head_dim -> the fewest keys at which it splits (d128: no timed shape had a sparse last round).
+SPLIT_FROM_KEYS = {64: 4096, 80: 4096}
 # LMPERF_ATTENTION_GLUON=0 keeps Triton's forward everywhere (to time the two side by side).
 ENABLED = os.environ.get("LMPERF_ATTENTION_GLUON", "1") != "0"
 
@@ -808,7 +814,7 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) 
     per_head = (n_m + 1) // 2 if pairs else n_m  # work items: pairs of query tiles, or tiles (`_work`)
     units = batch * heads * per_head
     whole, parts = units, 1  # the last round's tiles as runs over their keys (`split_keys`)
-    if persistent and not is_causal and head_dim in SPLIT_LAST_ROUND:
+    if persistent and not is_causal and seq_k >= SPLIT_FROM_KEYS.get(head_dim, math.inf):
         whole, parts = split_keys.plan(units, multiprocessors(q.device), triton.cdiv(seq_k, block_n))
 
     def run(items: int, part_o: torch.Tensor, part_lse: torch.Tensor, pieces: bool) -> None:
@@ -826,7 +832,7 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) 
 
     if whole:
         run(whole, lse, lse, False)  # the runs' buffers: unread without PIECES
-    if parts > 1:  # the runs in a launch of their own (SPLIT_LAST_ROUND's comment says why), then their merge
+    if parts > 1:  # the runs in a launch of their own (SPLIT_FROM_KEYS's comment says why), then their merge
         part_o, part_lse = split_keys.buffers((units - whole) * parts, consumers * ROWS, head_dim, q.device)
         run((units - whole) * parts, part_o, part_lse, True)
         split_keys.combine(part_o, part_lse, o, lse, whole, parts, n_m)

@@ -50,37 +50,37 @@ def buffers(runs: int, rows: int, head_dim: int, device: torch.device) -> tuple[
 
 @triton.jit
 def _combine_kernel(PART_O, PART_LSE, O, LSE, whole, parts, n_m, H, seq_q, stride_ob, stride_oh, stride_on,
-                    BLOCK_M: tl.constexpr, ROWS: tl.constexpr, HEAD_DIM: tl.constexpr, COLUMNS: tl.constexpr):
-    # One program per ROWS rows of a split tile (BLOCK_M of them: 128 or 192), its runs' rows merged
-    # one run at a time (online, in base 2).
+                    BLOCK_M: tl.constexpr, ROWS: tl.constexpr, RUNS: tl.constexpr, HEAD_DIM: tl.constexpr,
+                    COLUMNS: tl.constexpr):
+    # One program per ROWS rows of a split tile (BLOCK_M of them: 128 or 192), all its runs (RUNS,
+    # parts padded to a power of two) loaded at once and merged as reductions over them. Merged one
+    # run at a time, every run's loads waited for the one before: 13 us for 16 runs of 128 x 64
+    # (benchmarks/attention/forward-split-keys-67307cf, call 2).
     r = tl.program_id(0)
     tile = whole + r
     tile_m = tile % n_m
     bh = tile // n_m
     rows = tl.program_id(1) * ROWS + tl.arange(0, ROWS)
+    runs = tl.arange(0, RUNS)
     cols = tl.arange(0, COLUMNS)
-    m = tl.full([ROWS], float("-inf"), tl.float32)
-    total = tl.zeros([ROWS], tl.float32)
-    acc = tl.zeros([ROWS, COLUMNS], tl.float32)
-    for p in range(parts):
-        run = (r * parts + p).to(tl.int64)
-        lse_p = tl.load(PART_LSE + run * BLOCK_M + rows)
-        o_p = tl.load(PART_O + (run * BLOCK_M + rows[:, None]) * HEAD_DIM + cols[None, :], mask=cols[None, :] < HEAD_DIM,
-                      other=0.0)
-        m_new = tl.maximum(m, lse_p)
-        alpha = tl.exp2(m - m_new)
-        weight = tl.exp2(lse_p - m_new)
-        acc = acc * alpha[:, None] + o_p * weight[:, None]
-        total = total * alpha + weight
-        m = m_new
+    present = runs < parts
+    first = (r * parts + runs).to(tl.int64)[:, None] * BLOCK_M + rows[None, :]  # (RUNS, ROWS): rows of the runs' buffers
+    lse = tl.load(PART_LSE + first, mask=present[:, None], other=float("-inf"))
+    m = tl.max(lse, 0)
+    weight = tl.exp2(lse - m[None, :])  # absent runs: 0
+    total = tl.sum(weight, 0)
+    o_runs = tl.load(PART_O + first[:, :, None] * HEAD_DIM + cols[None, None, :],
+                     mask=present[:, None, None] & (cols[None, None, :] < HEAD_DIM), other=0.0)
+    o = tl.sum(o_runs * weight[:, :, None], 0) / total[:, None]
     row = tile_m * BLOCK_M + rows
     out = O + (bh // H).to(tl.int64) * stride_ob + (bh % H).to(tl.int64) * stride_oh + row[:, None] * stride_on + cols[None, :]
-    tl.store(out, (acc / total[:, None]).to(O.dtype.element_ty), mask=(row[:, None] < seq_q) & (cols[None, :] < HEAD_DIM))
+    tl.store(out, o.to(O.dtype.element_ty), mask=(row[:, None] < seq_q) & (cols[None, :] < HEAD_DIM))
     # natural log (divided by log2(e)), as the forward's own rows: flash_triton's backward reads it so
     tl.store(LSE + bh.to(tl.int64) * seq_q + row, (m + tl.log2(total)) / 1.4426950408889634, mask=row < seq_q)
 
 
 _COMBINE_LAUNCH = CachedLaunch(_combine_kernel)
+MERGED_ELEMENTS = 8192  # 64 fp32 registers a thread of the combine's four warps
 
 
 def combine(part_o: torch.Tensor, part_lse: torch.Tensor, o: torch.Tensor, lse: torch.Tensor, whole: int,
@@ -89,7 +89,12 @@ def combine(part_o: torch.Tensor, part_lse: torch.Tensor, o: torch.Tensor, lse: 
     log, of the split tiles (whole onwards, n_m query tiles a batch x head) from their runs."""
     runs, block_m, head_dim = part_o.shape
     _, heads, seq_q, _ = o.shape
-    rows = math.gcd(block_m, 64)  # a power of two dividing the tile's rows (64 of 128 or 192)
+    padded_runs, columns = triton.next_power_of_2(parts), triton.next_power_of_2(head_dim)
+    # rows a program: a power of two dividing the tile's (at most 64 of 128 or 192), and at most
+    # MERGED_ELEMENTS run x row x column values loaded at once (one row where even that is more)
+    rows = math.gcd(block_m, 64)
+    while rows > 1 and padded_runs * rows * columns > MERGED_ELEMENTS:
+        rows //= 2
     _COMBINE_LAUNCH((runs // parts, block_m // rows), part_o, part_lse, o, lse, whole, parts, n_m, heads, seq_q,
-                    o.stride(0), o.stride(1), o.stride(2), BLOCK_M=block_m, ROWS=rows, HEAD_DIM=head_dim,
-                    COLUMNS=triton.next_power_of_2(head_dim))
+                    o.stride(0), o.stride(1), o.stride(2), BLOCK_M=block_m, ROWS=rows, RUNS=padded_runs,
+                    HEAD_DIM=head_dim, COLUMNS=columns)
