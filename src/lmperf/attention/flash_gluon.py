@@ -131,10 +131,15 @@ TILE_COST = 1.0  # a query tile's own cost in key tiles, beside its key tiles (f
 # against 602-612 unsplit (the last round's 19 us mostly hidden by the SMs' own spread), which
 # the runs' 5 us, the merge's 13 and two launch gaps outweigh; at 16384, 4399-4408 against
 # 4536-4542, plus 10 and 26 (benchmarks/attention/forward-split-keys-67307cf, calls 1-2). The
-# merge now loads every run at once (a loop over runs waited on each run's loads). Predicted with
-# it: 0.7% of the forward at 4096 keys, 1.8% at 8192, 2.6% at 16384.
+# merge now loads every run at once (a loop over runs waited on each run's loads: 3.2-4.2 us
+# now). Predicted with it: 0.7% of the forward at 4096 keys, 1.8% at 8192, 2.6% at 16384; measured
+# (kernel times, three forwards each) d64 4096 keys 1136-1146 + 6 + 3 us against 1161-1167, 8192
+# 2225-2238 + 8 + 3 against 2287-2290, 16384 4397-4415 + 10 + 3 against 4532-4533, forward time
+# split / unsplit per-round medians of six interleaved rounds 0.992, 0.968, 0.975; at d80 4096
+# keys 1300-1307 + 7 + 4 against 1297-1314, medians 1.001 at 4096 and 8192 keys, 0.958 at 16384
+# (benchmarks/attention/forward-split-keys-67307cf, call 3).
 # head_dim -> the fewest keys at which it splits (d128: no timed shape had a sparse last round).
-SPLIT_FROM_KEYS = {64: 4096, 80: 4096}
+SPLIT_FROM_KEYS = {64: 4096, 80: 16384}
 # LMPERF_ATTENTION_GLUON=0 keeps Triton's forward everywhere (to time the two side by side).
 ENABLED = os.environ.get("LMPERF_ATTENTION_GLUON", "1") != "0"
 
