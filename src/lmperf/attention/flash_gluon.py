@@ -137,9 +137,10 @@ TILE_COST = 1.0  # a query tile's own cost in key tiles, beside its key tiles (f
 # 2225-2238 + 8 + 3 against 2287-2290, 16384 4397-4415 + 10 + 3 against 4532-4533, forward time
 # split / unsplit per-round medians of six interleaved rounds 0.992, 0.968, 0.975; at d80 4096
 # keys 1300-1307 + 7 + 4 against 1297-1314, medians 1.001 at 4096 and 8192 keys, 0.958 at 16384
-# (benchmarks/attention/forward-split-keys-67307cf, call 3).
+# (benchmarks/attention/forward-split-keys-67307cf, call 3). Again (call 4): d64 0.991, 0.978,
+# 0.979 at 4096-16384 keys; d80 16384 1.033, the other way round from call 3, so d80 does not split.
 # head_dim -> the fewest keys at which it splits (d128: no timed shape had a sparse last round).
-SPLIT_FROM_KEYS = {64: 4096, 80: 16384}
+SPLIT_FROM_KEYS = {64: 4096}
 # LMPERF_ATTENTION_GLUON=0 keeps Triton's forward everywhere (to time the two side by side).
 ENABLED = os.environ.get("LMPERF_ATTENTION_GLUON", "1") != "0"
 
