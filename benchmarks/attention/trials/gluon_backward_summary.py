@@ -24,6 +24,15 @@ def _ratio(reference: dict, peer: dict) -> str:
     return ranged + (f" (per round median {statistics.median(paired):.3f})" if paired else "")
 
 
+def round_times(rows: list[dict]) -> dict:
+    """(head_dim, causal, seq) -> peer -> round -> ms of the rows' timings."""
+    times = collections.defaultdict(lambda: collections.defaultdict(dict))
+    for row in rows:
+        if row["kind"] == "time":
+            times[(row["head_dim"], row["causal"], row["seq"])][row["peer"]][row.get("round", 0)] = row["ms"]
+    return times
+
+
 def summarise(path: str) -> None:
     rows = [json.loads(line) for line in open(path)]
     env = rows[0]["env"] if rows else {}
@@ -35,11 +44,7 @@ def summarise(path: str) -> None:
             errors[name].append(max(value for key, value in row.items() if key.startswith("max_")))
     for name, values in errors.items():
         print(f"  check {name}: {len(values)} shapes, largest relative error {min(values):.4f}-{max(values):.4f}")
-    times = collections.defaultdict(lambda: collections.defaultdict(dict))  # point -> peer -> round -> ms
-    for row in rows:
-        if row["kind"] == "time":
-            times[(row["head_dim"], row["causal"], row["seq"])][row["peer"]][row.get("round", 0)] = row["ms"]
-    for (head_dim, causal, seq), peers in times.items():
+    for (head_dim, causal, seq), peers in round_times(rows).items():
         print(f"  d{head_dim} {'causal' if causal else 'full'} {seq}:")
         for name, rounds in peers.items():
             ms = list(rounds.values())
