@@ -821,12 +821,18 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) 
     pairs = pairs and table is None
     per_head = (n_m + 1) // 2 if pairs else n_m  # work items: pairs of query tiles, or tiles (`_work`)
     units = batch * heads * per_head
-    whole, parts = units, 1  # the last round's tiles as runs over their keys (`split_keys`)
+    # (items, the runs' O and LSE buffers, PIECES) of each launch: one, or the whole tiles' and the
+    # runs' (`split_keys`, SPLIT_FROM_KEYS); without PIECES the buffers are LSE itself, unread, and
+    # whole and parts are items and 1, so that they add no specialisations
+    launches = [(units, lse, lse, False)]
+    whole, parts = units, 1
     if persistent and not is_causal and seq_k >= SPLIT_FROM_KEYS.get(head_dim, math.inf):
         whole, parts = split_keys.plan(units, multiprocessors(q.device), triton.cdiv(seq_k, block_n))
-
-    def run(items: int, part_o: torch.Tensor, part_lse: torch.Tensor, pieces: bool) -> None:
-        # without PIECES, whole and parts unread: items and 1, so that they add no specialisations
+        if parts > 1:
+            runs = (units - whole) * parts
+            runs_o, runs_lse = split_keys.buffers(runs, consumers * ROWS, head_dim, q.device)
+            launches = [(whole, lse, lse, False)] * (whole > 0) + [(runs, runs_o, runs_lse, True)]
+    for items, part_o, part_lse, pieces in launches:
         programs = min(items, multiprocessors(q.device)) if persistent else items
         _FWD_LAUNCH(
             (programs,), q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, o_desc, ot_desc, o, lse,
@@ -837,13 +843,8 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) 
             PAIRS=pairs, ORDERED=table is not None, CONSUMERS=consumers, REGISTERS=CONSUMER_REGISTERS[consumers],
             O_BY_TMA=o_by_tma, PIECES=pieces, num_warps=4,
         )
-
-    if whole:
-        run(whole, lse, lse, False)  # the runs' buffers: unread without PIECES
-    if parts > 1:  # the runs in a launch of their own (SPLIT_FROM_KEYS's comment says why), then their merge
-        part_o, part_lse = split_keys.buffers((units - whole) * parts, consumers * ROWS, head_dim, q.device)
-        run((units - whole) * parts, part_o, part_lse, True)
-        split_keys.combine(part_o, part_lse, o, lse, whole, parts, n_m)
+    if parts > 1:  # the runs went in a launch of their own (SPLIT_FROM_KEYS's comment says why): merge them
+        split_keys.combine(runs_o, runs_lse, o, lse, whole, parts, n_m)
     return o, lse
 
 
