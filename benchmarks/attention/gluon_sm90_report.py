@@ -48,13 +48,15 @@ def compile_sm90(head_dim: int, causal: bool, consumers: int | None = None, o_by
         **{name: "i32" for name in ("seq_q", "seq_k", "H", "group", "n_m", "per_head", "items", "whole", "parts",
                                     "stride_ob", "stride_oh", "stride_on")},
         **{name: "constexpr" for name in ("HEAD_DIM", "TAIL", "SPLIT", "BLOCK_N", "STAGES", "CAUSAL", "PAIRS",
-                                          "ORDERED", "CONSUMERS", "REGISTERS", "O_BY_TMA", "PIECES", "num_warps")},
+                                          "ORDERED", "CONSUMERS", "REGISTERS", "O_BY_TMA", "PIECES", "Q_SLOTS",
+                                          "num_warps")},
     }
     constexprs = dict(HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), BLOCK_N=block_n, STAGES=stages, CAUSAL=causal,
                       PAIRS=causal and head_dim not in flash_gluon.ORDERED_CAUSAL,
                       ORDERED=causal and head_dim in flash_gluon.ORDERED_CAUSAL,
                       CONSUMERS=consumers,
                       REGISTERS=flash_gluon.CONSUMER_REGISTERS[consumers], O_BY_TMA=o_by_tma, PIECES=pieces,
+                      Q_SLOTS=flash_gluon.QUERY_SLOTS.get(head_dim, 1) if consumers == 2 else 1,
                       num_warps=4,
                       **{name: None for name, kind in signature.items() if kind == "constexpr" and name.endswith("_desc")})
     source = GluonASTSource(flash_gluon._fwd_kernel, signature, constexprs)

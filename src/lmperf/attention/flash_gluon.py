@@ -143,6 +143,15 @@ TILE_COST = 1.0  # a query tile's own cost in key tiles, beside its key tiles (f
 # 0.979 at 4096-16384 keys; d80 16384 1.033, the other way round from call 3, so d80 does not split.
 # head_dim -> the fewest keys at which it splits (d128: no timed shape had a sparse last round).
 SPLIT_FROM_KEYS = {64: 4096}
+# head_dim -> Q buffers of a two-consumer program (default 1): with two the producer loads the next
+# query tile's Q while the current one runs, where with one it waits for the current one's last
+# Q K^T (the consumers then wait for Q and the first K/V at every tile: 2.5-3.7% of their samples
+# at d128 full 1k, benchmarks/attention/gluon-forward-pingpong-h100-49e6921). 16 KB more at d64.
+# A/B (benchmarks/attention/forward-double-q-9e392d4), committed / two buffers, per-round medians:
+# d64 full 1.041 / 1.031 / 1.012 and causal 1.053 / 1.022 / 0.998 at 1k / 2k / 4k keys; d80 full
+# 0.954 / 0.913 / 0.911 (cause not found: 180 KB, spills as with one), so d80 keeps one; d128
+# has no room (224 of 227 KB).
+QUERY_SLOTS = {64: 2}
 # LMPERF_ATTENTION_GLUON=0 keeps Triton's forward everywhere (to time the two side by side).
 ENABLED = os.environ.get("LMPERF_ATTENTION_GLUON", "1") != "0"
 
@@ -243,6 +252,7 @@ def _producer(q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, q_smem, k_smem,
               BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CONSUMERS: gl.constexpr, SPLIT: gl.constexpr,
               CAUSAL: gl.constexpr, PAIRS: gl.constexpr, ORDERED: gl.constexpr, PIECES: gl.constexpr):
     rows: gl.constexpr = q_desc.block_type.shape[2]
+    Q_SLOTS: gl.constexpr = q_bar.shape[0]  # query tiles' Q buffers: the next one's loads while this one runs
     g = 0  # key tiles loaded so far: the ring's running count, across query tiles
     c = 0  # query tiles loaded so far
     first, stop, step = _turn(TABLE, items, ORDERED)
@@ -258,16 +268,20 @@ def _producer(q_desc, k_desc, v_desc, qt_desc, kt_desc, vt_desc, q_smem, k_smem,
                 if PIECES:
                     first_tile, n_tiles = _key_span(run, runs, n_tiles)
                 kv_h = h // group
-                if c > 0:  # every consumer's last Q K^T of the previous query tile is done
-                    mbarrier.wait(q_empty, (c - 1) & 1)
+                q_slot = c % Q_SLOTS
+                if c >= Q_SLOTS:  # every consumer's last Q K^T of the query tile that held this buffer is done
+                    mbarrier.wait(q_empty.index(q_slot), (c // Q_SLOTS - 1) & 1)
+                bar_q = q_bar.index(q_slot)
                 if SPLIT:  # each tile's last TAIL columns come through their own descriptors and slots
-                    mbarrier.expect(q_bar, CONSUMERS * (q_desc.block_type.nbytes + qt_desc.block_type.nbytes))
+                    mbarrier.expect(bar_q, CONSUMERS * (q_desc.block_type.nbytes + qt_desc.block_type.nbytes))
                 else:
-                    mbarrier.expect(q_bar, CONSUMERS * q_desc.block_type.nbytes)
+                    mbarrier.expect(bar_q, CONSUMERS * q_desc.block_type.nbytes)
                 for w in gl.static_range(CONSUMERS):
-                    tma.async_copy_global_to_shared(q_desc, [b, h, start_m + w * rows, 0], q_bar, q_smem.index(w))
+                    tma.async_copy_global_to_shared(q_desc, [b, h, start_m + w * rows, 0], bar_q,
+                                                    q_smem.index(q_slot * CONSUMERS + w))
                     if SPLIT:
-                        tma.async_copy_global_to_shared(qt_desc, [b, h, start_m + w * rows, 0], q_bar, qt_smem.index(w))
+                        tma.async_copy_global_to_shared(qt_desc, [b, h, start_m + w * rows, 0], bar_q,
+                                                        qt_smem.index(q_slot * CONSUMERS + w))
                 for t in range(first_tile, n_tiles):
                     slot = g % STAGES
                     if g >= STAGES:  # every consumer is done with key tile g - STAGES, which held this slot
@@ -392,9 +406,7 @@ def _consumer(q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem
     rows_s: gl.constexpr = gl.SliceLayout(1, s_layout)
     cols_s: gl.constexpr = gl.SliceLayout(0, s_layout)
     rows_o: gl.constexpr = gl.SliceLayout(1, o_layout)
-    q = q_smem.index(WG).reshape([M, HEAD_DIM])
-    if SPLIT:
-        qt = qt_smem.index(WG).reshape([M, TAIL])
+    Q_SLOTS: gl.constexpr = q_bar.shape[0]
     zero_s = gl.zeros([M, BLOCK_N], gl.float32, layout=s_layout)
 
     g = 0  # the ring's running count of key tiles, as the producer's
@@ -428,7 +440,11 @@ def _consumer(q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem
                 m_i = gl.full([M], float("-inf"), gl.float32, layout=rows_s)
                 l_i = gl.zeros([M], gl.float32, layout=rows_s)
 
-                mbarrier.wait(q_bar, c & 1)
+                q_slot = c % Q_SLOTS
+                q = q_smem.index(q_slot * CONSUMERS + WG).reshape([M, HEAD_DIM])
+                if SPLIT:
+                    qt = qt_smem.index(q_slot * CONSUMERS + WG).reshape([M, TAIL])
+                mbarrier.wait(q_bar.index(q_slot), (c // Q_SLOTS) & 1)
                 mbarrier.wait(ready.index(g % STAGES), (g // STAGES) & 1)
                 k_tile = k_smem.index(g % STAGES).reshape([BLOCK_N, HEAD_DIM])
                 s_tok = warpgroup_mma(q, k_tile.permute((1, 0)), zero_s, use_acc=False, is_async=True)
@@ -475,7 +491,7 @@ def _consumer(q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem
                         o = warpgroup_mma_wait(0, deps=(pv_tok,))
                     o = o * gl.convert_layout(alpha, rows_o)[:, None]
                     mbarrier.arrive(empty.index(cur), count=1)
-                mbarrier.arrive(q_empty, count=1)  # every Q K^T of this query tile is done: Q may be refilled
+                mbarrier.arrive(q_empty.index(q_slot), count=1)  # every Q K^T of this query tile is done: its Q may be refilled
                 last = (g + n_mine - 1) % STAGES
                 p_op = gl.convert_layout(p.to(v_smem.dtype), p_layout)
                 pv_tok = warpgroup_mma(p_op, v_smem.index(last).reshape([BLOCK_N, HEAD_DIM]), o, is_async=True)
@@ -514,20 +530,20 @@ def _fwd_kernel(
     seq_k, H, group, n_m, per_head, items, whole, parts, stride_ob, stride_oh, stride_on,
     HEAD_DIM: gl.constexpr, TAIL: gl.constexpr, SPLIT: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
     CAUSAL: gl.constexpr, PAIRS: gl.constexpr, ORDERED: gl.constexpr, CONSUMERS: gl.constexpr, REGISTERS: gl.constexpr,
-    O_BY_TMA: gl.constexpr, PIECES: gl.constexpr, num_warps: gl.constexpr,
+    O_BY_TMA: gl.constexpr, PIECES: gl.constexpr, Q_SLOTS: gl.constexpr, num_warps: gl.constexpr,
 ):
     # Each program takes work items (`_work`) pid, pid + programs, ... in turn (persistent: one
     # program per SM; else one per item, `schedule`), or with ORDERED its run of TABLE
     # (`_turn`, `ordered_items`); with PIECES its items are runs over the keys of the query tiles
-    # from `whole` on (`_run_of`, `split_keys`); the producer loads the next query tile's Q
-    # once the consumers' last Q K^T of the current one is done (`q_empty`) and streams its K/V
-    # tiles into the ring while they finish P V, O and LSE.
+    # from `whole` on (`_run_of`, `split_keys`); the producer loads a query tile's Q into one
+    # of Q_SLOTS buffers once the consumers' last Q K^T of the tile that held it is done
+    # (`q_empty`) and streams its K/V tiles into the ring while they finish P V, O and LSE.
     # One slot per 4-d TMA box (1, 1, rows, HEAD_DIM); the consumers view each as 2-d.
-    q_smem = gl.allocate_shared_memory(q_desc.dtype, [CONSUMERS, 1, 1, 64, HEAD_DIM], q_desc.layout)
+    q_smem = gl.allocate_shared_memory(q_desc.dtype, [Q_SLOTS * CONSUMERS, 1, 1, 64, HEAD_DIM], q_desc.layout)
     k_smem = gl.allocate_shared_memory(k_desc.dtype, [STAGES, 1, 1, BLOCK_N, HEAD_DIM], k_desc.layout)
     v_smem = gl.allocate_shared_memory(v_desc.dtype, [STAGES, 1, 1, BLOCK_N, HEAD_DIM], v_desc.layout)
     if SPLIT:  # the last TAIL columns of each
-        qt_smem = gl.allocate_shared_memory(qt_desc.dtype, [CONSUMERS, 1, 1, 64, TAIL], qt_desc.layout)
+        qt_smem = gl.allocate_shared_memory(qt_desc.dtype, [Q_SLOTS * CONSUMERS, 1, 1, 64, TAIL], qt_desc.layout)
         kt_smem = gl.allocate_shared_memory(kt_desc.dtype, [STAGES, 1, 1, BLOCK_N, TAIL], kt_desc.layout)
         vt_smem = gl.allocate_shared_memory(vt_desc.dtype, [STAGES, 1, 1, BLOCK_N, TAIL], vt_desc.layout)
     else:  # placeholders the partitions never touch
@@ -543,10 +559,7 @@ def _fwd_kernel(
     else:
         o_smem = q_smem
         ot_smem = qt_smem
-    q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    mbarrier.init(q_bar, count=1)
-    q_empty = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    mbarrier.init(q_empty, count=CONSUMERS)
+    q_bar, q_empty = ring_barriers(Q_SLOTS, CONSUMERS)  # each Q buffer's loads landed / every consumer done with it
     ready, empty = ring_barriers(STAGES, CONSUMERS)
     # each consumer's row sums, stored per key tile at head_dim 128 only to order its softmax before a wait (`_consumer`)
     sums_smem = gl.allocate_shared_memory(gl.float32, [CONSUMERS, 64], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
@@ -841,7 +854,7 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) 
             o.stride(0), o.stride(1), o.stride(2),
             HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), BLOCK_N=block_n, STAGES=stages, CAUSAL=is_causal,
             PAIRS=pairs, ORDERED=table is not None, CONSUMERS=consumers, REGISTERS=CONSUMER_REGISTERS[consumers],
-            O_BY_TMA=o_by_tma, PIECES=pieces, num_warps=4,
+            O_BY_TMA=o_by_tma, PIECES=pieces, Q_SLOTS=QUERY_SLOTS.get(head_dim, 1) if consumers == 2 else 1, num_warps=4,
         )
     if parts > 1:  # the runs went in a launch of their own (SPLIT_FROM_KEYS's comment says why): merge them
         split_keys.combine(runs_o, runs_lse, o, lse, whole, parts, n_m)
