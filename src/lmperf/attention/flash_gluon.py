@@ -20,7 +20,8 @@ them as FlashAttention-3 does. One program holds 128 query rows (`CONSUMERS` war
   - persistent (`schedule`): one program per SM takes query tiles in turn (causal: in an order
     the host builds, longest first, `ordered_items`), the producer loading the next one's Q and
     first K/V tiles under the current one's P V and epilogue, which a program per tile left
-    exposed (1.03-1.44x as fast below 4096 keys); non-causal at d64 from 4096 keys, a last round
+    exposed (1.03-1.44x as fast below 4096 keys); at d64 into a second Q buffer (`QUERY_SLOTS`),
+    so already while the current one's last Q K^T runs; non-causal at d64 from 4096 keys, a last round
     at most half full goes to a second launch as runs over its tiles' keys, merged after it
     (`split_keys`, `SPLIT_FROM_KEYS`).
 Forward time flash_triton's / this one's on an H100 (benchmarks/attention/gluon-ws-forward-h100-
