@@ -90,7 +90,8 @@ def compile_backward_sm90(head_dim: int, causal: bool, persistent: bool | None =
         **{name: "constexpr" for name in ("HEAD_DIM", "TAIL", "SPLIT", "STAGES", "CAUSAL", "PERSISTENT", "DYNAMIC", "CONVERT",
                                           "num_warps")},
     }
-    constexprs = dict(HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), STAGES=flash_gluon_backward.STAGES, CAUSAL=causal,
+    constexprs = dict(HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), STAGES=flash_gluon_backward.PERSISTENT_STAGES if persistent else flash_gluon_backward.STAGES,
+                      CAUSAL=causal,
                       PERSISTENT=persistent, DYNAMIC=persistent, CONVERT=persistent and head_dim == 64, num_warps=4,
                       **{name: None for name, kind in signature.items() if kind == "constexpr" and name.endswith("_desc")})
     source = GluonASTSource(flash_gluon_backward._bwd_kernel, signature, constexprs)

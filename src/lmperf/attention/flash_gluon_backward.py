@@ -9,8 +9,9 @@ wrap: `_tma_reduce_add`). The order of those additions varies from run to run, s
 
 One program per (128 keys, batch x key/value head). A producer warp loads the program's K and V
 once and streams each query tile's Q_i and dO_i (64 rows; under GQA every query head of the
-group in turn) through a 2-slot ring by TMA, and the tile's LSE and delta rows by cp.async. Two
-consumer warp groups own 64 keys each (their dK and dV stay in registers); per tile a consumer
+group in turn) through a ring of 2 slots (3 in the persistent kernel) by TMA, and the tile's
+LSE and delta rows by cp.async. Two consumer warp groups own 64 keys each (their dK and dV stay
+in registers); per tile a consumer
   1. issues S^T = K Q_i^T and dP^T = V dO_i^T together (at head_dim 64 K and V from registers,
      loaded once per item), waits for S^T only;
   2. P^T = exp2(S^T scale log2e - LSE_i log2e), masked (causal, ragged) in the tiles where a key
@@ -80,6 +81,12 @@ KEYS = 64  # keys per consumer warp group; a program holds two
 BLOCK_N = 2 * KEYS
 ROWS = 64  # query rows per tile
 STAGES = 2  # Q_i / dO_i slots
+# The persistent kernel's Q_i / dO_i slots: its 226 KB of shared memory (209 with two) hold a
+# third. Backward time two / three on an H100 at d64 (benchmarks/attention/backward-three-slots-
+# 8445d8e, per-round medians of six interleaved rounds): non-causal 1.036 / 1.015 / 1.022 / 1.023
+# at 1k / 2k / 4k / 16k keys, causal 1.020 / 1.000 / 0.994 / 1.026. (Item 33's per-item kernel
+# had gained nothing from a third: docs/attention.md.)
+PERSISTENT_STAGES = 3
 DQ_COLUMNS = 64  # a warp group's share of dQ_i: a 64 x 128 fp32 dQ_i would not fit beside dK and dV in registers
 # head_dim -> key count from which the non-causal backward is persistent: one program per SM
 # taking (key block, head) items in turn, K/V in two buffers and dK/dV staged apart (64 KB more
@@ -858,8 +865,8 @@ def backward(q, k, v, do, lse, delta, is_causal: bool) -> tuple[torch.Tensor, to
         q_desc, k_desc, v_desc, do_desc, dq_desc, qt_desc, kt_desc, vt_desc, dot_desc, dqt_desc,
         dk_desc, dv_desc, dkt_desc, dvt_desc, lse, delta, counter, dq_acc, dq, scale, scale * LOG2E,
         seq_q, seq_k, heads, heads // kv_heads, n_kblocks, items, items + chunks,
-        HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), STAGES=STAGES, CAUSAL=is_causal,
-        PERSISTENT=persistent, DYNAMIC=dynamic, CONVERT=convert,
+        HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), STAGES=PERSISTENT_STAGES if persistent else STAGES,
+        CAUSAL=is_causal, PERSISTENT=persistent, DYNAMIC=dynamic, CONVERT=convert,
         num_warps=4,
     )
     return (dq if convert else dq_acc.to(q.dtype)), dk, dv
