@@ -148,7 +148,7 @@ SPLIT_FROM_KEYS = {64: 4096}
 # query tile's Q while the current one runs, where with one it waits for the current one's last
 # Q K^T (the consumers then wait for Q and the first K/V at every tile: 2.5-3.7% of their samples
 # at d128 full 1k, benchmarks/attention/gluon-forward-pingpong-h100-49e6921). 16 KB more at d64.
-# A/B (benchmarks/attention/forward-double-q-9e392d4), committed / two buffers, per-round medians:
+# A/B (benchmarks/attention/forward-double-q-9e392d4), one buffer / two, per-round medians of six:
 # d64 full 1.041 / 1.031 / 1.012 and causal 1.053 / 1.022 / 0.998 at 1k / 2k / 4k keys; d80 full
 # 0.954 / 0.913 / 0.911 (cause not found: 180 KB, spills as with one), so d80 keeps one; d128
 # has no room (224 of 227 KB).
