@@ -22,6 +22,7 @@ import triton.language as tl
 
 from lmperf.attention.launch import CachedLaunch
 
+
 def plan(tiles: int, programs: int, key_tiles: int) -> tuple[int, int]:
     """(whole, parts): the first `whole` query tiles run whole and the other tiles - whole each as
     `parts` runs of their key tiles, so that the last round has a run for as many programs as it
