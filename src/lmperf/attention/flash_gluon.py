@@ -480,10 +480,13 @@ def _consumer(q_smem, k_smem, v_smem, qt_smem, kt_smem, vt_smem, o_smem, ot_smem
                     # at 4k and 16k: final-h100-41f5771). They still wait for and release the
                     # tiles they skip, which the ring's count and the producer's refills need.
                     n_mine = gl.minimum(n_tiles, gl.cdiv(row0 + M, BLOCK_N))  # first_tile: 0
-                half_last = False
                 if HALF_DIAGONAL:  # not for a tile whose only key tile is the diagonal (kept simple)
                     half_last = (n_mine >= 2) & (row0 + M <= (n_mine - 1) * BLOCK_N + M)
-                n_full = n_mine - half_last.to(gl.int32) if HALF_DIAGONAL else n_mine
+                    n_full = n_mine - half_last.to(gl.int32)
+                else:  # a constexpr, so that `_half_diagonal` is not traced at all: a plain False would
+                    # become a runtime bool, and the half-width layouts misfit 64-key tiles
+                    half_last: gl.constexpr = False
+                    n_full = n_mine
                 o = gl.zeros([M, HEAD_DIM], gl.float32, layout=o_layout)
                 ot = gl.zeros([M, TAIL], gl.float32, layout=ot_layout)
                 m_i = gl.full([M], float("-inf"), gl.float32, layout=rows_s)
