@@ -12,7 +12,9 @@ them as FlashAttention-3 does. One program holds 128 query rows (`CONSUMERS` war
     tile j a consumer issues S_{j+1} = Q K_{j+1}^T and O += P_j V_j together, waits for S_{j+1}
     only and runs its online softmax while P_j V_j is still on the tensor cores, then waits for
     P_j V_j, rescales O and releases slot j (in the machine code only at head_dim 128: elsewhere
-    ptxas moves that wait above the softmax, which measured as fast there; `_consumer`). Nothing
+    ptxas moves that wait above the softmax, which measured as fast there; `_consumer`). Causal
+    at 128, the first consumer runs the diagonal tile over its first 64 keys only, the rest being
+    hidden from its rows (`_half_diagonal`). Nothing
     stays in flight across the loop's back edge
     (ptxas serialises every wgmma of a kernel that does that, benchmarks/attention/trials); O
     leaves by a TMA store staged in shared memory where that was faster (`O_BY_TMA`), else by
