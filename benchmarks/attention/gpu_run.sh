@@ -5,6 +5,9 @@
 #   variants  benchmarks/attention/variants.py (VARIANTS names which; all by default)
 #   sweep     lmperf attention with the default kernels beside SDPA cuDNN (SWEEP_IMPLS, SWEEP_CONTEXTS,
 #             SWEEP_HEAD_DIMS choose others)
+#   rounds    the final sweep: lmperf attention --rounds ${ROUNDS:-4} beside SDPA cuDNN at 1k/2k/4k/16k keys,
+#             d64 and d128, causal and not, once per name in SWEEPS (default "1 2"), one after the
+#             other; each sweep's rows go to $OUT/results-NAME.jsonl, its log and table to $OUT/rounds-NAME.*
 #   target    the issue's (16, 16384, 64) causal compiled fwd + .sum().backward() shape (TARGET_CONSUMERS:
 #             the Gluon forward's consumer warp groups per program to compare)
 #   tests-a, tests-b, tests-c   pytest -m gpu tests/attention in three parts (-x -q, summaries kept)
@@ -32,6 +35,12 @@ for stage in ${STAGES:-info variants tests-a}; do
              --impls "${SWEEP_IMPLS:-triton,sdpa-cudnn}" --contexts "${SWEEP_CONTEXTS:-4096,16384}" \
              --head-dims "${SWEEP_HEAD_DIMS:-64,128}" 2>&1 | tail -n 80 | tee "$OUT/sweep.log"
            tar -czf "$OUT/runs.tgz" -C "$RUNS" . ;;
+    rounds) for name in ${SWEEPS:-1 2}; do
+              timeout "${ROUNDS_S:-170}" python3 -m lmperf.cli attention --runs "$RUNS/rounds-$name" --impls triton,sdpa-cudnn \
+                --contexts 1024,2048,4096,16384 --head-dims 64,128 --dtypes bf16 --causal both --rounds "${ROUNDS:-4}" \
+                > "$OUT/rounds-$name.log" 2>&1; echo "sweep $name rc $?"
+              cp "$RUNS/rounds-$name"/*/results.jsonl "$OUT/results-$name.jsonl"; cp "$RUNS/rounds-$name"/*/results.md "$OUT/rounds-$name.md"
+            done ;;
     target) timeout "${TARGET_S:-80}" python3 - 2>&1 <<'PY' | tee "$OUT/target.log"
 import os
 from lmperf.attention import flash_gluon
