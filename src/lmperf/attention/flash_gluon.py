@@ -62,8 +62,8 @@ from lmperf.attention.launch import CachedLaunch
 LOG2E = 1.4426950408889634
 ROWS = 64  # query rows per consumer warp group; a program holds CONSUMERS[head_dim] of them
 # head_dim -> (BLOCK_N keys per tile, K/V slots) of a program of two consumers: S, P and O of a
-# warp group fit its registers with at most 88 bytes spilled (non-causal / causal: 8 / 0 at 64,
-# 56 / 8 at 80, 0 / 96 at 128)
+# warp group fit its registers with at most 104 bytes spilled (non-causal / causal: 0 / 0 at 64,
+# 56 / 8 at 80, 0 / 104 at 128)
 # (benchmarks/attention/gluon_sm90_report.py, gluon-sm90-report-triton36.txt); 80 is 64 + 16
 # columns (`column_blocks`). At 128, 128-key tiles against 64-key tiles with three consumers
 # (the layout before), forward time on an H100 (benchmarks/attention/gluon-forward-wide-tiles-
