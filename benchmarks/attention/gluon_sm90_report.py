@@ -29,7 +29,7 @@ def compile_sm90(head_dim: int, causal: bool, consumers: int | None = None, o_by
                  pieces: bool = False):
     consumers = consumers or flash_gluon.CONSUMERS[head_dim]
     if o_by_tma is None:  # as flash_gluon.forward decides
-        o_by_tma = (head_dim, causal) in flash_gluon.O_BY_TMA and consumers == 2
+        o_by_tma = flash_gluon.stores_o_by_tma(head_dim, causal, consumers)
     block_n, stages = flash_gluon.tiles(head_dim, consumers)
     rows = flash_gluon.ROWS
     main, tail = flash_gluon.column_blocks(head_dim)
@@ -56,7 +56,7 @@ def compile_sm90(head_dim: int, causal: bool, consumers: int | None = None, o_by
                       ORDERED=causal and head_dim in flash_gluon.ORDERED_CAUSAL,
                       CONSUMERS=consumers,
                       REGISTERS=flash_gluon.CONSUMER_REGISTERS[consumers], O_BY_TMA=o_by_tma, PIECES=pieces,
-                      Q_SLOTS=flash_gluon.QUERY_SLOTS.get(head_dim, 1) if consumers == 2 else 1,
+                      Q_SLOTS=flash_gluon.query_slots(head_dim, consumers),
                       num_warps=4,
                       **{name: None for name, kind in signature.items() if kind == "constexpr" and name.endswith("_desc")})
     source = GluonASTSource(flash_gluon._fwd_kernel, signature, constexprs)

@@ -688,6 +688,16 @@ def tiles(head_dim: int, consumers: int) -> tuple[int, int]:
     return TILES[head_dim]
 
 
+def query_slots(head_dim: int, consumers: int) -> int:
+    """Q buffers of a program (`QUERY_SLOTS`): timed with two consumer warp groups only."""
+    return QUERY_SLOTS.get(head_dim, 1) if consumers == 2 else 1
+
+
+def stores_o_by_tma(head_dim: int, causal: bool, consumers: int) -> bool:
+    """Whether O leaves by a TMA store (`O_BY_TMA`): timed with two consumer warp groups only."""
+    return (head_dim, causal) in O_BY_TMA and consumers == 2
+
+
 def column_blocks(head_dim: int) -> tuple[int, int]:
     """The widths of the column blocks the kernel splits head_dim into: (head_dim, 0) for a power
     of two, else its largest power of two and the rest, which must be one too, >= 16 (80 = 64 +
@@ -882,7 +892,7 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) 
         block_descriptors(x, rows) for x, rows in ((q, ROWS), (k, block_n), (v, block_n)))
     o = torch.empty((batch, seq_q, heads, head_dim), dtype=q.dtype, device=q.device).transpose(1, 2)
     lse = torch.empty((batch, heads, seq_q), dtype=torch.float32, device=q.device)
-    o_by_tma = (head_dim, is_causal) in O_BY_TMA and consumers == 2  # three consumers: not timed
+    o_by_tma = stores_o_by_tma(head_dim, is_causal, consumers)
     o_desc, ot_desc = block_descriptors(o, ROWS) if o_by_tma else (None, None)
     n_m = triton.cdiv(seq_q, consumers * ROWS)
     group = heads // k.shape[1]  # query heads a K/V head serves: adjacent heads share its bytes
@@ -914,7 +924,7 @@ def forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) 
             o.stride(0), o.stride(1), o.stride(2),
             HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), BLOCK_N=block_n, STAGES=stages, CAUSAL=is_causal,
             PAIRS=pairs, ORDERED=table is not None, CONSUMERS=consumers, REGISTERS=CONSUMER_REGISTERS[consumers],
-            O_BY_TMA=o_by_tma, PIECES=pieces, Q_SLOTS=QUERY_SLOTS.get(head_dim, 1) if consumers == 2 else 1, num_warps=4,
+            O_BY_TMA=o_by_tma, PIECES=pieces, Q_SLOTS=query_slots(head_dim, consumers), num_warps=4,
         )
     if parts > 1:  # the runs went in a launch of their own (SPLIT_FROM_KEYS's comment says why): merge them
         split_keys.combine(runs_o, runs_lse, o, lse, whole, parts, n_m)
