@@ -355,8 +355,9 @@ def _half_diagonal(q, k_smem, v_smem, sums_smem, ready, empty, q_empty, q_slot, 
     p, m_h, alpha, l_h = _softmax_step(s, gl.convert_layout(m_i, rows_h), gl.convert_layout(l_i, rows_h), 2 * tile,
                                        gl.convert_layout(offs_m, rows_h), qk_scale, seq_k, mask_from, HALF, CAUSAL,
                                        gl.SliceLayout(0, h_layout))
-    if HEAD_DIM == 128:  # as in the loop: keeps ptxas from hoisting the P V wait above the softmax
-        sums_smem.index(WG).store(gl.convert_layout(l_h, rows_s))
+    # as in the loop at head_dim 128 (the only one to run this): keeps ptxas from hoisting the P V
+    # wait above the softmax
+    sums_smem.index(WG).store(gl.convert_layout(l_h, rows_s))
     o = warpgroup_mma_wait(0, deps=(pv_tok,))
     o = o * gl.convert_layout(alpha, rows_o)[:, None]
     mbarrier.arrive(empty.index(last), count=1)
