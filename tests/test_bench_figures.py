@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from lmperf.analysis.peaks import peak_tflops
-from lmperf.bench import sweep
-from lmperf.bench.sweep import SweepSettings, grid, run_sweep
-from lmperf.bench.timing import StepTimes
+from lmperf.run import sweep
+from lmperf.run.sweep import SweepSettings, grid, run_sweep
+from lmperf.run.timing import StepTimes
 from lmperf.report.rundir import RunDir
 
 # The tiny preset: d_model 64, d_ff 256, 2 layers, 4 heads, vocabulary 512 (SwiGLU, untied head).

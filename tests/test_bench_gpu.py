@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from lmperf.bench.sweep import SweepSettings, grid, run_sweep
+from lmperf.run.sweep import SweepSettings, grid, run_sweep
 from lmperf.report.rundir import RunDir
 
 

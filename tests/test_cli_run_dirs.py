@@ -49,7 +49,7 @@ def test_resume_alone_finishes_the_recorded_sweep_after_a_kill(tmp_path):
     rows = read_rows(run_dir / RESULTS)
     assert sorted(r["seq_len"] for r in rows) == [16, 24, 32]  # every configuration, none twice
     assert {r["steps"] for r in rows} == {20} and {r["warmup"] for r in rows} == {0}
-    one_line_exit_2(lmperf("bench", "--resume", run_dir, "--steps", "10"), "was made with --steps 20, not 10")
+    one_line_exit_2(lmperf("bench", "--resume", run_dir, "--steps", "10"), "was made with --steps 20, not --steps 10")
     assert len(read_rows(run_dir / RESULTS)) == 3
 
 
@@ -94,7 +94,7 @@ def test_a_second_writer_is_one_line_and_exit_2(bench_dir, lock_held_by_another_
 
 
 def test_recorded_sweep_options_come_back_whole_model_shape_included():
-    from lmperf.bench.options import SweepOptions
+    from lmperf.run.options import SweepOptions
     from lmperf.model.choice import ModelChoice
 
     options = SweepOptions("tiny", "16", steps=3, device="cpu",

@@ -126,7 +126,7 @@ def test_resume_keys_on_the_model_shape(tmp_path):
     assert len(read_rows(run_dir / "results.jsonl")) == 1  # same shape: nothing to do
     grouped = same + ["--kv-heads", "2"]  # another shape is another sweep: refused, not mixed in
     refused = runner.invoke(app, grouped)
-    assert refused.exit_code == 2 and "was made with --model" in refused.stderr
+    assert refused.exit_code == 2 and "was made with --kv-heads left out, not --kv-heads 2" in refused.stderr
     assert len(read_rows(run_dir / "results.jsonl")) == 1
 
 
@@ -211,3 +211,21 @@ def test_bench_reads_a_name_from_the_local_hugging_face_cache(tmp_path):
     assert "'acme/no-such-model' is neither a config.json on disk nor in the local Hugging Face cache" in unknown.stderr
     assert time.monotonic() - started < 60  # no network wait (a timeout would take minutes)
     assert len(list(runs.iterdir())) == 1  # the refused name left no run directory
+
+
+@pytest.mark.parametrize("fields, approximation, expected", [
+    ({"model_type": "mistral", "sliding_window": None}, "sliding-window", False),
+    ({"model_type": "mistral", "sliding_window": 4096}, "sliding-window", True),
+    ({"model_type": "qwen2", "sliding_window": 4096, "use_sliding_window": False}, "sliding-window", False),
+    ({"model_type": "qwen2", "sliding_window": 4096, "use_sliding_window": True}, "sliding-window", True),
+    ({"model_type": "gpt_neox", "rotary_pct": 1.0}, "partial rotary", False),
+    ({"model_type": "gpt_neox", "rotary_pct": 0.25}, "partial rotary", True),
+    ({"model_type": "gpt_neox"}, "partial rotary", True),  # GPT-NeoX's default is a quarter of the head
+    ({"model_type": "gpt_neox", "partial_rotary_factor": 1.0}, "partial rotary", False),
+    ({"model_type": "gpt_neox", "use_parallel_residual": False}, "parallel residual", False),
+    ({"model_type": "gpt_neox"}, "parallel residual", True),
+])
+def test_an_approximation_is_written_only_where_the_config_uses_the_feature(fields, approximation, expected):
+    shape = {"hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2, "intermediate_size": 128}
+    model = from_fields({**shape, **fields})
+    assert any(approximation in a for a in model.approximations) == expected, model.approximations

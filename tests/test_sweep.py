@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from lmperf.model.step import ModelStep
-from lmperf.bench.sweep import SweepSettings, grid, run_sweep
+from lmperf.run.sweep import SweepSettings, grid, run_sweep
 from lmperf.errors import UsageError
 from lmperf.report.rundir import RunDir, read_rows
 

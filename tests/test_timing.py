@@ -3,7 +3,7 @@ import statistics
 import pytest
 import torch
 
-from lmperf.bench.timing import Stats, time_steps
+from lmperf.run.timing import Stats, time_steps
 
 
 def test_stats_of_known_samples():

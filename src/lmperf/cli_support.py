@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from typing import Callable, TypeVar
 
@@ -11,6 +12,14 @@ import typer
 from lmperf.errors import UsageError
 
 F = TypeVar("F", bound=Callable)
+
+
+def console():
+    """A rich console as wide as the terminal (or COLUMNS); a file or a pipe gets room for whole
+    tables. Every command prints through one of these."""
+    from rich.console import Console
+
+    return Console(width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 200)
 
 
 def fail(message: str) -> None:

@@ -66,6 +66,8 @@ def _gpus(count):
     def fake(monkeypatch):
         monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
         monkeypatch.setattr(torch.cuda, "device_count", lambda: count)
+        # a CPU-only torch build has no NCCL; these cases check the GPU count, not the backend
+        monkeypatch.setattr(torch.distributed, "is_nccl_available", lambda: True)
     return fake
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 
 from lmperf.model.step import ModelStep, StepConfig
-from lmperf.bench.sweep import SweepSettings
+from lmperf.run.sweep import SweepSettings
 from lmperf.distributed.bench import DIST_KEY_FIELDS, DistBenchJob, fill_missing, row_key, run_dist_sweep
 from lmperf.distributed.launch import joined_world
 from lmperf.distributed.strategies import Strategy

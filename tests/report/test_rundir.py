@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+import lmperf.cli  # noqa: F401  every command registers how its run directories are recognised
 from lmperf.errors import UsageError
 from lmperf.report.rundir import MANIFEST, RESULTS, SET_ASIDE, RunDir, command_of, open_run_dir, read_rows
 
@@ -38,7 +39,7 @@ def test_resume_alone_continues_with_the_recorded_arguments(tmp_path):
 @pytest.mark.parametrize("given", [{"steps"}, None])
 def test_a_given_argument_that_differs_is_refused(tmp_path, given):
     path = _bench_dir(tmp_path)
-    with pytest.raises(UsageError, match="was made with --steps 3, not 600"):
+    with pytest.raises(UsageError, match="was made with --steps 3, not --steps 600"):
         open_run_dir("bench", {**ARGS, "steps": 600}, resume=path, given=given)
     _, arguments = open_run_dir("bench", ARGS, resume=path, given={"steps"})  # the same value is fine
     assert arguments == ARGS
@@ -133,3 +134,44 @@ def test_runs_root_that_cannot_hold_directories_is_one_error(tmp_path, root):
     (tmp_path / "a-file").write_text("")
     with pytest.raises(UsageError, match="cannot create a run directory under"):
         RunDir.create("bench", tmp_path / root)
+
+
+def test_runs_started_in_the_same_second_get_directories_of_their_own(tmp_path, monkeypatch):
+    import datetime as dt
+
+    from lmperf.report import rundir
+
+    class Frozen(dt.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return dt.datetime(2026, 1, 2, 3, 4, 5)
+
+    monkeypatch.setattr(rundir.dt, "datetime", Frozen)
+    (tmp_path / "20260102-030405-bench").mkdir()  # another process took the name a moment ago
+    first = RunDir.create("bench", tmp_path)
+    second = RunDir.create("bench", tmp_path)
+    assert (first.path.name, second.path.name) == ("20260102-030405-bench-2", "20260102-030405-bench-3")
+
+
+def test_run_directories_import_without_fcntl(monkeypatch):
+    # fcntl exists on Unix only: importing the package must not need it (Windows locks by msvcrt).
+    import importlib
+    import sys
+
+    from lmperf.report import rundir
+
+    monkeypatch.setitem(sys.modules, "fcntl", None)
+    try:
+        importlib.reload(rundir)
+    finally:
+        monkeypatch.undo()
+        importlib.reload(rundir)
+
+
+@pytest.mark.parametrize("manifest", ["[1, 2]", '{"command": "bench", "arguments": null}', '"bench"',
+                                      '{"arguments": {}}'])
+def test_a_damaged_manifest_is_one_usage_error(tmp_path, manifest):
+    path = _bench_dir(tmp_path)
+    (path / MANIFEST).write_text(manifest)
+    with pytest.raises(UsageError, match="is not an lmperf manifest"):
+        open_run_dir("bench", ARGS, resume=path, given=set())

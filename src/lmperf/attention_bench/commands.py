@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 from lmperf.attention_names import BENCHMARK_DEFAULT, BENCHMARK_IMPLEMENTATIONS
-from lmperf.cli_support import clean_errors, resolve_device, split_list
+from lmperf.cli_support import clean_errors, console as make_console, resolve_device, split_list
 from lmperf.errors import UsageError
 
 ALL_CONTEXTS = ",".join(str(2**n) for n in range(7, 17))  # 128 ... 65536
@@ -45,7 +43,7 @@ def attention_command(
     from lmperf.report import tables
     from lmperf.report.rundir import RunDir
 
-    console = Console(width=None if sys.stdout.isatty() else 200)
+    console = make_console()
     device = resolve_device(device)
     case_list = cases(
         split_list(impls, "impls"), split_list(contexts, "contexts", int), split_list(head_dims, "head-dims", int),

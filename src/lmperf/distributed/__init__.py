@@ -2,3 +2,8 @@
 (strategies.py, bench.py), communication overlap from profiles (overlap.py) and the memory each
 strategy keeps per rank (sharding.py). launch.py starts one process per GPU through torchrun or
 joins a launch that already exists; guard.py keeps a failing rank from hanging the others."""
+
+from lmperf.report.rundir import register_command
+
+register_command("comm", lambda row: "op" in row and "size_bytes" in row)
+register_command("bench-dist", lambda row: "strategy" in row)

@@ -16,7 +16,7 @@ import torch
 import torch.distributed as dist
 
 from lmperf.model.step import StepConfig
-from lmperf.bench.sweep import KEY_FIELDS, BenchRow, SweepSettings, base_row, run_configs
+from lmperf.run.sweep import KEY_FIELDS, BenchRow, SweepSettings, base_row, run_configs
 from lmperf.distributed import overlap
 from lmperf.distributed.launch import World
 from lmperf.distributed.strategies import DistModelStep, Strategy

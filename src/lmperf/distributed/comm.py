@@ -17,7 +17,7 @@ from typing import Callable
 import torch
 import torch.distributed as dist
 
-from lmperf.bench.timing import time_steps
+from lmperf.run.timing import time_steps
 from lmperf.distributed.guard import on_all_ranks
 from lmperf.distributed.launch import World
 from lmperf.dtypes import torch_dtype

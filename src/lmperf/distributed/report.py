@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from lmperf.bench.sweep import KEY_FIELDS
+from lmperf.run.sweep import KEY_FIELDS
 from lmperf.distributed.sharding import state_memory, train_step_peak
 from lmperf.distributed.strategies import Strategy
 from lmperf.errors import UsageError

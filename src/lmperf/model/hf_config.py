@@ -37,14 +37,12 @@ _LAYERNORM = "LayerNorm run as RMSNorm"
 _NO_BIASES = "linear biases left out"
 FAMILIES: dict[str, Family] = {
     "llama": Family(**_LLAMA_LIKE, positions_default=2048, approximations=()),
-    "mistral": Family(**_LLAMA_LIKE, positions_default=32768,
-                      approximations=("sliding-window attention run as full causal attention",)),
+    "mistral": Family(**_LLAMA_LIKE, positions_default=32768, approximations=()),
     "qwen2": Family(**_LLAMA_LIKE, positions_default=32768,
                     approximations=("Q/K/V projection biases left out",)),
     "gpt2": Family(False, True, 1024, ("learned position table run as rotary", _LAYERNORM,
                                        _NO_BIASES)),
-    "gpt_neox": Family(False, False, 2048, ("partial rotary run on the whole head", _LAYERNORM,
-                                            "parallel residual run sequentially", _NO_BIASES)),
+    "gpt_neox": Family(False, False, 2048, (_LAYERNORM, _NO_BIASES)),
     "opt": Family(False, True, 2048, ("learned position table run as rotary", _LAYERNORM,
                                       "ReLU run as GELU", _NO_BIASES)),
 }
@@ -78,14 +76,10 @@ def from_fields(fields: dict, name: str = "hf") -> HFModel:
         raise UsageError(f"the {model_type} config lacks hidden size, attention heads or layers")
     if _first(fields, "head_dim", default=d // heads) != d // heads:
         raise UsageError("configs whose head_dim differs from hidden_size / heads are not modelled")
-    approximations = list(family.approximations)
     # transformers 5 writes rope_theta and the scaling into rope_parameters (a config.json of an
     # older release has them at the top level)
     rope = fields.get("rope_parameters") if isinstance(fields.get("rope_parameters"), dict) else {}
-    if fields.get("rope_scaling") or rope.get("rope_type", "default") != "default":
-        approximations.append("rope scaling left out (it changes no cost)")
-    if model_type == "opt" and fields.get("word_embed_proj_dim", d) != d:
-        approximations.append("word embedding projection left out")
+    approximations = list(family.approximations) + _approximations_of(model_type, fields, rope, d)
     config = ModelConfig(
         d_model=d,
         d_ff=_first(fields, "intermediate_size", "ffn_dim", "n_inner", default=4 * d),
@@ -102,6 +96,27 @@ def from_fields(fields: dict, name: str = "hf") -> HFModel:
         mlp="swiglu" if family.gated else "gelu",
     )
     return HFModel(name, config.validate(), tuple(approximations))
+
+
+def _approximations_of(model_type: str, fields: dict, rope: dict, d_model: int) -> list[str]:
+    """What lmperf's block does differently from this config, for the features it turns on."""
+    found = []
+    if fields.get("rope_scaling") or rope.get("rope_type", "default") != "default":
+        found.append("rope scaling left out (it changes no cost)")
+    # Qwen2 names a window it uses only when use_sliding_window is set; Mistral uses any it names
+    windowed = fields.get("sliding_window") is not None and fields.get("use_sliding_window", model_type == "mistral")
+    if model_type in ("mistral", "qwen2") and windowed:
+        found.append("sliding-window attention run as full causal attention")
+    if model_type == "gpt_neox":
+        rotary = _first(fields, "rotary_pct", "partial_rotary_factor",
+                        default=rope.get("partial_rotary_factor", 0.25))  # GPT-NeoX's default: a quarter
+        if float(rotary) < 1.0:
+            found.append("partial rotary run on the whole head")
+        if fields.get("use_parallel_residual", True):
+            found.append("parallel residual run sequentially")
+    if model_type == "opt" and fields.get("word_embed_proj_dim", d_model) != d_model:
+        found.append("word embedding projection left out")
+    return found
 
 
 def read_fields(path_or_name: str | Path) -> tuple[dict, str]:

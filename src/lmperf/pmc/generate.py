@@ -19,6 +19,7 @@ from lmperf.analysis.kernels import COPY, MATMUL, kernel_category
 from lmperf.pmc import gemms as g
 from lmperf.pmc.completeness import attention_groups, forward_start, lookups_before_first_gemm
 from lmperf.pmc.parse import Capture, KernelRecord
+from lmperf.pmc.tokens import token_candidates
 
 _SAMPLING_EVIDENCE = 5  # sampling kernels seen on both sides of a lone decode step
 
@@ -38,8 +39,6 @@ class Steps:
 
 def _rows(kernels: list[KernelRecord]) -> int:
     """The most rows any norm or gather launch of a step covers (its token count B·T)."""
-    from lmperf.pmc.infer import token_candidates
-
     return max(token_candidates(kernels) or [0])
 
 

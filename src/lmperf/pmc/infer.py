@@ -29,6 +29,7 @@ from lmperf.pmc.completeness import (backward_gaps, counter_gaps, forward_gaps, 
 from lmperf.pmc.params import add_parameter_counts, optimizer_parameters
 from lmperf.pmc.parse import Capture, KernelRecord, read_capture
 from lmperf.pmc.result import Gap, Inference
+from lmperf.pmc.tokens import token_candidates
 
 SLACK = 1.35  # tile padding makes a GEMM count at most this much more than its true width
 ROW_TILE = 256  # GEMMs pad the token rows too: up to a 64-128 row tile times a cluster of 2-4
@@ -54,18 +55,6 @@ def exact_width(bound: float, tokens: int, counts: Counter, slack: float = SLACK
     fits = [(n, int(v // tokens)) for v, n in counts.items()
             if v % tokens == 0 and bound / slack <= v / tokens <= bound * 1.0001]
     return max(fits)[1] if fits else None
-
-
-def token_candidates(forward: list[KernelRecord]) -> Counter:
-    """Row counts = N: LayerNorm and embedding-gather grids, row-reduction FMUL counts."""
-    rows: Counter = Counter()
-    for k in forward:
-        cls = kernel_category(k.name)
-        if (cls == NORM and "layer_norm" in k.name.lower()) or is_lookup(k):
-            rows[k.grid[0]] += 1
-        if cls == REDUCTION and k.metric(g.FMUL):
-            rows[int(k.metric(g.FMUL))] += 1
-    return rows
 
 
 def _mode_and_dtype(result: Inference, phases: g.Phases, layer_gemms: list[KernelRecord]) -> None:

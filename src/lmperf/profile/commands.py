@@ -3,23 +3,20 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
 
 from lmperf.attention_names import ATTENTION_IMPLEMENTATIONS
-from lmperf.bench import commands as bench_commands
-from lmperf.bench.options import SweepOptions
-from lmperf.cli_support import clean_errors, resolve_device, split_list
-from lmperf.errors import UsageError
+from lmperf.cli_support import clean_errors, console, resolve_device, split_list
+from lmperf.model.choice import ModelChoice
+from lmperf.run.options import model_options
 
-console = Console(width=None if sys.stdout.isatty() else 200)
 ATTENTION_HELP = ", ".join(ATTENTION_IMPLEMENTATIONS) + "."
 
 
+@model_options
 def profile(
     preset: Optional[str] = typer.Option(None, "--preset", "-p", help="Model preset (default: tiny on a CPU, small on a GPU)."),
     context: Optional[int] = typer.Option(None, "--context", "-t", help="Context length (default: 128 on a CPU, 512 on a GPU)."),
@@ -36,62 +33,50 @@ def profile(
     under_nsys: bool = typer.Option(False, "--under-nsys", hidden=True, help="Run the steps for an nsys capture."),
     rebuild: Optional[Path] = typer.Option(None, "--rebuild", help="Recompute the tables of this profile run directory from its trace files, and render them again."),
     runs_root: Path = typer.Option(Path("runs"), "--runs", help="Where run directories are created."),
-    hf_config: bench_commands.HfConfig = None,
-    d_model: bench_commands.DModel = None,
-    d_ff: bench_commands.DFf = None,
-    layers: bench_commands.Layers = None,
-    heads: bench_commands.Heads = None,
-    kv_heads: bench_commands.KvHeads = None,
-    vocab: bench_commands.Vocab = None,
-    max_seq_len: bench_commands.MaxSeqLen = None,
-    tie_embeddings: bench_commands.TieEmbeddings = None,
-    mlp: bench_commands.Mlp = None,
+    model: ModelChoice = ModelChoice(),
 ) -> None:
     """Where the step's time goes: kernels, model regions, FLOPs vs time, matmul share."""
     from lmperf.profile import nsys as nsys_capture
     from lmperf.profile import report
     from lmperf.profile import tables as profile_tables
-    from lmperf.profile.run import ProfileSettings, rebuild_from_traces, run_profile
+    from lmperf.profile.run import ProfileSettings, profile_config, rebuild_from_traces, run_profile
     from lmperf.report import tables
     from lmperf.report.rundir import RunDir
+    out = console()
 
     if rebuild is not None:
         rebuild_from_traces(rebuild)
-        console.print("wrote " + ", ".join(str(p) for p in [RunDir(rebuild).results, *report.write_reports(rebuild)]))
+        out.print("wrote " + ", ".join(str(p) for p in [RunDir(rebuild).results, *report.write_reports(rebuild)]))
         return
     device = resolve_device(device)
-    on_gpu = device.startswith("cuda")
-    model = bench_commands.model_choice(hf_config, d_model, d_ff, layers, heads, kv_heads, vocab, max_seq_len,
-                                        tie_embeddings, mlp)
-    configs = SweepOptions(preset, None if context is None else str(context), modes, precision, compile, attention,
-                           batch, model=model).configs(on_gpu)
-    config, mode_list = configs[0], [c.mode for c in configs]
-    if len({replace(c, mode="") for c in configs}) > 1:
-        raise UsageError("profile runs one configuration: give one --preset, --precision, --compile and --attention")
+    config, mode_list = profile_config(model, preset, context, split_list(modes, "modes"), precision, compile,
+                                       attention, batch, device.startswith("cuda"))
     settings = ProfileSettings(warmup, steps, device).validate()
     if under_nsys:
         nsys_capture.run_for_nsys(config, mode_list, settings)
         return
     run_dir = RunDir.create("profile", runs_root)
     if nsys:
-        program = [sys.executable, "-m", "lmperf.cli", *[a for a in sys.argv[1:] if a != "--nsys"], "--under-nsys"]
+        # The same command line again, run under nsys: this program, whichever way it was started.
+        program = [sys.executable, sys.argv[0], *[a for a in sys.argv[1:] if a != "--nsys"], "--under-nsys"]
         command = nsys_capture.nsys_command(program, run_dir.path / "profile", len(mode_list))
-        console.print("nsys command: " + " ".join(command), soft_wrap=True)
+        out.print("nsys command: " + " ".join(command), soft_wrap=True)
         status = nsys_capture.run_nsys(command)
-        console.print("nsys is not on the PATH; run the command above where it is" if status is None else f"nsys exited with status {status}")
-    console.print(f"[bold]lmperf profile[/]: {config.preset} ctx {config.seq_len} {precision} on {device}, rows -> {run_dir.results}")
+        out.print("nsys is not on the PATH; run the command above where it is" if status is None else f"nsys exited with status {status}")
+    out.print(f"[bold]lmperf profile[/]: {config.preset} ctx {config.seq_len} {precision} on {device}, rows -> {run_dir.results}")
     rows = run_profile(config, mode_list, settings, run_dir)
     written = report.write_reports(run_dir.path)
     for row in rows:
         if row["status"] != "ok":
-            console.print(f"{row['mode']}: {row['status']} ({row.get('error', '')})")
+            out.print(f"{row['mode']}: {row['status']} ({row.get('error', '')})")
             continue
-        console.print(f"[bold]{row['mode']}[/]: {row['step_ms']:.2f} ms/step ({row['time_unit']}), matmul share {row['matmul_share']:.1%}")
-        console.print(tables.rich_table(row["kernels"][:top], profile_tables.KERNEL_COLUMNS[:-1], title=f"top kernels, {row['mode']}"))
-        console.print(tables.rich_table(row["regions"], profile_tables.REGION_COLUMNS, title=f"regions, {row['mode']}"))
-    console.print("wrote " + ", ".join(str(p) for p in [run_dir.results, *written, *sorted(run_dir.path.glob("trace-*"))]))
+        out.print(f"[bold]{row['mode']}[/]: {row['step_ms']:.2f} ms/step ({row['time_unit']}), matmul share {row['matmul_share']:.1%}")
+        out.print(tables.rich_table(row["kernels"][:top], profile_tables.KERNEL_COLUMNS[:-1], title=f"top kernels, {row['mode']}"))
+        out.print(tables.rich_table(row["regions"], profile_tables.REGION_COLUMNS, title=f"regions, {row['mode']}"))
+    out.print("wrote " + ", ".join(str(p) for p in [run_dir.results, *written, *sorted(run_dir.path.glob("trace-*"))]))
 
 
+@model_options
 def memory(
     preset: Optional[str] = typer.Option(None, "--preset", "-p", help="Model preset (default: small, unless --hf-config)."),
     contexts: str = typer.Option("128,256,512", "--contexts", "-t", help="Comma-separated context lengths."),
@@ -102,66 +87,48 @@ def memory(
     snapshot_context: Optional[int] = typer.Option(None, help="Context of the snapshots (default: the longest; first precision)."),
     render: Optional[Path] = typer.Option(None, "--render", help="Render memory.md of this memory run directory again (no GPU needed)."),
     runs_root: Path = typer.Option(Path("runs"), "--runs", help="Where run directories are created."),
-    hf_config: bench_commands.HfConfig = None,
-    d_model: bench_commands.DModel = None,
-    d_ff: bench_commands.DFf = None,
-    layers: bench_commands.Layers = None,
-    heads: bench_commands.Heads = None,
-    kv_heads: bench_commands.KvHeads = None,
-    vocab: bench_commands.Vocab = None,
-    max_seq_len: bench_commands.MaxSeqLen = None,
-    tie_embeddings: bench_commands.TieEmbeddings = None,
-    mlp: bench_commands.Mlp = None,
+    model: ModelChoice = ModelChoice(),
 ) -> None:
     """Where the memory goes (CUDA): peaks vs the analytic model, snapshots, largest allocations."""
     from lmperf.profile.memory import MemorySettings, require_cuda, run_memory
     from lmperf.profile.memory_report import PEAK_COLUMNS, write_memory_report
     from lmperf.report import tables
     from lmperf.report.rundir import RunDir
+    out = console()
 
     if render is not None:
-        console.print("wrote " + ", ".join(str(p) for p in write_memory_report(RunDir.resume(render, "memory").path)))
+        out.print("wrote " + ", ".join(str(p) for p in write_memory_report(RunDir.resume(render, "memory").path)))
         return
-    model = bench_commands.model_choice(hf_config, d_model, d_ff, layers, heads, kv_heads, vocab, max_seq_len,
-                                        tie_embeddings, mlp)
     settings = MemorySettings(preset, tuple(split_list(contexts, "contexts", int)), tuple(split_list(precisions, "precisions")),
                               batch, attention, compile, snapshot_context, model)
     name = settings.configs()[0].preset  # validates before the CUDA check and the run directory
     require_cuda()
     run_dir = RunDir.create("memory", runs_root)
-    console.print(f"[bold]lmperf memory[/]: {name}, rows -> {run_dir.results}")
+    out.print(f"[bold]lmperf memory[/]: {name}, rows -> {run_dir.results}")
     rows = run_memory(settings, run_dir)
     written = write_memory_report(run_dir.path)
-    console.print(tables.rich_table([r for r in rows if r["kind"] == "peak"], PEAK_COLUMNS, title="peak memory"))
-    console.print("wrote " + ", ".join(str(p) for p in [run_dir.results, *written]))
+    out.print(tables.rich_table([r for r in rows if r["kind"] == "peak"], PEAK_COLUMNS, title="peak memory"))
+    out.print("wrote " + ", ".join(str(p) for p in [run_dir.results, *written]))
 
 
+@model_options
 def precision(
     preset: Optional[str] = typer.Option(None, "--preset", "-p", help="Model preset (default: tiny, unless --hf-config)."),
     autocast: str = typer.Option("bf16", "--precision", "--autocast", help="bf16 or fp16 (the autocast dtype)."),
     device: str = typer.Option("auto", help="auto, cpu or cuda (fp16 autocast wants CUDA)."),
-    hf_config: bench_commands.HfConfig = None,
-    d_model: bench_commands.DModel = None,
-    d_ff: bench_commands.DFf = None,
-    layers: bench_commands.Layers = None,
-    heads: bench_commands.Heads = None,
-    kv_heads: bench_commands.KvHeads = None,
-    vocab: bench_commands.Vocab = None,
-    max_seq_len: bench_commands.MaxSeqLen = None,
-    tie_embeddings: bench_commands.TieEmbeddings = None,
-    mlp: bench_commands.Mlp = None,
+    model: ModelChoice = ModelChoice(),
 ) -> None:
     """Each module's parameter, output and gradient dtypes under autocast, and the loss dtype."""
     from lmperf.profile.precision import ACCUMULATION_COLUMNS, DTYPE_COLUMNS, accumulation_demo, dtype_table
     from lmperf.report import tables
+    out = console()
 
-    model = bench_commands.model_choice(hf_config, d_model, d_ff, layers, heads, kv_heads, vocab, max_seq_len,
-                                        tie_embeddings, mlp).base(preset, "tiny")
-    rows, loss_dtype = dtype_table(model.model_config(), autocast, resolve_device(device))
-    console.print(tables.rich_table(rows, DTYPE_COLUMNS, title=f"{model.preset} under {autocast} autocast"))
-    console.print(f"loss dtype: {loss_dtype}")
+    base = model.base(preset, "tiny")
+    rows, loss_dtype = dtype_table(base.model_config(), autocast, resolve_device(device))
+    out.print(tables.rich_table(rows, DTYPE_COLUMNS, title=f"{base.preset} under {autocast} autocast"))
+    out.print(f"loss dtype: {loss_dtype}")
     demo = [vars(result) for result in accumulation_demo()]
-    console.print(tables.rich_table(demo, ACCUMULATION_COLUMNS, title="0.01 added 1000 times (exact: 10)"))
+    out.print(tables.rich_table(demo, ACCUMULATION_COLUMNS, title="0.01 added 1000 times (exact: 10)"))
 
 
 def register(app: typer.Typer) -> None:

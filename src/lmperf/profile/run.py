@@ -16,14 +16,16 @@ from typing import Callable, Sequence
 import torch
 
 from lmperf.analysis.flops import region_flops
-from lmperf.model.step import ModelStep, StepConfig
 from lmperf.errors import UsageError
+from lmperf.model.choice import ModelChoice
+from lmperf.model.step import ModelStep, StepConfig
 from lmperf.profile import tables
 from lmperf.profile.trace import KernelCall, kernel_calls, profile_steps
 from lmperf.profile.trace_file import read_trace
 from lmperf.report.environment import environment
 from lmperf.report.rows import failure_row
 from lmperf.report.rundir import RunDir
+from lmperf.run.options import SweepOptions, grid_configs
 
 
 GPU_TIME, CPU_TIME = "GPU kernel time", "CPU op self time"
@@ -39,6 +41,17 @@ class ProfileSettings:
         if self.warmup < 0 or self.steps <= 0:
             raise UsageError(f"need --warmup >= 0 and --steps > 0, got {self.warmup} and {self.steps}")
         return self
+
+
+def profile_config(model: ModelChoice, preset: str | None, context: int | None, modes: Sequence[str],
+                   precision: str, compile: str, attention: str, batch: int, on_gpu: bool) -> tuple[StepConfig, list[str]]:
+    """The one configuration `lmperf profile` runs, and its modes: bench's grid with one value on
+    every axis but the mode (its defaults: tiny at 128 on a CPU, small at 512 on a GPU)."""
+    defaults = SweepOptions().resolved(on_gpu)
+    presets = [preset] if preset else None if model.hf_config else [defaults.presets]
+    configs = grid_configs(model, presets, [int(defaults.contexts) if context is None else context], list(modes), [precision], [compile],
+                           [attention], batch, ["fp32"], ["eager"], ["none"])
+    return configs[0], [c.mode for c in configs]
 
 
 def _base_row(config: StepConfig, settings: ProfileSettings, status: str) -> dict:

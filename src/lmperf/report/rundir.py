@@ -11,13 +11,13 @@ While a command writes, it holds a lock on the directory: a second writer is ref
 from __future__ import annotations
 
 import datetime as dt
-import fcntl
+import itertools
 import json
 import os
 import re
 import sys
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from lmperf.errors import UsageError
 
@@ -25,8 +25,29 @@ RESULTS = "results.jsonl"
 MANIFEST = "manifest.json"
 SET_ASIDE = "results.partial.jsonl"  # cut-off last lines, kept for a human to look at
 _LOCK = ".lock"
-COMMANDS = ("bench-dist", "bench", "comm", "profile", "memory", "attention", "pmc-sweep")
 _NAME = re.compile(r"^\d{8}-\d{6}-(?P<command>[a-z-]+?)(-\d+)?$")
+# Every command that writes run directories registers itself here, with how to tell its rows in
+# a directory made before manifests existed (the ground layer knows no command by name).
+_COMMANDS: dict[str, Callable[[dict], bool]] = {}
+
+
+def register_command(name: str, makes_row: Callable[[dict], bool]) -> None:
+    """Let `name`'s run directories be recognised; `makes_row(row)` says whether `name` writes
+    such a row (the registered predicates exclude one another)."""
+    _COMMANDS[name] = makes_row
+
+
+def _new_directory(root: Path, name: str) -> Path:
+    """root/name, or root/name-2, -3, ... when another run (this process or another) took it:
+    mkdir either creates the directory or fails, so two runs never share one."""
+    for suffix in itertools.count(1):
+        path = root / (name if suffix == 1 else f"{name}-{suffix}")
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
+    raise AssertionError("unreachable")
 
 
 class RunDir:
@@ -39,13 +60,9 @@ class RunDir:
         """A new directory for `command`, locked, with its manifest written first."""
         stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         root = Path(root)
-        path = root / f"{stamp}-{command}"
-        suffix = 1
         try:
-            while path.exists():  # two runs in the same second must not share a file
-                suffix += 1
-                path = root / f"{stamp}-{command}-{suffix}"
-            path.mkdir(parents=True)
+            root.mkdir(parents=True, exist_ok=True)
+            path = _new_directory(root, f"{stamp}-{command}")
         except OSError as error:
             raise UsageError(f"cannot create a run directory under {root}: {error.strerror}") from None
         run_dir = cls(path)
@@ -105,11 +122,9 @@ class RunDir:
             self._lock_file = open(self.path / _LOCK, "a")
         except OSError as error:
             raise UsageError(f"cannot write in {self.path}: {error.strerror}") from None
-        try:
-            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not _try_lock(self._lock_file):
             self._lock_file.close()
-            raise UsageError(f"{self.path} is in use by another lmperf process; wait for it to finish") from None
+            raise UsageError(f"{self.path} is in use by another lmperf process; wait for it to finish")
 
     def _set_aside_cut_off_row(self) -> None:
         """A last line a killed writer left unfinished moves to SET_ASIDE; its row runs again."""
@@ -134,42 +149,58 @@ class RunDir:
                 f.write(b"\n")
 
 
-def read_manifest(path: Path) -> dict | None:
+def _try_lock(file) -> bool:
+    """An exclusive, non-blocking lock on an open file; False when another process holds it."""
     try:
-        return json.loads((Path(path) / MANIFEST).read_text(encoding="utf-8"))
+        import fcntl
+    except ImportError:  # Windows: msvcrt locks a byte range instead
+        import msvcrt
+
+        try:
+            msvcrt.locking(file.fileno(), msvcrt.LK_NBLCK, 1)
+            return True
+        except OSError:
+            return False
+    try:
+        fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+
+
+def read_manifest(path: Path) -> dict | None:
+    """The manifest of a run directory (None: made before manifests); a damaged one is refused."""
+    file = Path(path) / MANIFEST
+    try:
+        manifest = json.loads(file.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
     except (OSError, ValueError):
-        raise UsageError(f"{Path(path) / MANIFEST} is unreadable or not JSON") from None
+        raise UsageError(f"{file} is unreadable or not JSON") from None
+    if not (isinstance(manifest, dict) and isinstance(manifest.get("command"), str)
+            and isinstance(manifest.get("arguments", {}), dict)):
+        raise UsageError(f"{file} is not an lmperf manifest (a JSON object naming a command and its arguments)")
+    manifest.setdefault("arguments", {})
+    return manifest
 
 
 def command_of(path: Path) -> str | None:
     """Which command made the run directory: its manifest, else its name, else its rows."""
     manifest = read_manifest(path)
     if manifest is not None:
-        return manifest.get("command")
+        return manifest["command"]
     match = _NAME.match(Path(path).name)
-    if match and match["command"] in COMMANDS:
+    if match and match["command"] in _COMMANDS:
         return match["command"]
     rows = read_rows(Path(path) / RESULTS) if (Path(path) / RESULTS).is_file() else []
     return command_of_row(rows[0]) if rows else None
 
 
 def command_of_row(row: dict) -> str | None:
-    """The command whose rows carry these fields (for directories made before manifests)."""
-    if "op" in row and "size_bytes" in row:
-        return "comm"
-    if "strategy" in row:
-        return "bench-dist"
-    if "kind" in row:
-        return "memory"
-    if "impl" in row and "head_dim" in row:
-        return "attention"
-    if "axis" in row:
-        return "pmc-sweep"
-    if "mode" in row:
-        return "bench" if "matmul_flops" in row else "profile"
-    return None
+    """The one registered command whose rows look like `row` (for directories made before
+    manifests), or None."""
+    makers = [name for name, makes_row in _COMMANDS.items() if makes_row(row)]
+    return makers[0] if len(makers) == 1 else None
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
@@ -223,31 +254,53 @@ def check_resumable(path: Path, command: str) -> None:
 
 
 def open_run_dir(command: str, arguments: dict, resume: Path | None = None, root: Path = Path("runs"),
-                 given: set[str] | None = None) -> tuple[RunDir, dict]:
+                 given: set[str] | None = None, flag_of: Callable[[str], str] | None = None) -> tuple[RunDir, dict]:
     """A new run directory recording `arguments`, or `resume` continued with its own arguments.
 
     On resume an argument named in `given` (None: every argument) must equal the recorded one: a
-    different value would mix two sweeps in one file. A directory made before manifests existed
-    runs with `arguments`, which it records from then on."""
+    different value would mix two sweeps in one file. The refusal names the flag as the user types
+    it (`flag_of` maps an argument, or a dotted path into a nested one, to its spelling). A
+    directory made before manifests existed runs with `arguments`, which it records from then on."""
     if resume is None:
         return RunDir.create(command, root, arguments), dict(arguments)
     check_resumable(resume, command)
     recorded = read_manifest(resume)
-    effective = dict(arguments) if recorded is None else _recorded_arguments(resume, recorded, arguments, given)
+    effective = (dict(arguments) if recorded is None
+                 else _recorded_arguments(resume, recorded, arguments, given, flag_of or _plain_flag))
     run_dir = RunDir.resume(resume, command)
     if recorded is None:
         run_dir.record_arguments(command, arguments)
     return run_dir, effective
 
 
-def _recorded_arguments(path: Path, manifest: dict, arguments: dict, given: set[str] | None) -> dict:
-    recorded = manifest.get("arguments", {})
+def _plain_flag(argument: str) -> str:
+    return "--" + argument.rsplit(".", 1)[-1].replace("_", "-")
+
+
+def _recorded_arguments(path: Path, manifest: dict, arguments: dict, given: set[str] | None,
+                        flag_of: Callable[[str], str]) -> dict:
+    recorded = manifest["arguments"]
     for name in sorted(arguments if given is None else given):
-        if name in recorded and _comparable(recorded[name]) != _comparable(arguments.get(name)):
-            flag = "--" + name.replace("_", "-")
-            raise UsageError(f"{path} was made with {flag} {recorded[name]}, not {arguments.get(name)}; "
+        if name not in recorded:
+            continue
+        for where, then, now in _differences(name, _comparable(recorded[name]), _comparable(arguments.get(name))):
+            flag = flag_of(where)
+            raise UsageError(f"{path} was made with {_shown(flag, then)}, not {_shown(flag, now)}; "
                              f"resume it without {flag}, or start a new run")
     return {**arguments, **recorded}
+
+
+def _differences(where: str, then: Any, now: Any) -> Iterator[tuple[str, Any, Any]]:
+    """(dotted path, recorded, given) of every leaf where two JSON values differ."""
+    if isinstance(then, dict) and isinstance(now, dict):
+        for key in sorted(set(then) | set(now)):
+            yield from _differences(f"{where}.{key}", then.get(key), now.get(key))
+    elif then != now:
+        yield where, then, now
+
+
+def _shown(flag: str, value: Any) -> str:
+    return f"{flag} left out" if value is None else f"{flag} {value}"
 
 
 def _comparable(value: Any) -> Any:

@@ -18,7 +18,7 @@ from lmperf.analysis.flops import MODES, step_flops
 from lmperf.analysis.memory import MEMORY_PRECISIONS, memory_model
 from lmperf.analysis.peaks import peak_tflops
 from lmperf.model.step import ModelStep, StepConfig
-from lmperf.bench.timing import do_bench_ms, time_steps
+from lmperf.run.timing import do_bench_ms, time_steps
 from lmperf.errors import UsageError
 from lmperf.model import parameter_count
 from lmperf.report.environment import environment
