@@ -16,9 +16,11 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from lmperf.errors import UsageError
 from lmperf.model import TransformerLM, preset
 from lmperf.model.step import ModelStep, StepConfig
-from lmperf.model.transformer import CHECKPOINT_POLICIES, LOSSES
+from lmperf.model.checkpointing import block_policies
+from lmperf.model.transformer import LOSSES
 
 CONFIG = preset("tiny", vocab_size=1000, max_seq_len=128, attention="sdpa")
+CHECKPOINT_POLICIES = ("none", "full", "selective", "selective:1")  # selective:1 mixes the two kinds of block
 BATCH, CONTEXT = 2, 128
 
 
@@ -74,7 +76,7 @@ class _AttentionCalls(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-@pytest.mark.parametrize("checkpoint, forwards", [("none", 1), ("full", 2), ("selective", 1)])
+@pytest.mark.parametrize("checkpoint, forwards", [("none", 1), ("full", 2), ("selective", 1), ("selective:1", 1)])
 def test_selective_checkpointing_keeps_attention_and_full_recomputes_it(checkpoint, forwards):
     from lmperf.model.transformer import SAVED_BY_SELECTIVE
 
@@ -101,6 +103,29 @@ def test_selective_checkpointing_recomputes_lmperfs_own_attention(monkeypatch, c
     inputs, targets = _batch()
     model(inputs, targets).backward()
     assert len(calls) == forwards * CONFIG.n_layers
+
+
+@pytest.mark.parametrize("checkpoint, matmuls", [("none", 0), ("selective", 2), ("selective:1", 1), ("selective:2", 0)])
+def test_selective_k_recomputes_the_matmuls_of_all_but_the_last_k_blocks(checkpoint, matmuls):
+    # Each tiny block runs 5 matmuls (QKV, output, w1, w3, w2) in its forward; a block that keeps
+    # everything runs them once, a selectively checkpointed block runs 4 again in the backward:
+    # recomputation stops once every saved tensor is back, and no backward needs w2's output.
+    torch.manual_seed(0)
+    model = TransformerLM(CONFIG, checkpoint)
+    inputs, targets = _batch()
+    with _AttentionCalls({torch.ops.aten.mm.default}) as probe:
+        model(inputs, targets).backward()
+    forward_only = 5 * CONFIG.n_layers + 1  # the blocks' and the LM head's
+    backward = 2 * forward_only  # input and weight gradients of each
+    assert probe.calls == forward_only + backward + 4 * matmuls
+
+
+def test_block_policies_put_the_kept_blocks_last():
+    assert block_policies("selective:2", 5) == ["selective"] * 3 + ["none"] * 2
+    assert block_policies("full", 2) == ["full", "full"]
+    for bad in ("selective:6", "selective:-1", "full:1", "selective:x"):
+        with pytest.raises(UsageError, match="unknown checkpoint policy"):
+            block_policies(bad, 5)
 
 
 def test_bf16_parameters_make_bf16_gradients_and_optimizer_state():

@@ -149,3 +149,19 @@ def test_fused_loss_by_hand():
     assert fused.head_activations == norm + 16 * 64 * 2 + 512 * 64 * 4
     assert fused.logits_working_set == 16 * 512 * 2
     assert eager.logits_working_set == 16 * 512 * (2 + 4 + 4)  # bf16 logits, fp32 copy, log-probabilities
+
+
+def test_selective_k_lies_between_selective_and_keeping_everything():
+    # K = 0 is plain selective checkpointing, K = n_layers keeps every block's activations (and
+    # then nothing is recomputed); each kept block adds one block's activations less its saves.
+    from lmperf.analysis.memory import memory_model
+    from lmperf.model import preset
+
+    config = preset("small")
+    run = lambda checkpoint: memory_model(config, 2, 256, "bf16", "bf16", checkpoint)  # noqa: E731
+    selective, everything = run("selective"), run("none")
+    assert run("selective:0").activations == selective.activations
+    assert run(f"selective:{config.n_layers}").activations == everything.activations
+    step = run("selective:3").activations - run("selective:2").activations
+    per_block_saves = (selective.activations - selective.activations_per_layer) / config.n_layers
+    assert step == selective.activations_per_layer - per_block_saves

@@ -68,6 +68,7 @@ import torch
 from lmperf.analysis.flops import MODES
 from lmperf.attention import sdpa_repeats_kv
 from lmperf.errors import UsageError
+from lmperf.model.checkpointing import block_policies
 from lmperf.model.config import ModelConfig, block_matmul_parameters, parameter_count
 from lmperf.ops.fused_linear_cross_entropy import default_chunk_size
 
@@ -187,8 +188,9 @@ def memory_model(config: ModelConfig, batch: int, seq_len: int, precision: str, 
     param_bytes = BF16 if param_dtype == "bf16" else FP32
     tokens = batch * seq_len
     per_layer = activations_per_layer(config, batch, seq_len, precision, param_dtype)
-    saved = _saved_per_layer(config, batch, seq_len, precision, param_dtype, checkpoint)
-    recomputed = per_layer if checkpoint != "none" else 0  # one block at a time in the backward
+    policies = block_policies(checkpoint, config.n_layers)
+    saved = sum(_saved_per_layer(config, batch, seq_len, precision, param_dtype, p) for p in policies)
+    recomputed = per_layer if set(policies) != {"none"} else 0  # one block at a time in the backward
     head, working = _head(config, tokens, BF16 if bf16 else FP32, loss)
     return MemoryModel(
         parameters=params * param_bytes,
@@ -197,7 +199,7 @@ def memory_model(config: ModelConfig, batch: int, seq_len: int, precision: str, 
         optimizer_state=2 * params * param_bytes,
         autocast_weight_copies=matmul_parameters(config) * BF16 if bf16 and param_dtype == "fp32" else 0,
         activations_per_layer=per_layer,
-        activations=config.n_layers * saved + recomputed,
+        activations=saved + recomputed,
         head_activations=head,
         logits_working_set=working,
         residual_stream_tensor=tokens * config.d_model * param_bytes,

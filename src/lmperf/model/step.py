@@ -11,7 +11,8 @@ from lmperf import regions
 from lmperf.dtypes import torch_dtype
 from lmperf.errors import UsageError
 from lmperf.model import ModelConfig, TransformerLM, check_context, preset
-from lmperf.model.transformer import CHECKPOINT_POLICIES, LOSSES
+from lmperf.model.checkpointing import block_policies
+from lmperf.model.transformer import LOSSES
 
 MODES = ("forward", "forward-backward", "train-step")
 PRECISIONS = ("fp32", "bf16")
@@ -47,11 +48,11 @@ class StepConfig:
             ("param dtype", self.param_dtype, PARAM_DTYPES),
             ("compile", self.compile, COMPILE_MODES),
             ("loss", self.loss, LOSSES),
-            ("checkpoint policy", self.checkpoint, CHECKPOINT_POLICIES),
         ):
             if value not in allowed:
                 raise UsageError(f"unknown {name} {value!r}; choose from {', '.join(allowed)}")
         check_context(self.model_config(), self.seq_len)
+        block_policies(self.checkpoint, self.model_config().n_layers)
         if self.batch <= 0:
             raise UsageError(f"batch must be positive, got {self.batch}")
         if self.param_dtype == "bf16" and self.precision != "bf16":

@@ -7,8 +7,11 @@ Two options change how a step spends memory, never what it computes:
   block's input and recomputes the block in the backward; "selective" also keeps the fused
   attention kernel's outputs (its output and log-sum-exp: the SDPA ops in SAVED_BY_SELECTIVE), so
   the backward recomputes the matmuls and elementwise parts but not attention, the costliest
-  part at long context. Both are torch.utils.checkpoint (non-reentrant; selective through
-  torch's selective-checkpoint policy), inside the block so a compiled block compiles them too.
+  part at long context; "selective:K" checkpoints all but the last K blocks selectively and lets
+  those K keep everything, trading memory for K blocks' recomputed matmuls (the last ones, whose
+  activations the backward frees before any recomputation needs room). Both are
+  torch.utils.checkpoint (non-reentrant; selective through torch's selective-checkpoint policy),
+  inside the block so a compiled block compiles them too.
   The policy names ATen ops, so lmperf's own FlashAttention Functions ("torch", "triton") are
   not kept: under "selective" their forward runs again in the backward, as under "full"
   (tests/test_step_options.py counts the calls).
@@ -28,10 +31,10 @@ import torch.utils.checkpoint
 
 from lmperf import regions
 from lmperf.attention import attention, load
+from lmperf.model.checkpointing import block_policies
 from lmperf.model.config import ModelConfig
 from lmperf.ops import fused_linear_cross_entropy
 
-CHECKPOINT_POLICIES = ("none", "full", "selective")
 LOSSES = ("eager", "fused")
 
 
@@ -167,7 +170,7 @@ class TransformerLM(nn.Module):
         self.config = config.validate()
         self.loss = loss
         self.embedding = nn.Embedding(config.vocab_size, config.d_model)
-        self.blocks = nn.ModuleList(Block(config, checkpoint) for _ in range(config.n_layers))
+        self.blocks = nn.ModuleList(Block(config, policy) for policy in block_policies(checkpoint, config.n_layers))
         self.final_norm = RMSNorm(config.d_model, config.norm_eps)
         self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         self.apply(self._init_weights)

@@ -179,7 +179,7 @@ SWEEP_FLAGS = (
     Flag("runs_root", Annotated[Path, _option("--runs", help="Where run directories are created.")], _SWEEP.runs_root),
     Flag("param_dtypes", Annotated[str, _option("--param-dtype", help="fp32 (fp32 master weights, gradients, AdamW state; bf16 via autocast) or bf16 (pure bf16 parameters and optimizer state; needs --precisions bf16); comma-separated.")], _SWEEP.param_dtypes),
     Flag("losses", Annotated[str, _option("--loss", help="eager (logits, then F.cross_entropy) or fused (lmperf.ops fused linear cross-entropy, no logits); comma-separated.")], _SWEEP.losses),
-    Flag("checkpoints", Annotated[str, _option("--checkpoint", help="Activation checkpointing per block: none, full, selective (keeps the attention outputs); comma-separated.")], _SWEEP.checkpoints),
+    Flag("checkpoints", Annotated[str, _option("--checkpoint", help="Activation checkpointing per block: none, full, selective (keeps the attention outputs), selective:K (the last K blocks keep everything); comma-separated.")], _SWEEP.checkpoints),
     Flag("leaderboard_warmup_ms", Annotated[float, _option(help="do_bench warm-up budget in ms for the leaderboard_ms figure (the leaderboard: 10000).")], _SWEEP.leaderboard_warmup_ms),
     Flag("leaderboard_rep_ms", Annotated[float, _option(help="do_bench repetition budget in ms for leaderboard_ms (the leaderboard: 30000); 0 skips it.")], _SWEEP.leaderboard_rep_ms),
 )
