@@ -22,10 +22,10 @@ from pathlib import Path
 from lmperf.pmc import gemms as g
 from lmperf.pmc import vocab
 from lmperf.pmc.attention_shape import PLAUSIBLE_HEAD_DIMS, AttentionShape, fused_shape, naive_shape
-from lmperf.analysis.kernels import ATTENTION, MATMUL, NORM, REDUCTION, kernel_category
+from lmperf.analysis.kernels import ATTENTION, MATMUL, kernel_category
 from lmperf.pmc.generate import Steps, cache_length, split_steps
 from lmperf.pmc.completeness import (backward_gaps, counter_gaps, forward_gaps, generate_gaps,
-                                       is_lookup, optimizer_gaps)
+                                       optimizer_gaps)
 from lmperf.pmc.params import add_parameter_counts, optimizer_parameters
 from lmperf.pmc.parse import Capture, KernelRecord, read_capture
 from lmperf.pmc.result import Gap, Inference
