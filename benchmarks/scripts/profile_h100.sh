@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The GPU measurements behind benchmarks/profile-h100.md, in one call of the device tool:
-#   LMPERF_COMMIT=<commit> bash benchmarks/profile-h100.sh   (tarballs, kernel names, log under $OUT)
+# The GPU measurements behind benchmarks/profile-h100.md (the profiles and the 2.7B memory
+# rows), in one call of the device tool:
+#   LMPERF_COMMIT=<commit> bash benchmarks/scripts/profile_h100.sh   (tarballs, kernel names, log under $OUT)
 set -uo pipefail
 export PYTHONPATH=src PYTHONUNBUFFERED=1
 OUT=${OUT:-out}; mkdir -p "$OUT"; R=/tmp/lmperf-runs; mkdir -p $R
