@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One H200 call (issue 10, while two-GPU machines are not lent): the fused loss's Triton kernel
+# The rows of benchmarks/fused-loss-h200.md in one H200 call: the fused loss's Triton kernel
 # against its PyTorch path and eager logits at the 8B head's shapes, and the 8B step with 8 layers
 # on one H200 with each option switched (loss eager/fused x compile off/on), plus the GPU tests of
 # the loss and of the memory model. Run from the repository root with PYTHONPATH=src; results under $OUT.
@@ -12,4 +12,8 @@ timeout 100 python benchmarks/scripts/fused_loss_gpu.py "$OUT/fused-loss.jsonl" 
 timeout -s INT 200 python -m lmperf.cli bench -p cs336-8b --layers 8 -t 32768 --batch 1 --modes train-step --precisions bf16 \
   --param-dtype bf16 --attention sdpa --loss eager,fused --checkpoint selective --compile compile --warmup 2 --steps 3 \
   --runs "$OUT/runs" > "$OUT/one-gpu-8-layers.log" 2>&1; tail -12 "$OUT/one-gpu-8-layers.log"
-(cd "$OUT" && tar czf runs.tgz runs && rm -rf runs)
+# the fused loss without torch.compile, a separate process (the page's third step row)
+timeout -s INT 150 python -m lmperf.cli bench -p cs336-8b --layers 8 -t 32768 --batch 1 --modes train-step --precisions bf16 \
+  --param-dtype bf16 --attention sdpa --loss fused --checkpoint selective --compile eager --warmup 2 --steps 3 \
+  --runs "$OUT/runs-eager" > "$OUT/one-gpu-8-layers-eager.log" 2>&1; tail -12 "$OUT/one-gpu-8-layers-eager.log"
+(cd "$OUT" && tar czf runs.tgz runs runs-eager && rm -rf runs runs-eager)

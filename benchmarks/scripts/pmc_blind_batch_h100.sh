@@ -2,8 +2,8 @@
 # One device call (H100) for issue 12: a blind batch of lmperf.pmc.corpus _BLIND (names PREFIX_*,
 # written down before any capture), 4 captures at a time, through pmc_sweep_h100.sh. The fourth
 # batch ran as `... pmc_blind_batch_h100.sh d`, the fifth as `... e`. Commit the captures before
-# scoring them, then score once:
-#   python -m lmperf.pmc.accuracy tests/pmc/fixtures/sweep benchmarks/data/pmc/score-N-sweep-blindK-COMMIT.md
+# scoring them, then score once and add the score as rows (benchmarks/pmc-accuracy.md says how):
+#   python -m lmperf.pmc.accuracy tests/pmc/fixtures/sweep score-N-sweep-blindK-COMMIT.md
 # Run from the project root with PYTHONPATH=src and LMPERF_COMMIT set; output in $OUT.
 set -u
 export PYTHONUNBUFFERED=1

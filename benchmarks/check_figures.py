@@ -1,0 +1,359 @@
+"""Check every published figure against the rows files (benchmarks/rows/).
+
+    python benchmarks/check_figures.py            # exit 1 with a list of wrong or untraceable figures
+    python benchmarks/check_figures.py --write    # re-render the pages' tables from the rows first
+
+Three checks, over README.md, benchmarks/*.md and docs/attention-tuning.md:
+  1. each page's `<!-- table NAME -->` block equals its rendering from the rows (pages.TABLES);
+  2. each figure quoted in prose is declared in QUOTES below: the sentence, and how its numbers are
+     computed from the rows; the numbers in the text must be the computed ones;
+  3. every other number with a unit (ms, s, GB, %, x, TFLOP/s, ...), three-decimal ratio or
+     "N of M" count in that prose is an untraceable figure, unless ALLOWED names it (a datasheet
+     peak, a limit, someone else's published number).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import figures as F  # noqa: E402
+import pages  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+TABLE = re.compile(r"<!-- table (?P<name>[\w-]+) -->\n(?P<body>.*?)<!-- /table -->", re.S)
+FENCE = re.compile(r"^```.*?^```", re.S | re.M)
+INLINE_CODE = re.compile(r"`[^`\n]+`")
+FIGURE = re.compile(
+    r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?:\s?(?:ms|s|us|µs|GB/s|GB|MB|KB|TB/s|TFLOP/s|PFLOP|%)|x|×)(?![\w/])(?! HBM)"
+    r"|(?<![\w.])\d\.\d{3}(?![\d.])"
+    r"|\b\d+ of \d+\b"
+)
+# A quoted value: a number (thousands commas, decimals) or a range of two.
+VALUE = r"(\d[\d,]*(?:\.\d+)?(?:-\d[\d,]*(?:\.\d+)?)?)"
+
+
+def published_files(root: Path) -> list[Path]:
+    return [root / "README.md", *sorted((root / "benchmarks").glob("*.md")), root / "docs" / "attention-tuning.md"]
+
+
+@dataclass(frozen=True)
+class Quote:
+    """A figure sentence in `file`: `text` with `{}` where `values()` (strings) go."""
+
+    file: str
+    text: str
+    values: Callable[[], tuple]
+
+    def pattern(self) -> re.Pattern:
+        parts = [re.escape(part).replace(r"\ ", r"\s+") for part in self.text.split("{}")]
+        return re.compile(VALUE.join(parts))
+
+
+# -------------------------------------------------------------------------------- computations
+
+def _cudnn_fwd_bwd(head_dim: int, causal: bool, keys=(2048, 4096, 16384)) -> tuple[str, str]:
+    """(range of the fwd+bwd medians, lowest round) of cuDNN / ours at `keys` in the final sweep."""
+    by_point = F.ratios(F.of_set("attention-h100", "sweep-1f651d0"), "sdpa-cudnn", "triton", "fwd_bwd_ms", "impl",
+                        lambda r: (r["head_dim"], r["causal"], r["seq"]))
+    medians, low = F.medians_and_low(by_point, [(head_dim, causal, k) for k in keys])
+    return F.span(medians), f"{low:.3f}"
+
+
+def _sweep_from_2k() -> tuple[str, str]:
+    by_point = F.ratios(F.of_set("attention-h100", "sweep-1f651d0"), "sdpa-cudnn", "triton", "fwd_bwd_ms", "impl",
+                        lambda r: (r["head_dim"], r["causal"], r["seq"]))
+    medians, low = F.medians_and_low(by_point, [p for p in by_point if p[2] >= 2048])
+    return F.span(medians), f"{low:.3f}"
+
+
+def _lowest_causal_1k() -> tuple[str]:
+    by_point = F.ratios(F.of_set("attention-h100", "sweep-1f651d0"), "sdpa-cudnn", "triton", "fwd_bwd_ms", "impl",
+                        lambda r: (r["head_dim"], r["causal"], r["seq"]))
+    return (f"{min(by_point[64, True, 1024] + by_point[128, True, 1024]):.3f}",)
+
+
+def _same_kernels() -> tuple[str, str]:
+    by_point = F.ratios(F.of_set("attention-h100", "same-kernels-26ebba3"), "default-again", "default", "fwd_bwd_ms",
+                        "variant", lambda r: (r["head_dim"], r["causal"], r["seq"]))
+    values = [v for vs in by_point.values() for v in vs]
+    return f"{min(values):.3f}", f"{max(values):.3f}"
+
+
+def _flex() -> tuple[str, str]:
+    rows = F.of_set("attention-h100", "flex-bc359f4")
+    time = {(r["impl"], m): r[m] for r in rows for m in ("fwd_ms", "fwd_bwd_ms")}
+    return tuple(f"{time['flex-compiled', m] / time['triton-split', m]:.3f}" for m in ("fwd_bwd_ms", "fwd_ms"))
+
+
+def _leaderboard_ms() -> tuple[str]:
+    (row,) = [r for r in F.of_set("leaderboard-h200x2", "step-c74c5ac") if r.get("nproc") == 2 and r["param_dtype"] == "bf16"]
+    return (f"{row['leaderboard_ms']:,.1f}",)
+
+
+def _loss_ms(variant: str) -> float:
+    (row,) = F.of_set("fused-loss-h200", "loss-1ca1dab", variant=variant)
+    return row["ms_median"]
+
+
+def _loss_kernel_saving() -> tuple[str]:
+    return (f"{_loss_ms('fused-torch') - _loss_ms('fused-triton'):.0f}",)
+
+
+def _loss_ratios() -> tuple[str, str]:
+    return f"{_loss_ms('fused-torch') / _loss_ms('fused-triton'):.3f}", f"{_loss_ms('eager') / _loss_ms('fused-triton'):.3f}"
+
+
+def _loss_chunk() -> tuple[str, str, str]:
+    (row,) = F.of_set("fused-loss-h200", "loss-1ca1dab", what="row kernel alone, one chunk")
+    return f"{row['triton_ms']:.3f}", f"{row['torch_ms']:.3f}", f"{row['torch_ms'] / row['triton_ms']:.1f}"
+
+
+def _step_medians(set_name: str, **where) -> dict:
+    return {(r["loss"], r["compile"]): r for r in F.of_set("fused-loss-h200", set_name, **where)}
+
+
+def _fused_step() -> tuple[str, str]:
+    steps = _step_medians("step-8-layers-1ca1dab")
+    eager, fused = steps["eager", "compile"], steps["fused", "compile"]
+    return f"{eager['median_ms'] / fused['median_ms']:.3f}", f"{eager['peak_memory_gb'] - fused['peak_memory_gb']:.1f}"
+
+
+def _options() -> tuple[str, str]:
+    rows = {(r["loss"], r["checkpoint"]): r for r in F.of_set("leaderboard-h200x2", "options-e584e6b")}
+    full_eager, full_fused, selective = rows["eager", "full"], rows["fused", "full"], rows["fused", "selective"]
+    return (f"{full_eager['median_ms'] / full_fused['median_ms']:.3f}",
+            f"{full_fused['median_ms'] / selective['median_ms']:.3f}")
+
+
+def _exposed() -> tuple[str, str]:
+    (row,) = [r for r in F.of_set("leaderboard-h200x2", "options-e584e6b") if r["profiled_steps"]]
+    return f"{row['comm_ms']:.1f}", f"{row['exposed_ms']:.1f}"
+
+
+def _busbw(op: str, mib: int) -> str:
+    (row,) = F.of_set("distributed-h200x2", "comm", op=op, size_bytes=mib << 20)
+    return f"{row['busbw_gbps']:.0f}"
+
+
+def _plain_nproc2() -> tuple[str, str]:
+    rows = {r["strategy"]: r for r in F.of_set("distributed-h200x2", "plain-bench-nproc2")}
+    return f"{rows['ddp']['median_ms']:.1f}", f"{rows['fsdp']['median_ms']:.1f}"
+
+
+def _scaling(strategy: str) -> tuple[str]:
+    rows = F.of_set("distributed-h200x2", "baseline") + F.of_set("distributed-h200x2", "steps")
+    one = {(r["preset"], r["seq_len"]): r["median_ms"] for r in rows if r["strategy"] == "none"}
+    values = [one[r["preset"], r["seq_len"]] / r["median_ms"] for r in rows if r["strategy"] == strategy]
+    return (F.span(values),)
+
+
+def _blind_totals() -> tuple[str, str, str, str]:
+    scorings = pages.blind_scorings()
+    captures = [r for _, rows in scorings for r in rows]
+    right = sum(not pages.wrong_fields(r) & set(pages.STRUCTURE) for r in captures)
+    last_name, last = scorings[-1]
+    last_right = sum(not pages.wrong_fields(r) & set(pages.STRUCTURE) for r in last)
+    return str(right), str(len(captures)), str(last_right), str(len(last))
+
+
+def _bench_compile_speedup(presets: tuple, precision: str) -> tuple[str]:
+    rows = [r for r in F.of_set("bench-h100", "sweep") if r["preset"] in presets and r["precision"] == precision
+            and r["status"] == "ok"]
+    times = {(r["preset"], r["seq_len"], r["mode"], r["compile"]): r["median_ms"] for r in rows}
+    values = [times[k[:3] + ("eager",)] / times[k] for k in times if k[3] == "compile" and k[:3] + ("eager",) in times]
+    return (F.span(values, 2),)
+
+
+def _warmup_zero() -> tuple[str, str]:
+    (row,) = F.of_set("bench-h100", "warmup-0", mode="forward", precision="fp32")
+    return f"{row['mean_ms']:.1f}", f"{row['median_ms']:.1f}"
+
+
+def _agreement() -> tuple[str]:
+    (row,) = F.of_set("bench-h100", "agreement", mode="forward", precision="fp32")
+    return (f"{abs(row['do_bench_median_ms'] / row['lmperf_median_ms'] - 1) * 100:.2f}",)
+
+
+def _hf_ratio(preset: str) -> str:
+    rows = {r["attention"]: r for r in F.of_set("bench-h100", "hf-be59b61", preset=preset)}
+    return f"{rows['sdpa']['median_ms'] / rows['triton']['median_ms']:.3f}"
+
+
+def _profile_softmax() -> tuple[str, str]:
+    (row,) = F.of_set("profile-h100", "profile-2.7B-bf16", mode="forward")
+    (softmax,) = [r for r in row["regions"] if r["region"] == "attn_softmax"]
+    return f"{100 * softmax['flop_share']:.2f}", f"{100 * softmax['time_share']:.1f}"
+
+
+def _profile_casts() -> tuple[str, str]:
+    (row,) = F.of_set("profile-h100", "profile-2.7B-bf16", mode="forward")
+    (casts,) = [k for k in row["kernels"] if k["kernel"].startswith("vectorized_elementwise_kernel[bfloat16_copy")]
+    return f"{casts['calls_per_step']:.0f}", f"{casts['ms_per_step']:.1f}"
+
+
+def _same_kernel_modules() -> tuple[str]:
+    by_point = F.ratios(F.of_set("attention-tuning-h100", "bwd-persistent-63460bd"), "candidate", "committed", "ms",
+                        "peer", lambda r: (r["head_dim"], r["causal"], r["seq"]))
+    return (F.span(by_point[64, False, 16384]),)
+
+
+QUOTES: list[Quote] = [
+    # README.md
+    Quote("README.md", "cuDNN's time / ours, the median over rounds and the lowest round): {}x at head_dim 64 "
+          "non-causal (lowest round {}), {}x causal (lowest round {}), {}x at head_dim 128 non-causal (lowest round "
+          "{}), {}x causal (lowest round {}).",
+          lambda: (*_cudnn_fwd_bwd(64, False), *_cudnn_fwd_bwd(64, True), *_cudnn_fwd_bwd(128, False),
+                   *_cudnn_fwd_bwd(128, True))),
+    Quote("README.md", "differed by {}-{}x in fwd+bwd time per round", _same_kernels),
+    Quote("README.md", "On two H200s the step takes {} ms", _leaderboard_ms),
+    Quote("README.md", "which takes {} ms off the loss on one H200", _loss_kernel_saving),
+    # benchmarks/attention-h100.md
+    Quote("benchmarks/attention-h100.md", "every fwd+bwd median is above 1 ({} over the twelve points), but not every "
+          "round (lowest {})", _sweep_from_2k),
+    Quote("benchmarks/attention-h100.md", "rounds far below their medians (lowest {})", _lowest_causal_1k),
+    Quote("benchmarks/attention-h100.md", "differed by {}-{}x in fwd+bwd time per round", _same_kernels),
+    Quote("benchmarks/attention-h100.md", "Its time / ours: {} forward+backward, {} forward.", _flex),
+    # benchmarks/bench-h100.md
+    Quote("benchmarks/bench-h100.md", "speeds the fp32 steps of xl and 2.7B up by {}x",
+          lambda: _bench_compile_speedup(("xl", "2.7B"), "fp32")),
+    Quote("benchmarks/bench-h100.md", "compiled, bf16 runs {}x faster than eager for small",
+          lambda: _bench_compile_speedup(("small",), "bf16")),
+    Quote("benchmarks/bench-h100.md", "the fp32 forward's mean becomes {} ms while its median stays at {} ms", _warmup_zero),
+    Quote("benchmarks/bench-h100.md", "lmperf's and do_bench's medians differ by {}%", _agreement),
+    Quote("benchmarks/bench-h100.md", "lmperf's: {} on the 1B GQA model, {} on GPT-2 small",
+          lambda: (_hf_ratio("llama-1b-gqa"), _hf_ratio("gpt2"))),
+    # benchmarks/profile-h100.md
+    Quote("benchmarks/profile-h100.md", "in every step, {} casts and {} ms per 2.7B forward", _profile_casts),
+    Quote("benchmarks/profile-h100.md", "The softmax is {}% of the FLOPs and {}% of the GPU time", _profile_softmax),
+    # benchmarks/leaderboard-h200x2.md
+    Quote("benchmarks/leaderboard-h200x2.md", "the step takes {} ms by the leaderboard's procedure", _leaderboard_ms),
+    Quote("benchmarks/leaderboard-h200x2.md", "full's median / selective's {}.", lambda: (_options()[1],)),
+    Quote("benchmarks/leaderboard-h200x2.md", "eager's median / fused's {},", lambda: (_options()[0],)),
+    Quote("benchmarks/leaderboard-h200x2.md", "NCCL (all-gather, reduce-scatter) ran {} ms per step, of which {} ms", _exposed),
+    # benchmarks/fused-loss-h200.md
+    Quote("benchmarks/fused-loss-h200.md", "against the PyTorch chunks: {} (their time / its), against eager logits {}.",
+          _loss_ratios),
+    Quote("benchmarks/fused-loss-h200.md", "takes {} ms against {} ms for the same arithmetic as PyTorch ops ({}x)",
+          _loss_chunk),
+    Quote("benchmarks/fused-loss-h200.md", "the fused loss's: {}, and the fused loss peaks {} GB lower", _fused_step),
+    # benchmarks/distributed-h200x2.md
+    Quote("benchmarks/distributed-h200x2.md", "All-reduce reaches {} GB/s bus bandwidth at 1 GiB, {} GB/s at 1 MiB",
+          lambda: (_busbw("all-reduce", 1024), _busbw("all-reduce", 1))),
+    Quote("benchmarks/distributed-h200x2.md", "DDP scales at {} of one GPU's speed per GPU, FSDP2 at {}.",
+          lambda: (*_scaling("ddp"), *_scaling("fsdp"))),
+    Quote("benchmarks/distributed-h200x2.md", "DDP {} ms and FSDP2 {} ms median", _plain_nproc2),
+    # benchmarks/pmc-accuracy.md
+    Quote("benchmarks/pmc-accuracy.md", "every structural field was right on {} of {} captures, on {} of {} in the newest",
+          _blind_totals),
+    # docs/attention-tuning.md
+    Quote("docs/attention-tuning.md", "timed {}x of each other at 16k keys", _same_kernel_modules),
+]
+
+
+# Numbers with a unit that are not measurements of this repository, per file.
+ALLOWED: dict[str, set[str]] = {
+    "README.md": {"989 TFLOP/s", "6,199 ms", "3x"},  # a datasheet peak, the leaderboard's entry, TF32's passes
+    "benchmarks/leaderboard-h200x2.md": {"6,199 ms", "5,000 ms", "2 s", "8 s", "10 s", "30 s"},  # the board's figures
+    "benchmarks/profile-h100.md": set(),
+    "benchmarks/attention-h100.md": set(),
+    "benchmarks/README.md": {"200 KB"},  # the gzip threshold
+    "benchmarks/pmc-accuracy.md": {"1%"},  # the tolerance of the scoring
+}
+
+
+# ----------------------------------------------------------------------------------------- check
+
+def prose(text: str) -> str:
+    """`text` with its code and rendered tables blanked (same length, so offsets hold)."""
+    for pattern in (FENCE, TABLE, INLINE_CODE):
+        text = pattern.sub(lambda m: " " * len(m.group(0)), text)
+    return text
+
+
+def check_tables(path: Path, text: str, rel: str) -> list[str]:
+    errors = []
+    found = {m["name"]: m["body"] for m in TABLE.finditer(text)}
+    for name, (page, render) in pages.TABLES.items():
+        if page != rel:
+            continue
+        if name not in found:
+            errors.append(f"{rel}: table {name} is missing (add <!-- table {name} --> <!-- /table -->)")
+        elif found[name].strip() != render().strip():
+            errors.append(f"{rel}: table {name} differs from its rows (python benchmarks/check_figures.py --write)")
+    return errors
+
+
+def check_quotes(text: str, rel: str) -> tuple[list[str], list[tuple[int, int]]]:
+    errors, covered = [], []
+    for quote in (q for q in QUOTES if q.file == rel):
+        expected = quote.values()
+        match = quote.pattern().search(text)
+        if match is None:
+            errors.append(f"{rel}: figure sentence not found: {quote.text!r}")
+            continue
+        covered.append(match.span())
+        if match.groups() != tuple(expected):
+            wrong = ", ".join(f"{got} (rows: {want})" for got, want in zip(match.groups(), expected) if got != want)
+            errors.append(f"{rel}: wrong figure in {match.group(0)!r}: {wrong}")
+    return errors, covered
+
+
+def untraceable(text: str, rel: str, covered: list[tuple[int, int]]) -> list[str]:
+    allowed = ALLOWED.get(rel, set())
+    errors = []
+    for match in FIGURE.finditer(prose(text)):
+        start, end = match.span()
+        if any(a <= start and end <= b for a, b in covered) or match.group(0) in allowed:
+            continue
+        line = text.count("\n", 0, start) + 1
+        errors.append(f"{rel}:{line}: untraceable figure {match.group(0)!r} (declare it in QUOTES or drop it)")
+    return errors
+
+
+def check(root: Path = ROOT) -> list[str]:
+    """Every wrong or untraceable figure in the published files under `root`, as one line each."""
+    errors = []
+    for path in published_files(root):
+        rel = path.relative_to(root).as_posix()
+        text = path.read_text(encoding="utf-8")
+        errors += check_tables(path, text, rel)
+        quote_errors, covered = check_quotes(text, rel)
+        errors += quote_errors + untraceable(text, rel, covered)
+    return errors
+
+
+def write_tables(root: Path = ROOT) -> None:
+    for path in published_files(root):
+        rel = path.relative_to(root).as_posix()
+        renders = {name: render for name, (page, render) in pages.TABLES.items() if page == rel}
+        text = path.read_text(encoding="utf-8")
+        new = TABLE.sub(lambda m: f"<!-- table {m['name']} -->\n{renders[m['name']]().strip()}\n<!-- /table -->"
+                        if m["name"] in renders else m.group(0), text)
+        if new != text:
+            path.write_text(new, encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help="re-render the pages' tables from the rows first")
+    parser.add_argument("--root", type=Path, default=ROOT, help="the repository to check (default: this one)")
+    args = parser.parse_args(argv)
+    if args.write:
+        write_tables(args.root)
+    errors = check(args.root)
+    for error in errors:
+        print(error)
+    print(f"{len(errors)} wrong or untraceable figure(s)" if errors else "every published figure matches its rows")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
