@@ -20,7 +20,8 @@ def _commands(group=ROOT, path: tuple[str, ...] = ()):
 
 COMMANDS = dict(_commands())
 # The only options that may say dtype: each names one tensor's element type.
-TENSOR_DTYPES = {("comm", "dtype"), ("attention", "dtypes"), ("bench", "param_dtype"), ("bench-dist", "param_dtype")}
+TENSOR_DTYPES = {("comm", "dtype"), ("attention", "dtypes"), ("bench", "param_dtype"), ("bench-dist", "param_dtype"),
+                 ("plan", "param_dtype")}
 
 
 def _primary(param) -> str:

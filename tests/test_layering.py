@@ -16,7 +16,7 @@ LAYERS = {
     "attention": 1, "ops": 1,
     "model": 2,
     "analysis": 3,
-    "bench": 4, "profile": 4, "pmc": 4, "distributed": 4, "attention_bench": 4,
+    "bench": 4, "profile": 4, "pmc": 4, "distributed": 4, "attention_bench": 4, "plan": 4,
     "cli": 5,
 }
 
