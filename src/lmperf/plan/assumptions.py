@@ -40,8 +40,8 @@ def assumptions(inputs: "PlanInputs", n: int) -> list[str]:
     if inputs.network.nodes(n) > 1:
         found.append(between_nodes(inputs))
     found += [
-        f"Overlap {inputs.overlap.fraction:.0%}: {inputs.overlap.source}. The step pays min(comm, max(the "
-        f"collectives no compute runs beside, comm - the compute beside it, (1 - overlap) x comm))",
+        f"Overlap {inputs.overlap.fraction:.0%}: {inputs.overlap.source}. The step pays the most of: the "
+        f"collectives no compute runs beside, comm - the compute beside it, (1 - overlap) x comm",
         "Memory per rank: lmperf's analytic model (lmperf.analysis.memory and .sharding), without the "
         "allocator's rounding, fragmentation or workspaces",
     ]

@@ -4,7 +4,7 @@ Weak scaling: each GPU keeps its batch, so the compute per GPU is the one-GPU st
 (FSDP2's AdamW step over 1/N of the parameters is not taken off it). Communication is the step's
 collectives (schedule.py) timed by the network model (collectives.py). Of that time the step pays
 
-    exposed = min(comm, max(edge, comm - window, (1 - overlap) x comm))
+    exposed = max(edge, comm - window, (1 - overlap) x comm)
 
 `edge` being the collectives no compute runs beside, `window` the compute that can run beside the
 rest, and `overlap` the share of the communication that compute hides in practice (fitted to
@@ -105,7 +105,7 @@ def communication(inputs: PlanInputs, n: int) -> tuple[float, float]:
     comm = _seconds(schedule.calls, inputs.network, n)
     window = schedule.window_share * inputs.compute.seconds
     exposed = max(_seconds(schedule.edge, inputs.network, n), comm - window, (1 - inputs.overlap.fraction) * comm)
-    return comm, min(comm, exposed)
+    return comm, exposed
 
 
 def memory_gb(inputs: PlanInputs, n: int) -> tuple[float, float]:
