@@ -39,6 +39,9 @@ def assumptions(inputs: "PlanInputs", n: int) -> list[str]:
     ]
     if inputs.network.nodes(n) > 1:
         found.append(between_nodes(inputs))
+    if inputs.peak_tflops:
+        found.append(f"MFU: the step's matmul FLOPs per GPU (lmperf's FLOP model) over the predicted step, against "
+                     f"{inputs.peak_tflops:,.1f} TFLOP/s, the dense {step.precision} peak of {inputs.network.links.device}")
     found += [
         f"Overlap {inputs.overlap.fraction:.0%}: {inputs.overlap.source}. The step pays the most of: the "
         f"collectives no compute runs beside, comm - the compute beside it, (1 - overlap) x comm",

@@ -53,7 +53,7 @@ def compute_from_mfu(step: StepConfig, mfu: float, peak_tflops: float | None, de
     flops = step_flops(step.model_config(), step.batch, step.seq_len, "train-step").matmul
     return Compute(flops / (mfu * peak_tflops * 1e12),
                    f"lmperf's FLOP model ({flops / 1e12:,.1f} TFLOP of matmuls per GPU) at an assumed "
-                   f"MFU of {mfu:.0%} of {peak_tflops:,.1f} TFLOP/s ({device}, {step.precision})")
+                   f"MFU of {mfu * 100:g}% of {peak_tflops:,.1f} TFLOP/s ({device}, {step.precision})")
 
 
 @dataclass(frozen=True)
