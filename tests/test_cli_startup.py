@@ -3,7 +3,7 @@
 import subprocess
 import sys
 
-COMMANDS = ("bench", "bench-dist", "profile", "memory", "precision", "attention", "pmc", "comm", "dist-report")
+COMMANDS = ("bench", "bench-dist", "profile", "memory", "precision", "attention", "pmc", "comm", "dist-report", "plan")
 
 
 def test_importing_the_cli_does_not_import_torch():

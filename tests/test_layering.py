@@ -20,7 +20,7 @@ LAYERS = {
     "model": 2,
     "analysis": 3,
     "run": 4,
-    "bench": 5, "profile": 5, "pmc": 5, "distributed": 5, "attention_bench": 5,
+    "bench": 5, "profile": 5, "pmc": 5, "distributed": 5, "attention_bench": 5, "plan": 5,
     "cli": 6,
 }
 FEATURES = 5
@@ -71,13 +71,24 @@ def _absolute(module: str, node: ast.ImportFrom, is_package: bool) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
-def _imports(path: Path, module: str = "lmperf.x", modules: frozenset = frozenset()) -> set[str]:
+def _type_only(tree: ast.AST) -> set[int]:
+    """ids of the nodes under `if TYPE_CHECKING:`, imports no code runs."""
+    guarded = [node for node in ast.walk(tree) if isinstance(node, ast.If)
+               and getattr(node.test, "id", getattr(node.test, "attr", None)) == "TYPE_CHECKING"]
+    return {id(inner) for node in guarded for stmt in node.body for inner in ast.walk(stmt)}
+
+
+def _imports(path: Path, module: str = "lmperf.x", modules: frozenset = frozenset(), runtime_only: bool = False) -> set[str]:
     """The lmperf names `path` imports; `from P import m` names P.m alone where P.m is one of
-    `modules` (P's own code is what m's import runs, so it adds no edge of its own)."""
+    `modules` (P's own code is what m's import runs, so it adds no edge of its own). With
+    `runtime_only`, imports under `if TYPE_CHECKING:` are left out."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     values = _loop_values(tree)
+    skipped = _type_only(tree) if runtime_only else set()
     found = set()
     for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
         if isinstance(node, ast.ImportFrom):
             source = node.module if node.level == 0 else _absolute(module, node, path.name == "__init__.py")
             if source:
@@ -97,12 +108,12 @@ def _modules() -> dict[str, Path]:
             for path in sorted(PACKAGE.rglob("*.py")) if path.name != "__init__.py" or path.parent != PACKAGE}
 
 
-def _graph(modules: dict[str, Path]) -> dict[str, set[str]]:
+def _graph(modules: dict[str, Path], runtime_only: bool = False) -> dict[str, set[str]]:
     """module -> the lmperf modules it imports (a name imported from a module counts as the module)."""
     graph = {}
     for module, path in modules.items():
         targets = set()
-        for name in _imports(path, module, frozenset(modules)):
+        for name in _imports(path, module, frozenset(modules), runtime_only):
             while name and name not in modules:
                 name = name.rpartition(".")[0]
             if name and name != module:
@@ -153,7 +164,8 @@ def _violations(modules: dict[str, Path]) -> list[str]:
                 problems.append(f"upward: {module} (layer {own}) imports {target} (layer {other})")
             elif own == other == FEATURES and _area(module) != _area(target):
                 problems.append(f"feature to feature: {module} imports {target}")
-    problems += [f"cycle: {' <-> '.join(component)}" for component in _cycles(graph)]
+    # A type annotation may name a module that imports this one: no code runs in a circle
+    problems += [f"cycle: {' <-> '.join(component)}" for component in _cycles(_graph(modules, runtime_only=True))]
     return problems
 
 
@@ -226,3 +238,10 @@ def test_the_readme_module_map_is_the_layering_checked_here():
     by_layer = [{area for area, layer in LAYERS.items() if layer == number} for number in sorted(set(LAYERS.values()), reverse=True)]
     assert readme == by_layer
     assert {_area(module) for module in _modules()} == set().union(*readme)
+
+
+def test_a_type_only_reference_back_is_no_cycle(tmp_path):
+    modules = _fake_package(tmp_path, {
+        "lmperf.pmc.first": "from lmperf.pmc import second\n",
+        "lmperf.pmc.second": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from lmperf.pmc.first import x\n"})
+    assert not any(problem.startswith("cycle: lmperf.pmc.first") for problem in _violations(modules))

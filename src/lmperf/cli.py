@@ -16,7 +16,7 @@ app = typer.Typer(
 )
 
 # Each area registers its own commands, so the areas can grow without touching one another here.
-AREAS = ("bench", "profile", "attention_bench", "pmc", "distributed")
+AREAS = ("bench", "profile", "attention_bench", "pmc", "distributed", "plan")
 for _area in AREAS:
     importlib.import_module(f"lmperf.{_area}.commands").register(app)
 

@@ -5,7 +5,8 @@ import sys
 
 import pytest
 
-from lmperf.distributed.comm import bus_factor, parse_size
+from lmperf.analysis.collectives import bus_factor
+from lmperf.distributed.comm import parse_size
 from lmperf.errors import UsageError
 from lmperf.report.rundir import read_rows
 

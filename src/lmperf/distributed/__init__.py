@@ -1,6 +1,6 @@
 """Data-parallel benchmarks on torch.distributed: collectives (comm.py), DDP and FSDP2 train steps
-(strategies.py, bench.py), communication overlap from profiles (overlap.py) and the memory each
-strategy keeps per rank (sharding.py). launch.py starts one process per GPU through torchrun or
+(strategies.py, bench.py) and communication overlap from profiles (overlap.py); the memory each
+strategy keeps per rank is lmperf.analysis.sharding's. launch.py starts one process per GPU through torchrun or
 joins a launch that already exists; guard.py keeps a failing rank from hanging the others."""
 
 from lmperf.report.rundir import register_command

@@ -1,10 +1,8 @@
 """Collective benchmarks: all-reduce, all-gather and reduce-scatter over NCCL (GPUs) or Gloo (CPUs).
 
-Figures follow nccl-tests: `size` is the whole buffer (all-reduce's buffer, all-gather's output,
-reduce-scatter's input); time is each rank's mean over the measured iterations, averaged over
-ranks (nccl-tests' default); algorithm bandwidth = size / time; bus bandwidth = algorithm
-bandwidth x 2(n-1)/n for all-reduce and x (n-1)/n for all-gather and reduce-scatter, the rate each
-link carries in a ring, comparable across process counts and with the hardware's link speed.
+Figures follow nccl-tests (lmperf.analysis.collectives): `size` is the whole buffer; time is each
+rank's mean over the measured iterations, averaged over ranks (nccl-tests' default); algorithm
+bandwidth = size / time; bus bandwidth = algorithm bandwidth x the collective's bus factor.
 """
 
 from __future__ import annotations
@@ -17,6 +15,7 @@ from typing import Callable
 import torch
 import torch.distributed as dist
 
+from lmperf.analysis.collectives import COLLECTIVES, bus_factor
 from lmperf.run.timing import time_steps
 from lmperf.distributed.guard import on_all_ranks
 from lmperf.distributed.launch import World
@@ -26,7 +25,6 @@ from lmperf.report.environment import environment
 from lmperf.report.rows import ResultRow, failure_row
 from lmperf.report.rundir import RunDir
 
-OPS = ("all-reduce", "all-gather", "reduce-scatter")
 COMM_DTYPES = ("fp32", "bf16")
 # Newer torch deprecates these two names for *_single ones; the old names work in every torch lmperf supports.
 warnings.filterwarnings("ignore", r".*(all_gather_into_tensor|reduce_scatter_tensor)` is deprecated", FutureWarning)
@@ -41,10 +39,6 @@ def parse_size(text: str) -> int:
     return int(match.group(1)) * UNITS[match.group(2)]
 
 
-def bus_factor(op: str, nproc: int) -> float:
-    return 2 * (nproc - 1) / nproc if op == "all-reduce" else (nproc - 1) / nproc
-
-
 @dataclass(frozen=True)
 class CommJob:
     ops: list[str]
@@ -57,8 +51,8 @@ class CommJob:
 
     def validate(self) -> "CommJob":
         for op in self.ops:
-            if op not in OPS:
-                raise UsageError(f"unknown collective {op!r}; choose from {', '.join(OPS)}")
+            if op not in COLLECTIVES:
+                raise UsageError(f"unknown collective {op!r}; choose from {', '.join(COLLECTIVES)}")
         torch_dtype(self.dtype, COMM_DTYPES)
         if self.warmup < 0 or self.iters <= 0:
             raise UsageError(f"need --warmup >= 0 and --iters > 0, got {self.warmup} and {self.iters}")

@@ -6,9 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
+from lmperf.analysis.sharding import DataParallel, state_memory, train_step_peak
 from lmperf.run.sweep import KEY_FIELDS
-from lmperf.distributed.sharding import state_memory, train_step_peak
-from lmperf.distributed.strategies import Strategy
 from lmperf.errors import UsageError
 from lmperf.model.step import StepConfig
 from lmperf.report import tables
@@ -59,17 +58,16 @@ def with_scaling(rows: Sequence[dict]) -> list[dict]:
 
 
 def with_memory_model(rows: Sequence[dict]) -> list[dict]:
-    """Rows with the analytic per-rank memory (sharding.py) beside the measured, in GB."""
+    """Rows with the analytic per-rank memory (lmperf.analysis.sharding) beside the measured, in GB."""
     out = []
     for row in rows:
-        strategy = Strategy(row["strategy"], row.get("bucket_mb"), row.get("reshard"))
-        config, nproc = StepConfig.from_dict(row).model_config(), row.get("nproc", 1)
-        param_dtype = row.get("param_dtype", "fp32")
+        layout = DataParallel(row["strategy"], row.get("nproc", 1), reshard=row.get("reshard") is not False)
+        config, param_dtype = StepConfig.from_dict(row).model_config(), row.get("param_dtype", "fp32")
         peak = None
         if row["mode"] == "train-step":
-            peak = train_step_peak(config, row["batch"], row["seq_len"], row["precision"], strategy, nproc,
+            peak = train_step_peak(config, row["batch"], row["seq_len"], row["precision"], layout,
                                    param_dtype, row.get("checkpoint", "none"), row.get("loss", "eager")) / 1e9
-        kept = state_memory(config, strategy, nproc, row["precision"], param_dtype).persistent / 1e9
+        kept = state_memory(config, layout, row["precision"], param_dtype).persistent / 1e9
         out.append({**row, "model_persistent_gb": kept, "model_peak_gb": peak})
     return out
 

@@ -1,4 +1,5 @@
-"""Analytic memory per rank of each strategy: parameters, gradients and AdamW state, sharded or not.
+"""Analytic memory per rank of each data-parallel strategy: parameters, gradients and AdamW
+state, sharded or not.
 
 Bench keeps fp32 parameters (bf16 runs use autocast), fp32 gradients and AdamW's two fp32 moments:
 4 + 4 + 8 bytes per parameter. Per rank, with P parameters on N ranks:
@@ -25,11 +26,21 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from lmperf.analysis.memory import memory_model, rotary_table_bytes
-from lmperf.distributed.strategies import Strategy
 from lmperf.model import ModelConfig, parameter_count
 
 PARAM_BYTES, GRAD_BYTES, ADAMW_BYTES = 4, 4, 8
 GATHERED_BLOCKS = 2  # computing + prefetched, FSDP2's default prefetch
+
+
+@dataclass(frozen=True)
+class DataParallel:
+    """How the ranks hold the model: `strategy` is none, ddp or fsdp; `reshard` is FSDP2's
+    reshard_after_forward of the blocks, `bucket_view` DDP's gradient_as_bucket_view."""
+
+    strategy: str
+    world_size: int = 1
+    reshard: bool = True
+    bucket_view: bool = True
 
 
 @dataclass(frozen=True)
@@ -52,7 +63,7 @@ class StateMemory:
         return {**asdict(self), "persistent": self.persistent}
 
 
-def state_memory(config: ModelConfig, strategy: Strategy, world_size: int, precision: str = "fp32",
+def state_memory(config: ModelConfig, layout: DataParallel, precision: str = "fp32",
                  param_dtype: str = "fp32") -> StateMemory:
     """Per-rank state; bf16 parameters halve parameters, gradients and AdamW state, and a bf16
     FSDP2 step gathers its parameters in bf16 (MixedPrecisionPolicy)."""
@@ -60,30 +71,29 @@ def state_memory(config: ModelConfig, strategy: Strategy, world_size: int, preci
     total, buffers = counts["total"], rotary_table_bytes(config)
     shrink = 2 if param_dtype == "bf16" else 1
     param_bytes, grad_bytes, adamw_bytes = PARAM_BYTES / shrink, GRAD_BYTES / shrink, ADAMW_BYTES / shrink
-    if strategy.name == "fsdp":
-        n = world_size
+    if layout.strategy == "fsdp":
+        n = layout.world_size
         gathered_bytes = 2 if precision == "bf16" else param_bytes
         block = (counts["blocks"] / config.n_layers) * gathered_bytes
         # The root unit (embedding, final norm, LM head) stays gathered between forward and backward.
         root = (counts["embedding"] + counts["lm_head"] + counts["final_norm"]) * gathered_bytes
-        blocks_whole = counts["blocks"] * gathered_bytes if strategy.key()["reshard"] is False else GATHERED_BLOCKS * block
+        blocks_whole = GATHERED_BLOCKS * block if layout.reshard else counts["blocks"] * gathered_bytes
         return StateMemory(total * param_bytes / n, total * grad_bytes / n, total * adamw_bytes / n,
                            0.0, (root + blocks_whole) * (n - 1) / n, buffers)
-    if strategy.name == "ddp":
+    if layout.strategy == "ddp":
         # With bucket views the gradients live in the buckets (which outlive them); without, the
         # gradients are a second copy that set_to_none frees.
-        grads = 0.0 if strategy.gradient_as_bucket_view else total * grad_bytes
+        grads = 0.0 if layout.bucket_view else total * grad_bytes
         # After the first iteration DDP rebuilds its buckets in the order the gradients arrived;
-        # the old ones stay allocated until the second backward (measured: a full extra gradient
-        # copy through the second forward, benchmarks/scripts/ddp_memory_probe.py).
+        # the old ones stay allocated until the second backward (a full extra gradient copy
+        # through the second forward, as a memory probe of DDP steps shows).
         return StateMemory(total * param_bytes, grads, total * adamw_bytes, total * grad_bytes, 0.0,
                            buffers, rebuild=total * grad_bytes)
     return StateMemory(total * param_bytes, total * grad_bytes, total * adamw_bytes, 0.0, 0.0, buffers)
 
 
-def train_step_peak(config: ModelConfig, batch: int, seq_len: int, precision: str,
-                    strategy: Strategy, world_size: int, param_dtype: str = "fp32",
-                    checkpoint: str = "none", loss: str = "eager") -> float:
+def train_step_peak(config: ModelConfig, batch: int, seq_len: int, precision: str, layout: DataParallel,
+                    param_dtype: str = "fp32", checkpoint: str = "none", loss: str = "eager") -> float:
     """Bytes at one rank's peak in a train step with `batch` sequences per rank.
 
     As in the single-GPU model, the gradients appear while the activations are freed, so the peak
@@ -94,7 +104,7 @@ def train_step_peak(config: ModelConfig, batch: int, seq_len: int, precision: st
     single = memory_model(config, batch, seq_len, precision, param_dtype, checkpoint, loss)
     # activations, casts, logits (the rotary tables are in `persistent`)
     forward_live = single.peak("forward") - single.parameters - single.rotary_tables
-    if strategy.name == "fsdp" and precision == "bf16":
+    if layout.strategy == "fsdp" and precision == "bf16":
         forward_live -= single.autocast_weight_copies  # gathered in bf16 already: nothing to cast
-    state = state_memory(config, strategy, world_size, precision, param_dtype)
+    state = state_memory(config, layout, precision, param_dtype)
     return state.persistent + state.gathered + state.rebuild + max(forward_live, state.grads)
