@@ -39,7 +39,8 @@ def test_fsdp_peak_falls_with_more_ranks_and_stays_above_unsharded_activations()
 
 
 def test_ddp_peak_holds_the_first_buckets_through_the_second_step():
-    # Measured on 2 H200s (benchmarks/scripts/ddp_memory_probe.py, xl at 512, bf16): step 2's
+    # Measured on 2 H200s (a probe kept in git history: benchmarks/scripts/ddp_memory_probe.py at
+    # 79509b2; xl at 512, bf16): step 2's
     # forward holds one fp32 gradient copy more than steps 3 and 4 (7.78 vs 6.78 copies).
     single = train_step_peak(XL, 4, 512, "bf16", DataParallel("none", 1))
     ddp = train_step_peak(XL, 4, 512, "bf16", DataParallel("ddp", 2))

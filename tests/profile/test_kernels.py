@@ -1,5 +1,5 @@
 """Kernel-name shortener and categories on real CUDA kernel names (collected on an H100 by
-benchmarks/profile-h100.sh and the pmc captures: cuBLAS/cuBLASLt xmma, nvjet, cutlass, split-K,
+benchmarks/scripts/profile_h100.sh and the pmc captures: cuBLAS/cuBLASLt xmma, nvjet, cutlass, split-K,
 elementwise, reduction, softmax, fused AdamW, cuDNN flash SDPA forward and backward with its
 helper kernels, mem-efficient fmha) and on the ATen op names a CPU profile shows."""
 

@@ -79,8 +79,8 @@ def _saved_bytes(config, precision: str, device: str, seq_len: int = 8) -> int:
     ("fp32", "cpu"),
     # bf16 needs CUDA's autocast policy (softmax in fp32, then a bf16 copy for PV), which the
     # model follows; CPU autocast keeps softmax in bf16, so a CPU run would not be the same step.
-    # On an H100 (1bc36ff, benchmarks/data/memory-saved-tensors-h100.txt) this found rope's bf16
-    # casts of cos and sin (1,024 bytes here), which the model then gained.
+    # On an H100 this check found rope's bf16 casts of cos and sin (1,024 bytes here), which the
+    # model then gained.
     pytest.param("bf16", "cuda", marks=pytest.mark.gpu),
 ])
 def test_activations_equal_what_autograd_saves(precision, device):
