@@ -74,7 +74,7 @@ def correctness(env: dict) -> Iterator[dict]:
         yield {
             "what": "fused loss correctness vs fp64", "variant": name, "tokens": CHECK_SHAPE[0],
             "d_model": CHECK_SHAPE[1], "vocab": CHECK_SHAPE[2], "ignored_fraction": IGNORED_FRACTION,
-            "loss": float(loss), "loss_ref": float(ref_loss), "loss_abs_err": abs(float(loss) - float(ref_loss)),
+            "loss": loss.item(), "loss_ref": ref_loss.item(), "loss_abs_err": abs(loss.item() - ref_loss.item()),
             "dhidden_rel_err": _relative_error(dh, ref_dh), "dweight_rel_err": _relative_error(dw, ref_dw),
             "dhidden_dtype": str(dh.dtype), "dweight_dtype": str(dw.dtype), "env": env,
         }
