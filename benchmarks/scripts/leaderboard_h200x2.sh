@@ -17,15 +17,7 @@ RUNS="$OUT/runs"; mkdir -p "$RUNS"
 LMPERF=(python3 -m lmperf.cli)
 STEP=(-p cs336-8b -t 32768 --batch 1 --modes train-step --precisions bf16 --attention sdpa --loss fused
       --warmup 1 --steps 3 --leaderboard-warmup-ms 2000 --leaderboard-rep-ms 8000)
-left() { echo $((DEADLINE - SECONDS)); }
-stage() {  # stage NAME LIMIT_S ARGS...: run if the deadline allows, log its wall time
-  local name=$1 limit=$2; shift 2
-  [ "$(left)" -lt 60 ] && { echo "== $name skipped: $(left) s left"; return 1; }
-  [ "$limit" -gt "$(left)" ] && limit=$(left)
-  echo "== $name (limit ${limit} s) $(date -u +%H:%M:%S)"; local t0=$SECONDS
-  timeout "$limit" "$@" > "$OUT/$name.log" 2>&1; local rc=$?
-  echo "== $name rc=$rc wall $((SECONDS - t0)) s"; tail -n 25 "$OUT/$name.log"; return $rc
-}
+source benchmarks/scripts/stages.sh
 ok_rows() { cat "$RUNS"/$1/*/results.jsonl 2>/dev/null | grep -c '"status": "ok"'; }
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
