@@ -90,7 +90,7 @@ def run_comm(ops: str = "all-reduce,all-gather,reduce-scatter", sizes: Optional[
     run_dir, _ = _run_dir("comm", {**job.to_dict(), "nproc": count}, runs_root)
     with reports_rendered(run_dir, write_comm_reports) as written:
         status = run_job(job, count, run_dir)
-    return Launched(run_dir and run_dir.path, status, written)
+    return Launched(run_dir.path if run_dir else None, status, written)
 
 
 def strategies(strategy: str, bucket_mb: str, reshard: str, bucket_view: bool, nproc: int) -> list:
@@ -142,7 +142,7 @@ def run_bench_dist(options: SweepOptions, data_parallel: DataParallel = DataPara
             missing = fill_missing(job, count * nodes.count, run_dir, f"the process group ended early (torchrun exit {status}): "
                                    "a rank died, failed inside a collective or timed out; see the log above")
             note = f"torchrun exited with status {status}; {missing} configuration(s) recorded as errors"
-    return Launched(run_dir and run_dir.path, status, written, note)
+    return Launched(run_dir.path if run_dir else None, status, written, note)
 
 
 def _bench_job(options: SweepOptions, data_parallel: DataParallel, nodes: "Nodes"):
