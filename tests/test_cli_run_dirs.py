@@ -79,7 +79,7 @@ def test_another_commands_directory_is_refused_untouched(bench_dir, args, comman
     assert _files(bench_dir) == before
 
 
-@pytest.mark.parametrize("made_by", ["comm", "profile", "bench-dist"])
+@pytest.mark.parametrize("made_by", ["comm", "profile"])  # bench-dist's it continues (test_faults.py)
 def test_bench_refuses_a_foreign_directory_untouched(tmp_path, made_by):
     (tmp_path / MANIFEST).write_text(json.dumps({"command": made_by, "arguments": {}}))
     (tmp_path / RESULTS).write_text(json.dumps({"mode": "forward", "status": "ok"}) + "\n")

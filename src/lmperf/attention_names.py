@@ -5,6 +5,9 @@ and lmperf.attention.flash_triton names its backwards; tests keep those lists th
 
 from __future__ import annotations
 
+import importlib.util
+import os
+
 from lmperf.errors import UsageError
 
 ATTENTION_IMPLEMENTATIONS = ("naive", "sdpa", "torch", "triton")
@@ -35,6 +38,21 @@ def check_implementation(impl: str) -> str:
     """`impl` if it names an implementation; otherwise a UsageError listing them."""
     if impl not in ATTENTION_IMPLEMENTATIONS:
         raise UsageError(f"unknown attention implementation {impl!r}; choose from {', '.join(ATTENTION_IMPLEMENTATIONS)}")
+    return impl
+
+
+def check_runs_here(impl: str, on_gpu: bool) -> str:
+    """`impl` if this machine can run it, checked before anything runs: the Triton kernels need a
+    CUDA GPU (or, on a CPU, Triton's interpreter, TRITON_INTERPRET=1 set before lmperf starts) and
+    the triton package. A UsageError says what to use instead."""
+    if check_implementation(impl) != "triton":
+        return impl
+    if not on_gpu and os.environ.get("TRITON_INTERPRET") != "1":
+        others = ", ".join(name for name in ATTENTION_IMPLEMENTATIONS if name != impl)
+        raise UsageError(f"attention triton needs a CUDA GPU; on a CPU use {others} "
+                         "(or TRITON_INTERPRET=1 for Triton's interpreter, far slower)")
+    if importlib.util.find_spec("triton") is None:
+        raise UsageError("attention triton needs the triton package, which is not installed (pip install triton)")
     return impl
 
 

@@ -71,6 +71,11 @@ def test_bad_blocks_are_value_errors():
         cross_entropy_rows_triton.cross_entropy_rows_(logits.T, targets[:4], 1.0, IGNORE_INDEX)
     with pytest.raises(ValueError, match="targets"):
         cross_entropy_rows_triton.cross_entropy_rows_(logits, targets[:3], 1.0, IGNORE_INDEX)
+    targets[2] = 9  # one past the row: the kernel would read the next row's first logit
+    before = logits.clone()
+    with pytest.raises(ValueError, match="target 9 at position 2 is outside"):
+        cross_entropy_rows_triton.cross_entropy_rows_(logits, targets, 1.0, IGNORE_INDEX)
+    assert torch.equal(logits, before)  # refused before the kernel wrote a gradient over them
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum"])

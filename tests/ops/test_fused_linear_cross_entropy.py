@@ -54,6 +54,36 @@ def test_all_rows_ignored_gives_zero_loss_and_gradients():
     assert loss.item() == 0 and not dh.any() and not dw.any()
 
 
+def test_all_rows_ignored_with_mean_is_nan_as_in_pytorch():
+    hidden, weight, targets = _problem(9, 11, 4)
+    targets.fill_(IGNORE_INDEX)
+    loss, dh, dw = _loss_and_grads(fused_linear_cross_entropy, hidden, weight, targets, "mean")
+    want, want_dh, want_dw = _loss_and_grads(_reference, hidden, weight, targets, "mean")
+    assert torch.isnan(want) and torch.isnan(loss)  # 0 / 0: PyTorch's answer, and ours
+    torch.testing.assert_close((dh, dw), (want_dh, want_dw))  # zeros, as PyTorch's
+
+
+class _Ops(TorchDispatchMode):
+    """Records the name of every aten op that runs."""
+
+    def __init__(self):
+        super().__init__()
+        self.names = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.names.append(func.__name__)
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("bad", [11, 12, -1, -101])
+def test_a_target_outside_the_vocabulary_is_named_before_any_matmul(bad):
+    hidden, weight, targets = _problem(9, 11, 4)
+    targets[5] = bad  # F.cross_entropy: an IndexError on a CPU, a device assert on a GPU
+    with _Ops() as ops, pytest.raises(ValueError, match=rf"^target {bad} at position 5 is outside \[0, 11\)"):
+        fused_linear_cross_entropy(hidden, weight, targets, chunk_size=4)
+    assert not any(name.startswith(("mm", "addmm", "matmul")) for name in ops.names)
+
+
 class _LargestTensor(TorchDispatchMode):
     """Records the element count of every tensor any aten op produces."""
 
@@ -78,6 +108,57 @@ def test_never_allocates_the_logits():
         _reference(hidden, weight, targets, "mean").backward()
     assert eager.largest >= n * v  # the probe sees the logits when they exist
     assert fused.largest <= chunk * v < n * v
+
+
+class _PeakHeap(TorchDispatchMode):
+    """glibc's bytes in use (mallinfo2: heap and mmapped blocks) after every aten op, highest kept:
+    what a CPU computation holds at its fullest, op by op, whatever allocates it."""
+
+    def __init__(self, mallinfo2):
+        super().__init__()
+        self.mallinfo2, self.base, self.peak = mallinfo2, self._in_use(mallinfo2), 0
+
+    @staticmethod
+    def _in_use(mallinfo2) -> int:
+        info = mallinfo2()
+        return info.uordblks + info.hblkhd
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        self.peak = max(self.peak, self._in_use(self.mallinfo2) - self.base)
+        return out
+
+
+def _mallinfo2():
+    import ctypes
+    import ctypes.util
+
+    try:
+        mallinfo2 = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallinfo2
+    except (OSError, AttributeError):
+        pytest.skip("needs glibc's mallinfo2 (glibc 2.33 or later)")
+    fields = ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")
+    mallinfo2.restype = type("mallinfo2", (ctypes.Structure,), {"_fields_": [(f, ctypes.c_size_t) for f in fields]})
+    return mallinfo2
+
+
+@pytest.mark.parametrize("dtype, blocks", [(torch.float32, 1.0), (torch.bfloat16, 1.5)])
+def test_the_cpu_working_set_is_the_one_the_docstring_states(dtype, blocks):
+    # One fp32 (chunk, V) block, in place; 16-bit inputs add a 16-bit block beside it while
+    # converting (half an fp32 block). Beyond the block: the dhidden and fp32 dweight kept for the
+    # backward, and small per-row vectors; a second block (the previous chunk's gradient kept into
+    # the next chunk, or logsumexp's temporary) would exceed the bound by a whole block.
+    n, v, d, chunk = 1024, 8192, 8, 256
+    hidden, weight, targets = (t.detach() for t in _problem(n, v, d, dtype=dtype))
+    hidden.requires_grad_(), weight.requires_grad_()
+    with _PeakHeap(_mallinfo2()):  # one-time allocations (the first dispatch mode's too) out of the way
+        fused_linear_cross_entropy(hidden, weight, targets, chunk_size=chunk)
+    with _PeakHeap(_mallinfo2()) as heap:
+        fused_linear_cross_entropy(hidden, weight, targets, chunk_size=chunk)
+    block, kept = chunk * v * 4, n * d * hidden.element_size() + v * d * 4
+    # 16-bit dweight also passes through a (V, d) 16-bit and fp32 product per chunk: 6 V d bytes
+    per_chunk = v * d * 6 if dtype != torch.float32 else 0
+    assert heap.peak <= kept + per_chunk + blocks * block + 0.1 * block, (heap.peak - kept - per_chunk) / block
 
 
 def test_bad_arguments_are_value_errors():

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 
 from lmperf.analysis.memory import memory_model, rotary_table_bytes
 from lmperf.model import ModelConfig, parameter_count
+from lmperf.model.step import StepConfig
 
 PARAM_BYTES, GRAD_BYTES, ADAMW_BYTES = 4, 4, 8
 GATHERED_BLOCKS = 2  # computing + prefetched, FSDP2's default prefetch
@@ -108,3 +109,15 @@ def train_step_peak(config: ModelConfig, batch: int, seq_len: int, precision: st
         forward_live -= single.autocast_weight_copies  # gathered in bf16 already: nothing to cast
     state = state_memory(config, layout, precision, param_dtype)
     return state.persistent + state.gathered + state.rebuild + max(forward_live, state.grads)
+
+
+def rank_peak(config: StepConfig, layout: DataParallel) -> float:
+    """Bytes at one rank's peak in `config`'s mode: a train step's from train_step_peak; a forward
+    or forward-backward as one process's (an upper bound under FSDP2, whose parameters are sharded
+    between steps)."""
+    model = config.model_config()
+    if config.mode == "train-step":
+        return train_step_peak(model, config.batch, config.seq_len, config.precision, layout,
+                               config.param_dtype, config.checkpoint, config.loss)
+    return memory_model(model, config.batch, config.seq_len, config.precision, config.param_dtype,
+                        config.checkpoint, config.loss).peak(config.mode)

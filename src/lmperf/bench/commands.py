@@ -19,11 +19,19 @@ def bench(
     strategy: Annotated[str, typer.Option(help="With --nproc: ddp or fsdp (FSDP2); more options in lmperf bench-dist.")] = "ddp",
 ) -> None:
     """Time forward, forward-backward and training steps over a grid of configurations."""
-    if nproc is not None:
+    if nproc is not None or _made_data_parallel(options.resume):
         from lmperf.run.launchers import DATA_PARALLEL, runner
 
+        # resumed without --nproc, the directory's own process count and strategy come back
         return runner(DATA_PARALLEL)(options, nproc, strategy, given=given_fields(context))
     _run_and_print(options, given_fields(context))
+
+
+def _made_data_parallel(resume) -> bool:
+    """Whether `--resume` names a directory of a data-parallel sweep (`bench --nproc`, bench-dist)."""
+    from lmperf.report.rundir import RESULTS, command_of
+
+    return resume is not None and (resume / RESULTS).is_file() and command_of(resume) == "bench-dist"
 
 
 def _run_and_print(options: SweepOptions, given: set[str]) -> None:
@@ -38,14 +46,20 @@ def _run_and_print(options: SweepOptions, given: set[str]) -> None:
 
         def started(start):
             nonlocal task
-            out.print(f"[bold]lmperf bench[/]: {start.configurations} configurations on {start.device}, rows -> {start.results}")
+            of_total = f" of {start.total}" if start.configurations < start.total else ""
+            out.print(f"[bold]lmperf bench[/]: {start.configurations}{of_total} configurations to run on "
+                      f"{start.device}, rows -> {start.results}")
             task = progress.add_task("benchmarking", total=start.configurations)
 
         result = run_bench(options, given, on_start=started, on_row=lambda row: progress.advance(task))
-    shown = tables.fitting_columns(result.rows, report.COLUMNS, out.width, report.TERMINAL_PRIORITY)
-    out.print(tables.rich_table(result.rows, shown, title="lmperf bench"))
-    if len(shown) < len(report.COLUMNS):
-        out.print(f"({len(report.COLUMNS) - len(shown)} more columns in results.md and results.csv)")
+    rows = report.flagged(result.rows)
+    layout = tables.layout(rows, report.COLUMNS, report.IDENTIFYING)
+    shown = tables.fitting_columns(rows, layout.columns, out.width, report.TERMINAL_PRIORITY)
+    if layout.constants:
+        out.print(layout.line(), markup=False)
+    out.print(tables.rich_table(rows, shown, title="lmperf bench"))
+    if len(shown) < len(layout.columns):
+        out.print(f"({len(layout.columns) - len(shown)} more columns in results.md and results.csv)")
     out.print("wrote " + ", ".join(str(p) for p in [result.run_dir / "results.jsonl", *result.written]))
 
 

@@ -7,7 +7,8 @@ from typing import Sequence
 
 from lmperf.report import tables
 from lmperf.report.environment import measured_on
-from lmperf.report.plots import pyplot
+from lmperf.report.files import write_text_whole
+from lmperf.report.plots import pyplot, save_figure
 from lmperf.report.rundir import RunDir
 
 COLUMNS: list[tables.Column] = [
@@ -17,10 +18,16 @@ COLUMNS: list[tables.Column] = [
     ("prec", "precision", ""),
     ("compile", "compile", ""),
     ("attn", "attention", ""),
+    ("batch", "batch", "d"),
+    ("param dtype", "param_dtype", ""),
+    ("loss", "loss", ""),
+    ("checkpoint", "checkpoint", ""),
     ("status", "status", ""),
+    ("flag", "flag", ""),
     ("cold ms", "cold_ms", ".1f"),
     ("mean ms", "mean_ms", ".2f"),
     ("std ms", "std_ms", ".2f"),
+    ("spread", "spread", ".0%"),
     ("median ms", "median_ms", ".2f"),
     ("min ms", "min_ms", ".2f"),
     ("max ms", "max_ms", ".2f"),
@@ -29,10 +36,20 @@ COLUMNS: list[tables.Column] = [
     ("MFU", "mfu", ".1%"),
     ("peak GB", "peak_memory_gb", ".2f"),
 ]
+# What tells one row's configuration from another's (the sweep's axes): a table shows those that
+# vary, and says those with one value once, above it.
+IDENTIFYING = ("preset", "seq_len", "mode", "precision", "compile", "attention", "batch", "param_dtype", "loss",
+               "checkpoint")
 # What a narrow terminal shows first; the files always hold every column.
-TERMINAL_PRIORITY = ("preset", "mode", "seq_len", "status", "mean_ms", "mfu", "peak_memory_gb", "precision",
-                     "compile", "attention", "std_ms", "tokens_per_s", "tflops", "cold_ms", "median_ms",
-                     "min_ms", "max_ms")
+TERMINAL_PRIORITY = (*IDENTIFYING, "status", "flag", "mean_ms", "spread", "mfu", "peak_memory_gb", "std_ms",
+                     "tokens_per_s", "tflops", "cold_ms", "median_ms", "min_ms", "max_ms")
+NOISY_NOTE = ("flag noisy: the measured steps' std is above half their mean; each row also holds the load "
+              "average at the start and the end of its measurement (load_start, load_end).\n")
+
+
+def flagged(rows: Sequence[dict]) -> list[dict]:
+    """Rows with `flag` "noisy" where the row says its measurement was noisy."""
+    return [{**row, "flag": "noisy" if row.get("noisy") else ""} for row in rows]
 
 
 def plot_time_per_step(rows: Sequence[dict], path: Path) -> None:
@@ -52,17 +69,19 @@ def plot_time_per_step(rows: Sequence[dict], path: Path) -> None:
             ax.plot([p / 1e6 for p, _ in points], [t for _, t in points], marker="o", label=" ".join(key))
         ax.set(xscale="log", yscale="log", xlabel="parameters (M)", ylabel="ms per step", title=f"context {ctx}")
         ax.grid(True, which="both", alpha=0.3)
-    axes[0][0].legend(fontsize=6)
+    if ok:  # no finished row, no line to name
+        axes[0][0].legend(fontsize=6)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def write_reports(run_path: Path) -> list[Path]:
-    """results.md, results.csv and time_per_step.png beside results.jsonl; returns their paths."""
-    rows = RunDir(run_path).rows()
+    """results.md, results.csv and time_per_step.png beside results.jsonl, each replaced whole;
+    returns their paths. The CSV holds every column, the Markdown those that tell rows apart."""
+    rows = flagged(RunDir(run_path).rows())
     md, csv_file, png = run_path / "results.md", run_path / "results.csv", run_path / "time_per_step.png"
-    md.write_text(measured_on(rows) + tables.markdown(rows, COLUMNS), encoding="utf-8")
-    csv_file.write_text(tables.csv_text(rows, COLUMNS), encoding="utf-8")
+    note = NOISY_NOTE if any(row["flag"] for row in rows) else ""
+    write_text_whole(md, measured_on(rows) + tables.markdown_laid_out(rows, COLUMNS, IDENTIFYING) + note)
+    write_text_whole(csv_file, tables.csv_text(rows, COLUMNS))
     plot_time_per_step(rows, png)
     return [md, csv_file, png]

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Callable
 
 from lmperf.cli_support import resolve_device
-from lmperf.report.rundir import open_run_dir
+from lmperf.report.rundir import open_run_dir, reports_rendered
 from lmperf.run.options import SweepOptions, flag_of
 
 COMMAND = "bench"
@@ -18,7 +18,8 @@ COMMAND = "bench"
 class BenchStart:
     """What a sweep is about to do: told to `on_start` before the first configuration runs."""
 
-    configurations: int
+    configurations: int  # to run now: the sweep's less those a resumed directory has rows for
+    total: int  # the whole sweep's
     device: str
     results: Path
 
@@ -38,20 +39,15 @@ def run_bench(options: SweepOptions, given: set[str] | None = None,
     Resuming, the directory's recorded options are used; those in `given` (None: all) must match
     them. Reports are rendered from the rows on disk even when the sweep stops early."""
     from lmperf.bench import report
-    from lmperf.run.sweep import run_sweep
+    from lmperf.run.sweep import remaining, run_sweep
 
     device = resolve_device(options.device)
     options = replace(options, device=device).validate().resolved(device.startswith("cuda"))
     run_dir, recorded = open_run_dir(COMMAND, options.arguments(), options.resume, options.runs_root, given, flag_of)
-    options = options.with_arguments(recorded)
-    device = resolve_device(options.device)  # a resumed directory's device may be missing here
-    configs = options.configs(device.startswith("cuda"))
-    on_start(BenchStart(len(configs), device, run_dir.results))
-    written: list[Path] = []
-    try:
+    with reports_rendered(run_dir, report.write_reports) as written:
+        options = options.with_arguments(recorded)
+        device = resolve_device(options.device)  # a resumed directory's device may be missing here
+        configs = options.configs(device.startswith("cuda"))
+        on_start(BenchStart(len(remaining(configs, run_dir)), len(configs), device, run_dir.results))
         rows = run_sweep(configs, options.settings(device), run_dir, on_row=on_row)
-    finally:
-        if run_dir.results.exists():
-            written = report.write_reports(run_dir.path)
-        run_dir.release()  # a caller in the same process may resume it next
     return BenchRun(run_dir.path, rows, written)

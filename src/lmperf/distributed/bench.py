@@ -19,6 +19,7 @@ from lmperf.model.step import StepConfig
 from lmperf.run.sweep import KEY_FIELDS, BenchRow, SweepSettings, base_row, run_configs
 from lmperf.distributed import overlap
 from lmperf.distributed.launch import World
+from lmperf.analysis.sharding import rank_peak
 from lmperf.distributed.strategies import DistModelStep, Strategy
 from lmperf.report.rundir import RunDir, completed_keys, key_of
 
@@ -67,6 +68,11 @@ class DistBenchJob:
 
     def expected(self) -> list[tuple[StepConfig, Strategy]]:
         return [(c, s) for s in self.strategies for c in self.configs]
+
+    def largest_rank_peak(self, world_size: int) -> tuple[float, str]:
+        """The largest analytic peak of one rank over the job, in bytes, and whose it is."""
+        need, config = max(((rank_peak(c, s.layout(world_size)), c) for c, s in self.expected()), key=lambda pair: pair[0])
+        return need, f"{config.preset} at context {config.seq_len}, {config.mode}"
 
 
 def row_key(config: StepConfig, strategy: Strategy, nproc: int) -> tuple:

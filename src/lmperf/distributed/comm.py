@@ -58,6 +58,13 @@ class CommJob:
             raise UsageError(f"need --warmup >= 0 and --iters > 0, got {self.warmup} and {self.iters}")
         return self
 
+    def buffer_bytes(self, nproc: int) -> float:
+        """What one rank allocates for the largest message (`collective`): the whole buffer, its
+        1/nproc part, and the fp32 random draw it is cast from when the dtype is narrower."""
+        size = max(self.sizes)
+        staging = 0 if self.dtype == "fp32" else size * 4 / torch_dtype(self.dtype, COMM_DTYPES).itemsize
+        return size * (1 + 1 / nproc) + staging
+
     def to_dict(self) -> dict:
         return {"kind": "comm", **asdict(self)}
 

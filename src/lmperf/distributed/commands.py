@@ -52,17 +52,17 @@ def bench_dist(
 ) -> None:
     """bench's sweep on N processes, one per GPU, with DDP or FSDP2 (rank 0 writes the rows)."""
     from lmperf.distributed.launch import Nodes
-    from lmperf.distributed.run import DataParallel, run_bench_dist
+    from lmperf.distributed.run import DataParallelOptions, run_bench_dist
 
-    data_parallel = DataParallel(nproc, strategy, bucket_mb, reshard, bucket_view, profile_steps, timeout_s)
+    data_parallel = DataParallelOptions(nproc, strategy, bucket_mb, reshard, bucket_view, profile_steps, timeout_s)
     _print(run_bench_dist(options, data_parallel, given_fields(context), Nodes(nnodes, node_rank, rdzv_endpoint)))
 
 
 def bench_data_parallel(options: SweepOptions, nproc: int, strategy: str, given: set[str]) -> None:
     """`lmperf bench --nproc N --strategy S`: bench-dist with its other options at their defaults."""
-    from lmperf.distributed.run import DataParallel, run_bench_dist
+    from lmperf.distributed.run import DataParallelOptions, run_bench_dist
 
-    _print(run_bench_dist(options, DataParallel(nproc=nproc, strategy=strategy), given))
+    _print(run_bench_dist(options, DataParallelOptions(nproc=nproc, strategy=strategy), given))
 
 
 def _print(launched) -> None:

@@ -10,9 +10,11 @@ from __future__ import annotations
 import datetime as dt
 import gc
 import os
+import signal
 import socket
 import subprocess
 import sys
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator, Sequence
@@ -30,8 +32,17 @@ def launched() -> bool:
     return all(name in os.environ for name in _LAUNCH_VARIABLES)
 
 
+def usable_cores() -> int:
+    """CPU cores this process may run on: its affinity mask where the system has one."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS and Windows have no affinity mask
+        return os.cpu_count() or 1
+
+
 def check_nproc(nproc: int, device: str) -> None:
-    """One process per GPU: more processes than GPUs would share a GPU and measure nothing real."""
+    """One process per GPU, or on a CPU per core: more processes would share one and measure
+    nothing real (and on a CPU each holds its own copy of torch and the model)."""
     if nproc < 1:
         raise UsageError(f"--nproc must be at least 1, got {nproc}")
     if device.startswith("cuda") and nproc > torch.cuda.device_count():
@@ -39,6 +50,38 @@ def check_nproc(nproc: int, device: str) -> None:
             f"--nproc {nproc} asks for more processes than the {torch.cuda.device_count()} GPU(s) "
             "on this machine (one process per GPU)"
         )
+    if device == "cpu" and nproc > usable_cores():
+        raise UsageError(f"--nproc {nproc} asks for more processes than the {usable_cores()} CPU core(s) "
+                         f"this process may use (one process per core); use --nproc {usable_cores()} or fewer")
+
+
+def check_host_memory(nproc: int, per_process: float, what: str) -> None:
+    """On a CPU every process holds what it computes on in host memory: `nproc` times `per_process`
+    bytes (the analytic need of `what`) plus an interpreter with torch each (as large as this one),
+    against the memory available now. Refused when it cannot fit, before any process starts: the
+    kernel's out-of-memory killer would end the launch (and maybe other programs) instead."""
+    from lmperf.run.sweep import device_memory_bytes
+
+    available = device_memory_bytes(torch.device("cpu"))
+    if available is None:
+        return
+    each = per_process + _resident_bytes()
+    if nproc * each <= available:
+        return
+    fits = int(available // each)
+    advice = f"use --nproc {fits} or fewer" if fits else "not even one process fits"
+    raise UsageError(f"--nproc {nproc} needs about {nproc * each / 1e9:,.1f} GB of host memory ({nproc} x "
+                     f"{each / 1e9:,.2f} GB: {what}, and torch itself), more than the {available / 1e9:,.1f} GB "
+                     f"available; {advice}")
+
+
+def _resident_bytes() -> int:
+    """This process's resident memory (Linux; 0 elsewhere): what a worker's interpreter with torch costs."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return 0
 
 
 def check_backend(device: str) -> None:
@@ -92,9 +135,61 @@ def torchrun_command(nproc: int, module: str, args: Sequence[str], nodes: Nodes 
     ]
 
 
+# How long torchrun gets to stop its workers after SIGTERM before it is killed (it waits up to
+# 30 s for them itself, then kills them)
+STOP_GRACE_S = 40.0
+
+
 def run_torchrun(nproc: int, module: str, args: Sequence[str], nodes: Nodes = Nodes()) -> int:
-    """Run `python -m module args` in `nproc` processes per node under torchrun; its exit status."""
-    return subprocess.run(torchrun_command(nproc, module, args, nodes), check=False).returncode
+    """Run `python -m module args` in `nproc` processes per node under torchrun; its exit status.
+
+    torchrun runs in a session of its own, so a terminal's Ctrl-C reaches this process alone
+    (torchrun would pass SIGINT on, and every rank would print a KeyboardInterrupt traceback).
+    Interrupted (Ctrl-C, or SIGTERM made an exception by the CLI), this process stops torchrun with
+    SIGTERM, which torchrun passes to its workers, and lets the interruption go on once they are
+    gone. torchrun's stderr (its workers' too) is passed through until then; what it prints while
+    it shuts down (its warnings and its own traceback of the signal) is dropped."""
+    environment = dict(os.environ)
+    if nproc > 1:  # torchrun's own choice, made here so that torchrun does not announce it
+        environment.setdefault("OMP_NUM_THREADS", "1")
+    torchrun = subprocess.Popen(torchrun_command(nproc, module, args, nodes), env=environment,
+                                stderr=subprocess.PIPE, start_new_session=True)
+    relay = _Relay(torchrun.stderr)
+    try:
+        return torchrun.wait()
+    except BaseException:
+        relay.muted = True
+        _stop(torchrun)
+        raise
+    finally:
+        relay.join(STOP_GRACE_S)
+
+
+class _Relay(threading.Thread):
+    """Copies a child's stderr to this process's, line by line, until muted."""
+
+    def __init__(self, pipe):
+        super().__init__(daemon=True)
+        self.pipe, self.muted = pipe, False
+        self.start()
+
+    def run(self) -> None:
+        for line in iter(self.pipe.readline, b""):
+            if not self.muted:
+                sys.stderr.write(line.decode("utf-8", errors="replace"))
+                sys.stderr.flush()
+
+
+def _stop(torchrun: subprocess.Popen) -> None:
+    """SIGTERM to torchrun and, after STOP_GRACE_S, SIGKILL to what is left of its session."""
+    if torchrun.poll() is not None:
+        return
+    torchrun.terminate()
+    try:
+        torchrun.wait(STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(torchrun.pid, signal.SIGKILL)
+        torchrun.wait()
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from lmperf.report.plots import pyplot
+from lmperf.report.plots import pyplot, save_figure
 
 STEP_MARK = "lmperf_step"
 
@@ -169,5 +169,4 @@ def plot_timeline(kernels: Sequence[Kernel], window: Interval, path: Path, title
     legend = [Patch(color="tab:blue", label="compute"), Patch(color="tab:red", label="NCCL")]
     ax.legend(handles=legend, loc="upper right", fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)

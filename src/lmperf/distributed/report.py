@@ -12,7 +12,8 @@ from lmperf.errors import UsageError
 from lmperf.model.step import StepConfig
 from lmperf.report import tables
 from lmperf.report.environment import measured_on
-from lmperf.report.plots import pyplot
+from lmperf.report.files import write_text_whole
+from lmperf.report.plots import pyplot, save_figure
 from lmperf.report.rundir import RESULTS, RunDir, command_of, key_of
 
 COMM_COLUMNS: list[tables.Column] = [
@@ -20,10 +21,16 @@ COMM_COLUMNS: list[tables.Column] = [
     ("procs", "nproc", "d"), ("backend", "backend", ""), ("status", "status", ""),
     ("time us", "mean_us", ",.1f"), ("algbw GB/s", "algbw_gbps", ".1f"), ("busbw GB/s", "busbw_gbps", ".1f"),
 ]
+COMM_IDENTIFYING = ("op", "size_mib", "dtype", "nproc", "backend")
 _CONFIG: list[tables.Column] = [
     ("preset", "preset", ""), ("ctx", "seq_len", "d"), ("mode", "mode", ""), ("prec", "precision", ""),
+    ("compile", "compile", ""), ("attn", "attention", ""), ("batch", "batch", "d"), ("param dtype", "param_dtype", ""),
+    ("loss", "loss", ""), ("checkpoint", "checkpoint", ""),
     ("strategy", "strategy", ""), ("GPUs", "nproc", "d"), ("bucket MB", "bucket_mb", "g"), ("reshard", "reshard", ""),
 ]
+# A run's tables show those of these that vary and say the others once; the strategy and process
+# count, what every data-parallel table compares, always stay.
+IDENTIFYING = tuple(key for _, key, _ in _CONFIG if key not in ("strategy", "nproc"))
 BENCH_COLUMNS: list[tables.Column] = _CONFIG + [
     ("status", "status", ""), ("mean ms", "mean_ms", ".1f"), ("std ms", "std_ms", ".1f"),
     ("tok/s per GPU", "tokens_per_s", ",.0f"), ("tok/s total", "tokens_per_s_total", ",.0f"),
@@ -86,17 +93,17 @@ def plot_busbw(rows: Sequence[dict], path: Path) -> None:
     nproc = rows[0]["nproc"] if rows else 0
     ax.set(xscale="log", xlabel="message size (MiB)", ylabel="bus bandwidth (GB/s)", title=f"{nproc} processes")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
+    if rows:  # no row, no line to name
+        ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def write_comm_reports(run_path: Path) -> list[Path]:
     rows = comm_rows(RunDir(run_path).rows())
     md, csv_file, png = run_path / "results.md", run_path / "results.csv", run_path / "busbw.png"
-    md.write_text(measured_on(rows) + tables.markdown(rows, COMM_COLUMNS), encoding="utf-8")
-    csv_file.write_text(tables.csv_text(rows, COMM_COLUMNS), encoding="utf-8")
+    write_text_whole(md, measured_on(rows) + tables.markdown_laid_out(rows, COMM_COLUMNS, COMM_IDENTIFYING))
+    write_text_whole(csv_file, tables.csv_text(rows, COMM_COLUMNS))
     plot_busbw(rows, png)
     return [md, csv_file, png]
 
@@ -112,18 +119,25 @@ def bench_markdown(rows: Sequence[dict]) -> str:
     rows = _in_order(with_memory_model(with_scaling(rows)))
     profiled = [r for r in rows if r.get("profiled_steps")]
     steps = [r for r in rows if not r.get("profiled_steps")] or rows
-    text = "## Steps\n\n" + tables.markdown(steps, BENCH_COLUMNS)
+    constant = tables.layout(rows, _CONFIG, IDENTIFYING)
+
+    def table(some: list[dict], columns: list[tables.Column]) -> str:
+        shown = tables.layout(some, columns, ()).columns  # columns empty in every row left out
+        return tables.markdown(some, [c for c in shown if c[1] not in constant.constant_keys()])
+
+    text = (constant.line() + "\n\n" if constant.constants else "") + "## Steps\n\n" + table(steps, BENCH_COLUMNS)
     if profiled:
-        text += "\n## Communication share and overlap (per step, mean over ranks)\n\n" + tables.markdown(profiled, OVERLAP_COLUMNS)
+        text += "\n## Communication share and overlap (per step, mean over ranks)\n\n" + table(profiled, OVERLAP_COLUMNS)
     ok = [r for r in steps if r["status"] == "ok"]
-    return text + "\n## Memory per rank: measured and analytic\n\n" + tables.markdown(ok, MEMORY_COLUMNS)
+    return text + "\n## Memory per rank: measured and analytic\n\n" + table(ok, MEMORY_COLUMNS)
 
 
 def write_bench_reports(run_path: Path) -> list[Path]:
     rows = RunDir(run_path).rows()
     md, csv_file = run_path / "results.md", run_path / "results.csv"
-    md.write_text(measured_on(rows) + bench_markdown(rows), encoding="utf-8")
-    csv_file.write_text(tables.csv_text(with_memory_model(with_scaling(rows)), BENCH_COLUMNS + MEMORY_COLUMNS[len(_CONFIG):]), encoding="utf-8")
+    write_text_whole(md, measured_on(rows) + bench_markdown(rows))
+    write_text_whole(csv_file, tables.csv_text(with_memory_model(with_scaling(rows)),
+                                               BENCH_COLUMNS + MEMORY_COLUMNS[len(_CONFIG):]))
     return [md, csv_file]
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Optional
 
 from lmperf.cli_support import resolve_device, split_list
 from lmperf.errors import UsageError
-from lmperf.report.rundir import open_run_dir
+from lmperf.report.rundir import open_run_dir, reports_rendered
 from lmperf.run.options import SweepOptions, flag_of
 
 if TYPE_CHECKING:
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class DataParallel:
+class DataParallelOptions:
     """bench-dist's options beside bench's own."""
 
     nproc: Optional[int] = None  # default: every GPU, 2 processes on a CPU; inside torchrun the launch's
@@ -76,6 +76,7 @@ def run_comm(ops: str = "all-reduce,all-gather,reduce-scatter", sizes: Optional[
              timeout_s: float = 300.0, runs_root: Path = Path("runs")) -> Launched:
     """Latency and bus bandwidth of collectives on `nproc` processes, rows and reports."""
     from lmperf.distributed.comm import CommJob, parse_size
+    from lmperf.distributed.launch import check_host_memory, launched
     from lmperf.distributed.report import write_comm_reports
     from lmperf.distributed.worker import run_job
 
@@ -84,8 +85,12 @@ def run_comm(ops: str = "all-reduce,all-gather,reduce-scatter", sizes: Optional[
     job = CommJob(split_list(ops, "ops"), [parse_size(s) for s in split_list(sizes or default_sizes, "sizes")],
                   dtype, warmup, iters, device, timeout_s).validate()
     count = world_size(nproc, device)
+    if device == "cpu" and not launched():
+        check_host_memory(count, job.buffer_bytes(count), f"the {max(job.sizes) / 2**20:,.0f} MiB buffers")
     run_dir, _ = _run_dir("comm", {**job.to_dict(), "nproc": count}, runs_root)
-    return _finished(run_dir, run_job(job, count, run_dir), write_comm_reports)
+    with reports_rendered(run_dir, write_comm_reports) as written:
+        status = run_job(job, count, run_dir)
+    return Launched(run_dir.path if run_dir else None, status, written)
 
 
 def strategies(strategy: str, bucket_mb: str, reshard: str, bucket_view: bool, nproc: int) -> list:
@@ -106,7 +111,7 @@ def strategies(strategy: str, bucket_mb: str, reshard: str, bucket_view: bool, n
     return [s.validate(nproc) for s in out]
 
 
-def run_bench_dist(options: SweepOptions, data_parallel: DataParallel = DataParallel(),
+def run_bench_dist(options: SweepOptions, data_parallel: DataParallelOptions = DataParallelOptions(),
                    given: set[str] | None = None, nodes: "Nodes | None" = None) -> Launched:
     """bench's sweep data-parallel; rank 0 (or the launcher) writes the rows and the reports.
 
@@ -124,23 +129,26 @@ def run_bench_dist(options: SweepOptions, data_parallel: DataParallel = DataPara
     dp_arguments = vars(data_parallel)
     run_dir, recorded = _run_dir("bench-dist", {**options.arguments(), **dp_arguments}, options.runs_root,
                                  options.resume, given)
-    options = options.with_arguments(recorded)
-    data_parallel = DataParallel(**{name: recorded[name] for name in dp_arguments})
-    job, count = _bench_job(options, data_parallel, nodes)
-    status = run_job(job, count, run_dir, nodes=nodes)
-    if nodes.rank != 0:
-        return Launched(None, status, note=f"node {nodes.rank}: torchrun exit status {status}; node 0 writes the rows")
-    note = ""
-    if status and run_dir is not None:
-        missing = fill_missing(job, count * nodes.count, run_dir, f"the process group ended early (torchrun exit {status}): "
-                               "a rank died, failed inside a collective or timed out; see the log above")
-        note = f"torchrun exited with status {status}; {missing} configuration(s) recorded as errors"
-    return replace(_finished(run_dir, status, write_bench_reports), note=note)
+    # node 0 writes the rows; another node's directory only records what it was asked
+    with reports_rendered(run_dir if nodes.rank == 0 else None, write_bench_reports) as written:
+        options = options.with_arguments(recorded)
+        data_parallel = DataParallelOptions(**{name: recorded[name] for name in dp_arguments})
+        job, count = _bench_job(options, data_parallel, nodes)
+        status = run_job(job, count, run_dir, nodes=nodes)
+        if nodes.rank != 0:
+            return Launched(None, status, note=f"node {nodes.rank}: torchrun exit status {status}; node 0 writes the rows")
+        note = ""
+        if status and run_dir is not None:
+            missing = fill_missing(job, count * nodes.count, run_dir, f"the process group ended early (torchrun exit {status}): "
+                                   "a rank died, failed inside a collective or timed out; see the log above")
+            note = f"torchrun exited with status {status}; {missing} configuration(s) recorded as errors"
+    return Launched(run_dir.path if run_dir else None, status, written, note)
 
 
-def _bench_job(options: SweepOptions, data_parallel: DataParallel, nodes: "Nodes"):
+def _bench_job(options: SweepOptions, data_parallel: DataParallelOptions, nodes: "Nodes"):
     """The job and its processes per node from bench's options and the data-parallel ones."""
     from lmperf.distributed.bench import DistBenchJob
+    from lmperf.distributed.launch import check_host_memory, launched
 
     device = resolve_device(options.device)
     dp = data_parallel
@@ -150,13 +158,7 @@ def _bench_job(options: SweepOptions, data_parallel: DataParallel, nodes: "Nodes
     chosen = strategies(dp.strategy, dp.bucket_mb, dp.reshard, dp.bucket_view, count * nodes.count)
     job = DistBenchJob(options.configs(device.startswith("cuda")), chosen, options.settings(device),
                        dp.profile_steps, dp.timeout_s)
+    if device == "cpu" and not launched():
+        need, what = job.largest_rank_peak(count * nodes.count)
+        check_host_memory(count, need, f"the analytic peak of {what}")
     return job, count
-
-
-def _finished(run_dir, status: int, write_reports) -> Launched:
-    """Rank 0 (or the launcher) renders the reports and lets another writer in."""
-    if run_dir is None:
-        return Launched(None, status)
-    written = write_reports(run_dir.path)
-    run_dir.release()  # a caller in the same process may resume it next
-    return Launched(run_dir.path, status, written)

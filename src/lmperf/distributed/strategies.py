@@ -16,6 +16,7 @@ import torch.nn as nn
 from lmperf.model.step import ModelStep, StepConfig, autocast_dtype
 from lmperf.distributed.guard import on_all_ranks
 from lmperf.distributed.launch import World
+from lmperf.analysis.sharding import DataParallel
 from lmperf.errors import UsageError
 
 STRATEGIES = ("none", "ddp", "fsdp")
@@ -41,6 +42,11 @@ class Strategy:
             raise UsageError(f"--bucket-mb must be positive, got {self.bucket_mb}")
         check_available(self.name)
         return self
+
+    def layout(self, world_size: int) -> DataParallel:
+        """How this strategy holds the model on `world_size` ranks, as the memory model reads it."""
+        return DataParallel(self.name, world_size, reshard=self.reshard is not False,
+                            bucket_view=self.gradient_as_bucket_view)
 
     def key(self) -> dict:
         """The row fields that tell strategies apart (None where an option does not apply)."""

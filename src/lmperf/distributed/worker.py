@@ -11,6 +11,7 @@ import os
 import sys
 from pathlib import Path
 
+from lmperf.cli_support import quiet_other_libraries
 from lmperf.distributed.bench import DistBenchJob, run_dist_sweep
 from lmperf.distributed.comm import CommJob, run_comm
 from lmperf.distributed.launch import Nodes, joined_world, launched, run_torchrun
@@ -63,6 +64,7 @@ def _rounded(value):
 
 
 def main(argv: list[str]) -> None:
+    quiet_other_libraries()  # the launcher's --verbose reaches the workers through the environment
     run_dir = RunDir.attach(Path(argv[0]))
     run_in_world(load_job(run_dir.path), run_dir, log_row)
     # The rows are written and the group is gone; leave without the interpreter's teardown, in

@@ -22,6 +22,8 @@ import torch
 import triton
 import triton.language as tl
 
+from lmperf.ops.targets import check_targets
+
 # Read once: triton.jit decides at import time whether kernels are interpreted.
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 # A row is swept in blocks this wide: 8 warps × 32 lanes × 16 elements on the GPU; the
@@ -76,6 +78,7 @@ def cross_entropy_rows_(logits: torch.Tensor, targets: torch.Tensor, scale: floa
                          f" strides {logits.stride()}")
     if targets.shape != logits.shape[:1]:
         raise ValueError(f"targets must be ({logits.shape[0]},), got {tuple(targets.shape)}")
+    check_targets(targets, logits.shape[1], ignore_index)
     losses = torch.empty(logits.shape[0], dtype=torch.float32, device=logits.device)
     if logits.shape[0] == 0:
         return losses

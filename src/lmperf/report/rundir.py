@@ -10,6 +10,7 @@ While a command writes, it holds a lock on the directory: a second writer is ref
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import itertools
 import json
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from lmperf.errors import UsageError
+from lmperf.report.files import write_text_whole
 
 RESULTS = "results.jsonl"
 MANIFEST = "manifest.json"
@@ -68,6 +70,7 @@ class RunDir:
         run_dir = cls(path)
         run_dir._lock()
         run_dir._write_manifest(command, arguments or {})
+        run_dir.results.touch()  # resumable from the start, even if no row ever finishes
         return run_dir
 
     @classmethod
@@ -91,10 +94,22 @@ class RunDir:
         return self.path / RESULTS
 
     def append(self, row: dict[str, Any]) -> None:
-        with open(self.results, "a", encoding="utf-8") as f:
-            f.write(json.dumps(row, sort_keys=True) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        """Add one row, on disk before this returns. A failed write (a full disk) takes back what
+        it wrote, so the rows before it stay whole, and is a UsageError."""
+        line = (json.dumps(row, sort_keys=True) + "\n").encode("utf-8")
+        descriptor = os.open(self.results, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o644)
+        try:
+            before = os.lseek(descriptor, 0, os.SEEK_END)
+            try:
+                _write_all(descriptor, line)
+                os.fsync(descriptor)
+            except OSError as error:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(descriptor, before)
+                raise UsageError(f"cannot add a row to {self.results}: {error.strerror or error}; "
+                                 "the rows before it are kept (make room, then --resume)") from None
+        finally:
+            os.close(descriptor)
 
     def rows(self) -> list[dict[str, Any]]:
         return read_rows(self.results)
@@ -104,11 +119,9 @@ class RunDir:
         self._write_manifest(command, arguments)
 
     def _write_manifest(self, command: str, arguments: dict) -> None:
-        manifest = {"command": command, "arguments": arguments,
+        manifest = {"command": command, "arguments": arguments, "directory": str(self.path.resolve()),
                     "created": dt.datetime.now().isoformat(timespec="seconds")}
-        partial = self.path / (MANIFEST + ".tmp")
-        partial.write_text(json.dumps(manifest, indent=1, sort_keys=True, default=str) + "\n", encoding="utf-8")
-        partial.replace(self.path / MANIFEST)  # whole or absent, never half-written
+        write_text_whole(self.path / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True, default=str) + "\n")
 
     def release(self) -> None:
         """Let another writer in before this process ends."""
@@ -149,6 +162,13 @@ class RunDir:
                 f.write(b"\n")
 
 
+def _write_all(descriptor: int, data: bytes) -> None:
+    """os.write until every byte is out (one call may write fewer)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(descriptor, view):]
+
+
 def _try_lock(file) -> bool:
     """An exclusive, non-blocking lock on an open file; False when another process holds it."""
     try:
@@ -166,6 +186,28 @@ def _try_lock(file) -> bool:
         return True
     except BlockingIOError:
         return False
+
+
+@contextlib.contextmanager
+def reports_rendered(run_dir: RunDir | None, write_reports: Callable[[Path], list[Path]]) -> Iterator[list[Path]]:
+    """Render `run_dir`'s reports from the rows on disk when the block ends, also when it ends
+    early (Ctrl-C, SIGTERM, an error), then let another writer in; the list it gives receives the
+    paths written. Reports that cannot be written while another error is on its way out do not
+    hide that error. None (a process that writes no rows) renders nothing."""
+    written: list[Path] = []
+    if run_dir is None:
+        yield written
+        return
+    try:
+        yield written
+    except BaseException:
+        with contextlib.suppress(UsageError):
+            written += write_reports(run_dir.path)
+        raise
+    else:
+        written += write_reports(run_dir.path)
+    finally:
+        run_dir.release()  # a caller in the same process may resume it next
 
 
 def read_manifest(path: Path) -> dict | None:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Any, Sequence
+from dataclasses import dataclass
+from typing import Any, Collection, Sequence
 
 from rich.table import Table
 
@@ -42,6 +43,50 @@ def csv_text(rows: Sequence[dict], columns: Sequence[Column]) -> str:
     for row in rows:
         writer.writerow(["" if row.get(key) is None else row.get(key) for _, key, _ in columns])
     return buffer.getvalue()
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What a table of some rows shows: `columns`, and `constants`, each identifying column that
+    has one value in every row with that value, said once instead of in every row."""
+
+    columns: list[Column]
+    constants: list[tuple[Column, str]]
+
+    def line(self) -> str:
+        """'Every row: ctx 128, prec fp32.' ("" when no column is constant)."""
+        if not self.constants:
+            return ""
+        return "Every row: " + ", ".join(f"{column[0]} {value}" for column, value in self.constants) + "."
+
+    def constant_keys(self) -> set[str]:
+        return {column[1] for column, _ in self.constants}
+
+
+def layout(rows: Sequence[dict], columns: Sequence[Column], identifying: Collection[str]) -> Layout:
+    """The columns worth a place in a table of `rows`: an identifying column (its key in
+    `identifying`: what tells one configuration from another) whose cell is the same in every row
+    moves to `constants`, and a column empty in every row is left out; every other column stays,
+    in order. Without rows every column stays."""
+    if not rows:
+        return Layout(list(columns), [])
+    shown, constants = [], []
+    for column in columns:
+        header, key, fmt = column
+        cells = {cell(row, key, fmt) for row in rows}
+        if cells == {"-"}:
+            continue
+        if key in identifying and len(cells) == 1:
+            constants.append((column, cells.pop()))
+        else:
+            shown.append(column)
+    return Layout(shown, constants)
+
+
+def markdown_laid_out(rows: Sequence[dict], columns: Sequence[Column], identifying: Collection[str]) -> str:
+    """The Markdown table of `layout`: its constants line, then the table."""
+    shown = layout(rows, columns, identifying)
+    return (shown.line() + "\n\n" if shown.constants else "") + markdown(rows, shown.columns)
 
 
 # What a rich table spends on a column besides its text: a border and one space each side.

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Callable, Optional
 
 import typer
 
-from lmperf.attention_names import ATTENTION_IMPLEMENTATIONS
+from lmperf.attention_names import ATTENTION_IMPLEMENTATIONS, check_runs_here
 from lmperf.cli_support import given_options, split_list
 from lmperf.errors import UsageError
 from lmperf.model.choice import ModelChoice
@@ -113,10 +113,11 @@ class SweepOptions:
         options = self.resolved(on_gpu)
         # An option given empty (-p '') is refused by split_list, not read as "not given".
         presets = split_list(options.presets, "presets") if options.presets is not None else None
+        attentions = [check_runs_here(impl, on_gpu) for impl in split_list(self.attention, "attention")]
         return grid_configs(
             self.model, presets, split_list(options.contexts, "contexts", int), split_list(self.modes, "modes"),
             split_list(options.precisions, "precisions"), split_list(self.compile, "compile"),
-            split_list(self.attention, "attention"), self.batch, split_list(self.param_dtypes, "param-dtype"),
+            attentions, self.batch, split_list(self.param_dtypes, "param-dtype"),
             split_list(self.losses, "loss"), split_list(self.checkpoints, "checkpoint"),
         )
 
@@ -129,15 +130,14 @@ class SweepOptions:
     def arguments(self) -> dict:
         """What a run directory records (JSON): every option but where the directories are."""
         arguments = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("resume", "runs_root")}
-        arguments["model"] = {"hf_config": self.model.hf_config, "overrides": dict(self.model.overrides)}
+        arguments["model"] = {"hf_config": _absolute(self.model.hf_config), "overrides": dict(self.model.overrides)}
         return arguments
 
     def with_arguments(self, arguments: dict) -> "SweepOptions":
         """These options with the recorded `arguments` of a resumed run directory."""
         changes = {name: arguments[name] for name in self.arguments() if name in arguments}
         if "model" in changes:
-            recorded = changes["model"]
-            changes["model"] = ModelChoice(recorded["hf_config"], tuple(recorded["overrides"].items()))
+            changes["model"] = _recorded_model(changes["model"])
         return replace(self, **changes)
 
     def settings(self, device: str) -> SweepSettings:
@@ -150,6 +150,20 @@ class SweepOptions:
 
         return SweepSettings(self.warmup, self.steps, device, self.peak_tflops,
                              self.leaderboard_warmup_ms, self.leaderboard_rep_ms)
+
+
+def _recorded_model(recorded: Any) -> ModelChoice:
+    """The model a manifest records ({hf_config, overrides}, either one left out when unset);
+    anything else is a UsageError, not a KeyError."""
+    if not isinstance(recorded, dict) or not isinstance(recorded.get("overrides") or {}, dict):
+        raise UsageError(f"the manifest records the model as {recorded!r}, not as its hf_config and overrides")
+    return ModelChoice(recorded.get("hf_config"), tuple((recorded.get("overrides") or {}).items())).validate()
+
+
+def _absolute(hf_config: str | None) -> str | None:
+    """A config on disk as an absolute path, so a resume from another directory finds it; a name
+    in the Hugging Face cache as it is."""
+    return str(Path(hf_config).resolve()) if hf_config and Path(hf_config).exists() else hf_config
 
 
 def grid_configs(model: ModelChoice, presets: list[str] | None, contexts: list[int], modes: list[str],

@@ -18,7 +18,7 @@ from lmperf.analysis.flops import MODES, step_flops
 from lmperf.analysis.memory import MEMORY_PRECISIONS, memory_model
 from lmperf.analysis.peaks import peak_tflops
 from lmperf.model.step import ModelStep, StepConfig
-from lmperf.run.timing import do_bench_ms, time_steps
+from lmperf.run.timing import do_bench_ms, load_average, time_steps
 from lmperf.errors import UsageError
 from lmperf.model import parameter_count
 from lmperf.report.environment import environment
@@ -50,6 +50,10 @@ class BenchRow(ResultRow):
     cold_ms: float | None = None
     mean_ms: float | None = None
     std_ms: float | None = None
+    spread: float | None = None  # std_ms / mean_ms
+    noisy: bool | None = None  # spread above timing.NOISY_SPREAD
+    load_start: float | None = None  # one-minute load average before the first step and after the last
+    load_end: float | None = None
     median_ms: float | None = None
     min_ms: float | None = None
     max_ms: float | None = None
@@ -141,8 +145,10 @@ def _measure(step: ModelStep, config: StepConfig, settings: SweepSettings) -> Be
     device = step.device
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
+    load_start = load_average()
     times = time_steps(lambda: step.run(config.mode), settings.warmup, settings.steps, device)
     row = base_row(config, settings, "ok")
+    row.load_start, row.load_end = load_start, load_average()
     if settings.leaderboard_rep_ms:
         bench = do_bench_ms(lambda: step.run(config.mode), settings.leaderboard_warmup_ms,
                             settings.leaderboard_rep_ms, device)
@@ -152,6 +158,7 @@ def _measure(step: ModelStep, config: StepConfig, settings: SweepSettings) -> Be
     stats = times.stats
     row.cold_ms, row.warmup_ms, row.step_ms = times.cold_ms, times.warmup_ms, times.measured_ms
     row.mean_ms, row.std_ms, row.median_ms = stats.mean, stats.std, stats.median
+    row.spread, row.noisy = stats.spread, stats.noisy
     row.min_ms, row.max_ms = stats.min, stats.max
     row.tokens_per_s = config.batch * config.seq_len / (stats.mean / 1e3)
     row.tflops = row.matmul_flops / (stats.mean / 1e3) / 1e12
@@ -224,6 +231,12 @@ def run_configs(
         _release(device)
 
 
+def remaining(configs: list[StepConfig], run_dir: RunDir) -> list[StepConfig]:
+    """The configurations that have no row in `run_dir` yet, in order."""
+    done = {row_key(row) for row in (run_dir.rows() if run_dir.results.exists() else [])}
+    return [c for c in configs if row_key(c.to_dict()) not in done]
+
+
 def run_sweep(
     configs: list[StepConfig],
     settings: SweepSettings,
@@ -232,12 +245,10 @@ def run_sweep(
     on_row: Callable[[BenchRow], None] = lambda row: None,
 ) -> list[dict]:
     """Run the configurations not already in `run_dir`, appending each row as it finishes."""
-    done = {row_key(row) for row in (run_dir.rows() if run_dir.results.exists() else [])}
-    todo = [c for c in configs if row_key(c.to_dict()) not in done]
-    for row in run_configs(todo, settings, make_step):
+    for row in run_configs(remaining(configs, run_dir), settings, make_step):
         run_dir.append(row.to_dict())
         on_row(row)
     return run_dir.rows()
 
 
-__all__ = ["BenchRow", "KEY_FIELDS", "MODES", "SweepSettings", "grid", "row_key", "run_configs", "run_sweep"]
+__all__ = ["BenchRow", "KEY_FIELDS", "MODES", "SweepSettings", "grid", "remaining", "row_key", "run_configs", "run_sweep"]

@@ -3,10 +3,15 @@
 On CUDA every step is bracketed by CUDA events (the host may run ahead; the events measure the
 GPU's time between them) and one synchronisation at the end reads them all. On a CPU the host
 clock is exact because nothing runs asynchronously.
+
+A measurement is noisy when its steps' standard deviation exceeds NOISY_SPREAD of their mean
+(shared CPU cores, a GPU clocking down); rows also record the machine's load average before and
+after, so a reader can tell a busy machine from a jittery step.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from dataclasses import dataclass
@@ -32,6 +37,27 @@ class Stats:
         return cls(
             statistics.fmean(samples), std, statistics.median(samples), min(samples), max(samples)
         )
+
+    @property
+    def spread(self) -> float | None:
+        """Standard deviation over mean (None for a zero mean)."""
+        return self.std / self.mean if self.mean else None
+
+    @property
+    def noisy(self) -> bool:
+        return self.spread is not None and self.spread > NOISY_SPREAD
+
+
+# std above half the mean: a figure that moves this much from step to step is no figure to quote
+NOISY_SPREAD = 0.5
+
+
+def load_average() -> float | None:
+    """The operating system's one-minute load average (runnable processes), None where there is none."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):  # Windows has no load average
+        return None
 
 
 @dataclass(frozen=True)
