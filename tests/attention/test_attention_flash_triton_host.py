@@ -1,4 +1,5 @@
-"""flash_triton's host side on the CPU, without Triton's interpreter: which kernels a call launches."""
+"""flash_triton's host side on the CPU, without Triton's interpreter: which kernels a call launches,
+and the TMA scratch memory of the "atomic" backward."""
 
 import pytest
 import torch
@@ -50,6 +51,50 @@ def test_the_atomic_backward_hands_over_to_gluon_with_the_preprocessed_delta(mon
     recorded.clear()
     flash_triton.triton_backward(q, k, v, o, lse, do, True, "split", gluon=True)
     assert [name for name, _, _ in recorded] == ["delta", "dkdv", "dq"] and len(handed) == 1
+
+
+def test_tma_scratch_is_allocated_on_the_inputs_device(monkeypatch):
+    """The allocator installed around an "atomic" launch whose dQ goes by TMA allocates its scratch
+    memory on the input's device, not on the current CUDA device (cuda:0 here, for q on cuda:1)."""
+    allocations = []
+    monkeypatch.setattr(torch, "empty", lambda *args, **kw: allocations.append(kw.get("device")))
+    with flash_triton.tma_scratch_on(torch.device("cuda", 1)):
+        _allocation._allocator.get()(256, 128, None)
+    assert allocations == [torch.device("cuda", 1)]
+
+
+def test_the_tma_allocator_is_set_only_around_the_launch_and_the_previous_one_restored(monkeypatch, recorded):
+    """Triton's allocator is a process-wide setting: the "atomic" backward sets its own only while
+    the dK/dV kernel launches (the launch that needs scratch memory), then restores whatever was
+    set before, a user's allocator or none."""
+    monkeypatch.setattr(dispatch, "dq_by_tma", lambda q, head_dim, second_block: True)
+
+    def users_allocator(size, alignment, stream):
+        return torch.empty(size, dtype=torch.int8)
+
+    q, k, v, o, lse, do = inputs()
+    for previous in (None, users_allocator):
+        token = _allocation._allocator.set(previous) if previous else None
+        before = _allocation._allocator.get()
+        try:
+            recorded.clear()
+            flash_triton.triton_backward(q, k, v, o, lse, do, True, "atomic", gluon=False)
+            (_, _, _), (name, dq_mode, during) = recorded
+            assert name == "dkdv_dq" and dq_mode == 3
+            assert during is not before and during.keywords == {"device": q.device}
+            assert _allocation._allocator.get() is before
+        finally:
+            if token is not None:
+                _allocation._allocator.reset(token)
+
+
+def test_without_tma_the_allocator_is_left_alone(monkeypatch, recorded):
+    monkeypatch.setattr(dispatch, "dq_by_tma", lambda q, head_dim, second_block: False)
+    before = _allocation._allocator.get()
+    q, k, v, o, lse, do = inputs()
+    flash_triton.triton_backward(q, k, v, o, lse, do, True, "atomic", gluon=False)
+    assert [(name, mode) for name, mode, _ in recorded] == [("delta", None), ("dkdv_dq", 1)]
+    assert recorded[1][2] is before is _allocation._allocator.get()
 
 
 def test_the_forward_falls_back_to_the_portable_kernel(monkeypatch, recorded):

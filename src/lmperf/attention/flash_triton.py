@@ -22,10 +22,13 @@ dispatch.backward_mode picks. GQA/MQA: k and v may have fewer heads than q.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
 
 import torch
 import triton
+from triton.runtime import _allocation
 
 from lmperf.attention import dispatch
 from lmperf.attention.contract import as_4d, check_inputs
@@ -87,9 +90,22 @@ def triton_forward(
 # ----------------------------------------------------------------------------- backward
 
 
-def _tma_scratch(size: int, alignment: int, stream) -> torch.Tensor:
-    """Global memory where device-side TMA descriptors are written (triton.set_allocator)."""
-    return torch.empty(size, dtype=torch.int8, device="cuda")
+def _tma_scratch(size: int, alignment: int, stream, device: torch.device) -> torch.Tensor:
+    """Global memory where device-side TMA descriptors are written, on the kernel's device."""
+    return torch.empty(size, dtype=torch.int8, device=device)
+
+
+@contextlib.contextmanager
+def tma_scratch_on(device: torch.device):
+    """Triton's allocator for device-side TMA descriptors, set for the block only, allocating on
+    `device`, and the previous one restored after. Triton keeps the allocator in a ContextVar
+    that triton.set_allocator sets for the rest of the program; setting the ContextVar directly
+    gives the token that undoes it."""
+    token = _allocation._allocator.set(functools.partial(_tma_scratch, device=device))
+    try:
+        yield
+    finally:
+        _allocation._allocator.reset(token)
 
 
 def row_delta(o: torch.Tensor, do: torch.Tensor) -> torch.Tensor:
@@ -128,13 +144,12 @@ def _dkdv(q, k, v, lse, delta, do, is_causal: bool, mode: str):
         PRECISION=_precision(q.dtype),
     )
     by_tma = mode == "atomic" and dispatch.dq_by_tma(q, head_dim, constexprs["BLOCK_E"])
-    if by_tma:
-        triton.set_allocator(_tma_scratch)
-    run_kernel(
-        "dkdv" if mode == "split" else "dkdv_dq", lambda meta: (triton.cdiv(seq_k, meta["BLOCK_N"]), B * kv_heads),
-        q, k, v, do, lse, delta, dk, dv, dq_acc, locks, scale * LOG2E, scale, *strides, H, seq_q, seq_k,
-        **constexprs, DQ_MODE=3 if by_tma else BACKWARDS[mode], GROUP=H // kv_heads,
-    )
+    with tma_scratch_on(q.device) if by_tma else contextlib.nullcontext():
+        run_kernel(
+            "dkdv" if mode == "split" else "dkdv_dq", lambda meta: (triton.cdiv(seq_k, meta["BLOCK_N"]), B * kv_heads),
+            q, k, v, do, lse, delta, dk, dv, dq_acc, locks, scale * LOG2E, scale, *strides, H, seq_q, seq_k,
+            **constexprs, DQ_MODE=3 if by_tma else BACKWARDS[mode], GROUP=H // kv_heads,
+        )
     if mode != "split":
         return dq_acc.to(q.dtype), dk, dv
     run_kernel(
