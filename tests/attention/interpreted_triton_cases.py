@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import interpreter_compat  # noqa: F401  (Triton 3.6's interpreter under NumPy 2.4)
 from attention_reference import (
-    check_against_reference, model_loss_and_grads, random_qkv, shapes,
+    check_against_reference, model_loss_and_grads, random_qkv, shapes, top_left_and_bottom_right,
 )
 from lmperf.attention.dispatch import BACKWARDS, backward_mode
 from lmperf.attention.flash_triton import FlashAttention2Triton, flash_attention_triton_with_lse
@@ -155,3 +155,13 @@ def test_model_with_triton_attention_matches_naive():
     torch.testing.assert_close(loss, expected_loss, rtol=1e-5, atol=1e-5)
     for grad, expected in zip(grads, expected_grads):
         torch.testing.assert_close(grad, expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("seq_q, seq_k", [(21, 50), (50, 21)])
+def test_causal_masks_are_top_left_aligned(seq_q, seq_k):
+    """Query i sees keys 0..i whatever the lengths (not FlashAttention's bottom-right alignment)."""
+    q, k, v, _ = random_qkv((1, 2), seq_q, seq_k, 16, torch.float32, seed=seq_q)
+    top_left, bottom_right, live = top_left_and_bottom_right(q, k, v)
+    ours = FlashAttention2Triton.apply(q, k, v, True).double()
+    torch.testing.assert_close(ours, top_left, rtol=1e-4, atol=1e-4)
+    assert (ours[..., live, :] - bottom_right).abs().max() > 1e-2

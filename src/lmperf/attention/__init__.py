@@ -128,7 +128,13 @@ def attention(
     is_causal: bool = False,
     impl: str = "sdpa",
 ) -> torch.Tensor:
-    """Scaled dot-product attention over (..., seq, head_dim) inputs with the chosen `impl`."""
+    """Scaled dot-product attention over (..., seq, head_dim) inputs with the chosen `impl`.
+
+    Causal masks are top-left aligned: query i sees keys 0..i whatever the lengths, as
+    PyTorch's `is_causal` does. FlashAttention (since 2.1) aligns a rectangular mask bottom-right
+    instead (query i sees keys up to i + seq_k - seq_q, the convention for a query block at the
+    end of a cache); the two agree only where seq_q == seq_k.
+    """
     if _grouped(q, k) and impl not in NATIVE_GQA:
         k, v = repeat_kv(q, k), repeat_kv(q, v)
     return IMPLEMENTATIONS[check_implementation(impl)](q, k, v, is_causal)
