@@ -56,14 +56,6 @@ def in_gluon_range(version: str, supported: str = GLUON_TRITON) -> bool:
 GLUON_TRITON_OK = in_gluon_range(triton.__version__)
 
 
-@functools.cache
-def sm90_ops():
-    """lmperf.attention.sm90.custom_ops, imported on first use: only where GLUON_TRITON_OK."""
-    from lmperf.attention.sm90 import custom_ops
-
-    return custom_ops
-
-
 @contextlib.contextmanager
 def gluon_disabled():
     """The portable kernels everywhere inside the block (ENABLED restored after, as it was).

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import math
 
 import torch
@@ -40,6 +41,10 @@ from lmperf.attention.triton_kernels.tiles import column_blocks, run_kernel
 from lmperf.errors import UsageError
 
 MAX_GRID_Y = 65535  # CUDA's limit on the grid's second dimension (batch * heads here)
+# The Gluon kernels' launches, imported only with the Triton they are written for: another
+# Triton never imports a Gluon module. Imported here, not on first use, so that torch.compile
+# never traces an import.
+sm90_ops = importlib.import_module("lmperf.attention.sm90.custom_ops") if dispatch.GLUON_TRITON_OK else None
 
 
 def _precision(dtype: torch.dtype) -> str:
@@ -73,7 +78,7 @@ def triton_forward(
     if gluon is None:
         gluon = dispatch.gluon_kernels_run(q, k, v)
     if dispatch.gluon_forward_runs(head_dim, seq_k, is_causal, gluon):
-        return dispatch.sm90_ops().forward(q, k, v, is_causal)
+        return sm90_ops.forward(q, k, v, is_causal)
     # Laid out (B, seq_q, H, d), as SDPA's flash and cuDNN outputs are: the model's next step,
     # y.transpose(1, 2).reshape(B, T, H * d) for the output projection, is then a view, not a copy.
     o = torch.empty((B, seq_q, H, head_dim), dtype=q.dtype, device=q.device).transpose(1, 2)
@@ -167,7 +172,7 @@ def triton_backward(q, k, v, o, lse, do, is_causal: bool, mode: str, gluon: bool
     if gluon is None:
         gluon = dispatch.gluon_backward_runs(k.shape[2], dispatch.gluon_kernels_run(q, k, v))
     if mode == "atomic" and gluon:
-        return dispatch.sm90_ops().backward(q, k, v, do, lse, delta, is_causal)
+        return sm90_ops.backward(q, k, v, do, lse, delta, is_causal)
     return _dkdv(q, k, v, lse, delta, do, is_causal, mode)
 
 

@@ -11,6 +11,7 @@
     backward     the backward kernel (dK, dV, dQ) and its host launch
     custom_ops   both as torch custom ops for torch.compile
 
-lmperf.attention.dispatch decides where these run; nothing here is imported until it does, so
-that another Triton (the Gluon code uses Triton 3.6's internals) never fails an import.
+lmperf.attention.dispatch decides where these run. lmperf.attention.flash_triton imports them only
+with the Triton they are written for (dispatch.GLUON_TRITON: they use its internals), so that
+another Triton never fails an import.
 """
