@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 from hypothesis import strategies as st
 
@@ -27,6 +29,23 @@ def reference(q, k, v, do, is_causal):
     out, lse = naive_attention_with_lse(q64, repeat(k64), repeat(v64), is_causal)
     out.backward(do.double())
     return out, lse, q64.grad, k64.grad, v64.grad
+
+
+def masked_softmax_reference(q, k, v, visible):
+    """softmax(q k^T / sqrt(d)) v over the scores `visible` marks."""
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~visible, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
+
+
+def top_left_and_bottom_right(q, k, v):
+    """Causal attention in float64 with each alignment: (top-left output, bottom-right output
+    over the rows that see a key, those rows)."""
+    q, k, v = (t.double() for t in (q, k, v))
+    rows, cols = torch.arange(q.shape[-2])[:, None], torch.arange(k.shape[-2])[None, :]
+    top_left = masked_softmax_reference(q, k, v, cols <= rows)
+    bottom_right_visible = cols <= rows + (k.shape[-2] - q.shape[-2])
+    live = bottom_right_visible.any(-1)  # bottom-right rows that see no key at all have no output
+    return top_left, masked_softmax_reference(q[..., live, :], k, v, bottom_right_visible[live]), live
 
 
 def rel_err(actual: torch.Tensor, expected: torch.Tensor) -> float:

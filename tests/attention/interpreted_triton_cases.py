@@ -12,11 +12,14 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attention_reference import shapes, check_against_reference, model_loss_and_grads, random_qkv
-from lmperf.attention import flash_triton
-from lmperf.attention.flash_triton import (
-    BACKWARDS, TILES, FlashAttention2Triton, backward_mode, flash_attention_triton_with_lse,
+import interpreter_compat  # noqa: F401  (Triton 3.6's interpreter under NumPy 2.4)
+from attention_reference import (
+    check_against_reference, model_loss_and_grads, random_qkv, shapes, top_left_and_bottom_right,
 )
+from lmperf.attention.dispatch import BACKWARDS, backward_mode
+from lmperf.attention.flash_triton import FlashAttention2Triton, flash_attention_triton_with_lse
+from lmperf.attention.triton_kernels import tiles as tiles_module
+from lmperf.attention.triton_kernels.tiles import TILES
 from lmperf.errors import UsageError
 
 assert os.environ.get("TRITON_INTERPRET") == "1", "run through test_attention_flash_triton_interpreted.py"
@@ -49,7 +52,7 @@ def _autotune_tile_shapes():
 @pytest.mark.parametrize("backward", ["split", "atomic"])  # atomic reads the dkdv_dq table
 def test_every_autotuned_tile_shape(monkeypatch, tiles, backward):
     # Lengths that leave ragged edges and misaligned diagonals for every tile in the tables.
-    monkeypatch.setattr(flash_triton, "INTERPRETED_TILES", tiles)
+    monkeypatch.setattr(tiles_module, "INTERPRETED_TILES", tiles)
     for is_causal, seq_q, seq_k in ((True, 300, 300), (False, 200, 270), (True, 270, 200)):
         q, k, v, do = random_qkv((1, 2), seq_q, seq_k, 16, torch.float32, seed=seq_q)
         check_against_reference(
@@ -73,7 +76,7 @@ def test_grouped_query_heads(backward, heads, kv_heads, is_causal):
 )
 def test_head_dims_tiled_as_two_column_blocks(backward, head_dim, heads, kv_heads, seq_q, seq_k, is_causal):
     # 80 = 64 + 16, 48 = 32 + 16, 96 = 64 + 32: every matmul over head_dim runs as two chained ones.
-    assert flash_triton._column_blocks(head_dim)["BLOCK_E"] == {80: 16, 48: 16, 96: 32}[head_dim]
+    assert tiles_module.column_blocks(head_dim)["BLOCK_E"] == {80: 16, 48: 16, 96: 32}[head_dim]
     q, k, v, do = random_qkv((2, heads), seq_q, seq_k, head_dim, torch.float32, seed=head_dim, kv_heads=kv_heads)
     check_against_reference(
         flash_attention_triton_with_lse, _apply_with(backward), q, k, v, do, is_causal, 1e-4
@@ -103,10 +106,10 @@ def test_default_backward_by_shape_and_determinism():
 
 def test_tuned_tiles_are_kept_apart_for_every_kernel_the_host_compiles():
     # What the host varies that makes another kernel (besides the tiles): the lengths, head_dim
-    # and its split into column blocks (SPLIT_HEAD_DIM, "ordered" pads), causal, precision; for
+    # and its split into column blocks ("ordered" pads), causal, precision; for
     # the dK/dV kernel the dQ mode and the GQA group it is unrolled over. A tuning cache entry
     # shared by two of these would run one's tiles on the other.
-    for (name, _), tuner in flash_triton._TUNED.items():
+    for (name, _), tuner in tiles_module.TUNED.items():
         assert {"seq_q", "seq_k", "HEAD_DIM", "BLOCK_E", "CAUSAL", "PRECISION"} <= set(tuner.keys), name
         if name in ("dkdv", "dkdv_dq"):
             assert {"DQ_MODE", "GROUP"} <= set(tuner.keys), name
@@ -152,3 +155,13 @@ def test_model_with_triton_attention_matches_naive():
     torch.testing.assert_close(loss, expected_loss, rtol=1e-5, atol=1e-5)
     for grad, expected in zip(grads, expected_grads):
         torch.testing.assert_close(grad, expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("seq_q, seq_k", [(21, 50), (50, 21)])
+def test_causal_masks_are_top_left_aligned(seq_q, seq_k):
+    """Query i sees keys 0..i whatever the lengths (not FlashAttention's bottom-right alignment)."""
+    q, k, v, _ = random_qkv((1, 2), seq_q, seq_k, 16, torch.float32, seed=seq_q)
+    top_left, bottom_right, live = top_left_and_bottom_right(q, k, v)
+    ours = FlashAttention2Triton.apply(q, k, v, True).double()
+    torch.testing.assert_close(ours, top_left, rtol=1e-4, atol=1e-4)
+    assert (ours[..., live, :] - bottom_right).abs().max() > 1e-2

@@ -46,14 +46,14 @@ def test_the_benchmark_times_every_implementation_in_each_form_the_registry_name
 
 def test_triton_no_gluon_runs_with_the_gluon_forward_switched_off_and_restores_it(monkeypatch):
     flash_triton = pytest.importorskip("lmperf.attention.flash_triton")
-    gluon = pytest.importorskip("lmperf.attention.flash_gluon")
+    dispatch = pytest.importorskip("lmperf.attention.dispatch")
     seen = []
-    monkeypatch.setattr(flash_triton.FlashAttention2Triton, "apply", lambda q, k, v, c, *rest: seen.append(gluon.ENABLED) or q)
-    monkeypatch.setattr(gluon, "ENABLED", True)
+    monkeypatch.setattr(flash_triton.FlashAttention2Triton, "apply", lambda q, k, v, c, *rest: seen.append(dispatch.ENABLED) or q)
+    monkeypatch.setattr(dispatch, "ENABLED", True)
     q = torch.zeros(1, 1, 4, 64)
     attention_function("triton-no-gluon")(q, q, q, True)
     attention_function("triton")(q, q, q, True)
-    assert seen == [False, True] and gluon.ENABLED
+    assert seen == [False, True] and dispatch.ENABLED
 
 
 def test_flop_count_follows_flashattention_convention():

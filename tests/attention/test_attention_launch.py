@@ -24,17 +24,17 @@ def test_the_key_separates_whatever_triton_compiles_apart():
     one divisible by 16 carries tt.divisibility, a misaligned pointer must not take the aligned
     kernel). Finer is allowed (a recompile at worst)."""
     triton_key = _triton_specialisation()
-    flash_gluon = pytest.importorskip("lmperf.attention.flash_gluon")
+    descriptors = pytest.importorskip("lmperf.attention.sm90.descriptors")
     storage = torch.empty(4096, dtype=torch.bfloat16)
     values = [
         0, 1, 2, 15, 16, 17, 32, 48, -1, -16, 2**31 - 16, 2**31 - 1, 2**31, 2**31 + 16, 2**40 + 3, 2**63, 2**64 - 16,
         0.5, 1.0, None, True, False,
         storage[:64], storage[1:65], storage[8:72], torch.empty(8), torch.empty(8, dtype=torch.int32),
-        flash_gluon.descriptor(torch.empty(2, 4, 300, 128, dtype=torch.bfloat16), 64),
-        flash_gluon.descriptor(torch.empty(2, 4, 301, 128, dtype=torch.bfloat16), 64),  # another shape, one kernel
-        flash_gluon.descriptor(torch.empty(2, 4, 300, 128, dtype=torch.float16), 64),
-        flash_gluon.block_descriptors(torch.empty(2, 4, 300, 80, dtype=torch.bfloat16), 64)[1],  # the 16-column tail
-        flash_gluon.descriptor(torch.empty(2, 4, 300, 64, dtype=torch.bfloat16), 128),
+        descriptors.descriptor(torch.empty(2, 4, 300, 128, dtype=torch.bfloat16), 64),
+        descriptors.descriptor(torch.empty(2, 4, 301, 128, dtype=torch.bfloat16), 64),  # another shape, one kernel
+        descriptors.descriptor(torch.empty(2, 4, 300, 128, dtype=torch.float16), 64),
+        descriptors.block_descriptors(torch.empty(2, 4, 300, 80, dtype=torch.bfloat16), 64)[1],  # the 16-column tail
+        descriptors.descriptor(torch.empty(2, 4, 300, 64, dtype=torch.bfloat16), 128),
     ]
     for a, b in itertools.combinations(values, 2):
         if launch.specialisation(a) == launch.specialisation(b):

@@ -146,7 +146,7 @@ def lmperf_attention_kernel_names() -> list[str]:
     list (the Gluon backward's `_bwd_kernel` was profiled as "other" for a day)."""
     import importlib
     names = set()
-    for module_name in ("flash_triton", "flash_gluon", "flash_gluon_backward"):
+    for module_name in ("triton_kernels.forward", "triton_kernels.backward", "sm90.forward", "sm90.backward"):
         try:
             module = importlib.import_module(f"lmperf.attention.{module_name}")
         except ImportError:  # a Triton without Gluon: those kernels cannot run here either

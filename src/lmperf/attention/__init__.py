@@ -4,7 +4,8 @@
 - naive: explicit scores, masked softmax, weighted sum (lmperf.attention.naive);
 - sdpa: torch.nn.functional.scaled_dot_product_attention (PyTorch picks its backend);
 - torch: FlashAttention-2 tiled in PyTorch (lmperf.attention.flash_torch);
-- triton: FlashAttention-2 in Triton (lmperf.attention.flash_triton).
+- triton: FlashAttention-2 in Triton (lmperf.attention.flash_triton), with Hopper's Gluon kernels
+  (lmperf.attention.sm90) where lmperf.attention.dispatch picks them.
 The FlashAttention modules are imported on first use, so Triton is needed only by `triton`;
 code compiled with torch.compile calls `load(impl)` first (the model does when built).
 
@@ -50,8 +51,8 @@ def sdpa_repeats_kv(grouped: bool, compute_dtype: torch.dtype) -> bool:
     """Whether "sdpa" repeats grouped K/V to every query head before calling SDPA.
 
     Only SDPA's flash and cuDNN kernels take `enable_gqa`, and both need 16-bit inputs. In fp32
-    the memory-efficient kernel refuses it, and the math fallback it leaves saves every score (a
-    1B Llama at 2048 tokens: +29 GB on an H100). Repeating K and V first, as Hugging Face does,
+    the memory-efficient kernel refuses it, and the math fallback it leaves saves every score
+    (gigabytes at a few thousand tokens). Repeating K and V first, as Hugging Face does,
     keeps a fused kernel at the cost of the copies (which the memory model counts).
     """
     return grouped and compute_dtype not in GQA_NATIVE_SDPA_DTYPES
@@ -98,9 +99,7 @@ def load(impl: str) -> None:
 
     Dynamo does not trace an import: the first call inside a compiled region would split the
     graph there, and the model's compiled blocks would run attention eagerly between two graphs
-    (a 4-layer 2.7B on an H100: five graphs instead of one, with extra gradient adds and copies;
-    the whole 2.7B step spent 3.2 ms more outside the attention kernels than with SDPA;
-    benchmarks/attention/model-profile-h100-e906d3b). After this, `attention` finds it in a dict.
+    (with extra gradient adds and copies). After this, `attention` finds it in a dict.
     """
     if check_implementation(impl) in FLASH_FUNCTIONS:
         _loaded(impl)
@@ -129,7 +128,13 @@ def attention(
     is_causal: bool = False,
     impl: str = "sdpa",
 ) -> torch.Tensor:
-    """Scaled dot-product attention over (..., seq, head_dim) inputs with the chosen `impl`."""
+    """Scaled dot-product attention over (..., seq, head_dim) inputs with the chosen `impl`.
+
+    Causal masks are top-left aligned: query i sees keys 0..i whatever the lengths, as
+    PyTorch's `is_causal` does. FlashAttention (since 2.1) aligns a rectangular mask bottom-right
+    instead (query i sees keys up to i + seq_k - seq_q, the convention for a query block at the
+    end of a cache); the two agree only where seq_q == seq_k.
+    """
     if _grouped(q, k) and impl not in NATIVE_GQA:
         k, v = repeat_kv(q, k), repeat_kv(q, v)
     return IMPLEMENTATIONS[check_implementation(impl)](q, k, v, is_causal)

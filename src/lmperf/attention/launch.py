@@ -2,23 +2,19 @@
 specialisation has been compiled.
 
 `kernel[grid](*args)` binds and specialises every argument, builds a cache key and checks the
-kernel's globals on every call. For the attention kernels that was a large share of a short call's
-host time: cProfile put the binder, key and checks at about a fifth of a d=128 forward + backward's
-CPU time, which at 1-2k keys is as long as the GPU's (benchmarks/attention/host-fwd-bwd-h100-57ee77c,
-model-h100-42c284b/host-profile.txt). `CachedLaunch` keeps, per kernel, the compiled kernel of
-each key of what Triton compiles differently for (`specialisation`), and on a repeat hands the
-arguments straight to that compiled kernel's launcher, as `JITFunction.run` itself does after its
-bookkeeping. A key's first call goes through `kernel[grid]`, compiling if needed; under Triton's
-interpreter (no compiled kernel comes back) and while torch.compile traces every call does.
+kernel's globals on every call: for a short attention call, host time comparable to the GPU's.
+`CachedLaunch` keeps, per kernel, the compiled kernel of each key of what Triton compiles
+differently for (`specialisation`), and on a repeat hands the arguments straight to that
+compiled kernel's launcher, as `JITFunction.run` itself does after its bookkeeping. A key's
+first call goes through `kernel[grid]`, compiling if needed; under Triton's interpreter (no
+compiled kernel comes back) and while torch.compile traces every call does.
 
 With Triton 3.6's CUDA launcher (`DirectLaunch`) a repeat skips two more layers: the compiled
 kernel's Python runner and launcher (device and stream lookups, launch hooks' metadata, scratch
 checks, the argument loop that turns each tensor descriptor into a CUtensorMap) go, and the
 launcher's C function gets the expanded arguments, each descriptor's CUtensorMap made once per
-(address, shape, strides) and reused. Stamped inside a real forward + backward (H100, 2048
-tokens, benchmarks/attention/host-launch-h100-702562e), the key, those layers and
-make_tensordesc_arg took 136-165 us of 706-817; in one process the runner's forward + backward
-took 0.74-1.52x the direct one's CPU time (median 1.17; the machine's own drift is as large).
+(address, shape, strides) and reused. Another Triton's launcher is not recognised
+(`DirectLaunch.of` is None) and repeats go through the compiled kernel's runner.
 """
 
 from __future__ import annotations
@@ -36,7 +32,7 @@ def _tensor_specialisation(value: torch.Tensor) -> tuple:
 
 
 # The common argument types by exact type: a key is made on every launch, and the isinstance chain
-# below cost about a microsecond an argument, with 13 to 27 arguments a launch.
+# below costs about a microsecond an argument, with 13 to 30 arguments a launch.
 _BY_TYPE = {bool: type, type(None): type, float: type, int: _int_specialisation, torch.Tensor: _tensor_specialisation}
 
 
@@ -64,7 +60,6 @@ try:  # Triton 3.6's CUDA launcher, whose layout DirectLaunch knows; another Tri
 except ImportError:  # pragma: no cover - a Triton without the NVIDIA backend
     _cuda_driver = None
 _LAUNCHER_ARGS = "iiiKKppOOOOOO"  # grid, stream, function, cooperative, PDL, two scratch buffers, metadata, hooks
-DIRECT = True  # False: repeats go through the compiled kernel's runner (benchmarks time the two)
 _MAX_TENSOR_MAPS = 4096  # CUtensorMaps kept per compiled kernel before the cache starts over
 
 
@@ -120,7 +115,7 @@ class DirectLaunch:
 
     @classmethod
     def of(cls, compiled):
-        found = _c_launch(compiled) if DIRECT else None
+        found = _c_launch(compiled)
         return None if found is None else cls(compiled, *found)
 
     def expand(self, values: list) -> list:

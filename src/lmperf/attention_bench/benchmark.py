@@ -6,13 +6,12 @@ becomes one row appended at once to runs/<timestamp>-attention/results.jsonl. An
 that runs out of memory is a row with status "oom"; one that PyTorch cannot run for these inputs
 (an SDPA backend without fp32, say) is a row with status "unavailable". With rounds > 1 each
 point's implementations are timed that many times in turn (`interleaved`), each row naming its
-round: one do_bench median per implementation and point moves by up to ±10% between identical
-kernels in one run on an H100 (benchmarks/attention/host-launch-h100-702562e, call 10).
+round, since one do_bench median per implementation and point moves by several percent between
+identical kernels in one run.
 """
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import itertools
 from dataclasses import asdict, dataclass
@@ -113,20 +112,19 @@ def attention_function(impl: str) -> AttentionFn:
     from lmperf.attention.flash_triton import FlashAttention2Triton
 
     if impl == "triton-no-gluon":
-        return _without_gluon_forward(FlashAttention2Triton.apply)
+        return _without_gluon(FlashAttention2Triton.apply)
     # triton: the default backward; triton-<mode>: that backward (flash_triton.BACKWARDS)
     backward = impl.partition("-")[2] or None
     return lambda q, k, v, is_causal: FlashAttention2Triton.apply(q, k, v, is_causal, backward)
 
 
-def _without_gluon_forward(apply) -> AttentionFn:
-    """`apply` with flash_gluon switched off while it runs: Triton's kernels everywhere (the
-    forward decides for the backward run later, FlashAttention2Triton.forward)."""
-    from lmperf.attention import flash_triton
+def _without_gluon(apply) -> AttentionFn:
+    """`apply` with the Gluon kernels switched off while it runs: the portable Triton kernels
+    everywhere (the forward decides for the backward run later, FlashAttention2Triton.forward)."""
+    from lmperf.attention import dispatch
 
     def run(q, k, v, is_causal):
-        gluon = flash_triton.flash_gluon  # None: a Triton without Gluon, Triton's forward already
-        with gluon.disabled() if gluon is not None else contextlib.nullcontext():
+        with dispatch.gluon_disabled():
             return apply(q, k, v, is_causal)
 
     return run
@@ -237,7 +235,7 @@ def run_attention_sweep(
 def time_compiled_fwd_sum_bwd(
     impl: str = "triton", shape=(16, 16384, 64), is_causal: bool = True, dtype: str = "bf16"
 ) -> float:
-    """Median ms of torch.compile(impl's function) forward, then .sum().backward(): the issue's target.
+    """Median ms of torch.compile(impl's function) forward, then .sum().backward().
 
     SDPA backends need (B, H, S, d): a 3-d shape gets a leading 1 for them (same work).
     """

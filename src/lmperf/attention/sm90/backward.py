@@ -1,123 +1,65 @@
 """The attention backward on Hopper in Gluon: dK, dV and dQ in one warp-specialised kernel.
 
-flash_triton's backwards wait on each tl.dot as it is issued; this kernel issues its wgmmas
+The portable backwards wait on each tl.dot as it is issued; this kernel issues its wgmmas
 asynchronously and waits only where a result is read, and adds dQ as FlashAttention-3 does:
 each query tile's dQ_i goes through shared memory into an fp32 dQ by TMA bulk reductions
-(`cp.reduce.async.bulk.tensor`, which Gluon 3.6's op builder has but its `tma` module does not
+(`cp.reduce.async.bulk.tensor`, which Gluon's op builder has but its `tma` module does not
 wrap: `_tma_reduce_add`). The order of those additions varies from run to run, so this is an
-"atomic" backward: flash_triton runs it only where nondeterminism is allowed.
+"atomic" backward: dispatch runs it only where nondeterminism is allowed.
 
-One program per (128 keys, batch x key/value head). A producer warp loads the program's K and V
-once and streams each query tile's Q_i and dO_i (64 rows; under GQA every query head of the
-group in turn) through a ring of 2 slots (3 in the persistent kernel) by TMA, and the tile's
-LSE and delta rows by cp.async. Two consumer warp groups own 64 keys each (their dK and dV stay
-in registers); per tile a consumer
-  1. issues S^T = K Q_i^T and dP^T = V dO_i^T together (at head_dim 64 K and V from registers,
-     loaded once per item), waits for S^T only;
+A work item is 128 keys of one batch x key/value head. The producer warp loads an item's K and
+V once and streams each query tile's Q_i and dO_i (64 rows; under GQA every query head of the
+group in turn) through a ring of slots by TMA, and the tile's LSE and delta rows by cp.async.
+Two consumer warp groups own 64 keys each (their dK and dV stay in registers); per tile a
+consumer
+  1. issues S^T = K Q_i^T and dP^T = V dO_i^T together, waits for S^T only;
   2. P^T = exp2(S^T scale log2e - LSE_i log2e), masked (causal, ragged) in the tiles where a key
      can be hidden; issues dV += P^T dO_i;
   3. waits for dP^T: dS^T = P^T (dP^T - delta_i), stored to shared memory; issues dK += dS^T Q_i;
-  4. at head_dim 64 the warp group owning tile t (t % 2, so the owners alternate) computes
-     dQ_i = dS K over all 128 keys (as dQ_i^T = K^T dS^T, K^T in registers) one tile late,
-     during tile t + 1 (by then the other's half of dS^T is written; an mbarrier says so), writes
-     scale x dQ_i to shared memory and issues its TMA reduction; the other warp group goes straight on. At 128 (where one warp group holding
-     a 64 x 128 fp32 dQ_i beside dK and dV spilled) both wait for each other and each makes 64
-     of dQ_i's columns.
-delta = rowsum(dO O) comes from flash_triton's preprocess kernel; dK and dV leave at the end by TMA
-stores, staged in the Q/dO slots. At head_dim 64 from PERSISTENT_FROM_KEYS (non-causal) and
-PERSISTENT_CAUSAL_FROM_KEYS (causal), one program per SM takes the (key block, head) items instead,
-from an atomic counter: the producer loads the next item's K and V into a second buffer and its
-first Q/dO tiles into the ring while the consumers finish the current one, and dK/dV are staged
-apart; every step-indexed slot and barrier counts steps across items. After the items the same
-counter hands out chunks of dQ's conversion from its fp32 sums into the output dtype
-(`CONVERT_IN_KERNEL`): each waits until every item of its (batch x key/value head) has signalled
-that its TMA reductions have landed, so the SMs without an item left convert the heads done
-while the last items run, instead of a conversion kernel after the backward.
+  4. with one dQ chunk (head_dim 64, 80) the warp group owning tile t (t % 2, so the owners
+     alternate) computes dQ_i = dS K over all 128 keys one tile late, during tile t + 1 (by then
+     the other's half of dS^T is written; an mbarrier says so), writes scale x dQ_i to shared
+     memory and issues its TMA reduction; the other warp group goes straight on. At 128, where
+     one warp group cannot hold a 64 x 128 fp32 dQ_i beside dK and dV, both wait for each other
+     and each makes DQ_COLUMNS of dQ_i's columns.
+delta = rowsum(dO O) comes from the portable preprocess kernel; dK and dV leave at the end by
+TMA stores, staged in the Q/dO slots.
 
-Measured on an H100 (benchmarks/attention/gluon-backward-next-h100-43fc11f, bf16, 16k tokens,
-heads x d = 2048, interleaved rounds): backward time flash_triton's atomic backward / this one's
-1.124-1.350 (d64 full 4k), 1.171-1.208 (full 16k), 1.099-1.191 (causal 4k), 1.136-1.180 (causal
-16k). At head_dim 128 the one-owner scheme was level (0.929-1.060), its consumers spilling
-168-208 bytes; with the dQ_i columns split between the warp groups (56 bytes)
-1.048-1.185 full and 0.975-1.125 causal (gluon-backward-ab-h100-b1ecd71). Head_dim 80 runs as
-64 + 16 columns (every product over the columns two chained wgmmas, every product into them a
-second one into a 16-column accumulator): 1.117-1.359 (gluon-backward-d80-h100-4c27cc7).
-LSE and delta through shared memory (the consumers' own global loads of them stood exposed:
-6.9% of the stall samples at d=128, stall-profile-h100-f919e46) made it 0.995-1.115x as fast at
-64 and 0.962-1.132 at 80; with P^T masked only where needed at 128 too (spills 56 -> 0 bytes,
-8 causal) 1.058-1.174 at 128, where it is now 0.940-1.055x as fast as cuDNN's backward
-(gluon-backward-lse-h100-aa3ceb4, 1k-16k keys). dQ_i one tile late at 64 and 80 (the owner had
-waited for the other's dS^T half: 10% of the warp samples at d=64 full 4k) made it 1.015-1.156x
-as fast at d=64 non-causal, 0.966-1.037 causal, 0.982-1.135 at 80 (gluon-backward-deferred-dq-
-h100-1e1643f). dK and dV by TMA stores instead of register stores made it 1.034-1.123x as fast
-at 1k keys, 0.988-1.060 at 2k and 0.932-1.139 from 4k (gluon-backward-tma-store-h100-6b3228d).
-flash_triton runs it at 64, 80 and 128 from 1024 keys (`faster_here`). Reasoning
-and the variants that lost: docs/attention.md items 32-38.
+PERSISTENT (sm90.tuning.persistent_backward_from_keys): one program per SM takes the items from
+an atomic counter, so that the items in flight stay a window of consecutive ones. The producer
+loads the next item's K and V into a second buffer and its first Q/dO tiles into the ring while
+the consumers finish the current one, and dK/dV are staged apart; every step-indexed slot and
+barrier counts steps across items. After the items the same counter hands out chunks of dQ's
+conversion from its fp32 sums into the output dtype (`_convert_dq`): each waits until every item
+of its batch x key/value head has signalled that its reductions have landed, so the SMs without
+an item left convert the heads already done while the last items run.
 
-Scope (`fits`): CUDA sm90, bf16/fp16, head_dim 64, 80 or 128, q, k, v and dO TMA-addressable (dO is
-copied when not, e.g. the expanded gradient of `.sum()`). Under torch.compile the launch is an
-opaque custom op (`lmperf::flash_gluon_backward`), as the Gluon forward's is.
+Inputs as dispatch.gluon_fits accepts them (dO is copied where TMA cannot address it, e.g. the
+expanded gradient of `.sum()`).
 """
 
 from __future__ import annotations
 
 import math
-import os
 
 import torch
 import triton
 from triton._C.libtriton import ir
 from triton.experimental import gluon
-from triton.experimental.gluon.language import _core as gl_core
 from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language import _core as gl_core
 from triton.experimental.gluon.language.nvidia.ampere import async_copy
-from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait,
+)
 
-from lmperf.attention import flash_gluon
-from lmperf.attention.flash_gluon import LOG2E, ring_barriers
 from lmperf.attention.launch import CachedLaunch
-
-KEYS = 64  # keys per consumer warp group; a program holds two
-BLOCK_N = 2 * KEYS
-ROWS = 64  # query rows per tile
-STAGES = 2  # Q_i / dO_i slots
-# The persistent kernel's Q_i / dO_i slots: its 226 KB of shared memory (209 with two) hold a
-# third. Backward time two / three on an H100 at d64 (benchmarks/attention/backward-three-slots-
-# 8445d8e, per-round medians of six interleaved rounds): non-causal 1.036 / 1.015 / 1.022 / 1.023
-# at 1k / 2k / 4k / 16k keys, causal 1.020 / 1.000 / 0.994 / 1.026. (Item 33's per-item kernel
-# had gained nothing from a third: docs/attention.md.)
-PERSISTENT_STAGES = 3
-DQ_COLUMNS = 64  # a warp group's share of dQ_i: a 64 x 128 fp32 dQ_i would not fit beside dK and dV in registers
-# head_dim -> key count from which the non-causal backward is persistent: one program per SM
-# taking (key block, head) items in turn, K/V in two buffers and dK/dV staged apart (64 KB more
-# shared memory; at 80 and 128 there is not that much left). Backward time per-item programs /
-# persistent on an H100 at d64 non-causal (benchmarks/attention/gluon-backward-persistent-v2-h100-
-# 013a900, two interleaved rounds, 16k tokens): 0.984-1.035 at 2k keys, 0.947-0.990 at 4k,
-# 1.073-1.147 at 16k (a first version: 1.012-1.076, 0.939-1.023, 1.061-1.092). With K, V and K^T
-# as register operands since, the per-item programs spend 8% of their consumers' warp samples
-# outside the tile loop at 2k keys (the first K/V load, the last stores; stall-profile-h100-
-# 4220174), which the persistent kernel overlaps with the previous item: per-item / persistent
-# 1.060-1.092 at 1k, 1.024-1.067 at 2k, 0.996-1.083 at 4k (four interleaved rounds,
-# backward-persistent-h100-3843e56, summary.txt): from 1024, the shortest length it runs at.
-PERSISTENT_FROM_KEYS = {64: 1024}
-# head_dim -> key count from which the causal backward is persistent, its items handed out by an
-# atomic counter (DYNAMIC): the next item to whichever program finishes first, so the items in
-# flight stay a window of consecutive ones, as the hardware's own order of programs keeps them.
-# Taken in a fixed turn instead, causal items of 2 to 256 steps lost (0.835-0.936x; the guess:
-# a program's items drift apart across heads). With the counter, per-item / persistent
-# (gluon-backward-persistent-dynamic-h100-57db6e4, two interleaved rounds per call): 1.049-1.100
-# at 1k keys, 1.014-1.064 at 2k (two calls), 0.965-1.026 at 4k, 0.940-1.018 at 8k, 0.924-1.091
-# at 16k. Non-causal with the counter it was level at 2k and 4k (0.951-1.061, 0.977-1.053).
-PERSISTENT_CAUSAL_FROM_KEYS = {64: 1024}
-# The persistent kernels convert dQ's fp32 sums into the output dtype themselves, as work taken
-# after the last item (`_convert_dq`), instead of a conversion kernel after them: the SMs that
-# find no item left convert the heads already done while the last items run. Their items then
-# come from the counter at d64 non-causal too (in a fixed turn a chunk's wait could hang on a
-# program not yet resident). Nsight Compute, d64 full 4k, one launch each (H200,
-# backward-convert-d3cd296/call2-h200): backward kernel 2.553 ms + conversion 0.044 before, 2.559 ms
-# with it. False: the conversion kernel, and non-causal items in a fixed turn.
-CONVERT_IN_KERNEL = True
-
+from lmperf.attention.sm90 import schedule
+from lmperf.attention.sm90.descriptors import block_descriptors
+from lmperf.attention.sm90.forward import LOG2E
+from lmperf.attention.sm90.pipeline import ring_barriers, specialise
+from lmperf.attention.sm90.tma import aligned, column_blocks
+from lmperf.attention.sm90.tuning import BACKWARD_KEYS, DQ_COLUMNS, ROWS, Tuning, current
 
 @gl_core.builtin
 def _tma_reduce_add(tensor_desc, coord, src, _semantic=None):
@@ -130,7 +72,7 @@ def _tma_reduce_add(tensor_desc, coord, src, _semantic=None):
 @gluon.jit
 def _item_coordinates(item, n_kblocks, kv_heads, seq_q, M: gl.constexpr, CAUSAL: gl.constexpr):
     """Work item `item`: key block item % n_kblocks (128 keys) of batch x key/value head
-    item // n_kblocks (the order of the non-persistent grid); its batch, head, first key, first
+    item // n_kblocks (the order of the grid of a program per item); its batch, head, first key, first
     query tile and query tiles (<= 0 past the last query row: dK = dV = 0)."""
     start_n = (item % n_kblocks) * 128
     bkv = item // n_kblocks
@@ -144,16 +86,16 @@ def _item_coordinates(item, n_kblocks, kv_heads, seq_q, M: gl.constexpr, CAUSAL:
 def _producer(q_desc, k_desc, v_desc, do_desc, qt_desc, kt_desc, vt_desc, dot_desc, q_smem, k_smem, v_smem, do_smem,
               qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, kv_bar, kv_empty, item_smem, ready, empty, LSE,
               DELTA, counter, seq_q, H, group, n_kblocks, items, end, STAGES: gl.constexpr, SPLIT: gl.constexpr,
-              CAUSAL: gl.constexpr, KV_BUFS: gl.constexpr, DYNAMIC: gl.constexpr):
+              CAUSAL: gl.constexpr, KV_BUFS: gl.constexpr, PERSISTENT: gl.constexpr):
     t = 0  # steps (query tiles) loaded so far: the ring's running count, across items
     c = 0  # items (and conversion chunks) so far
-    if DYNAMIC:
+    if PERSISTENT:  # items from the counter while any are left
         item = gl.atomic_add(counter, 1)
         while item < items:
             t = _produce_item(q_desc, k_desc, v_desc, do_desc, qt_desc, kt_desc, vt_desc, dot_desc, q_smem, k_smem,
                               v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, kv_bar,
                               kv_empty, item_smem, ready, empty, LSE, DELTA, seq_q, H, group, n_kblocks, item, c, t,
-                              STAGES, SPLIT, CAUSAL, KV_BUFS, DYNAMIC)
+                              STAGES, SPLIT, CAUSAL, KV_BUFS, PERSISTENT)
             c += 1
             item = gl.atomic_add(counter, 1)
         # Numbers from items to end are dQ conversion chunks (`_convert_dq`): the number only, in
@@ -163,12 +105,12 @@ def _producer(q_desc, k_desc, v_desc, do_desc, qt_desc, kt_desc, vt_desc, dot_de
             c += 1
             item = gl.atomic_add(counter, 1)
         _hand_over(kv_bar, kv_empty, item_smem, end, c, KV_BUFS)
-    else:
+    else:  # the program's own item (the grid has one program per item)
         for item in range(gl.program_id(0), items, gl.num_programs(0)):
             t = _produce_item(q_desc, k_desc, v_desc, do_desc, qt_desc, kt_desc, vt_desc, dot_desc, q_smem, k_smem,
                               v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, kv_bar,
                               kv_empty, item_smem, ready, empty, LSE, DELTA, seq_q, H, group, n_kblocks, item, c, t,
-                              STAGES, SPLIT, CAUSAL, KV_BUFS, DYNAMIC)
+                              STAGES, SPLIT, CAUSAL, KV_BUFS, PERSISTENT)
             c += 1
 
 
@@ -176,12 +118,12 @@ def _producer(q_desc, k_desc, v_desc, do_desc, qt_desc, kt_desc, vt_desc, dot_de
 def _produce_item(q_desc, k_desc, v_desc, do_desc, qt_desc, kt_desc, vt_desc, dot_desc, q_smem, k_smem, v_smem, do_smem,
                   qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, kv_bar, kv_empty, item_smem, ready, empty,
                   LSE, DELTA, seq_q, H, group, n_kblocks, item, c, t, STAGES: gl.constexpr, SPLIT: gl.constexpr,
-                  CAUSAL: gl.constexpr, KV_BUFS: gl.constexpr, DYNAMIC: gl.constexpr):
+                  CAUSAL: gl.constexpr, KV_BUFS: gl.constexpr, PERSISTENT: gl.constexpr):
     """Item `item`, the program's c-th: its K and V into their buffer, then its steps' Q/dO tiles
     through the ring from running step count t; returns the count after them."""
     M: gl.constexpr = q_desc.block_type.shape[2]  # query rows per tile
     _load_kv(k_desc, v_desc, kt_desc, vt_desc, k_smem, v_smem, kt_smem, vt_smem, kv_bar, kv_empty, item_smem,
-             item, c, n_kblocks, H // group, seq_q, M, SPLIT, CAUSAL, KV_BUFS, DYNAMIC)
+             item, c, n_kblocks, H // group, seq_q, M, SPLIT, CAUSAL, KV_BUFS, PERSISTENT)
     b, kv_h, start_n, first_tile, n_q_tiles = _item_coordinates(item, n_kblocks, H // group, seq_q, M, CAUSAL)
     return _produce_steps(q_desc, do_desc, qt_desc, dot_desc, q_smem, do_smem, qt_smem, dot_smem, lse_smem, delta_smem,
                           ready, empty, LSE, DELTA, seq_q, H, b, kv_h, group, first_tile, n_q_tiles, t, STAGES, SPLIT)
@@ -221,14 +163,14 @@ def _read_item(slot):
 @gluon.jit
 def _load_kv(k_desc, v_desc, kt_desc, vt_desc, k_smem, v_smem, kt_smem, vt_smem, kv_bar, kv_empty, item_smem, item, c,
              n_kblocks, kv_heads, seq_q, M: gl.constexpr, SPLIT: gl.constexpr, CAUSAL: gl.constexpr,
-             KV_BUFS: gl.constexpr, DYNAMIC: gl.constexpr):
+             KV_BUFS: gl.constexpr, PERSISTENT: gl.constexpr):
     """Item `item`'s K and V (the program's c-th item) into buffer c % KV_BUFS, once the consumers
-    are done with the item that held it; with DYNAMIC the item's number first, for the consumers
+    are done with the item that held it; PERSISTENT, the item's number first, for the consumers
     (kv_bar's arrival releases it to them)."""
     rows: gl.constexpr = k_desc.block_type.shape[2]
     b, kv_h, start_n, first_tile, n_q_tiles = _item_coordinates(item, n_kblocks, kv_heads, seq_q, M, CAUSAL)
     buf = _free_buffer(kv_empty, c, KV_BUFS)
-    if DYNAMIC:
+    if PERSISTENT:
         _publish_item(item_smem.index(buf), item)
     bar = kv_bar.index(buf)
     if SPLIT:  # the last TAIL columns of every operand through their own descriptors and slots
@@ -255,7 +197,7 @@ def _produce_steps(q_desc, do_desc, qt_desc, dot_desc, q_smem, do_smem, qt_smem,
     count t0; returns the count after them."""
     M: gl.constexpr = q_desc.block_type.shape[2]
     t = t0
-    h = kv_h * group  # the query head and tile of step t, counted on (a division per step showed in the profile)
+    h = kv_h * group  # the query head and tile of step t, counted on rather than divided out each step
     i = 0
     for s in range(group * n_q_tiles):
         slot = t % STAGES
@@ -263,10 +205,10 @@ def _produce_steps(q_desc, do_desc, qt_desc, dot_desc, q_smem, do_smem, qt_smem,
             mbarrier.wait(empty.index(slot), (t // STAGES - 1) & 1)
         row = (first_tile + i) * M
         bar = ready.index(slot)
-        # The tile's LSE and delta rows by cp.async into the slot (their global loads, issued by
-        # the consumers, stood exposed: 6.9% of the d=128 backward's stall samples sat on the
-        # first use of LSE, stall-profile-h100-f919e46). Rows past seq_q read as 0, which leaves
-        # their P^T at 1 and dS^T at 0: their Q and dO rows are zero-filled, so they add nothing.
+        # The tile's LSE and delta rows by cp.async into the slot: loaded by the consumers
+        # themselves, their latency stands exposed at the first use of LSE. Rows past seq_q read
+        # as 0, which leaves their P^T at 1 and dS^T at 0: their Q and dO rows are zero-filled,
+        # so they add nothing.
         # The arrival counts itself in (increment), so the slot is ready once the copies and the
         # TMA bytes have both landed.
         tile_rows = gl.arange(0, M, layout=gl.BlockedLayout([M // 32], [32], [1], [0]))
@@ -396,20 +338,19 @@ def _convert_dq(DQ_ACC, DQ, counter, chunk, n_kblocks, rows_per_head, WG: gl.con
 def _consumer(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, ds_smem, ds_bar,
               dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, kv_empty, ready, empty, dk_desc, dv_desc, dkt_desc, dvt_desc,
               dkv_stage, item_smem, counter, DQ_ACC, DQ, scale, qk_scale, seq_q, seq_k, H, group, n_kblocks, items,
-              end, WG: gl.constexpr, HEAD_DIM: gl.constexpr, TAIL: gl.constexpr, SPLIT: gl.constexpr,
-              STAGES: gl.constexpr, CAUSAL: gl.constexpr, KV_BUFS: gl.constexpr, PERSISTENT: gl.constexpr,
-              DYNAMIC: gl.constexpr, CONVERT: gl.constexpr):
-    # Items as the producer takes them from the counter (DYNAMIC), pid, pid + programs, ... in a
-    # fixed turn (PERSISTENT), or this program's one; t counts the steps (query tiles) across
-    # them, as the producer's ring does, and every step-indexed slot and barrier below (Q/dO ring,
-    # dS^T slots, ds_bar, dQ_i owners) follows it.
-    if DYNAMIC:  # items as the producer publishes them, with their K and V, then (CONVERT) dQ
-        # conversion chunks up to `end`, which ends
+              end, HEAD_DIM: gl.constexpr, TAIL: gl.constexpr, SPLIT: gl.constexpr, STAGES: gl.constexpr,
+              CAUSAL: gl.constexpr, KV_BUFS: gl.constexpr, PERSISTENT: gl.constexpr, KV_IN_REGISTERS: gl.constexpr,
+              WG: gl.constexpr):
+    # PERSISTENT: items as the producer publishes them, with their K and V, then dQ conversion
+    # chunks up to `end`, which ends; t counts the steps (query tiles) across them, as the
+    # producer's ring does, and every step-indexed slot and barrier below (Q/dO ring, dS^T
+    # slots, ds_bar, dQ_i owners) follows it. Else the program's one item.
+    if PERSISTENT:
         t = 0
         c = 0
-        # with CONVERT, the (batch x key/value head) whose dQ_i reductions of this warp group's
-        # last item are not signalled yet (-1: none); signalled once they have surely landed
-        # (`_consume_item`), before any conversion chunk waits and before the program ends
+        # the (batch x key/value head) whose dQ_i reductions of this warp group's last item are
+        # not signalled yet (-1: none); signalled once they have surely landed (`_consume_item`),
+        # before any conversion chunk waits and before the program ends
         pending = -1
         mbarrier.wait(kv_bar.index(0), 0)
         item = _read_item(item_smem.index(0))
@@ -420,8 +361,8 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_sm
                                            kv_empty, ready, empty, dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, counter,
                                            pending, scale, qk_scale, seq_q, seq_k, H, group, n_kblocks, item,
                                            c % KV_BUFS, (c // KV_BUFS) & 1, t, WG, HEAD_DIM, TAIL, SPLIT, STAGES, CAUSAL,
-                                           PERSISTENT, CONVERT)
-            elif CONVERT:
+                                           PERSISTENT, KV_IN_REGISTERS)
+            else:
                 mbarrier.arrive(kv_empty.index(c % KV_BUFS), count=1)  # its number read; no K or V
                 if pending >= 0:
                     _signal_head(counter, pending, 0)
@@ -430,24 +371,14 @@ def _consumer(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_sm
             c += 1
             mbarrier.wait(kv_bar.index(c % KV_BUFS), (c // KV_BUFS) & 1)
             item = _read_item(item_smem.index(c % KV_BUFS))
-        if CONVERT and pending >= 0:  # other programs may be waiting for it
+        if pending >= 0:  # other programs may be waiting for it
             _signal_head(counter, pending, 0)
-    elif PERSISTENT:
-        t = 0
-        c = 0
-        for item in range(gl.program_id(0), items, gl.num_programs(0)):
-            t, _ = _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem,
-                                 delta_smem, ds_smem, ds_bar, dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, kv_empty, ready,
-                                 empty, dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, counter, -1, scale, qk_scale,
-                                 seq_q, seq_k, H, group, n_kblocks, item, c % KV_BUFS, (c // KV_BUFS) & 1, t, WG, HEAD_DIM,
-                                 TAIL, SPLIT, STAGES, CAUSAL, PERSISTENT, False)
-            c += 1
     else:  # one item, this program's: no loop around it (the loop cost registers: spills at 80 and 128)
         _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem,
                       ds_smem, ds_bar, dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, kv_empty, ready, empty,
                       dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, counter, -1, scale, qk_scale, seq_q, seq_k, H,
                       group, n_kblocks, gl.program_id(0), 0, 0, 0, WG, HEAD_DIM, TAIL, SPLIT, STAGES, CAUSAL, PERSISTENT,
-                      False)
+                      KV_IN_REGISTERS)
     tma.store_wait(0)  # the stores and the last dQ reductions read shared memory the program gives up
 
 
@@ -457,15 +388,16 @@ def _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, do
                   dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, counter, pending, scale, qk_scale, seq_q, seq_k, H,
                   group, n_kblocks, item, buf, kv_phase, t0, WG: gl.constexpr, HEAD_DIM: gl.constexpr,
                   TAIL: gl.constexpr, SPLIT: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr,
-                  PERSISTENT: gl.constexpr, CONVERT: gl.constexpr):
+                  PERSISTENT: gl.constexpr, KV_IN_REGISTERS: gl.constexpr):
     """One item (`_item_coordinates`): dK and dV of its 128 keys (this warp group's 64), dQ_i
     shares of its query tiles; K and V in buffer `buf`, loaded at phase kv_phase; steps counted
-    on from t0. With CONVERT, signals `pending` (`_consumer`) on the way. Returns the count after
-    the steps and the item's own (batch x key/value head), pending now (CONVERT; else -1)."""
+    on from t0. PERSISTENT, signals `pending` (`_consumer`) on the way. Returns the count after
+    the steps and the item's own (batch x key/value head), pending now (PERSISTENT; else -1)."""
     b, kv_h, start_n, first_tile, n_q_tiles = _item_coordinates(item, n_kblocks, H // group, seq_q, 64, CAUSAL)
     # HEAD_DIM: the first column block's width; SPLIT: a second block of TAIL columns follows
     # (head_dim 80 = 64 + 16; only with one dQ chunk, CHUNKS == 1): every product over the columns
     # is two chained wgmmas, every product into them a second one into a TAIL-wide accumulator.
+    gl.static_assert(not (KV_IN_REGISTERS and SPLIT), "K and V as register operands span one column block")
     N: gl.constexpr = 64  # keys of this warp group
     M: gl.constexpr = 64  # query rows per tile
     DQ_W: gl.constexpr = dq_desc.block_type.shape[3]
@@ -500,14 +432,10 @@ def _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, do
         zero_dqt = zero_dq
 
     mbarrier.wait(kv_bar.index(buf), kv_phase)
-    # K and V as the register operands of S^T and dP^T at head_dim 64: read from shared memory
-    # once per item instead of by every wgmma. With both operands in shared memory a wgmma of 64
-    # query columns reads 128 bytes a clock, all the SM has, beside the TMA loads, dS^T and dQ_i
-    # traffic. Backward time before / after on an H100, per round: 1.009-1.146 (medians
-    # 1.018-1.097); at 80 (64 + 16 columns) the consumers spilled 24-48 bytes and it was
-    # 0.932-1.181 (medians 0.942-1.063; benchmarks/attention/softmax-under-pv-h100-d5875b1/
-    # summary.txt). 32 registers more a thread.
-    KV_IN_REGISTERS: gl.constexpr = (HEAD_DIM == 64) and (not SPLIT)
+    # KV_IN_REGISTERS: K and V as the register operands of S^T and dP^T, read from shared memory
+    # once per item instead of by every wgmma (32 registers more a thread). With both operands
+    # in shared memory a wgmma of 64 query columns reads 128 bytes a clock, all the SM has,
+    # beside the TMA loads, dS^T and dQ_i traffic.
     # the A operands of S^T, dP^T and (KV_IN_REGISTERS) dQ_i^T: registers, or the shared memory as it is
     k_op = k_tile
     v_op = v_tile
@@ -518,22 +446,20 @@ def _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, do
         v_op = v_tile.load(kv_op_layout)
         # dQ_i^T = K^T dS^T with K^T (both warp groups' 128 keys, 32 registers more) from
         # registers too: per tile the wgmma reads dS^T's 16 KB, not K's as well, and dQ_i^T is
-        # stored transposed for its reduction (4-byte stores, twice the 8-byte ones). Backward
-        # time before / after on an H100, per round: 0.981-1.153 (medians 0.993-1.093;
-        # benchmarks/attention/softmax-under-pv-h100-d5875b1, call 7).
+        # stored transposed for its reduction (4-byte stores, twice the 8-byte ones).
         kt_op = k_all.permute((1, 0)).load(gl.DotOperandLayout(operand_index=0, parent=dq_layout, k_width=2))
     h = kv_h * group
     i = 0
     # The previous tile's head and first row: its dQ_i is made one tile late (head_dim 64, 80).
-    # prev_h computed apart from h: bound to h's own value, the loop carried one of the two only
-    # (every tile's dQ_i went to the first head under GQA).
+    # prev_h is computed apart from h: bound to h's own value, the loop would carry one of the
+    # two only (and every tile's dQ_i would go to the first head under GQA).
     prev_h = kv_h * group
     prev_row0 = first_tile * M
     steps = group * n_q_tiles
     t = t0
     for s in range(steps):
         t = t0 + s
-        if CONVERT and (s == 2) and (pending >= 0):
+        if PERSISTENT and (s == 2) and (pending >= 0):
             # The previous item's reductions were issued before this one's first (by tile t0's
             # owner, at s = 1), a tile and more ago: waiting for all but that one costs nothing
             # where a wait at the item's end would stand exposed.
@@ -563,10 +489,8 @@ def _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, do
             st = warpgroup_mma_wait(1, deps=(st_tok,))
         # 2. P^T under dP^T
         pt = gl.exp2(st * qk_scale - lse[None, :])
-        # The mask only where a key can be hidden: most tiles need none. Skipping it elsewhere made
-        # the backward 1.035-1.102x as fast at head_dim 64 causal 1k-16k (gluon-backward-ab-h100-b1ecd71);
-        # at 128 it cost 7-10% while the consumers spilled 56 bytes, and helps since they do not
-        # (with LSE and delta in shared memory: gluon-backward-lse-h100-aa3ceb4).
+        # The mask only where a key can be hidden: most tiles need none, and the mask's
+        # instructions sit on the consumers' critical path.
         if (key0 + N > seq_k) or (CAUSAL and key0 + N - 1 > row0):
             pt = _hide_keys(pt, offs_k, offs_q, seq_k, CAUSAL)
         # 3. dV under dS^T
@@ -607,9 +531,8 @@ def _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, do
         else:
             # Head_dim 64 and 80: tile t's dQ_i = dS_t K (all 128 keys) is made by one warp group,
             # its owner t % 2, one tile late, while it works on tile t + 1: by then the other's
-            # half of dS_t is written. (Made at once, the owner waited for that half: 10% of the
-            # kernel's warp samples at d=64 full 4k, the other having made dQ_{t-1} meanwhile;
-            # stall-profile-h100-b69f802.) Barrier t % 4 carries the other's "written" for tile
+            # half of dS_t is written, where made at once the owner would wait for that half.
+            # Barrier t % 4 carries the other's "written" for tile
             # t: its arrival for t + 4 needs tile t + 2's Q/dO slot released by the owner, after
             # the owner's wait at t + 1. Slot t % 3 of dS^T is rewritten at t + 3, whose Q/dO
             # slot the producer fills only once the owner has released t + 1, after dQ_t's wgmma.
@@ -651,15 +574,16 @@ def _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, do
             _reduce_dq(dq * scale, dq, dq_desc, dq_smem, dqt_desc, dqt_smem, b, prev_h, prev_row0, WG, SPLIT,
                        KV_IN_REGISTERS)
 
-    if CONVERT:
+    if PERSISTENT:
         if pending >= 0:  # an item too short to have signalled it in its loop
             _signal_head(counter, pending, 0)
         pending = b * (H // group) + kv_h
-    # dK and dV out by TMA stores, staged in this warp group's Q and dO slots (their boxes are
-    # the same, 64 rows by the column block): free once both warp groups have released the last
-    # tile's slot, and every earlier one with it. Register stores of the wgmma layout wrote 4
-    # bytes a thread over eight rows a warp and sat on the load/store queue (8.7% of the d=128
-    # full 1k backward's warp samples: stall-profile in gluon-forward-pingpong-h100-49e6921).
+    # dK (scaled) and dV out by TMA stores (rows past seq_k clipped): register stores of the
+    # wgmma layout write 4 bytes a thread over eight rows a warp and sit on the load/store queue.
+    # A program per item stages them in this warp group's Q and dO slots (their boxes are the
+    # same, 64 rows by the column block), free once both warp groups have released the last
+    # tile's slot, and every earlier one with it. (Written inline: as a function of its own, the
+    # inlined scope's debug labels change ptxas's schedule of the persistent kernel.)
     if PERSISTENT:
         mbarrier.arrive(kv_empty.index(buf), count=1)  # this item's K and V are read no more
         # Staged apart (the ring's slots hold the next item's tiles meanwhile), once this warp
@@ -694,21 +618,20 @@ def _consume_item(q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, do
 def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, qt_desc, kt_desc, vt_desc, dot_desc, dqt_desc,
                 dk_desc, dv_desc, dkt_desc, dvt_desc, LSE, DELTA, counter, DQ_ACC, DQ, scale, qk_scale, seq_q, seq_k,
                 H, group, n_kblocks, items, end, HEAD_DIM: gl.constexpr, TAIL: gl.constexpr, SPLIT: gl.constexpr,
-                STAGES: gl.constexpr, CAUSAL: gl.constexpr, PERSISTENT: gl.constexpr, DYNAMIC: gl.constexpr,
-                CONVERT: gl.constexpr, num_warps: gl.constexpr):
+                STAGES: gl.constexpr, CAUSAL: gl.constexpr, PERSISTENT: gl.constexpr, KV_IN_REGISTERS: gl.constexpr,
+                CONSUMER_REGISTERS: gl.constexpr, PRODUCER_REGISTERS: gl.constexpr, num_warps: gl.constexpr):
     # Work items (`_item_coordinates`): one per program, or with PERSISTENT one program per SM
-    # taking them in a fixed turn or, with DYNAMIC, from the int32 at `counter` (zeroed by the
-    # caller), the producer loading the next item's K and V into the second buffer and its first
-    # Q/dO tiles into the ring while the consumers finish the current one. With CONVERT (DYNAMIC,
-    # no SPLIT) the numbers from `items` to `end` are chunks of dQ's conversion from the fp32
-    # sums DQ_ACC into DQ (`_convert_dq`), each waiting for its head's signal at counter[1 + head]
-    # (zeroed too): taken from the same counter, a chunk's number comes after every item's, whose
-    # programs are running, so the wait ends.
+    # taking them from the int32 at `counter` (zeroed by the caller), the producer loading the
+    # next item's K and V into the second buffer and its first Q/dO tiles into the ring while
+    # the consumers finish the current one. PERSISTENT, the numbers from `items` to `end` are
+    # chunks of dQ's conversion from the fp32 sums DQ_ACC into DQ (`_convert_dq`), each waiting
+    # for its head's signal at counter[1 + head] (zeroed too): taken from the same counter, a
+    # chunk's number comes after every item's, whose programs are running, so the wait ends.
     M: gl.constexpr = 64
     KV_BUFS: gl.constexpr = 2 if PERSISTENT else 1
     # The heads' signals count on one dQ_i reduction per tile by its owner (`_consume_item`'s
-    # wait_group 1): head_dim 64 only, where neither a tail nor a second chunk adds groups.
-    gl.static_assert(not CONVERT or (DYNAMIC and not SPLIT and dq_desc.block_type.shape[3] == HEAD_DIM))
+    # wait_group 1): neither a tail nor a second chunk may add groups.
+    gl.static_assert(not PERSISTENT or (not SPLIT and dq_desc.block_type.shape[3] == HEAD_DIM))
 
     q_smem = gl.allocate_shared_memory(q_desc.dtype, [STAGES, 1, 1, M, HEAD_DIM], q_desc.layout)
     do_smem = gl.allocate_shared_memory(do_desc.dtype, [STAGES, 1, 1, M, HEAD_DIM], do_desc.layout)
@@ -755,137 +678,79 @@ def _bwd_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, qt_desc, kt_desc, vt_d
         dkv_stage = gl.allocate_shared_memory(dk_desc.dtype, [4, 1, 1, M, HEAD_DIM], dk_desc.layout)
     else:  # staged in the Q/dO slots, free at the program's end
         dkv_stage = q_smem
-    # with DYNAMIC, each K/V buffer's item number, published by the producer
+    # PERSISTENT, each K/V buffer's item number, published by the producer
     item_smem = gl.allocate_shared_memory(gl.int32, [KV_BUFS, 1], gl.SwizzledSharedLayout(1, 1, 1, order=[0]))
     ready, empty = ring_barriers(STAGES, 2)
     fence_async_shared()
 
-    # Argument tuples inline (bound to a name first, their constexprs would arrive as tensors).
-    gl.warp_specialize([
-        (_consumer, (q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, ds_smem,
-                     ds_bar, dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, kv_empty, ready, empty,
-                     dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, item_smem, counter, DQ_ACC, DQ, scale, qk_scale,
-                     seq_q, seq_k, H, group, n_kblocks, items, end, 0, HEAD_DIM, TAIL, SPLIT, STAGES, CAUSAL, KV_BUFS,
-                     PERSISTENT, DYNAMIC, CONVERT)),
-        (_consumer, (q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, ds_smem,
-                     ds_bar, dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, kv_empty, ready, empty,
-                     dk_desc, dv_desc, dkt_desc, dvt_desc, dkv_stage, item_smem, counter, DQ_ACC, DQ, scale, qk_scale,
-                     seq_q, seq_k, H, group, n_kblocks, items, end, 1, HEAD_DIM, TAIL, SPLIT, STAGES, CAUSAL, KV_BUFS,
-                     PERSISTENT, DYNAMIC, CONVERT)),
-        (_producer, (q_desc, k_desc, v_desc, do_desc, qt_desc, kt_desc, vt_desc, dot_desc, q_smem, k_smem, v_smem, do_smem,
-                     qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, kv_bar, kv_empty, item_smem, ready, empty,
-                     LSE, DELTA, counter, seq_q, H, group, n_kblocks, items, end, STAGES, SPLIT, CAUSAL, KV_BUFS,
-                     DYNAMIC)),
-    ], [4, 1], [240, 24])
+    specialise(
+        _consumer, (q_smem, k_smem, v_smem, do_smem, qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, ds_smem,
+                    ds_bar, dq_desc, dq_smem, dqt_desc, dqt_smem, kv_bar, kv_empty, ready, empty, dk_desc, dv_desc,
+                    dkt_desc, dvt_desc, dkv_stage, item_smem, counter, DQ_ACC, DQ, scale, qk_scale, seq_q, seq_k, H,
+                    group, n_kblocks, items, end, HEAD_DIM, TAIL, SPLIT, STAGES, CAUSAL, KV_BUFS, PERSISTENT,
+                    KV_IN_REGISTERS),
+        _producer, (q_desc, k_desc, v_desc, do_desc, qt_desc, kt_desc, vt_desc, dot_desc, q_smem, k_smem, v_smem, do_smem,
+                    qt_smem, kt_smem, vt_smem, dot_smem, lse_smem, delta_smem, kv_bar, kv_empty, item_smem, ready, empty,
+                    LSE, DELTA, counter, seq_q, H, group, n_kblocks, items, end, STAGES, SPLIT, CAUSAL, KV_BUFS,
+                    PERSISTENT),
+        CONSUMER_REGISTERS, PRODUCER_REGISTERS)
+
+
 
 
 # Launches past the first of each specialisation skip JITFunction.run's binding (launch.py).
 _BWD_LAUNCH = CachedLaunch(_bwd_kernel)
 
-
-def fits(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
-    """Whether the kernel takes these 4-d (B, H, S, d) inputs, on any device: what the Gluon
-    forward takes (flash_gluon.fits: bf16/fp16, head_dim 64, 80 as 64 + 16 columns, or 128,
-    TMA-addressable)."""
-    return flash_gluon.fits(q, k, v)
+# ----------------------------------------------------------------------------- host
 
 
-# Backward time at head_dim 64 on the H100, bf16, 16k tokens, two interleaved rounds
-# (benchmarks/attention/gluon-backward-h100-e53598a/lengths.jsonl): flash_triton's atomic / this
-# one's 1.076-1.307 non-causal and 1.018-1.112 causal at every length from 1024 to 16384 keys;
-# its split backward / this one's 1.044-1.123 and 1.060-1.279 from 2048 on, but 0.959-0.973 and
-# 0.947-0.965 at 1024, so it ran from 2048. Since (the dK/dV TMA stores, the counter-fed causal
-# programs), at 1024 keys four interleaved rounds put cuDNN's backward time / this one's at
-# 1.036-1.044 (full) and 1.161-1.207 (causal), against 0.907-0.946 and 0.975-0.997 for the split
-# backward (final-h100-338e4be, variant gluon-d64-backward-1k): from 1024, the shortest timed.
-D64_FROM_KEYS = 1024
-# Head_dim 128, with both warp groups making dQ_i's halves (2026-11-25, sixth session,
-# gluon-backward-ab-h100-b1ecd71 and gluon-backward-d128-h100-46bf753): flash_triton's atomic
-# backward time / this one's 1.006-1.185 (full 4k and 16k), 1.054-1.125 (causal 4k), but
-# 0.948-1.011 at causal 16k, kept there because the compiled 8B block at 32k ran faster with it
-# (474.80 against 490.52 ms: compiled, Triton's dQ goes by per-thread atomics). At 1024 and 2048
-# keys (2026-11-26, d128-short-h100-f919e46) the default backward's time (Triton's split there) /
-# this one's 1.044-1.068 (full 1k), 1.099-1.102 (full 2k), 1.019-1.025 (causal 1k), 1.108-1.117
-# (causal 2k): from 1024, the shortest timed.
-D128_FROM_KEYS = 1024
-# Head_dim 80 (64 + 16 columns; gluon-backward-d80-h100-4c27cc7): the default backward's time
-# with Triton's kernels / with this one 1.160-1.316 non-causal and 1.117-1.359 causal at 1k, 4k
-# and 16k keys (and 1.003-1.136x as fast as cuDNN's backward). From 1024, the shortest timed.
-D80_FROM_KEYS = 1024
-# False (or LMPERF_ATTENTION_GLUON_BACKWARD=0) keeps flash_triton's own backwards, with the Gluon
-# forward still on: to time the two.
-ENABLED = os.environ.get("LMPERF_ATTENTION_GLUON_BACKWARD", "1") != "0"
+def kernel_constexprs(tuning: Tuning, head_dim: int, causal: bool, persistent: bool) -> dict:
+    """The kernel's compile-time arguments for one launch (the sm90 report compiles with them too)."""
+    main, tail = column_blocks(head_dim)
+    return dict(HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail),
+                STAGES=tuning.persistent_backward_slots if persistent else tuning.backward_slots, CAUSAL=causal,
+                PERSISTENT=persistent, KV_IN_REGISTERS=head_dim in tuning.kv_in_registers,
+                CONSUMER_REGISTERS=tuning.consumer_registers, PRODUCER_REGISTERS=tuning.producer_registers,
+                num_warps=4)
 
 
-def faster_here(head_dim: int, seq_k: int) -> bool:
-    """Whether this backward beat both of flash_triton's on the H100 at this shape (head_dim 128:
-    from D128_FROM_KEYS, the shortest length timed there; see there for causal 16k)."""
-    from_keys = {64: D64_FROM_KEYS, 80: D80_FROM_KEYS, 128: D128_FROM_KEYS}.get(head_dim)
-    return from_keys is not None and seq_k >= from_keys
-
-
-def supported(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, runs: bool | None = None) -> bool:
-    """Whether flash_triton's "atomic" backward runs this kernel for these inputs: enabled here,
-    `flash_gluon.can_run` (the Gluon kernels enabled as a whole, an sm90 GPU, `fits`; runs: its
-    answer, where the caller has it) and `faster_here`."""
-    return ENABLED and faster_here(q.shape[-1], k.shape[-2]) and (flash_gluon.can_run(q, k, v) if runs is None else runs)
+def _workspace(q: torch.Tensor, kv_heads: int, persistent: bool):
+    """dQ's fp32 sums, and (persistent) the work counter with each batch x key/value head's
+    signal after it: one zeroed allocation, so one fill. Returns (sums, counter or None)."""
+    batch, heads, seq_q, head_dim = q.shape
+    sums = batch * heads * seq_q * head_dim
+    workspace = torch.zeros(sums + (1 + batch * kv_heads if persistent else 0), dtype=torch.float32, device=q.device)
+    counter = workspace[sums:].view(torch.int32) if persistent else None
+    return workspace[:sums].view(batch, heads, seq_q, head_dim), counter
 
 
 def backward(q, k, v, do, lse, delta, is_causal: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """dQ, dK, dV (contiguous, the inputs' dtype) from (B, H, S, d) q, dO, (B, H_kv, S, d) k, v,
     and the forward's LSE and the preprocess kernel's delta, both (B, H, seq_q) fp32."""
+    tuning = current()
     batch, heads, seq_q, head_dim = q.shape
     kv_heads, seq_k = k.shape[1], k.shape[2]
-    do = flash_gluon.aligned(do)
+    do = aligned(do)
     dk = torch.empty((batch, kv_heads, seq_k, head_dim), dtype=q.dtype, device=q.device)
     dv = torch.empty_like(dk)
     scale = 1 / math.sqrt(head_dim)
-    main, tail = flash_gluon.column_blocks(head_dim)
-    block_descriptors = flash_gluon.block_descriptors
+    main, _ = column_blocks(head_dim)
     (q_desc, qt_desc), (k_desc, kt_desc), (v_desc, vt_desc), (do_desc, dot_desc) = (
-        block_descriptors(x, rows) for x, rows in ((q, ROWS), (k, KEYS), (v, KEYS), (do, ROWS)))
-    n_kblocks = triton.cdiv(seq_k, BLOCK_N)
+        block_descriptors(x, rows) for x, rows in ((q, ROWS), (k, BACKWARD_KEYS), (v, BACKWARD_KEYS), (do, ROWS)))
+    n_kblocks = triton.cdiv(seq_k, 2 * BACKWARD_KEYS)
     items = n_kblocks * batch * kv_heads
-    from_keys = PERSISTENT_CAUSAL_FROM_KEYS if is_causal else PERSISTENT_FROM_KEYS
-    persistent = seq_k >= from_keys.get(head_dim, math.inf)
-    convert = persistent and CONVERT_IN_KERNEL and head_dim == 64  # see _bwd_kernel's assertion
-    dynamic = persistent and (is_causal or convert)
-    # dQ's fp32 sums and, with DYNAMIC, the work counter and each (batch x key/value head)'s
-    # signal: one zeroed allocation, so one fill
-    sums = batch * heads * seq_q * head_dim
-    workspace = torch.zeros(sums + (1 + batch * kv_heads if dynamic else 0), dtype=torch.float32, device=q.device)
-    dq_acc = workspace[:sums].view(batch, heads, seq_q, head_dim)
-    counter = workspace[sums:].view(torch.int32) if dynamic else lse  # lse: a pointer never read
-    dq = torch.empty((batch, heads, seq_q, head_dim), dtype=q.dtype, device=q.device) if convert else dq_acc
-    chunks = batch * kv_heads * triton.cdiv(heads // kv_heads * seq_q, 256) if convert else 0
+    persistent = tuning.backward_persistent(head_dim, seq_k)
+    dq_acc, counter = _workspace(q, kv_heads, persistent)
+    # persistent, the kernel converts dQ itself, in chunks of 256 rows of a key/value head's query heads
+    dq = torch.empty((batch, heads, seq_q, head_dim), dtype=q.dtype, device=q.device) if persistent else dq_acc
+    chunks = batch * kv_heads * triton.cdiv(heads // kv_heads * seq_q, 256) if persistent else 0
     dq_desc, dqt_desc = block_descriptors(dq_acc, ROWS, min(DQ_COLUMNS, main))
     (dk_desc, dkt_desc), (dv_desc, dvt_desc) = block_descriptors(dk, ROWS), block_descriptors(dv, ROWS)
     _BWD_LAUNCH(
-        (min(items, flash_gluon.multiprocessors(q.device)) if persistent else items,),
+        (min(items, schedule.multiprocessors(q.device)) if persistent else items,),
         q_desc, k_desc, v_desc, do_desc, dq_desc, qt_desc, kt_desc, vt_desc, dot_desc, dqt_desc,
-        dk_desc, dv_desc, dkt_desc, dvt_desc, lse, delta, counter, dq_acc, dq, scale, scale * LOG2E,
-        seq_q, seq_k, heads, heads // kv_heads, n_kblocks, items, items + chunks,
-        HEAD_DIM=main, TAIL=tail or 16, SPLIT=bool(tail), STAGES=PERSISTENT_STAGES if persistent else STAGES,
-        CAUSAL=is_causal, PERSISTENT=persistent, DYNAMIC=dynamic, CONVERT=convert,
-        num_warps=4,
+        dk_desc, dv_desc, dkt_desc, dvt_desc, lse, delta, lse if counter is None else counter,  # lse: never read
+        dq_acc, dq, scale, scale * LOG2E, seq_q, seq_k, heads, heads // kv_heads, n_kblocks, items, items + chunks,
+        **kernel_constexprs(tuning, head_dim, is_causal, persistent),
     )
-    return (dq if convert else dq_acc.to(q.dtype)), dk, dv
-
-
-@torch.library.custom_op("lmperf::flash_gluon_backward", mutates_args=())
-def _backward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, do: torch.Tensor, lse: torch.Tensor,
-                 delta: torch.Tensor, is_causal: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    return backward(flash_gluon.aligned(q), flash_gluon.aligned(k), flash_gluon.aligned(v), do, lse, delta, is_causal)
-
-
-@_backward_op.register_fake
-def _(q, k, v, do, lse, delta, is_causal):
-    return torch.empty_like(q, memory_format=torch.contiguous_format), k.new_empty(k.shape), v.new_empty(k.shape)
-
-
-def launch(q, k, v, do, lse, delta, is_causal: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """`backward`, through the custom op where torch.compile traces (Dynamo does not trace Gluon
-    launches), directly otherwise."""
-    if torch.compiler.is_compiling():
-        return _backward_op(q, k, v, do, lse, delta, is_causal)
-    return backward(q, k, v, do, lse, delta, is_causal)
+    return (dq if persistent else dq_acc.to(q.dtype)), dk, dv

@@ -1,6 +1,6 @@
-"""split_keys.combine under TRITON_INTERPRET=1 on the CPU (fp32).
+"""sm90.combine under TRITON_INTERPRET=1 on the CPU (fp32).
 
-Not collected on its own (no test_ prefix): test_attention_split_keys.py runs this file in a
+Not collected on its own (no test_ prefix): test_attention_sm90_schedule.py runs this file in a
 subprocess with TRITON_INTERPRET=1 set before Triton compiles anything. The runs are made here in
 float64 from their definition (softmax over a run's keys), independently of the Gluon kernel
 that makes them on the GPU, so the merge is checked against attention over all keys.
@@ -12,9 +12,9 @@ import os
 import pytest
 import torch
 
-from lmperf.attention import split_keys
+from lmperf.attention.sm90 import combine, schedule
 
-assert os.environ.get("TRITON_INTERPRET") == "1", "run through test_attention_split_keys.py"
+assert os.environ.get("TRITON_INTERPRET") == "1", "run through test_attention_sm90_schedule.py"
 
 
 def float64_runs(q, k, v, whole, parts, block_m, block_n):
@@ -29,7 +29,7 @@ def float64_runs(q, k, v, whole, parts, block_m, block_n):
         bh, tile_m = divmod(unit, n_m)
         rows = padded[bh // heads, bh % heads, tile_m * block_m:(tile_m + 1) * block_m]
         for part in range(parts):
-            first, stop = split_keys.key_range(part, parts, key_tiles)
+            first, stop = schedule.key_range(part, parts, key_tiles)
             keys = slice(first * block_n, stop * block_n)
             scores = rows @ k[bh // heads, bh % heads, keys].T / math.sqrt(head_dim)
             o_runs.append(torch.softmax(scores, -1) @ v[bh // heads, bh % heads, keys])
@@ -44,13 +44,13 @@ def float64_runs(q, k, v, whole, parts, block_m, block_n):
         (1, 2, 40, 70, 20, 16, 40),  # fewer tiles than programs: all 6 in six runs; 20 columns of 32
         (2, 1, 16, 9, 16, 16, 25),  # one full tile per head, two key tiles (the second of one key)
         (1, 2, 100, 45, 16, 48, 19),  # tiles of 48 rows merged 16 at a time (as 192 by 64 on the GPU)
-        (1, 1, 16, 150, 20, 16, 40),  # 19 runs, padded to 32: 8 rows a program (MERGED_ELEMENTS)
+        (1, 1, 16, 150, 20, 16, 40),  # 19 runs, padded to 32: 8 rows a program (COMBINE_ELEMENTS)
     ],
 )
 def test_combine_merges_runs_as_softmax_over_all_keys(batch, heads, seq_q, seq_k, head_dim, block_m, programs):
     block_n = 8
     n_m = -(-seq_q // block_m)
-    whole, parts = split_keys.plan(batch * heads * n_m, programs, -(-seq_k // block_n))
+    whole, parts = schedule.split_plan(batch * heads * n_m, programs, -(-seq_k // block_n))
     assert parts >= 2
     gen = torch.Generator().manual_seed(seq_q + seq_k)
     q, k, v = (torch.randn(batch, heads, n, head_dim, dtype=torch.float64, generator=gen)
@@ -60,7 +60,7 @@ def test_combine_merges_runs_as_softmax_over_all_keys(batch, heads, seq_q, seq_k
     # tiles keep what they held
     o = torch.full((batch, seq_q, heads, head_dim), 7.0).transpose(1, 2)
     lse = torch.full((batch, heads, seq_q), -3.0)
-    split_keys.combine(part_o, part_lse, o, lse, whole, parts, n_m)
+    combine.combine(part_o, part_lse, o, lse, whole, parts, n_m)
 
     scores = q @ k.transpose(-1, -2) / math.sqrt(head_dim)
     expected_o, expected_lse = torch.softmax(scores, -1) @ v, torch.logsumexp(scores, -1)
