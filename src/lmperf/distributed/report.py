@@ -1,5 +1,5 @@
-"""Tables and plots of distributed runs, rendered from results.jsonl, and the committed benchmark
-page (`benchmarks/distributed-<machine>.md`) rendered from a comm run and bench runs."""
+"""Tables and plots of distributed runs, rendered from results.jsonl, and a benchmark page
+(`distributed-<machine>.md`) rendered from a comm run and bench runs."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from lmperf.report.rundir import RESULTS, read_rows
 
 def rows_at(path: Path) -> list[dict]:
     """The rows of a results file, of a run directory's, or `FILE:SET`: the rows of a published
-    rows file (benchmarks/rows/*.jsonl) whose `set` is SET."""
+    rows file (one JSONL per benchmark page) whose `set` is SET."""
     path = Path(path)
     if not path.exists() and ":" in path.name:
         file, _, name = str(path).rpartition(":")

@@ -1,7 +1,7 @@
 """The capture corpus: small lmperf and Hugging Face models, each profiled for one step.
 
 Every fourth entry is held out: it is kept away from development and only scored at the end
-(`benchmarks/pmc-accuracy.md`). The list mixes families (GPT-2, Llama, Mistral, Qwen2, GPT-NeoX,
+(the pmc accuracy page). The list mixes families (GPT-2, Llama, Mistral, Qwen2, GPT-NeoX,
 OPT, lmperf), widths 256-1024, depths 2-6, vocabularies, batch and sequence lengths, dtypes,
 forward and training steps, naive and SDPA attention.
 
@@ -153,8 +153,7 @@ _SWEEP = [
 ]
 SWEEP_SEED = 12  # the held-out third of the sweep: a seeded draw, fixed before any capture
 
-# A second blind batch, written down (commit after 65430fe) before any of it was captured, every
-# entry held out: shapes the sweep did not have (GPT-NeoX and OPT at odd heads, hd 128 at 28/7
+# A second blind batch, written down before any of it was captured, every entry held out: shapes the sweep did not have (GPT-NeoX and OPT at odd heads, hd 128 at 28/7
 # heads, GQA ratios 5, 6 and 8, fp32 SDPA over 14 heads, a Triton forward at 20 heads), each
 # scored once, with the code of the commit that captured it.
 _BLIND = [
@@ -172,8 +171,8 @@ _BLIND = [
     ("b_gpt2_h14_t513_fp32", gpt2(2, 896, 14, 50257), 2, 513, "forward", "fp32", "sdpa", {}),
     ("b_neox_h20_t200", neox(2, 1280, 20, 5120, 50432), 1, 200, "forward", "fp16", "sdpa", {}),
     ("b_opt_h12_t129_flash", opt(2, 768, 12, 3072, 50272), 3, 129, "forward", "bf16", "sdpa", FLASH),
-    # A third batch, written down after scoring the second (82d9c0a) and before fixing what it
-    # failed, so the fixes never saw it; every entry held out.
+    # A third batch, written down after scoring the second and before fixing what it failed, so
+    # the fixes never saw it; every entry held out.
     ("c_llama_hd128_h12_kv4_t333_flash", llama(2, 1536, 12, 4, 4096, 32000), 1, 333, "forward",
      "bf16", "sdpa", FLASH),
     ("c_neox_h14_t150", neox(2, 896, 14, 3584, 50304), 2, 150, "forward", "bf16", "sdpa", {}),
@@ -185,8 +184,8 @@ _BLIND = [
     ("c_lmperf_h28_t129_triton", _small(n_layers=2, d_model=1792, n_heads=28, d_ff=4864), 2, 129,
      "forward", "fp32", "triton", {}),
     ("c_opt_h40_t200_fp32", opt(2, 2560, 40, 10240, 50272), 1, 200, "forward", "fp32", "sdpa", {}),
-    # A fourth batch, written down after the fixes for the third (57e5942) and not captured in
-    # that session (no device time left): the blind test of those fixes, with two training steps.
+    # A fourth batch, written down after the fixes for the third and before any capture: the blind
+    # test of those fixes, with two training steps.
     ("d_gpt2_h16_t250_flash", gpt2(2, 1024, 16, 50257), 2, 250, "forward", "fp16", "sdpa", FLASH),
     ("d_llama_hd128_h32_kv8_t160_cudnn", llama(2, 4096, 32, 8, 11008, 32000), 1, 160, "forward",
      "bf16", "sdpa", CUDNN),
@@ -204,8 +203,7 @@ _BLIND = [
     ("d_gpt2_h12_t100_train", gpt2(2, 768, 12, 50257), 2, 100, "train-step", "bf16", "sdpa", {}),
     ("d_llama_h20_kv4_t64_train", llama(2, 1280, 20, 4, 3456, 32000), 2, 64, "train-step", "bf16",
      "sdpa", {}),
-    # A fifth batch, written down (after the fourth's scoring and its d_ff fix, fa8354f) before any
-    # capture: OPT at three sizes and as a training step, NeoX on cuDNN, fp32 GPT-2 at 28 heads,
+    # A fifth batch, written down after the fourth's scoring and its d_ff fix, before any capture: OPT at three sizes and as a training step, NeoX on cuDNN, fp32 GPT-2 at 28 heads,
     # GQA 7:1 eager, hd 128 at 16/2 heads, a Triton forward in fp16 at 40 heads.
     ("e_opt_h12_t77_eager", opt(2, 768, 12, 3072, 50272), 3, 77, "forward", "fp16", "naive", {}),
     ("e_opt_h28_t150", opt(2, 1792, 28, 7168, 50272), 1, 150, "forward", "bf16", "sdpa", {}),

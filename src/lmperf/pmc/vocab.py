@@ -4,8 +4,8 @@ Tensor-pipe work counts padded tiles, so the LM head's work only bounds V (by ro
 padding). Counters of bytes pin it when one of them sees the N·V logits exactly:
 - the loss's log-softmax FFMA count (training steps);
 - the head's requested st.global bytes: fp32 GEMMs and 16-bit ones whose V is no multiple of 8
-  (`benchmarks/data/pmc/vocab-counters-60358df.txt`: F.linear probes; a split-K cutlass head, grid z = 2, stored 2·N·V·2 B plus
-  9,432 B on two captures, which pins nothing);
+  (F.linear probes show it; a split-K cutlass head, grid z = 2, stores 2·N·V·2 B plus 9,432 B,
+  which pins nothing);
 - a Hopper TMA-store head (st.global bytes 0): the bytes its TMA stores send to L2, or the L2
   write sectors from the SMs (x 32 bytes), when they are a whole number of N·bytes rows;
 - the fp32 copy of the logits that follows the head (Hugging Face generate's last-position
