@@ -45,7 +45,7 @@ def _sdpa_ops() -> list:
 SAVED_BY_SELECTIVE = _sdpa_ops()
 
 
-def _checkpoint_options(policy: str) -> dict:
+def checkpoint_options(policy: str) -> dict:
     if policy == "selective":
         from torch.utils.checkpoint import create_selective_checkpoint_contexts
 
@@ -147,7 +147,7 @@ class Block(nn.Module):
         if self.checkpoint == "none":
             return self._forward(x)
         return torch.utils.checkpoint.checkpoint(
-            self._forward, x, use_reentrant=False, **_checkpoint_options(self.checkpoint))
+            self._forward, x, use_reentrant=False, **checkpoint_options(self.checkpoint))
 
     def _forward(self, x: torch.Tensor) -> torch.Tensor:
         with regions.region(regions.ATTN_NORM):
