@@ -62,6 +62,9 @@ def with_memory_model(rows: Sequence[dict]) -> list[dict]:
     """Rows with the analytic per-rank memory (sharding.py) beside the measured, in GB."""
     out = []
     for row in rows:
+        if row.get("module"):  # a user's module has no analytic memory model
+            out.append({**row, "model_persistent_gb": None, "model_peak_gb": None})
+            continue
         strategy = Strategy(row["strategy"], row.get("bucket_mb"), row.get("reshard"))
         config, nproc = StepConfig.from_dict(row).model_config(), row.get("nproc", 1)
         param_dtype = row.get("param_dtype", "fp32")

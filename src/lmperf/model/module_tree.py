@@ -10,7 +10,6 @@ most children): a Transformer's layers, whatever their attribute is called (`blo
 from __future__ import annotations
 
 import contextlib
-import functools
 from typing import Iterator
 
 import torch
@@ -105,5 +104,12 @@ def checkpoint_blocks(blocks: list[nn.Module], options: dict) -> None:
     selective policy's context_fn): the block keeps its input and recomputes the rest in the
     backward. The forward is replaced on the instance, so module paths stay as they were."""
     for block in blocks:
-        block.forward = functools.partial(torch.utils.checkpoint.checkpoint, block.forward,
-                                          use_reentrant=False, **options)
+        block.forward = _checkpointed(block.forward, options)
+
+
+def _checkpointed(forward, options: dict):
+    # A plain function, not a functools.partial: dynamo traces it into a compiled block.
+    def checkpointed_forward(*args, **kwargs):
+        return torch.utils.checkpoint.checkpoint(forward, *args, use_reentrant=False, **options, **kwargs)
+
+    return checkpointed_forward

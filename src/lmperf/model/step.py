@@ -14,7 +14,7 @@ from lmperf.errors import UsageError
 from lmperf.model import ModelConfig, TransformerLM, check_context, preset
 from lmperf.model.module_tree import repeated_blocks
 from lmperf.model.transformer import CHECKPOINT_POLICIES, LOSSES
-from lmperf.model.user import OWN_ATTENTION, UserModel
+from lmperf.model.user import UserModel
 
 MODES = ("forward", "forward-backward", "train-step")
 PRECISIONS = ("fp32", "bf16")

@@ -102,6 +102,10 @@ class UserModel:
         build = factory_builder(model.factory, None, json.loads(model.arguments))
         return replace(model, build_module=build)
 
+    def __reduce__(self):
+        # Another process (a data-parallel rank) gets the record and imports the factory again.
+        return UserModel.from_record, (self.record(),)
+
     def record(self) -> dict:
         """What rows carry: every field before `build_module`, the arguments as an object."""
         values = {f.name: getattr(self, f.name) for f in fields(self) if f.compare}

@@ -73,7 +73,7 @@ def _module_regions(row: dict, calls: list[KernelCall]) -> tuple[list[KernelCall
     def label(region: str) -> str:
         return collapse(path_of_region(region), containers) or ROOT if is_module_region(region) else region
 
-    flops = row["region_flops"]
+    flops = dict(row["region_flops"])
     return [replace(c, region=label(c.region)) for c in calls], flops, [*flops, regions.LOSS, regions.OPTIMIZER]
 
 
@@ -112,7 +112,9 @@ def _module_fields(step: ModelStep, mode: str) -> dict:
         return {}
     containers = repeated_containers(step.model)
     counted = counted_flops(step.config.module, step.config.seq_len)
-    return {"repeated_containers": containers, "region_flops": counted.by_region(step.config.batch, mode, containers),
+    flops = counted.by_region(step.config.batch, mode, containers)
+    # (region, FLOPs) pairs: a list keeps the module order in rows written with sorted keys
+    return {"repeated_containers": containers, "region_flops": list(flops.items()),
             "flop_count": counted.method(step.config.batch)}
 
 
