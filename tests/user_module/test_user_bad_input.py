@@ -15,7 +15,7 @@ CASES = [
     (["--module", str(BAD.with_name("missing.py")) + ":build"], "no file"),
     (["--module", "build_a_model"], "--module takes PKG.MOD:FACTORY or path/to/file.py:FACTORY"),
     (["--module", f"{BAD}:no_factory"], "has no 'no_factory'"),
-    (["--module", f"{BAD}:not_a_module"], "returned a int, not a torch.nn.Module"),
+    (["--module", f"{BAD}:not_a_module"], "returned an object of type int, not a torch.nn.Module"),
     (["--module", f"{BAD}:wrong_output"], "to a tensor of shape (2, 16); lmperf needs logits (batch 2, context 8, vocab)"),
     (["--module", f"{BAD}:biased_head", "--loss", "fused"], "--loss fused needs bad_factories:biased_head's output"),
     (["--module", SCRATCH, "--module-args", "[1, 2]"], "--module-args takes a JSON object"),

@@ -12,7 +12,8 @@ from lmperf.bench import run_bench
 from lmperf.model.choice import ModelChoice
 from lmperf.model.step import ModelStep
 from lmperf.run.options import SweepOptions
-from scratch_model import SCRATCH
+from lmperf.profile.breakdown import tensor_parts
+from scratch_model import PARAM_TENSORS, PARAMS, SCRATCH
 
 CPU = torch.device("cpu")
 
@@ -49,11 +50,13 @@ def test_fused_loss_forms_no_logits():
     assert seen == [torch.Size([])]
 
 
-def test_bf16_parameters():
+def test_bf16_parameters_and_their_bytes():
+    """2 bytes per parameter, gradient and AdamW moment; AdamW's step counts stay fp32."""
     step = ModelStep(scratch_config(precision="bf16", param_dtype="bf16"), CPU)
-    step.run("train-step")
+    parts = tensor_parts(step)
     assert {p.dtype for p in step.model.parameters()} == {torch.bfloat16}
-    assert {p.grad is None for p in step.model.parameters()} == {False}
+    assert parts.parameters == parts.gradients == PARAMS * 2
+    assert parts.optimizer_state == 2 * PARAMS * 2 + PARAM_TENSORS * 4
 
 
 def test_compile_compiles_each_repeated_block_once():

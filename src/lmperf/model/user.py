@@ -181,7 +181,7 @@ def factory_builder(spec: str, factory: Callable | None, kwargs: dict) -> Callab
         with device:
             module = call_user(f"--module: {spec}", call, **kwargs)
         if not isinstance(module, nn.Module):
-            raise UsageError(f"--module: {spec} returned a {type(module).__name__}, not a torch.nn.Module")
+            raise UsageError(f"--module: {spec} returned an object of type {type(module).__name__}, not a torch.nn.Module")
         return module.to(device)
 
     return build

@@ -112,7 +112,7 @@ def load_factory(spec: str) -> Callable:
     if factory is None:
         raise UsageError(f"--module: {where} has no {name!r}")
     if not callable(factory):
-        raise UsageError(f"--module: {where}:{name} is a {type(factory).__name__}, not a callable")
+        raise UsageError(f"--module: {where}:{name} is not callable (an object of type {type(factory).__name__})")
     return factory
 
 
