@@ -12,7 +12,7 @@ from lmperf.analysis.module_flops import counted_flops
 from lmperf.errors import UsageError
 from lmperf.model.module_tree import collapse, repeated_blocks_path, repeated_containers
 from lmperf.model.user import UserModel, vocab_of
-from scratch_model import PARAMS, SCRATCH
+from scratch_model import PARAMS, SCRATCH, forward_flops
 
 
 def test_record_round_trip_and_pickle_rebuild_the_model():
@@ -87,3 +87,12 @@ def test_meta_device_first_then_a_real_sequence():
     assert (model.vocab_size, model.head, model.params) == (20, "head", 160)
     assert counted_flops(model, 8).where == "cpu" and counted_flops(UserModel.from_factory(SCRATCH), 8).where == "meta"
     assert counted_flops(model, 8).matmul(3, "forward") == 3 * 2 * 8 * 4 * 20  # one head matmul per sequence
+
+
+def test_compiled_blocks_count_for_the_module_that_calls_them():
+    counted = counted_flops(UserModel.from_factory(SCRATCH), 8)
+    regions = counted.by_region(2, "forward", ["layers"])
+    folded = counted.by_region(2, "forward", ["layers"], compiled_blocks="layers")
+    inside = sum(flops for region, flops in regions.items() if region.startswith("layers."))
+    assert inside > 0 and not any(region.startswith("layers.") for region in folded)
+    assert folded["(model)"] == regions["(model)"] + inside == forward_flops(2, 8) - regions["lm_head"]

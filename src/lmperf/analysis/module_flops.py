@@ -55,11 +55,15 @@ class CountedFlops:
     def method(self, batch: int) -> str:
         return f"FlopCounterMode on {self.where} tensors: one sequence of {self.context} tokens × batch {batch}"
 
-    def by_region(self, batch: int, mode: str, containers: list[str]) -> dict[str, float]:
-        """FLOPs per module path, repeated blocks collapsed (`layers.*.attn`), in module order."""
+    def by_region(self, batch: int, mode: str, containers: list[str], compiled_blocks: str = "") -> dict[str, float]:
+        """FLOPs per module path, repeated blocks collapsed (`layers.*.attn`), in module order.
+        With `compiled_blocks` (the path of blocks compiled whole), what runs inside them counts
+        for the module that calls them, where a profile finds their time."""
         flops: dict[str, float] = {}
         for path, forward in self.forward.items():
             own = forward + (0.0 if mode == "forward" else self.backward.get(path, 0.0))
+            if compiled_blocks and path.startswith(compiled_blocks + "."):
+                path = compiled_blocks.rpartition(".")[0]
             region = collapse(path, containers) or ROOT
             flops[region] = flops.get(region, 0.0) + batch * own
         return flops

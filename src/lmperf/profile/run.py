@@ -112,7 +112,8 @@ def _module_fields(step: ModelStep, mode: str) -> dict:
         return {}
     containers = repeated_containers(step.model)
     counted = counted_flops(step.config.module, step.config.seq_len)
-    flops = counted.by_region(step.config.batch, mode, containers)
+    compiled = step.config.module.blocks if step.config.compile == "compile" else ""
+    flops = counted.by_region(step.config.batch, mode, containers, compiled)
     # (region, FLOPs) pairs: a list keeps the module order in rows written with sorted keys
     return {"repeated_containers": containers, "region_flops": list(flops.items()),
             "flop_count": counted.method(step.config.batch)}
