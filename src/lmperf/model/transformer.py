@@ -46,6 +46,7 @@ SAVED_BY_SELECTIVE = _sdpa_ops()
 
 
 def checkpoint_options(policy: str) -> dict:
+    """torch.utils.checkpoint's keyword arguments for a checkpoint policy (also a user module's)."""
     if policy == "selective":
         from torch.utils.checkpoint import create_selective_checkpoint_contexts
 
