@@ -55,6 +55,8 @@ def clean_errors(function: F) -> F:
         try:
             return function(*args, **kwargs)
         except UsageError as error:
+            # the user's own code raised (a --module factory): their traceback, once, above the line
+            print(getattr(error, "user_traceback", ""), file=sys.stderr, end="")
             fail(str(error))
         except KeyboardInterrupt:
             print("lmperf: interrupted; finished rows are on disk", file=sys.stderr)

@@ -8,7 +8,7 @@ import torch
 from typer.testing import CliRunner
 
 from lmperf.cli import app
-from lmperf.model import preset
+from lmperf.model.step import StepConfig
 from lmperf.profile import snapshot as snap
 from lmperf.profile.nsys import nsys_command, run_nsys
 from lmperf.profile.precision import accumulation_demo, dtype_table
@@ -43,7 +43,7 @@ def test_snapshot_timeline_and_largest_allocations():
 
 
 def test_dtype_table_under_cpu_bf16_autocast():
-    rows, loss_dtype = dtype_table(preset("tiny"), "bf16", "cpu")
+    rows, loss_dtype = dtype_table(StepConfig("tiny", 16, "forward"), "bf16", "cpu")
     by_module = {row["module"]: row for row in rows}
     linear = by_module["blocks.0.attn.qkv_proj"]
     assert (linear["param_dtype"], linear["output_dtype"], linear["param_grad_dtype"]) == ("float32", "bfloat16", "float32")

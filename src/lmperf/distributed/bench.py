@@ -57,7 +57,8 @@ class DistBenchJob:
     timeout_s: float = 600.0
 
     def to_dict(self) -> dict:
-        return {"kind": "bench", **asdict(self)}
+        # each configuration as its row writes it: a user's module by its record, not its code
+        return {"kind": "bench", **asdict(self), "configs": [c.to_dict() for c in self.configs]}
 
     @classmethod
     def from_dict(cls, spec: dict) -> "DistBenchJob":

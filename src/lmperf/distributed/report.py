@@ -68,6 +68,9 @@ def with_memory_model(rows: Sequence[dict]) -> list[dict]:
     """Rows with the analytic per-rank memory (lmperf.analysis.sharding) beside the measured, in GB."""
     out = []
     for row in rows:
+        if row.get("module"):  # a user's module has no analytic memory model
+            out.append({**row, "model_persistent_gb": None, "model_peak_gb": None})
+            continue
         layout = DataParallel(row["strategy"], row.get("nproc", 1), reshard=row.get("reshard") is not False)
         config, param_dtype = StepConfig.from_dict(row).model_config(), row.get("param_dtype", "fp32")
         peak = None

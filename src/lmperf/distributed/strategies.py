@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 
+from lmperf.model.module_tree import repeated_blocks
 from lmperf.model.step import ModelStep, StepConfig, autocast_dtype
 from lmperf.distributed.guard import on_all_ranks
 from lmperf.distributed.launch import World
@@ -67,8 +68,9 @@ class Strategy:
             from torch.nn.parallel import DistributedDataParallel
 
             device_ids = [world.device.index] if world.device.type == "cuda" else None
-            # The model's only buffers are the rotary tables, equal on every rank: re-broadcasting
-            # them each forward (DDP's default) would add ~100 MB of traffic per step to xl.
+            # lmperf's model's only buffers are the rotary tables, equal on every rank (as a user
+            # module's, built from one seed): re-broadcasting them each forward (DDP's default)
+            # would add ~100 MB of traffic per step to xl.
             # Newer torch names the option forward_sync_buffers; older ones broadcast_buffers.
             options = inspect.signature(DistributedDataParallel).parameters
             no_sync = "forward_sync_buffers" if "forward_sync_buffers" in options else "broadcast_buffers"
@@ -80,13 +82,15 @@ class Strategy:
             from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
             policy = MixedPrecisionPolicy(param_dtype=compute_dtype, reduce_dtype=torch.float32 if compute_dtype else None)
-            # One FSDP unit per block: its all-gather and reduce-scatter overlap the next block.
-            # The root (embedding, final norm, LM head) is the first thing the backward needs, so
-            # it stays gathered after the forward, as fully_shard's documentation advises.
-            for block in model.blocks:
+            # One FSDP unit per repeated block (lmperf.model.module_tree: lmperf's blocks, a user
+            # module's largest ModuleList): its all-gather and reduce-scatter overlap the next
+            # block. The root (embedding, final norm, LM head) is the first thing the backward
+            # needs, so it stays gathered after the forward, as fully_shard's documentation advises.
+            blocks = repeated_blocks(model)
+            for block in blocks:
                 fully_shard(block, reshard_after_forward=key["reshard"], mp_policy=policy)
             fully_shard(model, reshard_after_forward=False, mp_policy=policy)
-            _prefetch_neighbours(list(model.blocks))
+            _prefetch_neighbours(blocks)
         return model
 
 

@@ -1,6 +1,8 @@
 """Which model a command runs: lmperf presets, or a Hugging Face config, with explicit fields
-(`--d-model`, `--kv-heads`, ...) laid over either. The result is the model part of a StepConfig
-(name, full shape, approximations), which the sweep grid then crosses with everything else."""
+(`--d-model`, `--kv-heads`, ...) laid over either; or the user's own module (`--module`, or an
+instance from Python: `ModelChoice.of(module)`). The result is the model part of a StepConfig
+(name, full shape, approximations; or the module), which the sweep grid then crosses with
+everything else."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from lmperf.model.hf_config import read_hf_config
 
 if TYPE_CHECKING:
     from lmperf.model.step import StepConfig
+    from lmperf.model.user import UserModel
 
 SHAPE_FIELDS = tuple(f.name for f in fields(ModelConfig) if f.name != "attention")
 
@@ -21,23 +24,50 @@ SHAPE_FIELDS = tuple(f.name for f in fields(ModelConfig) if f.name != "attention
 class ModelChoice:
     hf_config: str | None = None
     overrides: tuple[tuple[str, object], ...] = ()  # (ModelConfig field, value), given ones only
+    module: str | None = None  # --module PKG.MOD:FACTORY or path/to/file.py:FACTORY
+    module_args: str | None = None  # --module-args: the factory's keyword arguments, JSON
+    user_model: UserModel | None = None  # a module given from Python (ModelChoice.of)
 
     @classmethod
-    def from_options(cls, hf_config: str | None = None, **fields) -> "ModelChoice":
+    def from_options(cls, hf_config: str | None = None, module: str | None = None, module_args: str | None = None,
+                     **fields) -> "ModelChoice":
         """From command-line options: `fields` are ModelConfig fields, None where not given."""
-        return cls(hf_config, tuple((k, v) for k, v in fields.items() if v is not None)).validate()
+        overrides = tuple((k, v) for k, v in fields.items() if v is not None)
+        return cls(hf_config, overrides, module, module_args).validate()
+
+    @classmethod
+    def of(cls, module, loss=None, batch=None, vocab: int | None = None) -> "ModelChoice":
+        """The user's module from Python (lmperf.model.user.UserModel.of: an instance or a function
+        that builds one; its own loss and batch functions for a contract other than an LM's)."""
+        from lmperf.model.user import UserModel
+
+        return cls(user_model=UserModel.of(module, loss, batch, vocab))
+
+    @property
+    def names_own_model(self) -> bool:
+        """Whether the model is named here (a Hugging Face config, a module), not by presets."""
+        return bool(self.hf_config or self.module or self.user_model)
 
     def validate(self) -> "ModelChoice":
         unknown = [name for name, _ in self.overrides if name not in SHAPE_FIELDS]
         if unknown:
             raise UsageError(f"unknown model field(s) {', '.join(unknown)}; choose from {', '.join(SHAPE_FIELDS)}")
+        if self.module_args is not None and not self.module:
+            raise UsageError("--module-args goes with --module")
+        if self.module or self.user_model:
+            shaped = [name for name, _ in self.overrides if name != "vocab_size"]
+            if self.hf_config or shaped:
+                raise UsageError("--module builds its own model: pass its sizes in --module-args, not "
+                                 + ("--hf-config" if self.hf_config else "shape options"))
         return self
 
     def bases(self, presets: list[str] | None) -> list[StepConfig]:
         """One StepConfig per model (its other fields are placeholders the grid replaces)."""
         self.validate()
-        if self.hf_config and presets:
-            raise UsageError("name the model by presets or by --hf-config, not both")
+        if self.names_own_model and presets:
+            raise UsageError(f"name the model by presets or by {'--hf-config' if self.hf_config else '--module'}, not both")
+        if self.module or self.user_model:
+            return [self._user_base()]
         if self.hf_config:
             model = read_hf_config(self.hf_config)
             return [self._base(model.name, model.config, "; ".join(model.approximations))]
@@ -46,8 +76,16 @@ class ModelChoice:
     def base(self, preset_name: str | None, default: str) -> StepConfig:
         """The one model of a command that runs one: `preset_name`, else the Hugging Face config,
         else the `default` preset."""
-        (base,) = self.bases([preset_name] if preset_name else [] if self.hf_config else [default])
+        (base,) = self.bases([preset_name] if preset_name else [] if self.names_own_model else [default])
         return base
+
+    def _user_base(self) -> StepConfig:
+        from lmperf.model.step import StepConfig
+        from lmperf.model.user import OWN_ATTENTION, UserModel
+
+        vocab = dict(self.overrides).get("vocab_size")
+        user = self.user_model or UserModel.from_factory(self.module, self.module_args, vocab)
+        return StepConfig(user.name, 0, "", attention=OWN_ATTENTION, module=user)
 
     def _base(self, name: str, config: ModelConfig, approximations: str) -> StepConfig:
         if self.overrides:

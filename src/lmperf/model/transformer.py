@@ -48,7 +48,8 @@ def _sdpa_ops() -> list:
 SAVED_BY_SELECTIVE = _sdpa_ops()
 
 
-def _checkpoint_options(policy: str) -> dict:
+def checkpoint_options(policy: str) -> dict:
+    """torch.utils.checkpoint's keyword arguments for a checkpoint policy (also a user module's)."""
     if policy == "selective":
         from torch.utils.checkpoint import create_selective_checkpoint_contexts
 
@@ -150,7 +151,7 @@ class Block(nn.Module):
         if self.checkpoint == "none":
             return self._forward(x)
         return torch.utils.checkpoint.checkpoint(
-            self._forward, x, use_reentrant=False, **_checkpoint_options(self.checkpoint))
+            self._forward, x, use_reentrant=False, **checkpoint_options(self.checkpoint))
 
     def _forward(self, x: torch.Tensor) -> torch.Tensor:
         with regions.region(regions.ATTN_NORM):

@@ -85,13 +85,15 @@ def memory(
     attention: str = typer.Option("naive", help=ATTENTION_HELP),
     compile: str = typer.Option("eager", "--compile", help="eager or compile."),
     snapshot_context: Optional[int] = typer.Option(None, help="Context of the snapshots (default: the longest; first precision)."),
+    checkpoints: str = typer.Option("none", "--checkpoint", help="Activation checkpointing of the repeated blocks: none, full, selective; comma-separated."),
     render: Optional[Path] = typer.Option(None, "--render", help="Render memory.md of this memory run directory again (no GPU needed)."),
     runs_root: Path = typer.Option(Path("runs"), "--runs", help="Where run directories are created."),
     model: ModelChoice = ModelChoice(),
 ) -> None:
-    """Where the memory goes (CUDA): peaks vs the analytic model, snapshots, largest allocations."""
+    """Where the memory goes: peaks vs the analytic model, snapshots, largest allocations (CUDA);
+    a --module model's parameters, gradients, optimizer state and activations (any device)."""
     from lmperf.profile.memory import MemorySettings, require_cuda, run_memory
-    from lmperf.profile.memory_report import PEAK_COLUMNS, write_memory_report
+    from lmperf.profile.memory_report import PEAK_COLUMNS, breakdown_section, write_memory_report
     from lmperf.report import tables
     from lmperf.report.rundir import RunDir
     out = console()
@@ -100,14 +102,18 @@ def memory(
         out.print("wrote " + ", ".join(str(p) for p in write_memory_report(RunDir.resume(render, "memory").path)))
         return
     settings = MemorySettings(preset, tuple(split_list(contexts, "contexts", int)), tuple(split_list(precisions, "precisions")),
-                              batch, attention, compile, snapshot_context, model)
+                              batch, attention, compile, snapshot_context, model, tuple(split_list(checkpoints, "checkpoint")))
     name = settings.configs()[0].preset  # validates before the CUDA check and the run directory
-    require_cuda()
+    if not settings.user_module:
+        require_cuda()
     run_dir = RunDir.create("memory", runs_root)
     out.print(f"[bold]lmperf memory[/]: {name}, rows -> {run_dir.results}")
     rows = run_memory(settings, run_dir)
     written = write_memory_report(run_dir.path)
-    out.print(tables.rich_table([r for r in rows if r["kind"] == "peak"], PEAK_COLUMNS, title="peak memory"))
+    if settings.user_module:
+        out.print(breakdown_section([r for r in rows if r["kind"] == "breakdown"]), markup=False)
+    else:
+        out.print(tables.rich_table([r for r in rows if r["kind"] == "peak"], PEAK_COLUMNS, title="peak memory"))
     out.print("wrote " + ", ".join(str(p) for p in [run_dir.results, *written]))
 
 
@@ -124,7 +130,7 @@ def precision(
     out = console()
 
     base = model.base(preset, "tiny")
-    rows, loss_dtype = dtype_table(base.model_config(), autocast, resolve_device(device))
+    rows, loss_dtype = dtype_table(base, autocast, resolve_device(device))
     out.print(tables.rich_table(rows, DTYPE_COLUMNS, title=f"{base.preset} under {autocast} autocast"))
     out.print(f"loss dtype: {loss_dtype}")
     demo = [vars(result) for result in accumulation_demo()]

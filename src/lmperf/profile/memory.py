@@ -8,6 +8,10 @@ For every context × precision one ModelStep is built and measured in this order
 - train step: the first step creates AdamW's state (measured as the allocation it leaves);
   the peak is taken on the second, the steady state.
 An out-of-memory configuration becomes rows with status "oom". Every row is appended at once.
+
+A user's module (`--module`) has no analytic model: each configuration gets a breakdown row
+instead (lmperf.profile.breakdown), on a CPU from the tensors' own sizes, on CUDA also split at a
+training step's peak, with that step's snapshot.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from lmperf.model.choice import ModelChoice
 from lmperf.model.step import ModelStep, StepConfig
 from lmperf.errors import UsageError
 from lmperf.profile import snapshot as snap
+from lmperf.profile.breakdown import peak_parts, tensor_parts
 from lmperf.profile.plots import plot_memory_timeline
 from lmperf.report.environment import environment
 from lmperf.report.rows import failure_row
@@ -52,13 +57,21 @@ class MemorySettings:
     compile: str = "eager"
     snapshot_context: int | None = None  # default: the longest context, first precision
     model: ModelChoice = field(default_factory=ModelChoice)
+    checkpoints: tuple[str, ...] = ("none",)
+
+    @property
+    def user_module(self) -> bool:
+        return bool(self.model.module or self.model.user_model)
 
     def configs(self) -> list[StepConfig]:
         base = self.model.base(self.preset, "small")
+        if base.module and self.attention != "naive":
+            raise UsageError("--attention picks lmperf's attention implementations; a --module model brings its own")
         return [
             replace(base, seq_len=ctx, mode="forward", precision=precision, compile=self.compile,
-                    attention=self.attention, batch=self.batch).validate()
-            for ctx in self.contexts for precision in self.precisions
+                    attention=base.attention if base.module else self.attention, batch=self.batch,
+                    checkpoint=checkpoint).validate()
+            for ctx in self.contexts for precision in self.precisions for checkpoint in self.checkpoints
         ]
 
 
@@ -105,7 +118,8 @@ def measure(step: ModelStep) -> dict[str, int]:
 def peak_rows(config: StepConfig, measured: dict[str, int], env: dict[str, str]) -> list[dict]:
     """One row per mode (forward, train-step): measured peak beside the analytic one; a mode
     with no measured peak ran out of memory. `env`: where it was measured (environment())."""
-    model = memory_model(config.model_config(), config.batch, config.seq_len, config.precision)
+    model = memory_model(config.model_config(), config.batch, config.seq_len, config.precision,
+                         checkpoint=config.checkpoint)
     rows = []
     for mode in ("forward", "train-step"):
         peak = measured.get(f"peak_{mode}")
@@ -121,6 +135,23 @@ def peak_rows(config: StepConfig, measured: dict[str, int], env: dict[str, str])
 
 def _trace_length() -> int:
     return len(torch.cuda.memory._snapshot()["device_traces"][0])
+
+
+def breakdown_row(step: ModelStep, run_dir: RunDir) -> dict:
+    """A user's module's memory by part (lmperf.profile.breakdown); on CUDA also at the peak of
+    one training step, whose snapshot is written beside the rows."""
+    config = step.config
+    row = {**config.to_dict(), "kind": "breakdown", "status": "ok", "env": environment(step.device.type),
+           "parts": asdict(tensor_parts(step))}
+    if step.device.type == "cuda":
+        name = f"snapshot-train-step-{config.seq_len}-{config.precision}-{config.checkpoint}.pickle"
+        torch.cuda.reset_peak_memory_stats()
+        events, marks, start = _record(lambda: _train_step_with_marks(step), run_dir.path / name)
+        peak = peak_parts(events, marks[regions.BACKWARD], start, step)
+        step.release_grads()
+        row.update(at_peak=asdict(peak), peak=peak.peak, max_memory_allocated=torch.cuda.max_memory_allocated(),
+                   snapshots=[name])
+    return row
 
 
 def _train_step_with_marks(step: ModelStep) -> dict[str, int]:
@@ -185,10 +216,26 @@ def snapshot_row(step: ModelStep, run_dir: RunDir, top: int = 12) -> dict:
 
 def _release() -> None:
     gc.collect()
-    torch.cuda.empty_cache()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def _module_rows(config: StepConfig, run_dir: RunDir) -> list[dict]:
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    step = None
+    try:
+        step = ModelStep(config, device)
+        return [breakdown_row(step, run_dir)]
+    except torch.OutOfMemoryError as error:
+        return [failure_row({**config.to_dict(), "kind": "breakdown", "env": environment(device.type)}, error)]
+    finally:
+        step = None
+        _release()
 
 
 def _measure_config(config: StepConfig, settings: MemorySettings, run_dir: RunDir) -> list[dict]:
+    if config.module:
+        return _module_rows(config, run_dir)
     try:
         step = ModelStep(config, torch.device("cuda"))
         measured = measure(step)
@@ -212,7 +259,8 @@ def run_memory(
     settings: MemorySettings, run_dir: RunDir, on_row: Callable[[dict], None] = lambda row: None
 ) -> list[dict]:
     """Measure every context × precision of `settings` into `run_dir`, rows appended at once."""
-    require_cuda()
+    if not settings.user_module:
+        require_cuda()
     for config in settings.configs():
         for row in _measure_config(config, settings, run_dir):
             run_dir.append(row)

@@ -83,15 +83,69 @@ def with_current_model(row: dict) -> dict:
     """The peak row with its analytic figures from the current memory model (the rows keep what
     the model said when they were measured; a corrected model re-renders old measurements)."""
     config = StepConfig.from_dict(row)
-    model = memory_model(config.model_config(), config.batch, config.seq_len, config.precision)
+    model = memory_model(config.model_config(), config.batch, config.seq_len, config.precision,
+                         checkpoint=config.checkpoint)
     row = {**row, "analytic": model.to_dict(), "analytic_peak_gb": model.peak(row["mode"]) / GB}
     if row.get("measured_peak_gb") is not None:
         row["difference_gb"] = row["measured_peak_gb"] - row["analytic_peak_gb"]
     return row
 
 
+MB = 1e6
+TENSOR_PARTS = ("parameters", "buffers", "gradients", "optimizer_state", "activations")
+PEAK_PARTS = ("parameters", "optimizer_state", "other_resident", "gradients", "activations", "temporaries")
+CONFIG_COLUMNS: list[tables.Column] = [
+    ("ctx", "seq_len", "d"), ("batch", "batch", "d"), ("prec", "precision", ""), ("params", "param_dtype", ""),
+    ("checkpoint", "checkpoint", ""), ("status", "status", ""),
+]
+BREAKDOWN_EXPLANATION = """Each part from the tensors' own sizes (lmperf.profile.breakdown): parameters and buffers;
+gradients after a backward; the optimizer's state after a step; activations, the storages one
+forward keeps for the backward (autograd's saved tensors, and the inputs of checkpointed blocks).
+"""
+PEAK_EXPLANATION = """At the peak of one training step, replayed from the allocator's history (its snapshot opens in
+https://pytorch.org/memory_viz): what was allocated before the step (parameters, optimizer state,
+the rest), and of what the step allocated, gradients, activations (allocated by the forward) and
+temporaries (allocated by the backward or the optimizer step, not gradients).
+"""
+
+
+def _in_mb(row: dict, parts: dict, names: tuple[str, ...], total: str | None = None) -> dict:
+    values = {f"{name}_mb": parts[name] / MB for name in names}
+    return {**row, **values, **({"total_mb": sum(parts[n] for n in names) / MB} if total else {})}
+
+
+def module_line(row: dict) -> str:
+    module = row["module"]
+    arguments = ", ".join(f"{k}={v!r}" for k, v in module["arguments"].items())
+    return (f"Module {module['name']}: `{module['factory']}({arguments})`, {module['params']:,} parameters, "
+            f"source hash {module['source_hash']}.\n")
+
+
+def breakdown_section(rows: list[dict]) -> str:
+    """The memory of a user's module by part, and on CUDA at the peak of a training step."""
+    if not rows:
+        return ""
+    ok = [row for row in rows if row["status"] == "ok"]
+    text = "".join(dict.fromkeys(module_line(row) for row in rows)) + "\n" + BREAKDOWN_EXPLANATION + "\n"
+    columns = CONFIG_COLUMNS + [(f"{n.replace('_', ' ')} MB", f"{n}_mb", ",.3f") for n in TENSOR_PARTS]
+    text += tables.markdown([_in_mb(r, r["parts"], TENSOR_PARTS) for r in ok] + [r for r in rows if r["status"] != "ok"], columns)
+    at_peak = [row for row in ok if row.get("at_peak")]
+    if at_peak:
+        columns = CONFIG_COLUMNS + [(f"{n.replace('_', ' ')} MB", f"{n}_mb", ",.1f") for n in PEAK_PARTS] + [
+            ("peak MB", "total_mb", ",.1f"), ("max_memory_allocated MB", "max_mb", ",.1f")]
+        peaks = [{**_in_mb(r, r["at_peak"], PEAK_PARTS, "total"), "max_mb": r["max_memory_allocated"] / MB} for r in at_peak]
+        text += "\n" + PEAK_EXPLANATION + "\n" + tables.markdown(peaks, columns)
+        text += "\nSnapshots: " + ", ".join(f"`{name}`" for row in at_peak for name in row["snapshots"]) + "\n"
+    return text
+
+
 def write_memory_report(run_path: Path) -> list[Path]:
     rows = RunDir(run_path).rows()
+    breakdown = breakdown_section([row for row in rows if row["kind"] == "breakdown"])
+    if breakdown:
+        md = run_path / "memory.md"
+        md.write_text(measured_on(rows) + breakdown, encoding="utf-8")
+        return [md] + sorted(run_path.glob("*.pickle"))
     peaks = [with_current_model(row) for row in rows if row["kind"] == "peak"]
     forward_rows = [row for row in peaks if row["mode"] == "forward" and row.get("measured")]
     text = (

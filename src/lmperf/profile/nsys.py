@@ -17,7 +17,7 @@ from typing import Sequence
 import torch
 
 from lmperf.model.step import ModelStep, StepConfig
-from lmperf.profile.run import ProfileSettings
+from lmperf.profile.run import ProfileSettings, regions_of
 from lmperf.profile.trace import MEASURED, run_measured
 
 
@@ -43,7 +43,8 @@ def run_for_nsys(config: StepConfig, modes: Sequence[str], settings: ProfileSett
     """The program nsys runs: per mode, warm-up, then the measured steps in `lmperf_measured`."""
     settings.validate()
     step = ModelStep(replace(config, mode=modes[0]).validate(), torch.device(settings.device))
-    for mode in modes:
-        for _ in range(settings.warmup):
-            step.run(mode)
-        run_measured(lambda: step.run(mode), settings.steps, step.device)
+    with regions_of(step):
+        for mode in modes:
+            for _ in range(settings.warmup):
+                step.run(mode)
+            run_measured(lambda: step.run(mode), settings.steps, step.device)

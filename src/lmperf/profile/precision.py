@@ -10,14 +10,15 @@ fp16 accumulator, and fp16 addends into an fp32 accumulator (mixed precision).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import warnings
+from dataclasses import dataclass
+from typing import Callable
 
 import torch
 
 from lmperf.dtypes import torch_dtype
-from lmperf.model import ModelConfig, TransformerLM
+from lmperf.model import TransformerLM
+from lmperf.model.step import StepConfig
 from lmperf.model.transformer import lm_loss
 
 AUTOCAST_DTYPES = ("bf16", "fp16")
@@ -60,20 +61,33 @@ def _attach_hooks(model: torch.nn.Module, seen: dict[str, dict]) -> list:
     return handles
 
 
+def _model_and_loss(config: StepConfig, device: torch.device, batch: int, seq_len: int
+                    ) -> tuple[torch.nn.Module, Callable[[], torch.Tensor]]:
+    """A fresh model of `config` (lmperf's, or the user's module) and its loss on a random batch."""
+    generator = torch.Generator().manual_seed(0)
+    if config.module:
+        model = config.module.build(device)
+        data, loss_of = config.module.make_batch(batch, seq_len, device, generator), config.module.step_loss(model, "eager")
+        return model, lambda: loss_of(model, data)
+    with device:
+        model = TransformerLM(config.model_config())
+    tokens = torch.randint(0, model.config.vocab_size, (batch, seq_len + 1), generator=generator).to(device)
+    return model, lambda: lm_loss(model(tokens[:, :-1]), tokens[:, 1:])
+
+
 def dtype_table(
-    config: ModelConfig, autocast: str = "bf16", device: str = "cpu", batch: int = 2, seq_len: int = 16
+    config: StepConfig, autocast: str = "bf16", device: str = "cpu", batch: int = 2, seq_len: int = 16
 ) -> tuple[list[dict], str]:
-    """(one row per module, the loss dtype) from a real forward/backward of `config` under autocast."""
+    """(one row per module, the loss dtype) from a real forward/backward of `config`'s model
+    (its own module for a `--module` model) under autocast."""
     dtype = torch_dtype(autocast, AUTOCAST_DTYPES, "autocast dtype")
     torch.manual_seed(0)
-    with torch.device(device):
-        model = TransformerLM(config)
-    data = torch.randint(0, model.config.vocab_size, (batch, seq_len + 1), device=device)
+    model, loss_of = _model_and_loss(config, torch.device(device), batch, seq_len)
     seen: dict[str, dict] = {}
     handles = _attach_hooks(model, seen)
     try:
         with torch.autocast(torch.device(device).type, dtype=dtype):
-            loss = lm_loss(model(data[:, :-1]), data[:, 1:])
+            loss = loss_of()
         with warnings.catch_warnings():  # the model's own input (token ids) needs no gradient: expected
             warnings.filterwarnings("ignore", message="Full backward hook is firing")
             loss.backward()

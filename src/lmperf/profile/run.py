@@ -8,6 +8,7 @@ that runs out of memory becomes a row with status "oom".
 
 from __future__ import annotations
 
+import contextlib
 import gc
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -15,9 +16,12 @@ from typing import Callable, Sequence
 
 import torch
 
+from lmperf import regions
 from lmperf.analysis.flops import region_flops
+from lmperf.analysis.module_flops import counted_flops
 from lmperf.errors import UsageError
 from lmperf.model.choice import ModelChoice
+from lmperf.model.module_tree import ROOT, collapse, is_module_region, module_regions, path_of_region, repeated_containers
 from lmperf.model.step import ModelStep, StepConfig
 from lmperf.profile import tables
 from lmperf.profile.trace import KernelCall, kernel_calls, profile_steps
@@ -48,7 +52,7 @@ def profile_config(model: ModelChoice, preset: str | None, context: int | None, 
     """The one configuration `lmperf profile` runs, and its modes: bench's grid with one value on
     every axis but the mode (its defaults: tiny at 128 on a CPU, small at 512 on a GPU)."""
     defaults = SweepOptions().resolved(on_gpu)
-    presets = [preset] if preset else None if model.hf_config else [defaults.presets]
+    presets = [preset] if preset else None if model.names_own_model else [defaults.presets]
     configs = grid_configs(model, presets, [int(defaults.contexts) if context is None else context], list(modes), [precision], [compile],
                            [attention], batch, ["fp32"], ["eager"], ["none"])
     return configs[0], [c.mode for c in configs]
@@ -61,11 +65,27 @@ def _base_row(config: StepConfig, settings: ProfileSettings, status: str) -> dic
     }
 
 
+def _module_regions(row: dict, calls: list[KernelCall]) -> tuple[list[KernelCall], dict[str, float], list[str]]:
+    """A user's module's calls with their regions named by module path, repeated blocks collapsed
+    (`layers.*.attn`); its FLOPs per region as counted; the regions' order (the module's)."""
+    containers = row["repeated_containers"]
+
+    def label(region: str) -> str:
+        return collapse(path_of_region(region), containers) or ROOT if is_module_region(region) else region
+
+    flops = dict(row["region_flops"])
+    return [replace(c, region=label(c.region)) for c in calls], flops, [*flops, regions.LOSS, regions.OPTIMIZER]
+
+
 def analyse(row: dict, calls: list[KernelCall], device_activities: int | None) -> dict:
     """Fill `row` (configuration, mode, steps) with the tables computed from `calls`."""
     config = StepConfig.from_dict(row)
     steps = row["steps"]
-    flops = region_flops(config.model_config(), config.batch, config.seq_len, config.mode)
+    if config.module:
+        calls, flops, order = _module_regions(row, calls)
+    else:
+        flops = region_flops(config.model_config(), config.batch, config.seq_len, config.mode)
+        order = tables.REGION_ORDER
     row.update(
         step_ms=sum(call.duration_us for call in calls) / steps / 1e3,
         # A self-check: every device activity in the trace attributed exactly once.
@@ -73,21 +93,42 @@ def analyse(row: dict, calls: list[KernelCall], device_activities: int | None) -
         attributed=len(calls),
         matmul_share=tables.matmul_share(calls),
         kernels=tables.kernel_rows(calls, steps),
-        regions=tables.region_rows(calls, steps, flops),
+        regions=tables.region_rows(calls, steps, flops, order),
         categories=tables.category_rows(calls, steps),
     )
     return row
 
 
+def regions_of(step: ModelStep) -> contextlib.AbstractContextManager:
+    """The step's named regions: a user's module gets one per module while this is open (from
+    before the warm-up, so that a compiled module compiles with the hooks it is profiled with);
+    lmperf's model has its own."""
+    return module_regions(step.model) if step.config.module else contextlib.nullcontext()
+
+
+def _module_fields(step: ModelStep, mode: str) -> dict:
+    """What a user's module's row needs to name and weigh its regions (also on --rebuild)."""
+    if not step.config.module:
+        return {}
+    containers = repeated_containers(step.model)
+    counted = counted_flops(step.config.module, step.config.seq_len)
+    compiled = step.config.module.blocks if step.config.compile == "compile" else ""
+    flops = counted.by_region(step.config.batch, mode, containers, compiled)
+    # (region, FLOPs) pairs: a list keeps the module order in rows written with sorted keys
+    return {"repeated_containers": containers, "region_flops": list(flops.items()),
+            "flop_count": counted.method(step.config.batch)}
+
+
 def profile_mode(step: ModelStep, mode: str, settings: ProfileSettings, run_dir: RunDir) -> dict:
     """Profile `mode` on an existing ModelStep; the row, with the trace written beside it."""
-    for _ in range(settings.warmup):
-        step.run(mode)
-    profiler = profile_steps(lambda: step.run(mode), settings.steps, step.device)
+    with regions_of(step):
+        for _ in range(settings.warmup):
+            step.run(mode)
+        profiler = profile_steps(lambda: step.run(mode), settings.steps, step.device)
     step.release_grads()
     on_gpu = step.device.type == "cuda"
     row = _base_row(replace(step.config, mode=mode), settings, "ok")
-    row.update(trace=f"trace-{mode}.json.gz", time_unit=GPU_TIME if on_gpu else CPU_TIME)
+    row.update(trace=f"trace-{mode}.json.gz", time_unit=GPU_TIME if on_gpu else CPU_TIME, **_module_fields(step, mode))
     profiler.export_chrome_trace(str(run_dir.path / row["trace"]))
     if on_gpu:
         # Attribute from the exported trace, as --rebuild does: on torch 2.11 the in-memory event

@@ -83,16 +83,17 @@ def _time_by_region(calls: Sequence[KernelCall], steps: int) -> dict[str, dict[s
 
 
 def region_rows(
-    calls: Sequence[KernelCall], steps: int, flops_by_region: dict[str, float]
+    calls: Sequence[KernelCall], steps: int, flops_by_region: dict[str, float],
+    order: Sequence[str] = REGION_ORDER,
 ) -> list[dict]:
-    """One row per region that has time or FLOPs, in model order, then the unattributed ones."""
+    """One row per region that has time or FLOPs, in model order (`order`), then the others."""
     times = _time_by_region(calls, steps)
     total_ms = sum(sum(phases.values()) for phases in times.values()) or 1.0
     total_flops = sum(flops_by_region.values()) or 1.0
     attention_ms = sum(sum(times[r].values()) for r in ATTENTION_REGIONS if r in times) or 1.0
-    extra = sorted(set(times) - set(REGION_ORDER))
+    extra = sorted(set(times) - set(order))
     rows = []
-    for region in [r for r in REGION_ORDER if r in times or r in flops_by_region] + extra:
+    for region in [r for r in order if r in times or flops_by_region.get(r)] + extra:
         phases = times.get(region, {})
         region_ms = sum(phases.values())
         flops = flops_by_region.get(region)

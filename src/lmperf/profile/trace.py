@@ -9,7 +9,8 @@ that node's sequence number and forward thread. The forward op with that (thread
 number) that started last is the one that created the node (the ops that share a number are
 the node creator and the wrappers and non-differentiable ops before it), and its region is the
 backward kernel's region. Backward work with no forward node (AccumulateGrad, the loss seed)
-goes to "backward (other)".
+goes to "backward (other)". A user's module names its regions by module path
+(lmperf.model.module_tree: `module:layers.3.attn`); they count as model regions too.
 
 On CUDA the "kernels" are the GPU kernels (and memcpy/memset) each op launched, with GPU time;
 on a CPU they are the ATen ops themselves with their self CPU time.
@@ -24,6 +25,7 @@ import torch
 from torch.autograd.profiler_util import FunctionEvent
 
 from lmperf import regions
+from lmperf.model.module_tree import is_module_region
 
 PHASES = (regions.FORWARD, regions.BACKWARD, regions.OPTIMIZER)
 MODEL_REGIONS = frozenset({
@@ -55,11 +57,19 @@ def _ancestors(event: FunctionEvent) -> Iterable[FunctionEvent]:
         parent = parent.cpu_parent
 
 
+def is_region(name: str) -> bool:
+    return name in MODEL_REGIONS or is_module_region(name)
+
+
+def is_marker(name: str) -> bool:
+    return name in MARKERS or is_module_region(name)
+
+
 def _placement(event: FunctionEvent) -> tuple[str, str, FunctionEvent | None]:
     """(phase, innermost model region or "", the enclosing backward node event if any)."""
     phase, region, node = OTHER, "", None
     for ancestor in _ancestors(event):
-        if not region and ancestor.name in MODEL_REGIONS:
+        if not region and is_region(ancestor.name):
             region = ancestor.name
         if node is None and ancestor.name.startswith(BACKWARD_NODE):
             node = ancestor
@@ -112,7 +122,7 @@ def _is_cpu_kernel(event: FunctionEvent) -> bool:
     """A CPU op whose own time is work, not a range marker or the autograd engine's wrapper."""
     return not (
         getattr(event, "is_user_annotation", False)
-        or event.name in MARKERS
+        or is_marker(event.name)
         or event.name.startswith(BACKWARD_NODE)
     )
 
@@ -133,7 +143,7 @@ def kernel_calls(events: Iterable[FunctionEvent], on_gpu: bool) -> list[KernelCa
                 launched.add(event.id)
                 calls.extend(
                     KernelCall(k.name, phase, where, k.duration)
-                    for k in event.kernels if k.name not in MARKERS
+                    for k in event.kernels if not is_marker(k.name)
                 )
         elif _is_cpu_kernel(event) and event.self_cpu_time_total > 0:
             calls.append(KernelCall(event.name, phase, where, event.self_cpu_time_total))

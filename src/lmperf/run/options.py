@@ -54,6 +54,8 @@ def _option(*spellings: str, help: str) -> Any:
 # The model's own shape: a Hugging Face config instead of presets, and fields laid over either.
 # Each flag's name on the left, the ModelConfig field it sets on the right.
 MODEL_FLAGS = (
+    Flag("module", Annotated[Optional[str], _option(help="Your own nn.Module instead of lmperf's model: PKG.MOD:FACTORY or path/to/file.py:FACTORY, a function returning a module that maps token ids (batch, context) to logits (batch, context, vocab).")]),
+    Flag("module_args", Annotated[Optional[str], _option(help="The --module factory's keyword arguments, a JSON object (e.g. '{\"d_model\": 512}').")]),
     Flag("hf_config", Annotated[Optional[str], _option(help="A Hugging Face config.json (or its folder, or a model name already in the local HF cache) instead of presets.")]),
     Flag("d_model", Annotated[Optional[int], _option(help="Model width, over the preset or config.")]),
     Flag("d_ff", Annotated[Optional[int], _option(help="MLP width.")]),
@@ -68,9 +70,12 @@ MODEL_FLAGS = (
 MODEL_FIELD_OF_FLAG = {"layers": "n_layers", "heads": "n_heads", "kv_heads": "n_kv_heads", "vocab": "vocab_size"}
 
 
+NAMED_MODEL_FLAGS = ("hf_config", "module", "module_args")  # the model by name, not by shape
+
+
 def _model_choice(values: dict) -> ModelChoice:
-    shape = {MODEL_FIELD_OF_FLAG.get(name, name): value for name, value in values.items() if name != "hf_config"}
-    return ModelChoice.from_options(values["hf_config"], **shape)
+    shape = {MODEL_FIELD_OF_FLAG.get(name, name): value for name, value in values.items() if name not in NAMED_MODEL_FLAGS}
+    return ModelChoice.from_options(values["hf_config"], values["module"], values["module_args"], **shape)
 
 
 @dataclass(frozen=True)
@@ -103,7 +108,7 @@ class SweepOptions:
         preset, context = ("small", "512") if on_gpu else ("tiny", "128")
         return replace(
             self,
-            presets=self.presets if self.presets is not None or self.model.hf_config else preset,
+            presets=self.presets if self.presets is not None or self.model.names_own_model else preset,
             contexts=context if self.contexts is None else self.contexts,
             precisions=("fp32,bf16" if on_gpu else "fp32") if self.precisions is None else self.precisions,
         )
@@ -130,14 +135,21 @@ class SweepOptions:
     def arguments(self) -> dict:
         """What a run directory records (JSON): every option but where the directories are."""
         arguments = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("resume", "runs_root")}
-        arguments["model"] = {"hf_config": _absolute(self.model.hf_config), "overrides": dict(self.model.overrides)}
+        model = self.model
+        module = model.user_model.factory if model.user_model else model.module
+        arguments["model"] = {"hf_config": _absolute(model.hf_config), "overrides": dict(model.overrides),
+                              "module": module, "module_args": model.module_args}
         return arguments
 
     def with_arguments(self, arguments: dict) -> "SweepOptions":
         """These options with the recorded `arguments` of a resumed run directory."""
         changes = {name: arguments[name] for name in self.arguments() if name in arguments}
         if "model" in changes:
-            changes["model"] = _recorded_model(changes["model"])
+            recorded = changes["model"]
+            if self.model.user_model and isinstance(recorded, dict) and recorded.get("module") == self.model.user_model.factory:
+                changes["model"] = self.model  # the same module from Python: nothing to rebuild it from
+            else:
+                changes["model"] = _recorded_model(recorded)
         return replace(self, **changes)
 
     def settings(self, device: str) -> SweepSettings:
@@ -153,11 +165,12 @@ class SweepOptions:
 
 
 def _recorded_model(recorded: Any) -> ModelChoice:
-    """The model a manifest records ({hf_config, overrides}, either one left out when unset);
-    anything else is a UsageError, not a KeyError."""
+    """The model a manifest records ({hf_config, overrides, module, module_args}, any left out
+    when unset); anything else is a UsageError, not a KeyError."""
     if not isinstance(recorded, dict) or not isinstance(recorded.get("overrides") or {}, dict):
         raise UsageError(f"the manifest records the model as {recorded!r}, not as its hf_config and overrides")
-    return ModelChoice(recorded.get("hf_config"), tuple((recorded.get("overrides") or {}).items())).validate()
+    return ModelChoice(recorded.get("hf_config"), tuple((recorded.get("overrides") or {}).items()),
+                       recorded.get("module"), recorded.get("module_args")).validate()
 
 
 def _absolute(hf_config: str | None) -> str | None:

@@ -16,6 +16,7 @@ import torch
 
 from lmperf.analysis.flops import MODES, step_flops
 from lmperf.analysis.memory import MEMORY_PRECISIONS, memory_model
+from lmperf.analysis.module_flops import CAUSAL_ATTENTION, counted_flops, transformer_flops
 from lmperf.analysis.peaks import peak_tflops
 from lmperf.model.step import ModelStep, StepConfig
 from lmperf.run.timing import do_bench_ms, load_average, time_steps
@@ -26,7 +27,8 @@ from lmperf.report.rows import ResultRow, failure_row
 from lmperf.report.rundir import RunDir, key_of
 
 KEY_FIELDS = ("preset", "model", "seq_len", "mode", "precision", "compile", "attention", "batch",
-              "param_dtype", "loss", "checkpoint")
+              "param_dtype", "loss", "checkpoint", "module")
+ANALYTIC = "analytic (lmperf.analysis.flops)"
 
 
 @dataclass
@@ -47,6 +49,12 @@ class BenchRow(ResultRow):
     steps: int
     params: int
     matmul_flops: float
+    module: dict | None = None  # the user's module: factory, arguments, source hash, shape read
+    flop_count: str = ANALYTIC  # how matmul_flops were counted
+    causal_attention: str = CAUSAL_ATTENTION  # how attention's masked half is counted in them
+    # a user's module that looks like a Transformer: 6·N + attention (lmperf.analysis.module_flops)
+    transformer_flops: float | None = None
+    flops_over_transformer: float | None = None
     cold_ms: float | None = None
     mean_ms: float | None = None
     std_ms: float | None = None
@@ -102,9 +110,11 @@ def grid(
     bf16 parameters go with bf16 compute only: with precisions fp32,bf16 and param dtypes
     fp32,bf16 the grid holds three precision pairs, not four."""
     bases = [StepConfig(p, 0, "") if isinstance(p, str) else p for p in presets]
+    if any(base.module for base in bases) and list(attentions) != ["naive"]:
+        raise UsageError("--attention picks lmperf's attention implementations; a --module model brings its own")
     configs = [
-        replace(base, seq_len=t, mode=m, precision=pr, compile=c, attention=a, batch=batch,
-                param_dtype=pd, loss=lo, checkpoint=ck)
+        replace(base, seq_len=t, mode=m, precision=pr, compile=c, attention=base.attention if base.module else a,
+                batch=batch, param_dtype=pd, loss=lo, checkpoint=ck)
         for base, t, pr, pd, c, a, lo, ck, m in itertools.product(
             bases, seq_lens, precisions, param_dtypes, compiles, attentions, losses, checkpoints, modes
         )
@@ -114,6 +124,8 @@ def grid(
         raise UsageError("bf16 parameters need --precisions bf16 (the step computes in bf16)")
     for config in configs:
         config.validate()
+        if config.module:  # the module runs at each context now: its errors come before any row
+            counted_flops(config.module, config.seq_len)
     return configs
 
 
@@ -128,17 +140,23 @@ def _group_key(config: StepConfig) -> StepConfig:
 
 
 def base_row(config: StepConfig, settings: SweepSettings, status: str) -> BenchRow:
+    common = {"status": status, "warmup": settings.warmup, "steps": settings.steps, "env": environment(settings.device)}
+    if config.module:
+        return _module_row(config, common)
     model_config = config.model_config()
     flops = step_flops(model_config, config.batch, config.seq_len, config.mode)
-    return BenchRow(
-        **config.to_dict(),
-        status=status,
-        warmup=settings.warmup,
-        steps=settings.steps,
-        params=parameter_count(model_config)["total"],
-        matmul_flops=flops.matmul,
-        env=environment(settings.device),
-    )
+    return BenchRow(**config.to_dict(), **common, params=parameter_count(model_config)["total"], matmul_flops=flops.matmul)
+
+
+def _module_row(config: StepConfig, common: dict) -> BenchRow:
+    """A user's module's row: its FLOPs counted (lmperf.analysis.module_flops), beside the
+    Transformer rule of thumb where the module looks like one."""
+    counted = counted_flops(config.module, config.seq_len)
+    matmul = counted.matmul(config.batch, config.mode)
+    expected = transformer_flops(config.module, config.batch, config.seq_len, config.mode)
+    return BenchRow(**config.to_dict(), **common, params=config.module.params, matmul_flops=matmul,
+                    flop_count=counted.method(config.batch), transformer_flops=expected,
+                    flops_over_transformer=matmul / expected if expected else None)
 
 
 def _measure(step: ModelStep, config: StepConfig, settings: SweepSettings) -> BenchRow:
@@ -190,7 +208,7 @@ def device_memory_bytes(device: torch.device) -> int | None:
 def memory_shortfall(config: StepConfig, device: torch.device) -> str | None:
     """Why the analytic peak of `config` cannot fit `device`, or None when it may."""
     have = device_memory_bytes(device)
-    if have is None or config.precision not in MEMORY_PRECISIONS:
+    if have is None or config.precision not in MEMORY_PRECISIONS or config.module:  # no analytic model of a module
         return None
     need = memory_model(config.model_config(), config.batch, config.seq_len, config.precision,
                         config.param_dtype, config.checkpoint, config.loss).peak(config.mode)
