@@ -18,13 +18,9 @@ import contextlib
 import dataclasses
 from collections.abc import Iterator, Mapping
 
-# Structural constants: the kernels are written around them, so they are not variant fields.
-HEAD_DIMS = (64, 80, 128)  # head dims whose tiles are fitted to the registers and shared memory
-ROWS = 64  # query rows of a consumer warp group: one wgmma's M
-CONSUMERS = 2  # consumer warp groups of a forward program, which holds CONSUMERS x ROWS query rows
-BACKWARD_KEYS = 64  # keys of a backward consumer warp group; a program holds two of them (128 keys)
-DQ_COLUMNS = 64  # dQ_i columns a backward warp group makes: 64 x 128 fp32 would not fit beside dK, dV
-COMBINE_ELEMENTS = 8192  # values the split-keys merge loads at once: 64 fp32 registers a thread of four warps
+from lmperf.attention.sm90 import resources
+from lmperf.attention.sm90.shape import (BACKWARD_KEYS, COMBINE_ELEMENTS, CONSUMERS, DQ_COLUMNS,  # noqa: F401
+                                         HEAD_DIMS, ROWS)
 
 
 def _default(value):
@@ -122,8 +118,6 @@ def variant(**changes) -> Iterator[Tuning]:
     if unknown:
         raise ValueError(f"no sm90 tuning field {', '.join(sorted(unknown))}")
     chosen = dataclasses.replace(_active, **changes)
-    from lmperf.attention.sm90 import resources  # here: resources reads this module's constants
-
     resources.check(chosen)
     previous, _active = _active, chosen
     try:
