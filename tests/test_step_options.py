@@ -78,20 +78,21 @@ class _AttentionCalls(TorchDispatchMode):
 
 @pytest.mark.parametrize("checkpoint, forwards", [("none", 1), ("full", 2), ("selective", 1), ("selective:1", 1)])
 def test_selective_checkpointing_keeps_attention_and_full_recomputes_it(checkpoint, forwards):
-    from lmperf.model.transformer import SAVED_BY_SELECTIVE
+    from lmperf.model.transformer import attention_ops
 
     torch.manual_seed(0)
     model = TransformerLM(CONFIG, checkpoint)
     inputs, targets = _batch()
-    with _AttentionCalls(SAVED_BY_SELECTIVE) as probe:
+    with _AttentionCalls(attention_ops()) as probe:
         model(inputs, targets).backward()
     assert probe.calls == forwards * CONFIG.n_layers
 
 
 @pytest.mark.parametrize("checkpoint, forwards", [("none", 1), ("selective", 2)])
 def test_selective_checkpointing_recomputes_lmperfs_own_attention(monkeypatch, checkpoint, forwards):
-    # The policy lists ATen ops; an autograd.Function is not one, so "selective" runs its forward
-    # again in the backward (as the README says). "torch" stands for "triton" on a CPU.
+    # The policy keeps operators' outputs; lmperf's PyTorch FlashAttention is an autograd.Function,
+    # not an operator, so "selective" runs its forward again in the backward (as the README says).
+    # lmperf's Triton attention is an operator: interpreted_triton_cases.py counts its calls.
     from lmperf.attention import flash_torch
 
     calls = []

@@ -165,3 +165,52 @@ def test_causal_masks_are_top_left_aligned(seq_q, seq_k):
     ours = FlashAttention2Triton.apply(q, k, v, True).double()
     torch.testing.assert_close(ours, top_left, rtol=1e-4, atol=1e-4)
     assert (ours[..., live, :] - bottom_right).abs().max() > 1e-2
+
+
+# ------------------------------------------------- lmperf::flash_attention as a PyTorch operator
+
+
+@pytest.mark.parametrize("is_causal, seq_q, seq_k, kv_heads", [(True, 33, 33, 2), (False, 17, 40, 1)])
+def test_the_operator_passes_opcheck(is_causal, seq_q, seq_k, kv_heads):
+    # Schema, fake (meta) implementation, autograd registration and AOT dispatch (static and
+    # dynamic shapes), each against running the operator itself.
+    from lmperf.attention.flash_triton import flash_attention_op
+
+    torch.manual_seed(seq_q)
+    q = torch.randn(1, 2, seq_q, 16, requires_grad=True)
+    k, v = (torch.randn(1, kv_heads, seq_k, 16, requires_grad=True) for _ in range(2))
+    torch.library.opcheck(flash_attention_op, (q, k, v, is_causal, True, None))
+
+
+def test_torch_compile_traces_the_model_in_one_graph():
+    # fullgraph=True: a graph break anywhere in a block (the operator, its dispatch) is an error.
+    from lmperf.model import TransformerLM, preset
+
+    torch.manual_seed(0)
+    model = TransformerLM(preset("tiny", vocab_size=300, max_seq_len=64, attention="triton"))
+    block = torch.compile(model.blocks[0], fullgraph=True, backend="aot_eager")
+    x = torch.randn(2, 24, model.config.d_model, requires_grad=True)
+    compiled = block(x)
+    expected = model.blocks[0](x)
+    torch.testing.assert_close(compiled, expected, rtol=1e-5, atol=1e-5)
+    (grad,) = torch.autograd.grad(compiled.sum(), x)
+    (expected_grad,) = torch.autograd.grad(expected.sum(), x)
+    torch.testing.assert_close(grad, expected_grad, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("checkpoint, forwards", [("none", 1), ("full", 2), ("selective", 1), ("selective:1", 1)])
+def test_selective_checkpointing_keeps_lmperfs_attention_as_it_keeps_sdpas(monkeypatch, checkpoint, forwards):
+    # The forward kernel is counted where the operator launches it: "selective" keeps its output
+    # and log-sum-exp, so the backward recomputes the block's matmuls but not attention.
+    from lmperf.attention import flash_triton
+    from lmperf.model import TransformerLM, preset
+
+    calls = []
+    forward = flash_triton.triton_forward
+    monkeypatch.setattr(flash_triton, "triton_forward", lambda *a, **kw: calls.append(1) or forward(*a, **kw))
+    torch.manual_seed(0)
+    config = preset("tiny", vocab_size=300, max_seq_len=64, attention="triton")
+    model = TransformerLM(config, checkpoint)
+    tokens = torch.randint(0, config.vocab_size, (2, 25))
+    model(tokens[:, :-1], tokens[:, 1:]).backward()
+    assert len(calls) == forwards * config.n_layers

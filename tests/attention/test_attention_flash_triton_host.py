@@ -42,7 +42,7 @@ def test_the_atomic_backward_hands_over_to_gluon_with_the_preprocessed_delta(mon
             handed.append(args)
             return grads
 
-    monkeypatch.setattr(flash_triton, "sm90_ops", Ops)
+    monkeypatch.setattr(flash_triton, "sm90_backward", Ops)
     q, k, v, o, lse, do = inputs()
     assert flash_triton.triton_backward(q, k, v, o, lse, do, True, "atomic", gluon=True) is grads
     assert [name for name, _, _ in recorded] == ["delta"]
@@ -103,6 +103,6 @@ def test_the_forward_falls_back_to_the_portable_kernel(monkeypatch, recorded):
     q = torch.randn(1, 2, 300, 64, dtype=torch.bfloat16)
     flash_triton.triton_forward(q, q, q, True)
     assert [name for name, _, _ in recorded] == ["fwd"]
-    monkeypatch.setattr(flash_triton, "sm90_ops", None)  # the Gluon forward would fail here
+    monkeypatch.setattr(flash_triton, "sm90_forward", None)  # the Gluon forward would fail here
     flash_triton.triton_forward(q, q, q, True, gluon=True)  # d64 causal over 300 keys: the portable forward
     assert [name for name, _, _ in recorded] == ["fwd", "fwd"]

@@ -76,10 +76,9 @@ _sm90 = functools.cache(_asks_sm90)
 
 
 def hopper(device: torch.device) -> bool:
-    """Whether `device` is an sm90 GPU (the Gluon kernels are written for Hopper's wgmma). Cached
-    for eager calls, which ask on every attention call; asked directly while torch.compile
-    traces, since Dynamo traces through a cache wrapper anyway and warns that it does."""
-    return _asks_sm90(device) if torch.compiler.is_compiling() else _sm90(device)
+    """Whether `device` is an sm90 GPU (the Gluon kernels are written for Hopper's wgmma); cached,
+    since every attention call asks."""
+    return _sm90(device)
 
 
 def gluon_fits(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
@@ -137,10 +136,10 @@ def dq_by_tma(q: torch.Tensor, head_dim: int, second_block: int) -> bool:
     per-thread atomics (which need each share moved through shared memory into a coalesced
     layout, with barriers, every query tile): a Hopper or newer GPU, compiled (the interpreter
     has no TMA), one column block (second_block 0: a reduction per block of 80 = 64 + 16 is
-    slower than the atomics), dQ's fp32 rows 16-byte aligned for the descriptor (head_dim a
-    multiple of 4), and not while torch.compile traces (Dynamo breaks the graph at the scratch
-    allocator the device-side descriptor needs)."""
+    slower than the atomics) and dQ's fp32 rows 16-byte aligned for the descriptor (head_dim a
+    multiple of 4). Compiled models get it too: torch.compile sees the lmperf::flash_attention
+    operator, not the scratch allocator the device-side descriptor needs."""
     return (
-        not INTERPRETED and second_block == 0 and head_dim % 4 == 0 and not torch.compiler.is_compiling()
+        not INTERPRETED and second_block == 0 and head_dim % 4 == 0
         and torch.cuda.get_device_capability(q.device)[0] >= 9
     )

@@ -42,9 +42,10 @@ from lmperf.errors import UsageError
 
 MAX_GRID_Y = 65535  # CUDA's limit on the grid's second dimension (batch * heads here)
 # The Gluon kernels' launches, imported only with the Triton they are written for: another
-# Triton never imports a Gluon module. Imported here, not on first use, so that torch.compile
-# never traces an import.
-sm90_ops = importlib.import_module("lmperf.attention.sm90.custom_ops") if dispatch.GLUON_TRITON_OK else None
+# Triton never imports a Gluon module.
+sm90_forward, sm90_backward = (
+    (importlib.import_module("lmperf.attention.sm90.forward"), importlib.import_module("lmperf.attention.sm90.backward"))
+    if dispatch.GLUON_TRITON_OK else (None, None))
 
 
 def _precision(dtype: torch.dtype) -> str:
@@ -78,7 +79,7 @@ def triton_forward(
     if gluon is None:
         gluon = dispatch.gluon_kernels_run(q, k, v)
     if dispatch.gluon_forward_runs(head_dim, seq_k, is_causal, gluon):
-        return sm90_ops.forward(q, k, v, is_causal)
+        return sm90_forward.forward(q, k, v, is_causal)
     # Laid out (B, seq_q, H, d), as SDPA's flash and cuDNN outputs are: the model's next step,
     # y.transpose(1, 2).reshape(B, T, H * d) for the output projection, is then a view, not a copy.
     o = torch.empty((B, seq_q, H, head_dim), dtype=q.dtype, device=q.device).transpose(1, 2)
@@ -172,59 +173,98 @@ def triton_backward(q, k, v, o, lse, do, is_causal: bool, mode: str, gluon: bool
     if gluon is None:
         gluon = dispatch.gluon_backward_runs(k.shape[2], dispatch.gluon_kernels_run(q, k, v))
     if mode == "atomic" and gluon:
-        return sm90_ops.backward(q, k, v, do, lse, delta, is_causal)
+        return sm90_backward.backward(q, k, v, do, lse, delta, is_causal)
     return _dkdv(q, k, v, lse, delta, do, is_causal, mode)
 
 
-# ----------------------------------------------------------------------------- autograd
+# ----------------------------------------------------------------------------- the operator
+
+
+# One PyTorch operator for the forward and one for the backward, so that torch.compile sees one
+# opaque call without graph breaks, FSDP2 and DTensor pass through, and a selective-checkpoint
+# policy can name the forward and keep its outputs (lmperf.model.transformer). `gluon` carries
+# dispatch.ENABLED from the call, so that dispatch.gluon_disabled() around a forward holds for
+# its backward too, and `backward` the dQ strategy asked for (None: dispatch.backward_mode's);
+# the rest of each kernel choice is made when the kernel runs, from the real tensors.
+
+
+@torch.library.custom_op("lmperf::flash_attention", mutates_args=())
+def flash_attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool, gluon: bool,
+                       backward: str | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """O (q's shape) and the log-sum-exp (q's shape without head_dim), fp32."""
+    q4, k4, v4 = as_4d(q), as_4d(k), as_4d(v)
+    o, lse = triton_forward(q4, k4, v4, is_causal, gluon and dispatch.gluon_kernels_run(q4, k4, v4))
+    return (o, lse) if q.dim() == 4 else (o.view(q.shape), lse.view(q.shape[:-1]))
+
+
+@flash_attention_op.register_fake
+def _(q, k, v, is_causal, gluon, backward):
+    q4 = as_4d(q)
+    batch, heads, seq_q, head_dim = q4.shape
+    o = q4.new_empty((batch, seq_q, heads, head_dim)).transpose(1, 2)  # as triton_forward lays it out
+    lse = q4.new_empty((batch, heads, seq_q), dtype=torch.float32)
+    return (o, lse) if q.dim() == 4 else (o.view(q.shape), lse.view(q.shape[:-1]))
+
+
+@torch.library.custom_op("lmperf::flash_attention_backward", mutates_args=())
+def flash_attention_backward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
+                                lse: torch.Tensor, do: torch.Tensor, is_causal: bool, gluon: bool,
+                                backward: str | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """dQ, dK, dV (contiguous, the inputs' shapes); backward: the dQ strategy asked for, or None."""
+    q4, k4, v4, o4, do4 = as_4d(q), as_4d(k), as_4d(v), as_4d(o), as_4d(do)
+    gluon_backward = dispatch.gluon_backward_runs(k4.shape[2], gluon and dispatch.gluon_kernels_run(q4, k4, v4))
+    mode = dispatch.backward_mode(backward, is_causal, k4.shape[2], gluon_backward)
+    lse4 = lse if q.dim() == 4 else lse.view(o4.shape[:-1])
+    dq, dk, dv = triton_backward(q4, k4, v4, o4, lse4, do4, is_causal, mode, gluon_backward)
+    return (dq, dk, dv) if q.dim() == 4 else (dq.view(q.shape), dk.view(k.shape), dv.view(k.shape))
+
+
+@flash_attention_backward_op.register_fake
+def _(q, k, v, o, lse, do, is_causal, gluon, backward):
+    return (torch.empty_like(q, memory_format=torch.contiguous_format),
+            torch.empty_like(k, memory_format=torch.contiguous_format), k.new_empty(k.shape))
+
+
+def _keep_for_backward(ctx, inputs, output):
+    q, k, v, ctx.is_causal, ctx.gluon, ctx.backward = inputs
+    ctx.save_for_backward(q, k, v, *output)
+
+
+def _backward(ctx, grad_o, grad_lse):
+    # The log-sum-exp is an output for the backward's sake: no loss differentiates through it.
+    q, k, v, o, lse = ctx.saved_tensors
+    dq, dk, dv = flash_attention_backward_op(q, k, v, o, lse, grad_o, ctx.is_causal, ctx.gluon, ctx.backward)
+    return dq, dk, dv, None, None, None
+
+
+flash_attention_op.register_autograd(_backward, setup_context=_keep_for_backward)
 
 
 def flash_attention_triton_with_lse(q, k, v, is_causal: bool = False):
     """Forward only: output (..., seq_q, d) and log-sum-exp (..., seq_q), fp32."""
     check_inputs(q, k, v)
     _check_device(q)
-    o, lse = triton_forward(as_4d(q), as_4d(k), as_4d(v), is_causal)
-    return o.view(q.shape), lse.view(q.shape[:-1])
+    return flash_attention_op(q, k, v, is_causal, dispatch.ENABLED, None)
 
 
-class FlashAttention2Triton(torch.autograd.Function):
-    """`FlashAttention2Triton.apply(q, k, v, is_causal[, backward])` -> softmax(q k^T / sqrt(d)) v.
+def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool = False,
+                    backward: str | None = None) -> torch.Tensor:
+    """softmax(q k^T / sqrt(d)) v through lmperf::flash_attention, differentiable.
 
-    backward: "split", "atomic", "ordered" or None (dispatch.backward_mode; module docstring).
-    Saved for backward: q, k, v, the output and the log-sum-exp (..., seq_q), each in the caller's
-    shape.
-    """
-
-    @staticmethod
-    def forward(ctx, q, k, v, is_causal=False, backward=None):
-        check_inputs(q, k, v)
-        _check_device(q)
-        q4, k4, v4 = as_4d(q), as_4d(k), as_4d(v)
-        # Decided here, with the forward's kernel, so that dispatch.gluon_disabled() around the
-        # forward alone keeps the portable kernels in the backward too; asked once, since it
-        # checks every input.
-        gluon = dispatch.gluon_kernels_run(q4, k4, v4)
-        ctx.gluon_backward = dispatch.gluon_backward_runs(k.shape[-2], gluon)
-        ctx.backward_mode = dispatch.backward_mode(backward, is_causal, k.shape[-2], ctx.gluon_backward)
-        o, lse = triton_forward(q4, k4, v4, is_causal, gluon)
-        if q.dim() != 4:  # 4-d inputs (the model's, the benchmarks'): o and lse have their shapes already
-            o, lse = o.view(q.shape), lse.view(q.shape[:-1])
-        ctx.save_for_backward(q, k, v, o, lse)
-        ctx.is_causal = is_causal
-        return o
-
-    @staticmethod
-    def backward(ctx, grad_out):
-        q, k, v, o, lse = ctx.saved_tensors
-        q4, k4, o4, do = as_4d(q), as_4d(k), as_4d(o), as_4d(grad_out)
-        four_d = q.dim() == 4  # 4-d inputs need no views, which cost host time each
-        dq, dk, dv = triton_backward(
-            q4, k4, as_4d(v), o4, lse if four_d else lse.view(o4.shape[:-1]), do, ctx.is_causal, ctx.backward_mode,
-            ctx.gluon_backward,
-        )
-        if four_d:
-            return dq, dk, dv, None, None
-        return dq.view(q.shape), dk.view(k.shape), dv.view(k.shape), None, None
+    backward: "split", "atomic", "ordered" or None (dispatch.backward_mode; module docstring),
+    checked here, at the forward, against torch's determinism setting."""
+    check_inputs(q, k, v)
+    _check_device(q)
+    if backward is not None:
+        dispatch.backward_mode(backward)
+    return flash_attention_op(q, k, v, is_causal, dispatch.ENABLED, backward)[0]
 
 
-__all__ = ["BACKWARDS", "FlashAttention2Triton", "flash_attention_triton_with_lse", "triton_backward", "triton_forward"]
+class FlashAttention2Triton:
+    """`FlashAttention2Triton.apply(q, k, v, is_causal[, backward])`: `flash_attention` under the
+    name lmperf's implementation registry and the attention benchmark call it by."""
+
+    apply = staticmethod(flash_attention)
+
+
+__all__ = ["BACKWARDS", "FlashAttention2Triton", "flash_attention", "flash_attention_op", "flash_attention_triton_with_lse", "triton_backward", "triton_forward"]

@@ -5,15 +5,15 @@ and cross-entropy loss. Every part of a block runs inside a named region.
 Two options change how a step spends memory, never what it computes:
 - `checkpoint`: "none" keeps every block's activations for the backward; "full" keeps only each
   block's input and recomputes the block in the backward; "selective" also keeps the fused
-  attention kernel's outputs (its output and log-sum-exp: the SDPA ops in SAVED_BY_SELECTIVE), so
-  the backward recomputes the matmuls and elementwise parts but not attention, the costliest
-  part at long context; "selective:K" checkpoints all but the last K blocks selectively and lets
-  those K keep everything, trading memory for K blocks' recomputed matmuls (the last ones, whose
-  activations the backward frees before any recomputation needs room). Both are
-  torch.utils.checkpoint (non-reentrant; selective through torch's selective-checkpoint policy),
-  inside the block so a compiled block compiles them too.
-  The policy names ATen ops, so lmperf's own FlashAttention Functions ("torch", "triton") are
-  not kept: under "selective" their forward runs again in the backward, as under "full"
+  attention kernel's outputs (its output and log-sum-exp: SDPA's operators and lmperf's own
+  lmperf::flash_attention, `attention_ops`), so the backward recomputes the matmuls and
+  elementwise parts but not attention, the costliest part at long context; "selective:K"
+  checkpoints all but the last K blocks selectively and lets those K keep everything, trading
+  memory for K blocks' recomputed matmuls (the last ones, whose activations the backward frees
+  before any recomputation needs room). Both are torch.utils.checkpoint (non-reentrant;
+  selective through torch's selective-checkpoint policy), inside the block so a compiled block
+  compiles them too. lmperf's PyTorch FlashAttention ("torch") is an autograd.Function, not an
+  operator: under "selective" its forward runs again in the backward, as under "full"
   (tests/test_step_options.py counts the calls).
 - `loss`: "eager" forms the (B, T, V) logits and takes F.cross_entropy of them; "fused" computes
   the same loss chunk by chunk without the logits (lmperf.ops.fused_linear_cross_entropy).
@@ -38,22 +38,33 @@ from lmperf.ops import fused_linear_cross_entropy
 LOSSES = ("eager", "fused")
 
 
-def _sdpa_ops() -> list:
-    """SDPA's fused-kernel ops of this torch build (flash, cuDNN, memory-efficient, CPU flash)."""
+@functools.cache
+def _sdpa_ops() -> frozenset:
+    """SDPA's fused-kernel operators of this torch build (flash, cuDNN, memory-efficient, CPU flash)."""
     names = ("_scaled_dot_product_flash_attention", "_scaled_dot_product_cudnn_attention",
              "_scaled_dot_product_efficient_attention", "_scaled_dot_product_flash_attention_for_cpu")
-    return [getattr(torch.ops.aten, name).default for name in names if hasattr(torch.ops.aten, name)]
+    return frozenset(getattr(torch.ops.aten, name).default for name in names if hasattr(torch.ops.aten, name))
 
 
-SAVED_BY_SELECTIVE = _sdpa_ops()
+def attention_ops() -> frozenset:
+    """The fused attention operators whose outputs selective checkpointing keeps: SDPA's, and
+    lmperf::flash_attention once lmperf's Triton attention has registered it."""
+    if hasattr(torch.ops.lmperf, "flash_attention"):
+        return _sdpa_ops() | {torch.ops.lmperf.flash_attention.default}
+    return _sdpa_ops()
+
+
+def _keep_attention(ctx, op, *args, **kwargs):
+    from torch.utils.checkpoint import CheckpointPolicy
+
+    return CheckpointPolicy.MUST_SAVE if op in attention_ops() else CheckpointPolicy.PREFER_RECOMPUTE
 
 
 def checkpoint_options(policy: str) -> dict:
-    """torch.utils.checkpoint's keyword arguments for a checkpoint policy (also a user module's)."""
     if policy == "selective":
         from torch.utils.checkpoint import create_selective_checkpoint_contexts
 
-        return {"context_fn": functools.partial(create_selective_checkpoint_contexts, SAVED_BY_SELECTIVE)}
+        return {"context_fn": functools.partial(create_selective_checkpoint_contexts, _keep_attention)}
     return {}
 
 

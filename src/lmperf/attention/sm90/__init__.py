@@ -9,9 +9,10 @@
     forward      the forward kernel and its host launch
     combine      the merge of a split forward's runs over keys
     backward     the backward kernel (dK, dV, dQ) and its host launch
-    custom_ops   both as torch custom ops for torch.compile
+    shape        the structural constants the kernels are written around
 
-lmperf.attention.dispatch decides where these run. lmperf.attention.flash_triton imports them only
+lmperf.attention.dispatch decides where these run; lmperf::flash_attention (flash_triton) is the
+one PyTorch operator over them and the portable kernels. lmperf.attention.flash_triton imports them only
 with the Triton they are written for (dispatch.GLUON_TRITON: they use its internals), so that
 another Triton never fails an import.
 """
