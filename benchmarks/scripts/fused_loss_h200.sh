@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The rows of benchmarks/fused-loss-h200.md in one H200 call: the fused loss's Triton kernel
-# against its PyTorch path and eager logits at the 8B head's shapes, and the 8B step with 8 layers
+# The rows of benchmarks/fused-loss-h200.md in one H200 call: the fused loss against eager logits,
+# and its row kernel alone, at the 8B head's shapes, and the 8B step with 8 layers
 # on one H200 with each option switched (loss eager/fused x compile off/on), plus the GPU tests of
 # the loss and of the memory model. Run from the repository root with PYTHONPATH=src; results under $OUT.
 set -u
