@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,30 +58,55 @@ class Quote:
 
 # -------------------------------------------------------------------------------- computations
 
+
 def _cudnn_fwd_bwd(head_dim: int, causal: bool, keys=(2048, 4096, 16384)) -> tuple[str, str]:
     """(range of the fwd+bwd medians, lowest round) of cuDNN / ours at `keys` in the final sweep."""
-    by_point = F.ratios(F.of_set("attention-h100", "sweep-1f651d0"), "sdpa-cudnn", "triton", "fwd_bwd_ms", "impl",
-                        lambda r: (r["head_dim"], r["causal"], r["seq"]))
+    by_point = F.ratios(
+        F.of_set("attention-h100", "sweep-1f651d0"),
+        "sdpa-cudnn",
+        "triton",
+        "fwd_bwd_ms",
+        "impl",
+        lambda r: (r["head_dim"], r["causal"], r["seq"]),
+    )
     medians, low = F.medians_and_low(by_point, [(head_dim, causal, k) for k in keys])
     return F.span(medians), f"{low:.3f}"
 
 
 def _sweep_from_2k() -> tuple[str, str]:
-    by_point = F.ratios(F.of_set("attention-h100", "sweep-1f651d0"), "sdpa-cudnn", "triton", "fwd_bwd_ms", "impl",
-                        lambda r: (r["head_dim"], r["causal"], r["seq"]))
+    by_point = F.ratios(
+        F.of_set("attention-h100", "sweep-1f651d0"),
+        "sdpa-cudnn",
+        "triton",
+        "fwd_bwd_ms",
+        "impl",
+        lambda r: (r["head_dim"], r["causal"], r["seq"]),
+    )
     medians, low = F.medians_and_low(by_point, [p for p in by_point if p[2] >= 2048])
     return F.span(medians), f"{low:.3f}"
 
 
 def _lowest_causal_1k() -> tuple[str]:
-    by_point = F.ratios(F.of_set("attention-h100", "sweep-1f651d0"), "sdpa-cudnn", "triton", "fwd_bwd_ms", "impl",
-                        lambda r: (r["head_dim"], r["causal"], r["seq"]))
+    by_point = F.ratios(
+        F.of_set("attention-h100", "sweep-1f651d0"),
+        "sdpa-cudnn",
+        "triton",
+        "fwd_bwd_ms",
+        "impl",
+        lambda r: (r["head_dim"], r["causal"], r["seq"]),
+    )
     return (f"{min(by_point[64, True, 1024] + by_point[128, True, 1024]):.3f}",)
 
 
 def _same_kernels() -> tuple[str, str]:
-    by_point = F.ratios(F.of_set("attention-h100", "same-kernels-26ebba3"), "default-again", "default", "fwd_bwd_ms",
-                        "variant", lambda r: (r["head_dim"], r["causal"], r["seq"]))
+    by_point = F.ratios(
+        F.of_set("attention-h100", "same-kernels-26ebba3"),
+        "default-again",
+        "default",
+        "fwd_bwd_ms",
+        "variant",
+        lambda r: (r["head_dim"], r["causal"], r["seq"]),
+    )
     values = [v for vs in by_point.values() for v in vs]
     return f"{min(values):.3f}", f"{max(values):.3f}"
 
@@ -94,7 +118,9 @@ def _flex() -> tuple[str, str]:
 
 
 def _leaderboard_ms() -> tuple[str]:
-    (row,) = [r for r in F.of_set("leaderboard-h200x2", "step-c74c5ac") if r.get("nproc") == 2 and r["param_dtype"] == "bf16"]
+    (row,) = [
+        r for r in F.of_set("leaderboard-h200x2", "step-c74c5ac") if r.get("nproc") == 2 and r["param_dtype"] == "bf16"
+    ]
     return (f"{row['leaderboard_ms']:,.1f}",)
 
 
@@ -108,7 +134,10 @@ def _loss_kernel_saving() -> tuple[str]:
 
 
 def _loss_ratios() -> tuple[str, str]:
-    return f"{_loss_ms('fused-torch') / _loss_ms('fused-triton'):.3f}", f"{_loss_ms('eager') / _loss_ms('fused-triton'):.3f}"
+    return (
+        f"{_loss_ms('fused-torch') / _loss_ms('fused-triton'):.3f}",
+        f"{_loss_ms('eager') / _loss_ms('fused-triton'):.3f}",
+    )
 
 
 def _loss_chunk() -> tuple[str, str, str]:
@@ -129,8 +158,10 @@ def _fused_step() -> tuple[str, str]:
 def _options() -> tuple[str, str]:
     rows = {(r["loss"], r["checkpoint"]): r for r in F.of_set("leaderboard-h200x2", "options-e584e6b")}
     full_eager, full_fused, selective = rows["eager", "full"], rows["fused", "full"], rows["fused", "selective"]
-    return (f"{full_eager['median_ms'] / full_fused['median_ms']:.3f}",
-            f"{full_fused['median_ms'] / selective['median_ms']:.3f}")
+    return (
+        f"{full_eager['median_ms'] / full_fused['median_ms']:.3f}",
+        f"{full_fused['median_ms'] / selective['median_ms']:.3f}",
+    )
 
 
 def _exposed() -> tuple[str, str]:
@@ -165,8 +196,11 @@ def _blind_totals() -> tuple[str, str, str, str]:
 
 
 def _bench_compile_speedup(presets: tuple, precision: str) -> tuple[str]:
-    rows = [r for r in F.of_set("bench-h100", "sweep") if r["preset"] in presets and r["precision"] == precision
-            and r["status"] == "ok"]
+    rows = [
+        r
+        for r in F.of_set("bench-h100", "sweep")
+        if r["preset"] in presets and r["precision"] == precision and r["status"] == "ok"
+    ]
     times = {(r["preset"], r["seq_len"], r["mode"], r["compile"]): r["median_ms"] for r in rows}
     values = [times[k[:3] + ("eager",)] / times[k] for k in times if k[3] == "compile" and k[:3] + ("eager",) in times]
     return (F.span(values, 2),)
@@ -200,36 +234,65 @@ def _profile_casts() -> tuple[str, str]:
 
 
 def _same_kernel_modules() -> tuple[str]:
-    by_point = F.ratios(F.of_set("attention-tuning-h100", "bwd-persistent-63460bd"), "candidate", "committed", "ms",
-                        "peer", lambda r: (r["head_dim"], r["causal"], r["seq"]))
+    by_point = F.ratios(
+        F.of_set("attention-tuning-h100", "bwd-persistent-63460bd"),
+        "candidate",
+        "committed",
+        "ms",
+        "peer",
+        lambda r: (r["head_dim"], r["causal"], r["seq"]),
+    )
     return (F.span(by_point[64, False, 16384]),)
 
 
 QUOTES: list[Quote] = [
     # README.md
-    Quote("README.md", "cuDNN's time / ours, the median over rounds and the lowest round): {}x at head_dim 64 "
-          "non-causal (lowest round {}), {}x causal (lowest round {}), {}x at head_dim 128 non-causal (lowest round "
-          "{}), {}x causal (lowest round {}).",
-          lambda: (*_cudnn_fwd_bwd(64, False), *_cudnn_fwd_bwd(64, True), *_cudnn_fwd_bwd(128, False),
-                   *_cudnn_fwd_bwd(128, True))),
+    Quote(
+        "README.md",
+        "cuDNN's time / ours, the median over rounds and the lowest round): {}x at head_dim 64 "
+        "non-causal (lowest round {}), {}x causal (lowest round {}), {}x at head_dim 128 non-causal (lowest round "
+        "{}), {}x causal (lowest round {}).",
+        lambda: (
+            *_cudnn_fwd_bwd(64, False),
+            *_cudnn_fwd_bwd(64, True),
+            *_cudnn_fwd_bwd(128, False),
+            *_cudnn_fwd_bwd(128, True),
+        ),
+    ),
     Quote("README.md", "differed by {}-{}x in fwd+bwd time per round", _same_kernels),
     Quote("README.md", "On two H200s the step takes {} ms", _leaderboard_ms),
     Quote("README.md", "which takes {} ms off the loss on one H200", _loss_kernel_saving),
     # benchmarks/attention-h100.md
-    Quote("benchmarks/attention-h100.md", "every fwd+bwd median is above 1 ({} over the twelve points), but not every "
-          "round (lowest {})", _sweep_from_2k),
+    Quote(
+        "benchmarks/attention-h100.md",
+        "every fwd+bwd median is above 1 ({} over the twelve points), but not every round (lowest {})",
+        _sweep_from_2k,
+    ),
     Quote("benchmarks/attention-h100.md", "rounds far below their medians (lowest {})", _lowest_causal_1k),
     Quote("benchmarks/attention-h100.md", "differed by {}-{}x in fwd+bwd time per round", _same_kernels),
     Quote("benchmarks/attention-h100.md", "Its time / ours: {} forward+backward, {} forward.", _flex),
     # benchmarks/bench-h100.md
-    Quote("benchmarks/bench-h100.md", "speeds the fp32 steps of xl and 2.7B up by {}x",
-          lambda: _bench_compile_speedup(("xl", "2.7B"), "fp32")),
-    Quote("benchmarks/bench-h100.md", "compiled, bf16 runs {}x faster than eager for small",
-          lambda: _bench_compile_speedup(("small",), "bf16")),
-    Quote("benchmarks/bench-h100.md", "the fp32 forward's mean becomes {} ms while its median stays at {} ms", _warmup_zero),
+    Quote(
+        "benchmarks/bench-h100.md",
+        "speeds the fp32 steps of xl and 2.7B up by {}x",
+        lambda: _bench_compile_speedup(("xl", "2.7B"), "fp32"),
+    ),
+    Quote(
+        "benchmarks/bench-h100.md",
+        "compiled, bf16 runs {}x faster than eager for small",
+        lambda: _bench_compile_speedup(("small",), "bf16"),
+    ),
+    Quote(
+        "benchmarks/bench-h100.md",
+        "the fp32 forward's mean becomes {} ms while its median stays at {} ms",
+        _warmup_zero,
+    ),
     Quote("benchmarks/bench-h100.md", "lmperf's and do_bench's medians differ by {}%", _agreement),
-    Quote("benchmarks/bench-h100.md", "lmperf's: {} on the 1B GQA model, {} on GPT-2 small",
-          lambda: (_hf_ratio("llama-1b-gqa"), _hf_ratio("gpt2"))),
+    Quote(
+        "benchmarks/bench-h100.md",
+        "lmperf's: {} on the 1B GQA model, {} on GPT-2 small",
+        lambda: (_hf_ratio("llama-1b-gqa"), _hf_ratio("gpt2")),
+    ),
     # benchmarks/profile-h100.md
     Quote("benchmarks/profile-h100.md", "in every step, {} casts and {} ms per 2.7B forward", _profile_casts),
     Quote("benchmarks/profile-h100.md", "The softmax is {}% of the FLOPs and {}% of the GPU time", _profile_softmax),
@@ -237,22 +300,41 @@ QUOTES: list[Quote] = [
     Quote("benchmarks/leaderboard-h200x2.md", "the step takes {} ms by the leaderboard's procedure", _leaderboard_ms),
     Quote("benchmarks/leaderboard-h200x2.md", "full's median / selective's {}.", lambda: (_options()[1],)),
     Quote("benchmarks/leaderboard-h200x2.md", "eager's median / fused's {},", lambda: (_options()[0],)),
-    Quote("benchmarks/leaderboard-h200x2.md", "NCCL (all-gather, reduce-scatter) ran {} ms per step, of which {} ms", _exposed),
+    Quote(
+        "benchmarks/leaderboard-h200x2.md",
+        "NCCL (all-gather, reduce-scatter) ran {} ms per step, of which {} ms",
+        _exposed,
+    ),
     # benchmarks/fused-loss-h200.md
-    Quote("benchmarks/fused-loss-h200.md", "against the PyTorch chunks: {} (their time / its), against eager logits {}.",
-          _loss_ratios),
-    Quote("benchmarks/fused-loss-h200.md", "takes {} ms against {} ms for the same arithmetic as PyTorch ops ({}x)",
-          _loss_chunk),
+    Quote(
+        "benchmarks/fused-loss-h200.md",
+        "against the PyTorch chunks: {} (their time / its), against eager logits {}.",
+        _loss_ratios,
+    ),
+    Quote(
+        "benchmarks/fused-loss-h200.md",
+        "takes {} ms against {} ms for the same arithmetic as PyTorch ops ({}x)",
+        _loss_chunk,
+    ),
     Quote("benchmarks/fused-loss-h200.md", "the fused loss's: {}, and the fused loss peaks {} GB lower", _fused_step),
     # benchmarks/distributed-h200x2.md
-    Quote("benchmarks/distributed-h200x2.md", "All-reduce reaches {} GB/s bus bandwidth at 1 GiB, {} GB/s at 1 MiB",
-          lambda: (_busbw("all-reduce", 1024), _busbw("all-reduce", 1))),
-    Quote("benchmarks/distributed-h200x2.md", "DDP scales at {} of one GPU's speed per GPU, FSDP2 at {}.",
-          lambda: (*_scaling("ddp"), *_scaling("fsdp"))),
+    Quote(
+        "benchmarks/distributed-h200x2.md",
+        "All-reduce reaches {} GB/s bus bandwidth at 1 GiB, {} GB/s at 1 MiB",
+        lambda: (_busbw("all-reduce", 1024), _busbw("all-reduce", 1)),
+    ),
+    Quote(
+        "benchmarks/distributed-h200x2.md",
+        "DDP scales at {} of one GPU's speed per GPU, FSDP2 at {}.",
+        lambda: (*_scaling("ddp"), *_scaling("fsdp")),
+    ),
     Quote("benchmarks/distributed-h200x2.md", "DDP {} ms and FSDP2 {} ms median", _plain_nproc2),
     # benchmarks/pmc-accuracy.md
-    Quote("benchmarks/pmc-accuracy.md", "every structural field was right on {} of {} captures, on {} of {} in the newest",
-          _blind_totals),
+    Quote(
+        "benchmarks/pmc-accuracy.md",
+        "every structural field was right on {} of {} captures, on {} of {} in the newest",
+        _blind_totals,
+    ),
     # docs/attention-tuning.md
     Quote("docs/attention-tuning.md", "timed {}x of each other at 16k keys", _same_kernel_modules),
 ]
@@ -270,6 +352,7 @@ ALLOWED: dict[str, set[str]] = {
 
 
 # ----------------------------------------------------------------------------------------- check
+
 
 def prose(text: str) -> str:
     """`text` with its code and rendered tables blanked (same length, so offsets hold)."""
@@ -335,8 +418,14 @@ def write_tables(root: Path = ROOT) -> None:
         rel = path.relative_to(root).as_posix()
         renders = {name: render for name, (page, render) in pages.TABLES.items() if page == rel}
         text = path.read_text(encoding="utf-8")
-        new = TABLE.sub(lambda m: f"<!-- table {m['name']} -->\n{renders[m['name']]().strip()}\n<!-- /table -->"
-                        if m["name"] in renders else m.group(0), text)
+        new = TABLE.sub(
+            lambda m: (
+                f"<!-- table {m['name']} -->\n{renders[m['name']]().strip()}\n<!-- /table -->"
+                if m["name"] in renders
+                else m.group(0)
+            ),
+            text,
+        )
         if new != text:
             path.write_text(new, encoding="utf-8")
 

@@ -28,8 +28,11 @@ def page_rows(page: str) -> tuple[dict, ...]:
 
 def of_set(page: str, set_name: str, **where) -> list[dict]:
     """The rows of `page`'s set `set_name` whose fields equal `where`'s values."""
-    return [row for row in page_rows(page)
-            if row.get("set") == set_name and all(row.get(key) == value for key, value in where.items())]
+    return [
+        row
+        for row in page_rows(page)
+        if row.get("set") == set_name and all(row.get(key) == value for key, value in where.items())
+    ]
 
 
 def round_of(row: dict) -> tuple:
@@ -46,8 +49,9 @@ def per_round(rows: Iterable[dict], name_key: str, metric: str, point: Callable[
     return table
 
 
-def ratios(rows: Iterable[dict], theirs: str, ours: str, metric: str, name_key: str,
-           point: Callable[[dict], Point]) -> dict[Point, list[float]]:
+def ratios(
+    rows: Iterable[dict], theirs: str, ours: str, metric: str, name_key: str, point: Callable[[dict], Point]
+) -> dict[Point, list[float]]:
     """{point: [their time / our time, one per round that timed both]}."""
     out = {}
     for where, rounds in per_round(rows, name_key, metric, point).items():

@@ -33,33 +33,70 @@ def mask(causal: bool) -> str:
 
 # ------------------------------------------------------------------------------------ attention
 
+
 def _attention_point(row: dict) -> tuple:
     return row["head_dim"], row["causal"], row["seq"]
 
 
 def attention_cudnn() -> str:
     rows = F.of_set("attention-h100", "sweep-1f651d0")
-    by_metric = {m: F.ratios(rows, "sdpa-cudnn", "triton", m, "impl", _attention_point)
-                 for m in ("fwd_bwd_ms", "fwd_ms", "bwd_ms")}
+    by_metric = {
+        m: F.ratios(rows, "sdpa-cudnn", "triton", m, "impl", _attention_point)
+        for m in ("fwd_bwd_ms", "fwd_ms", "bwd_ms")
+    }
     ours = F.per_round(rows, "impl", "fwd_bwd_ms", _attention_point)
     body = []
     for point in sorted(by_metric["fwd_bwd_ms"]):
         head_dim, causal, seq = point
         our_ms = statistics.median(names["triton"] for names in ours[point].values())
-        body.append([head_dim, mask(causal), F.keys_label(seq), *(F.ratio_cell(by_metric[m][point]) for m in by_metric),
-                     f"{our_ms:.3f}", len(by_metric["fwd_bwd_ms"][point])])
-    return markdown(["head_dim", "mask", "keys", "fwd+bwd: cuDNN / ours", "forward: cuDNN / ours",
-                     "backward: cuDNN / ours", "ours fwd+bwd ms", "rounds"], body)
+        body.append(
+            [
+                head_dim,
+                mask(causal),
+                F.keys_label(seq),
+                *(F.ratio_cell(by_metric[m][point]) for m in by_metric),
+                f"{our_ms:.3f}",
+                len(by_metric["fwd_bwd_ms"][point]),
+            ]
+        )
+    return markdown(
+        [
+            "head_dim",
+            "mask",
+            "keys",
+            "fwd+bwd: cuDNN / ours",
+            "forward: cuDNN / ours",
+            "backward: cuDNN / ours",
+            "ours fwd+bwd ms",
+            "rounds",
+        ],
+        body,
+    )
 
 
 def attention_backends() -> str:
     rows = F.of_set("attention-h100", "backends-7661679")
-    ratio = {(theirs, m): F.ratios(rows, theirs, "triton", m, "impl", _attention_point)
-             for theirs in ("sdpa-cudnn", "sdpa-flash") for m in ("fwd_bwd_ms", "fwd_ms")}
-    body = [[p[0], mask(p[1]), F.keys_label(p[2]), *(F.ratio_cell(ratio[key][p]) for key in ratio)]
-            for p in sorted(ratio["sdpa-cudnn", "fwd_bwd_ms"])]
-    return markdown(["head_dim", "mask", "keys", "fwd+bwd: cuDNN / ours", "forward: cuDNN / ours",
-                     "fwd+bwd: FA2 / ours", "forward: FA2 / ours"], body)
+    ratio = {
+        (theirs, m): F.ratios(rows, theirs, "triton", m, "impl", _attention_point)
+        for theirs in ("sdpa-cudnn", "sdpa-flash")
+        for m in ("fwd_bwd_ms", "fwd_ms")
+    }
+    body = [
+        [p[0], mask(p[1]), F.keys_label(p[2]), *(F.ratio_cell(ratio[key][p]) for key in ratio)]
+        for p in sorted(ratio["sdpa-cudnn", "fwd_bwd_ms"])
+    ]
+    return markdown(
+        [
+            "head_dim",
+            "mask",
+            "keys",
+            "fwd+bwd: cuDNN / ours",
+            "forward: cuDNN / ours",
+            "fwd+bwd: FA2 / ours",
+            "forward: FA2 / ours",
+        ],
+        body,
+    )
 
 
 def attention_step() -> str:
@@ -68,12 +105,21 @@ def attention_step() -> str:
         rows = F.of_set("attention-h100", set_name)
         (ratio,) = F.ratios(rows, "sdpa", "triton", "median_ms", "attention", lambda r: r["seq_len"]).values()
         first = rows[0]
-        body.append([first["seq_len"], first["batch"], first["env"]["commit"], first["env"]["date"][:10],
-                     F.ratio_cell(ratio), len(ratio)])
+        body.append(
+            [
+                first["seq_len"],
+                first["batch"],
+                first["env"]["commit"],
+                first["env"]["date"][:10],
+                F.ratio_cell(ratio),
+                len(ratio),
+            ]
+        )
     return markdown(["context", "batch", "commit", "date", "step time: sdpa / triton", "rounds"], body)
 
 
 # ------------------------------------------------------------------------------------- bench
+
 
 def _bench_sort(row: dict) -> tuple:
     return PRESETS.index(row["preset"]), row["seq_len"], row["precision"], row["compile"], MODES.index(row["mode"])
@@ -83,39 +129,119 @@ def bench_sweep() -> str:
     body = []
     for r in sorted(F.of_set("bench-h100", "sweep"), key=_bench_sort):
         ok = r["status"] == "ok"
-        body.append([r["preset"], r["seq_len"], r["mode"], r["precision"], r["compile"], r["status"],
-                     *(number(r.get(k) if ok else None, ".2f") for k in ("median_ms", "min_ms", "max_ms", "mean_ms", "std_ms")),
-                     number(r.get("cold_ms") if ok else None, ".1f"), number(r.get("tflops") if ok else None, ".1f"),
-                     number(100 * r["mfu"] if ok else None, ".1f"), number(r.get("peak_memory_gb") if ok else None, ".2f")])
-    return markdown(["preset", "ctx", "mode", "prec", "compile", "status", "median ms", "min ms", "max ms", "mean ms",
-                     "std ms", "cold ms", "TFLOP/s (mean)", "MFU % (mean)", "peak GB"], body)
+        body.append(
+            [
+                r["preset"],
+                r["seq_len"],
+                r["mode"],
+                r["precision"],
+                r["compile"],
+                r["status"],
+                *(
+                    number(r.get(k) if ok else None, ".2f")
+                    for k in ("median_ms", "min_ms", "max_ms", "mean_ms", "std_ms")
+                ),
+                number(r.get("cold_ms") if ok else None, ".1f"),
+                number(r.get("tflops") if ok else None, ".1f"),
+                number(100 * r["mfu"] if ok else None, ".1f"),
+                number(r.get("peak_memory_gb") if ok else None, ".2f"),
+            ]
+        )
+    return markdown(
+        [
+            "preset",
+            "ctx",
+            "mode",
+            "prec",
+            "compile",
+            "status",
+            "median ms",
+            "min ms",
+            "max ms",
+            "mean ms",
+            "std ms",
+            "cold ms",
+            "TFLOP/s (mean)",
+            "MFU % (mean)",
+            "peak GB",
+        ],
+        body,
+    )
 
 
 def bench_warmup() -> str:
     rows = [r for w in (0, 1, 2, 5) for r in F.of_set("bench-h100", f"warmup-{w}")]
     rows.sort(key=lambda r: (r["precision"], MODES.index(r["mode"]), r["warmup"]))
-    body = [[r["mode"], r["precision"], r["warmup"], f"{r['cold_ms']:.1f}", f"{r['median_ms']:.2f}", f"{r['mean_ms']:.2f}",
-             f"{r['std_ms']:.2f}", f"{r['max_ms']:.2f}", ", ".join(f"{t:.0f}" for t in r["warmup_ms"]) or "-"] for r in rows]
-    return markdown(["mode", "prec", "warm-up steps", "cold ms", "median ms", "mean ms", "std ms", "max ms",
-                     "warm-up steps ms"], body)
+    body = [
+        [
+            r["mode"],
+            r["precision"],
+            r["warmup"],
+            f"{r['cold_ms']:.1f}",
+            f"{r['median_ms']:.2f}",
+            f"{r['mean_ms']:.2f}",
+            f"{r['std_ms']:.2f}",
+            f"{r['max_ms']:.2f}",
+            ", ".join(f"{t:.0f}" for t in r["warmup_ms"]) or "-",
+        ]
+        for r in rows
+    ]
+    return markdown(
+        ["mode", "prec", "warm-up steps", "cold ms", "median ms", "mean ms", "std ms", "max ms", "warm-up steps ms"],
+        body,
+    )
 
 
 def bench_agreement() -> str:
-    body = [[r["preset"], r["seq_len"], r["mode"], r["precision"], f"{r['lmperf_median_ms']:.2f}",
-             f"{r['do_bench_median_ms']:.2f}", f"{r['torch_benchmark_median_ms']:.2f}",
-             f"{r['do_bench_median_ms'] / r['lmperf_median_ms']:.3f}",
-             f"{r['torch_benchmark_median_ms'] / r['lmperf_median_ms']:.3f}"]
-            for r in F.of_set("bench-h100", "agreement")]
-    return markdown(["preset", "ctx", "mode", "prec", "lmperf median ms", "do_bench median ms",
-                     "torch.utils.benchmark median ms", "do_bench / lmperf", "torch.utils.benchmark / lmperf"], body)
+    body = [
+        [
+            r["preset"],
+            r["seq_len"],
+            r["mode"],
+            r["precision"],
+            f"{r['lmperf_median_ms']:.2f}",
+            f"{r['do_bench_median_ms']:.2f}",
+            f"{r['torch_benchmark_median_ms']:.2f}",
+            f"{r['do_bench_median_ms'] / r['lmperf_median_ms']:.3f}",
+            f"{r['torch_benchmark_median_ms'] / r['lmperf_median_ms']:.3f}",
+        ]
+        for r in F.of_set("bench-h100", "agreement")
+    ]
+    return markdown(
+        [
+            "preset",
+            "ctx",
+            "mode",
+            "prec",
+            "lmperf median ms",
+            "do_bench median ms",
+            "torch.utils.benchmark median ms",
+            "do_bench / lmperf",
+            "torch.utils.benchmark / lmperf",
+        ],
+        body,
+    )
 
 
 def bench_hf() -> str:
-    body = [[r["preset"], r["seq_len"], r["attention"], f"{r['median_ms']:.2f}", f"{r['mean_ms']:.2f}",
-             f"{r['std_ms']:.2f}", f"{r['tflops']:.1f}", f"{100 * r['mfu']:.1f}", f"{r['peak_memory_gb']:.2f}"]
-            for r in F.of_set("bench-h100", "hf-be59b61")]
-    return markdown(["config", "ctx", "attention", "median ms", "mean ms", "std ms", "TFLOP/s (mean)", "MFU % (mean)",
-                     "peak GB"], body)
+    body = [
+        [
+            r["preset"],
+            r["seq_len"],
+            r["attention"],
+            f"{r['median_ms']:.2f}",
+            f"{r['mean_ms']:.2f}",
+            f"{r['std_ms']:.2f}",
+            f"{r['tflops']:.1f}",
+            f"{100 * r['mfu']:.1f}",
+            f"{r['peak_memory_gb']:.2f}",
+        ]
+        for r in F.of_set("bench-h100", "hf-be59b61")
+    ]
+    return markdown(
+        ["config", "ctx", "attention", "median ms", "mean ms", "std ms", "TFLOP/s (mean)", "MFU % (mean)", "peak GB"],
+        body,
+    )
 
 
 # ----------------------------------------------------------------------------------- profile
@@ -132,8 +258,16 @@ def profile_matmul_share() -> str:
     body = []
     for run in PROFILE_RUNS:
         forward, step = _profile(run, "forward"), _profile(run, "train-step")
-        body.append([forward["preset"], forward["precision"], f"{forward['step_ms']:,.2f}",
-                     f"{100 * forward['matmul_share']:.1f}", f"{step['step_ms']:,.2f}", f"{100 * step['matmul_share']:.1f}"])
+        body.append(
+            [
+                forward["preset"],
+                forward["precision"],
+                f"{forward['step_ms']:,.2f}",
+                f"{100 * forward['matmul_share']:.1f}",
+                f"{step['step_ms']:,.2f}",
+                f"{100 * step['matmul_share']:.1f}",
+            ]
+        )
     return markdown(["preset", "prec", "forward ms", "forward matmul %", "train step ms", "train step matmul %"], body)
 
 
@@ -143,89 +277,163 @@ def profile_top_kernels() -> str:
         for mode in ("forward", "train-step"):
             row = _profile(run, mode)
             top, second = sorted(row["kernels"], key=lambda k: -k["ms_per_step"])[:2]
-            body.append([f"{row['preset']} {row['precision']} {mode}",
-                         *(f"`{k['kernel']}` ({k['phase']}): {k['calls_per_step']:.0f} calls, {k['ms_per_step']:.2f} ms, "
-                           f"{100 * k['share']:.1f}%" for k in (top, second))])
+            body.append(
+                [
+                    f"{row['preset']} {row['precision']} {mode}",
+                    *(
+                        f"`{k['kernel']}` ({k['phase']}): {k['calls_per_step']:.0f} calls, {k['ms_per_step']:.2f} ms, "
+                        f"{100 * k['share']:.1f}%"
+                        for k in (top, second)
+                    ),
+                ]
+            )
     return markdown(["run", "top kernel per step", "second"], body)
 
 
 def profile_regions() -> str:
     row = _profile("2.7B-bf16", "forward")
-    body = [[r["region"], f"{r['forward_ms']:.2f}", f"{100 * r['time_share']:.1f}",
-             number(100 * r["flop_share"] if "flop_share" in r else None, ".2f"), number(r.get("tflops"), ".1f"),
-             number(r.get("time_over_flop_share"), ",.1f")]
-            for r in row["regions"] if r["forward_ms"] > 0]
+    body = [
+        [
+            r["region"],
+            f"{r['forward_ms']:.2f}",
+            f"{100 * r['time_share']:.1f}",
+            number(100 * r["flop_share"] if "flop_share" in r else None, ".2f"),
+            number(r.get("tflops"), ".1f"),
+            number(r.get("time_over_flop_share"), ",.1f"),
+        ]
+        for r in row["regions"]
+        if r["forward_ms"] > 0
+    ]
     return markdown(["region", "ms/step", "time %", "FLOP %", "TFLOP/s", "time share / FLOP share"], body)
 
 
 def profile_memory() -> str:
-    peaks = {(r["seq_len"], r["precision"], r["mode"]): r["measured_peak_gb"]
-             for r in F.of_set("profile-h100", "memory-2.7B", kind="peak")}
-    body = [[seq, prec, f"{peaks[seq, prec, 'forward']:.2f}", f"{peaks[seq, prec, 'train-step']:.2f}"]
-            for seq in sorted({k[0] for k in peaks}) for prec in ("fp32", "bf16")]
+    peaks = {
+        (r["seq_len"], r["precision"], r["mode"]): r["measured_peak_gb"]
+        for r in F.of_set("profile-h100", "memory-2.7B", kind="peak")
+    }
+    body = [
+        [seq, prec, f"{peaks[seq, prec, 'forward']:.2f}", f"{peaks[seq, prec, 'train-step']:.2f}"]
+        for seq in sorted({k[0] for k in peaks})
+        for prec in ("fp32", "bf16")
+    ]
     return markdown(["ctx", "prec", "forward peak GB", "train step peak GB"], body)
 
 
 def profile_allocations() -> str:
     (row,) = F.of_set("profile-h100", "memory-2.7B", kind="snapshot")
-    body = [[f"{a['size_mb']:.1f}", a["count"], a["phase"], "-" if a["line"] == "-" else f"`{a['line']}`"]
-            for a in row["largest"]]
+    body = [
+        [f"{a['size_mb']:.1f}", a["count"], a["phase"], "-" if a["line"] == "-" else f"`{a['line']}`"]
+        for a in row["largest"]
+    ]
     return markdown(["MB", "count", "phase", "Python line"], body)
 
 
 def profile_memory_hf() -> str:
     body = []
-    for set_name, label in (("memory-llama-1b-03b45b4", "llama-1b-gqa, sdpa"),
-                            ("memory-llama-1b-fp32-da0d6a1", "llama-1b-gqa, sdpa"),
-                            ("memory-medium-gqa-03b45b4", "medium + 4 K/V heads, tied, 32k vocab, naive")):
+    for set_name, label in (
+        ("memory-llama-1b-03b45b4", "llama-1b-gqa, sdpa"),
+        ("memory-llama-1b-fp32-da0d6a1", "llama-1b-gqa, sdpa"),
+        ("memory-medium-gqa-03b45b4", "medium + 4 K/V heads, tied, 32k vocab, naive"),
+    ):
         peaks: dict = {}
         for r in F.of_set("profile-h100", set_name, kind="peak"):
             peaks[r["seq_len"], r["precision"], r["env"]["commit"], r["mode"]] = r
-        for (seq, prec, commit) in sorted({k[:3] for k in peaks}):
+        for seq, prec, commit in sorted({k[:3] for k in peaks}):
             cells = []
             for mode in ("forward", "train-step"):
                 r = peaks.get((seq, prec, commit, mode))
-                cells.append("-" if r is None else "out of memory" if r["status"] == "oom" else f"{r['measured_peak_gb']:.2f}")
+                cells.append(
+                    "-" if r is None else "out of memory" if r["status"] == "oom" else f"{r['measured_peak_gb']:.2f}"
+                )
             body.append([label, seq, prec, commit, *cells])
     return markdown(["model", "ctx", "prec", "commit", "forward peak GB", "train step peak GB"], body)
 
 
 # --------------------------------------------------------------------------- leaderboard, loss
 
+
 def leaderboard_step() -> str:
     rows = [r for r in F.of_set("leaderboard-h200x2", "step-c74c5ac") if r.get("nproc") == 2]
-    body = [[r["param_dtype"], f"{r['leaderboard_ms']:,.1f}", f"{r['median_ms']:,.1f}", f"{r['min_ms']:,.1f}",
-             f"{r['max_ms']:,.1f}", r["steps"], f"{r['peak_memory_gb']:.1f}", f"{r['cold_ms'] / 1000:.1f}"]
-            for r in sorted(rows, key=lambda r: r["param_dtype"])]
-    return markdown(["parameters and AdamW state", "leaderboard_ms", "median ms", "min ms", "max ms", "timed steps",
-                     "peak GB per rank", "cold first step s"], body)
+    body = [
+        [
+            r["param_dtype"],
+            f"{r['leaderboard_ms']:,.1f}",
+            f"{r['median_ms']:,.1f}",
+            f"{r['min_ms']:,.1f}",
+            f"{r['max_ms']:,.1f}",
+            r["steps"],
+            f"{r['peak_memory_gb']:.1f}",
+            f"{r['cold_ms'] / 1000:.1f}",
+        ]
+        for r in sorted(rows, key=lambda r: r["param_dtype"])
+    ]
+    return markdown(
+        [
+            "parameters and AdamW state",
+            "leaderboard_ms",
+            "median ms",
+            "min ms",
+            "max ms",
+            "timed steps",
+            "peak GB per rank",
+            "cold first step s",
+        ],
+        body,
+    )
 
 
 def leaderboard_options() -> str:
-    body = [[r["loss"], r["checkpoint"], f"{r['median_ms']:,.1f}", r["steps"], f"{r['peak_memory_gb']:.1f}"]
-            for r in F.of_set("leaderboard-h200x2", "options-e584e6b")]
+    body = [
+        [r["loss"], r["checkpoint"], f"{r['median_ms']:,.1f}", r["steps"], f"{r['peak_memory_gb']:.1f}"]
+        for r in F.of_set("leaderboard-h200x2", "options-e584e6b")
+    ]
     return markdown(["loss", "checkpointing", "median ms", "timed steps", "peak GB per rank"], body)
 
 
 def leaderboard_kernels() -> str:
     (row,) = [r for r in F.of_set("leaderboard-h200x2", "options-e584e6b") if r["profiled_steps"]]
-    body = [[category, f"{ms:,.1f}", f"{100 * ms / row['mean_ms']:.1f}"]
-            for category, ms in sorted(row["kernel_ms_by_category"].items(), key=lambda kv: -kv[1]) if ms >= 10]
+    body = [
+        [category, f"{ms:,.1f}", f"{100 * ms / row['mean_ms']:.1f}"]
+        for category, ms in sorted(row["kernel_ms_by_category"].items(), key=lambda kv: -kv[1])
+        if ms >= 10
+    ]
     return markdown(["kernel category", "ms per step", "% of the step"], body)
 
 
 def fused_loss() -> str:
-    names = {"eager": "eager (bf16 logits, fp32 `F.cross_entropy`)", "fused-torch": "fused, PyTorch chunks",
-             "fused-triton": "fused, Triton row kernel"}
-    body = [[names[r["variant"]], f"{r['ms_median']:.1f}", f"{r['ms_p20']:.1f}-{r['ms_p80']:.1f}", f"{r['peak_gb_above_inputs']:.2f}"]
-            for r in F.of_set("fused-loss-h200", "loss-1ca1dab", what="loss forward+backward")]
+    names = {
+        "eager": "eager (bf16 logits, fp32 `F.cross_entropy`)",
+        "fused-torch": "fused, PyTorch chunks",
+        "fused-triton": "fused, Triton row kernel",
+    }
+    body = [
+        [
+            names[r["variant"]],
+            f"{r['ms_median']:.1f}",
+            f"{r['ms_p20']:.1f}-{r['ms_p80']:.1f}",
+            f"{r['peak_gb_above_inputs']:.2f}",
+        ]
+        for r in F.of_set("fused-loss-h200", "loss-1ca1dab", what="loss forward+backward")
+    ]
     return markdown(["loss", "median ms", "p20-p80 ms", "peak GB above inputs"], body)
 
 
 def fused_loss_step() -> str:
-    rows = F.of_set("fused-loss-h200", "step-8-layers-1ca1dab") + F.of_set("fused-loss-h200", "step-8-layers-eager-1ca1dab")
-    body = [[r["loss"], r["compile"], f"{r['median_ms']:,.1f}", f"{r['min_ms']:,.1f}-{r['max_ms']:,.1f}", r["steps"],
-             f"{r['peak_memory_gb']:.2f}"] for r in rows]
+    rows = F.of_set("fused-loss-h200", "step-8-layers-1ca1dab") + F.of_set(
+        "fused-loss-h200", "step-8-layers-eager-1ca1dab"
+    )
+    body = [
+        [
+            r["loss"],
+            r["compile"],
+            f"{r['median_ms']:,.1f}",
+            f"{r['min_ms']:,.1f}-{r['max_ms']:,.1f}",
+            r["steps"],
+            f"{r['peak_memory_gb']:.2f}",
+        ]
+        for r in rows
+    ]
     return markdown(["loss", "blocks", "median ms", "min-max ms", "timed steps", "peak GB"], body)
 
 
@@ -236,8 +444,16 @@ OPS = ["all-reduce", "all-gather", "reduce-scatter"]
 
 def distributed_comm() -> str:
     rows = sorted(F.of_set("distributed-h200x2", "comm"), key=lambda r: (OPS.index(r["op"]), r["size_bytes"]))
-    body = [[r["op"], f"{r['size_bytes'] / 2**20:,.0f}", f"{r['median_us']:,.1f}", f"{r['algbw_gbps']:.1f}",
-             f"{r['busbw_gbps']:.1f}"] for r in rows]
+    body = [
+        [
+            r["op"],
+            f"{r['size_bytes'] / 2**20:,.0f}",
+            f"{r['median_us']:,.1f}",
+            f"{r['algbw_gbps']:.1f}",
+            f"{r['busbw_gbps']:.1f}",
+        ]
+        for r in rows
+    ]
     return markdown(["collective", "MiB", "median us", "algbw GB/s", "busbw GB/s"], body)
 
 
@@ -255,25 +471,83 @@ def distributed_steps() -> str:
         # equal batch per GPU: N GPUs' tokens/s over N times one GPU's is one GPU's step time over N GPUs'
         one = single[r["preset"], r["seq_len"]]
         scaling = one["median_ms"] / r["median_ms"] if r["strategy"] != "none" else None
-        body.append([r["preset"], r["seq_len"], r["strategy"], r["nproc"], f"{r['median_ms']:.1f}", f"{r['min_ms']:.1f}",
-                     f"{r['max_ms']:.1f}", number(scaling, ".3f"), f"{r['persistent_memory_gb']:.1f}",
-                     f"{max(r['peak_memory_gb_ranks'] or [r['peak_memory_gb']]):.1f}"])
-    return markdown(["preset", "ctx", "strategy", "GPUs", "median ms", "min ms", "max ms", "scaling: 1 GPU / N GPUs",
-                     "between steps GB", "peak GB (max rank)"], body)
+        body.append(
+            [
+                r["preset"],
+                r["seq_len"],
+                r["strategy"],
+                r["nproc"],
+                f"{r['median_ms']:.1f}",
+                f"{r['min_ms']:.1f}",
+                f"{r['max_ms']:.1f}",
+                number(scaling, ".3f"),
+                f"{r['persistent_memory_gb']:.1f}",
+                f"{max(r['peak_memory_gb_ranks'] or [r['peak_memory_gb']]):.1f}",
+            ]
+        )
+    return markdown(
+        [
+            "preset",
+            "ctx",
+            "strategy",
+            "GPUs",
+            "median ms",
+            "min ms",
+            "max ms",
+            "scaling: 1 GPU / N GPUs",
+            "between steps GB",
+            "peak GB (max rank)",
+        ],
+        body,
+    )
 
 
 def distributed_overlap() -> str:
-    body = [[r["strategy"], number(r["bucket_mb"], ".0f"), "-" if r["strategy"] == "ddp" else r["reshard"], f"{r['mean_ms']:.1f}",
-             f"{r['comm_ms']:.1f}", f"{100 * r['comm_share']:.1f}", f"{r['exposed_ms']:.1f}", f"{100 * r['exposed_share']:.1f}",
-             f"{max(r['peak_memory_gb_ranks']):.1f}"]
-            for r in F.of_set("distributed-h200x2", "overlap")]
-    return markdown(["strategy", "bucket MB", "reshard", "step ms (mean)", "NCCL ms", "NCCL %", "exposed ms", "exposed %",
-                     "peak GB (max rank)"], body)
+    body = [
+        [
+            r["strategy"],
+            number(r["bucket_mb"], ".0f"),
+            "-" if r["strategy"] == "ddp" else r["reshard"],
+            f"{r['mean_ms']:.1f}",
+            f"{r['comm_ms']:.1f}",
+            f"{100 * r['comm_share']:.1f}",
+            f"{r['exposed_ms']:.1f}",
+            f"{100 * r['exposed_share']:.1f}",
+            f"{max(r['peak_memory_gb_ranks']):.1f}",
+        ]
+        for r in F.of_set("distributed-h200x2", "overlap")
+    ]
+    return markdown(
+        [
+            "strategy",
+            "bucket MB",
+            "reshard",
+            "step ms (mean)",
+            "NCCL ms",
+            "NCCL %",
+            "exposed ms",
+            "exposed %",
+            "peak GB (max rank)",
+        ],
+        body,
+    )
 
 
 # ------------------------------------------------------------------------------------ pmc
 
-STRUCTURE = ("mode", "dtype", "batch", "seq_len", "n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "mlp")
+STRUCTURE = (
+    "mode",
+    "dtype",
+    "batch",
+    "seq_len",
+    "n_layers",
+    "d_model",
+    "n_heads",
+    "n_kv_heads",
+    "head_dim",
+    "d_ff",
+    "mlp",
+)
 
 
 def wrong_fields(row: dict) -> set[str]:
@@ -299,8 +573,11 @@ def blind_scorings() -> list[tuple[str, list[dict]]]:
 def pmc_blind() -> str:
     body, total = [], [0, 0, 0]
     for scoring, rows in blind_scorings():
-        counts = [len(rows), sum(not wrong_fields(r) & set(STRUCTURE) for r in rows),
-                  sum("vocab_size" not in wrong_fields(r) for r in rows)]
+        counts = [
+            len(rows),
+            sum(not wrong_fields(r) & set(STRUCTURE) for r in rows),
+            sum("vocab_size" not in wrong_fields(r) for r in rows),
+        ]
         total = [a + b for a, b in zip(total, counts)]
         body.append([f"`{scoring}`", rows[0]["env"]["commit"], *counts])
     body.append(["all blind scorings", "", *total])
@@ -310,16 +587,24 @@ def pmc_blind() -> str:
 def pmc_fields() -> str:
     sweep = {r["field"]: r for r in F.of_set("pmc-accuracy", "score-15-sweep-blind5-bd78081", kind="field")}
     first = {r["field"]: r for r in F.of_set("pmc-accuracy", "score-14-first-corpus-fa8354f", kind="field")}
-    body = [[name, f"{s['held_out_exact']} of {s['held_out_n']}", f"{s['dev_exact']} of {s['dev_n']}",
-             f"{first[name]['held_out_exact']} of {first[name]['held_out_n']}" if name in first else "-",
-             f"{first[name]['dev_exact']} of {first[name]['dev_n']}" if name in first else "-"]
-            for name, s in sweep.items()]
+    body = [
+        [
+            name,
+            f"{s['held_out_exact']} of {s['held_out_n']}",
+            f"{s['dev_exact']} of {s['dev_n']}",
+            f"{first[name]['held_out_exact']} of {first[name]['held_out_n']}" if name in first else "-",
+            f"{first[name]['dev_exact']} of {first[name]['dev_n']}" if name in first else "-",
+        ]
+        for name, s in sweep.items()
+    ]
     return markdown(["field", "sweep held-out", "sweep dev", "first corpus held-out", "first corpus dev"], body)
 
 
 def pmc_paths() -> str:
-    body = [[r["path"], r["captures"], r["structure"], r["vocab_exact"]]
-            for r in F.of_set("pmc-accuracy", "score-15-sweep-blind5-bd78081", kind="path")]
+    body = [
+        [r["path"], r["captures"], r["structure"], r["vocab_exact"]]
+        for r in F.of_set("pmc-accuracy", "score-15-sweep-blind5-bd78081", kind="path")
+    ]
     return markdown(["attention path", "captures", "every structural field exact", "vocab_size exact"], body)
 
 
@@ -327,10 +612,15 @@ def pmc_infer_time() -> str:
     groups: dict[int, list[dict]] = {}
     for r in F.of_set("pmc-accuracy", "infer-time-c737305"):
         groups.setdefault(r["kernels"], []).append(r)
-    labels = {642: "largest real capture (llama_l4_d640_gqa)", 1731: "34-layer forward (built from a real capture)",
-              5053: "34-layer training step (built from a real capture)"}
-    body = [[labels[k], k, F.span([r["wall_s"] for r in rs], 2), F.span([r["cpu_s"] for r in rs], 2), len(rs)]
-            for k, rs in sorted(groups.items())]
+    labels = {
+        642: "largest real capture (llama_l4_d640_gqa)",
+        1731: "34-layer forward (built from a real capture)",
+        5053: "34-layer training step (built from a real capture)",
+    }
+    body = [
+        [labels[k], k, F.span([r["wall_s"] for r in rs], 2), F.span([r["cpu_s"] for r in rs], 2), len(rs)]
+        for k, rs in sorted(groups.items())
+    ]
     return markdown(["capture", "kernels", "wall s", "CPU s", "runs"], body)
 
 

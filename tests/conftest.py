@@ -27,28 +27,42 @@ def run_interpreted():
     other tests of this session (on a GPU machine they use the compiled kernels). Such files have
     no test_ prefix, so they are collected only through this.
     """
+
     def run(path):
         env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
         result = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(path)],
-            env=env, capture_output=True, text=True, timeout=600,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
         )
         assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+
     return run
 
 
 @pytest.fixture
 def lock_held_by_another_process():
     """A context manager: while it is open, another process holds `path`'s run-directory lock."""
+
     @contextlib.contextmanager
     def held(path):
         holder = subprocess.Popen(
-            [sys.executable, "-c", "import sys; from lmperf.report.rundir import RunDir; "
-             f"d = RunDir.resume({str(path)!r}, 'bench'); print('locked', flush=True); sys.stdin.read()"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            [
+                sys.executable,
+                "-c",
+                "import sys; from lmperf.report.rundir import RunDir; "
+                f"d = RunDir.resume({str(path)!r}, 'bench'); print('locked', flush=True); sys.stdin.read()",
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         try:
             assert holder.stdout.readline().strip() == "locked"
             yield
         finally:
             holder.communicate("")  # the holder ends, and its lock with it
+
     return held

@@ -38,13 +38,19 @@ def test_tflops_and_mfu_of_a_tiny_cpu_row_by_hand(tmp_path, monkeypatch):
     assert row["params"] == N + VOCAB * D + LAYERS * 2 * D + D  # + embedding table and 2L+1 RMSNorm weights
 
 
-@pytest.mark.parametrize("gpu, precision, datasheet", [
-    # NVIDIA datasheets, dense (the sparsity figures are twice these): H100 SXM 989.4 bf16 / 66.9
-    # fp32, H100 PCIe 756 / 51.2, A100 312 / 19.5.
-    ("NVIDIA H100 80GB HBM3", "bf16", 989.4), ("NVIDIA H100 80GB HBM3", "fp32", 66.9),
-    ("NVIDIA H100 PCIe", "bf16", 756.0), ("NVIDIA H200", "bf16", 989.4),
-    ("NVIDIA A100-SXM4-80GB", "bf16", 312.0), ("NVIDIA A100-SXM4-80GB", "fp32", 19.5),
-])
+@pytest.mark.parametrize(
+    "gpu, precision, datasheet",
+    [
+        # NVIDIA datasheets, dense (the sparsity figures are twice these): H100 SXM 989.4 bf16 / 66.9
+        # fp32, H100 PCIe 756 / 51.2, A100 312 / 19.5.
+        ("NVIDIA H100 80GB HBM3", "bf16", 989.4),
+        ("NVIDIA H100 80GB HBM3", "fp32", 66.9),
+        ("NVIDIA H100 PCIe", "bf16", 756.0),
+        ("NVIDIA H200", "bf16", 989.4),
+        ("NVIDIA A100-SXM4-80GB", "bf16", 312.0),
+        ("NVIDIA A100-SXM4-80GB", "fp32", 19.5),
+    ],
+)
 def test_dense_peaks_match_the_datasheets(gpu, precision, datasheet):
     assert peak_tflops(gpu, precision) == datasheet
 

@@ -9,7 +9,9 @@ from lmperf.report.rundir import RunDir
 
 @pytest.mark.gpu
 def test_cuda_sweep_reports_memory_and_mfu(tmp_path):
-    configs = grid(["tiny"], [64], ["forward", "train-step"], ["fp32", "bf16"], ["eager", "compile"], ["naive", "sdpa"], 2)
+    configs = grid(
+        ["tiny"], [64], ["forward", "train-step"], ["fp32", "bf16"], ["eager", "compile"], ["naive", "sdpa"], 2
+    )
     rows = run_sweep(configs, SweepSettings(warmup=2, steps=3, device="cuda"), RunDir.create("bench", tmp_path))
     assert len(rows) == len(configs) and all(r["status"] == "ok" for r in rows)
     for row in rows:

@@ -56,11 +56,14 @@ def _dist_dir(path, command):
     return path
 
 
-@pytest.mark.parametrize("case, message", [
-    ("missing", "is not a run directory of `lmperf comm` or `lmperf bench-dist`"),
-    ("empty", "has no rows yet"),
-    ("bench", "is not a run directory of `lmperf comm` or `lmperf bench-dist`"),
-])
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("missing", "is not a run directory of `lmperf comm` or `lmperf bench-dist`"),
+        ("empty", "has no rows yet"),
+        ("bench", "is not a run directory of `lmperf comm` or `lmperf bench-dist`"),
+    ],
+)
 def test_dist_report_on_what_is_no_distributed_run(tmp_path, case, message):
     path = tmp_path / case
     if case != "missing":
@@ -70,28 +73,44 @@ def test_dist_report_on_what_is_no_distributed_run(tmp_path, case, message):
 
 def test_dist_report_to_an_unwritable_out(tmp_path, a_file):
     path = _dist_dir(tmp_path / "comm", "comm")
-    row = {"op": "all-reduce", "size_bytes": 1 << 20, "dtype": "fp32", "nproc": 2, "backend": "gloo",
-           "status": "ok", "warmup": 1, "iters": 1, "mean_us": 10.0, "env": {}}
+    row = {
+        "op": "all-reduce",
+        "size_bytes": 1 << 20,
+        "dtype": "fp32",
+        "nproc": 2,
+        "backend": "gloo",
+        "status": "ok",
+        "warmup": 1,
+        "iters": 1,
+        "mean_us": 10.0,
+        "env": {},
+    }
     (path / RESULTS).write_text(json.dumps(row) + "\n")
     one_line_exit_2(CliRunner().invoke(app, ["dist-report", str(path), "--out", f"{a_file}/page.md"]), "cannot write")
 
 
-@pytest.mark.parametrize("args, message", [
-    (["bench", "-p", ""], "--presets needs at least one value"),
-    (["bench", "-t", ""], "--contexts needs at least one value"),
-    (["bench", "--precisions", ""], "--precisions needs at least one value"),
-    (["profile", "-t", "0"], "context length must be positive, got 0"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["bench", "-p", ""], "--presets needs at least one value"),
+        (["bench", "-t", ""], "--contexts needs at least one value"),
+        (["bench", "--precisions", ""], "--precisions needs at least one value"),
+        (["profile", "-t", "0"], "context length must be positive, got 0"),
+    ],
+)
 def test_empty_or_zero_values_are_refused_not_defaulted(tmp_path, args, message):
     one_line_exit_2(CliRunner().invoke(app, [*args, "--device", "cpu", "--runs", str(tmp_path)]), message)
     assert not any(tmp_path.iterdir())
 
 
-@pytest.mark.parametrize("args, message", [
-    (["bench", "--no-such-option"], "No such option: --no-such-option"),
-    (["bench", "--steps", "many"], "Invalid value for '--steps'"),
-    (["no-such-command"], "No such command"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["bench", "--no-such-option"], "No such option: --no-such-option"),
+        (["bench", "--steps", "many"], "Invalid value for '--steps'"),
+        (["no-such-command"], "No such command"),
+    ],
+)
 def test_usage_errors_are_one_line(args, message):
     result = subprocess.run([sys.executable, "-m", "lmperf.cli", *args], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2

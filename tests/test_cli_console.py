@@ -16,6 +16,9 @@ def test_columns_sets_the_width_in_a_pipe(monkeypatch):
 
 def test_no_command_makes_a_console_of_its_own():
     package = Path(lmperf.__file__).parent
-    own = [str(path.relative_to(package)) for path in package.rglob("*.py")
-           if "Console(" in path.read_text(encoding="utf-8") and path.name != "cli_support.py"]
+    own = [
+        str(path.relative_to(package))
+        for path in package.rglob("*.py")
+        if "Console(" in path.read_text(encoding="utf-8") and path.name != "cli_support.py"
+    ]
     assert not own, f"print through lmperf.cli_support.console(): {own}"

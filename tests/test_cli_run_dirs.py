@@ -16,8 +16,9 @@ SWEEP = ["-p", "tiny", "-t", "16,24,32", "--modes", "forward", "--warmup", "0", 
 
 
 def lmperf(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "lmperf.cli", *map(str, args)],
-                          capture_output=True, text=True, cwd=cwd, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "lmperf.cli", *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=300
+    )
 
 
 def one_line_exit_2(result, message):
@@ -28,8 +29,11 @@ def one_line_exit_2(result, message):
 
 def _killed_after_one_row(root):
     """A sweep SIGKILLed once its first row is on disk, its last row then cut mid-write."""
-    writer = subprocess.Popen([sys.executable, "-m", "lmperf.cli", "bench", "--runs", str(root), *SWEEP,
-                               "--steps", "20"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    writer = subprocess.Popen(
+        [sys.executable, "-m", "lmperf.cli", "bench", "--runs", str(root), *SWEEP, "--steps", "20"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     while not any(path.stat().st_size for path in root.glob(f"*/{RESULTS}")):
         assert writer.poll() is None, "the sweep ended before it could be killed"
         time.sleep(0.02)
@@ -56,8 +60,23 @@ def test_resume_alone_finishes_the_recorded_sweep_after_a_kill(tmp_path):
 @pytest.fixture(scope="module")
 def bench_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
-    result = lmperf("bench", "--runs", root, "-p", "tiny", "-t", "16", "--modes", "forward",
-                    "--warmup", "0", "--steps", "1", "--device", "cpu")
+    result = lmperf(
+        "bench",
+        "--runs",
+        root,
+        "-p",
+        "tiny",
+        "-t",
+        "16",
+        "--modes",
+        "forward",
+        "--warmup",
+        "0",
+        "--steps",
+        "1",
+        "--device",
+        "cpu",
+    )
     assert result.returncode == 0, result.stderr
     (run_dir,) = root.iterdir()
     return run_dir
@@ -67,12 +86,15 @@ def _files(path):
     return {p.name: p.read_bytes() for p in sorted(path.iterdir())}
 
 
-@pytest.mark.parametrize("args, command", [
-    (["bench-dist", "--resume"], "bench-dist"),
-    (["bench", "--nproc", "2", "--resume"], "bench-dist"),
-    (["profile", "--rebuild"], "profile"),
-    (["memory", "--render"], "memory"),
-])
+@pytest.mark.parametrize(
+    "args, command",
+    [
+        (["bench-dist", "--resume"], "bench-dist"),
+        (["bench", "--nproc", "2", "--resume"], "bench-dist"),
+        (["profile", "--rebuild"], "profile"),
+        (["memory", "--render"], "memory"),
+    ],
+)
 def test_another_commands_directory_is_refused_untouched(bench_dir, args, command):
     before = _files(bench_dir)
     one_line_exit_2(lmperf(*args, bench_dir), f"run directory of `lmperf bench`, not of `lmperf {command}`")
@@ -97,7 +119,8 @@ def test_recorded_sweep_options_come_back_whole_model_shape_included():
     from lmperf.run.options import SweepOptions
     from lmperf.model.choice import ModelChoice
 
-    options = SweepOptions("tiny", "16", steps=3, device="cpu",
-                           model=ModelChoice.from_options(None, d_model=64, n_layers=1))
+    options = SweepOptions(
+        "tiny", "16", steps=3, device="cpu", model=ModelChoice.from_options(None, d_model=64, n_layers=1)
+    )
     recorded = json.loads(json.dumps(options.arguments()))  # as manifest.json holds them
     assert SweepOptions().with_arguments(recorded) == options

@@ -20,8 +20,13 @@ def _commands(group=ROOT, path: tuple[str, ...] = ()):
 
 COMMANDS = dict(_commands())
 # The only options that may say dtype: each names one tensor's element type.
-TENSOR_DTYPES = {("comm", "dtype"), ("attention", "dtypes"), ("bench", "param_dtypes"), ("bench-dist", "param_dtypes"),
-                 ("plan", "param_dtype")}
+TENSOR_DTYPES = {
+    ("comm", "dtype"),
+    ("attention", "dtypes"),
+    ("bench", "param_dtypes"),
+    ("bench-dist", "param_dtypes"),
+    ("plan", "param_dtype"),
+}
 
 
 def _primary(param) -> str:

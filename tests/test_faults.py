@@ -52,15 +52,21 @@ def two_cores(monkeypatch):
     monkeypatch.setattr(launch, "usable_cores", lambda: 2)
 
 
-@pytest.mark.parametrize("command", [["bench", *TINY, "--nproc"], ["bench-dist", *TINY, "--nproc"],
-                                     ["comm", "--device", "cpu", "--nproc"]])
+@pytest.mark.parametrize(
+    "command", [["bench", *TINY, "--nproc"], ["bench-dist", *TINY, "--nproc"], ["comm", "--device", "cpu", "--nproc"]]
+)
 def test_more_processes_than_cores_is_refused_before_any_starts(tmp_path, two_cores, command):
     one_line(invoke(*command, 3, "--runs", tmp_path), 2, "--nproc 3 asks for more processes than the 2 CPU core(s)")
     assert not any(tmp_path.iterdir())
 
 
-@pytest.mark.parametrize("command, what", [(["bench", *TINY, "--nproc"], "the analytic peak of tiny at context 128"),
-                                           (["comm", "--device", "cpu", "--nproc"], "the 4 MiB buffers")])
+@pytest.mark.parametrize(
+    "command, what",
+    [
+        (["bench", *TINY, "--nproc"], "the analytic peak of tiny at context 128"),
+        (["comm", "--device", "cpu", "--nproc"], "the 4 MiB buffers"),
+    ],
+)
 def test_more_processes_than_host_memory_holds_is_refused(tmp_path, two_cores, monkeypatch, command, what):
     import lmperf.run.sweep as sweep
 
@@ -92,8 +98,10 @@ def test_a_value_listed_twice_runs_once_with_a_note(two_losses):
 def test_the_reports_show_what_tells_the_rows_apart(two_losses):
     result, run_dir = two_losses
     markdown = (run_dir / "results.md").read_text()
-    assert "Every row: preset tiny, ctx 16, mode forward, prec fp32, compile eager, attn naive, batch 4, " \
-           "param dtype fp32, checkpoint none." in markdown
+    assert (
+        "Every row: preset tiny, ctx 16, mode forward, prec fp32, compile eager, attn naive, batch 4, "
+        "param dtype fp32, checkpoint none." in markdown
+    )
     header = next(line for line in markdown.splitlines() if line.startswith("| "))
     assert header.startswith("| loss | status |") and "MFU" not in header  # MFU: empty on a CPU
     assert "| eager |" in markdown and "| fused |" in markdown and "fused" in result.stdout
@@ -120,7 +128,7 @@ def _disk_full(monkeypatch, path_part: str):
 
     def full(self, data, *args, **kwargs):
         if path_part in self.name:
-            write_text(self, data[:len(data) // 2], *args, **kwargs)
+            write_text(self, data[: len(data) // 2], *args, **kwargs)
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return write_text(self, data, *args, **kwargs)
 
@@ -159,11 +167,14 @@ def test_a_full_disk_while_adding_a_row_keeps_the_rows_before_it(tmp_path, monke
     assert [r["seq_len"] for r in read_rows(run_dir / RESULTS)] == [16, 24]
 
 
-@pytest.mark.parametrize("manifest, message", [
-    ("[1, 2]", "is not an lmperf manifest"),
-    ({"command": "bench", "arguments": None}, "is not an lmperf manifest"),
-    ({"command": "bench", "arguments": {"model": "tiny"}}, "records the model as 'tiny'"),
-])
+@pytest.mark.parametrize(
+    "manifest, message",
+    [
+        ("[1, 2]", "is not an lmperf manifest"),
+        ({"command": "bench", "arguments": None}, "is not an lmperf manifest"),
+        ({"command": "bench", "arguments": {"model": "tiny"}}, "records the model as 'tiny'"),
+    ],
+)
 def test_a_damaged_manifest_is_one_line(tmp_path, manifest, message):
     (tmp_path / MANIFEST).write_text(manifest if isinstance(manifest, str) else json.dumps(manifest))
     (tmp_path / RESULTS).write_text("")
@@ -182,15 +193,21 @@ def test_a_manifest_whose_model_has_no_overrides_resumes_with_none():
 @pytest.mark.parametrize("attention", ["triton", "sdpa,triton"])
 def test_triton_attention_on_a_cpu_is_refused_before_a_run_directory(tmp_path, monkeypatch, attention):
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-    one_line(invoke("bench", *TINY, "--attention", attention, "--runs", tmp_path), 2,
-             "attention triton needs a CUDA GPU; on a CPU use naive, sdpa, torch")
+    one_line(
+        invoke("bench", *TINY, "--attention", attention, "--runs", tmp_path),
+        2,
+        "attention triton needs a CUDA GPU; on a CPU use naive, sdpa, torch",
+    )
     assert not any(tmp_path.iterdir())
 
 
 def test_pmc_collect_without_ncu_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))  # no ncu there
-    one_line(invoke("pmc", "collect", "--preset", "tiny", "--out", tmp_path / "capture.csv"), 2,
-             "Nsight Compute (ncu) not found on the PATH")
+    one_line(
+        invoke("pmc", "collect", "--preset", "tiny", "--out", tmp_path / "capture.csv"),
+        2,
+        "Nsight Compute (ncu) not found on the PATH",
+    )
     assert not any(tmp_path.iterdir())
 
 
@@ -199,9 +216,19 @@ def test_pmc_collect_without_ncu_is_one_line(tmp_path, monkeypatch):
 
 def test_a_relative_hf_config_resumes_from_another_directory(tmp_path, monkeypatch):
     (tmp_path / "a").mkdir()
-    (tmp_path / "a" / "small-llama.json").write_text(json.dumps({
-        "model_type": "llama", "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
-        "num_attention_heads": 2, "vocab_size": 100, "max_position_embeddings": 64}))
+    (tmp_path / "a" / "small-llama.json").write_text(
+        json.dumps(
+            {
+                "model_type": "llama",
+                "hidden_size": 32,
+                "intermediate_size": 64,
+                "num_hidden_layers": 1,
+                "num_attention_heads": 2,
+                "vocab_size": 100,
+                "max_position_embeddings": 64,
+            }
+        )
+    )
     monkeypatch.chdir(tmp_path / "a")
     tiny = [arg for arg in TINY if arg not in ("-p", "tiny")]
     assert invoke("bench", *tiny, "-t", "16,24", "--hf-config", "small-llama.json", "--runs", "runs").exit_code == 0
@@ -226,10 +253,24 @@ def test_a_noisy_measurement_is_flagged_in_the_row_and_the_table(tmp_path):
 
     steady, jumpy = Stats.of([10.0, 10.0, 11.0]), Stats.of([1.0, 1.0, 10.0])  # std/mean 0.06 and 1.3
     assert not steady.noisy and jumpy.noisy and jumpy.spread == pytest.approx(5.196 / 4, abs=1e-3)
-    row = {"preset": "tiny", "seq_len": 16, "mode": "forward", "precision": "fp32", "compile": "eager",
-           "attention": "naive", "status": "ok", "params": 1000, "mean_ms": 4.0, "std_ms": 5.196}
-    (tmp_path / RESULTS).write_text(json.dumps({**row, "noisy": True, "spread": 1.3}) + "\n"
-                                    + json.dumps({**row, "mode": "train-step", "noisy": False}) + "\n")
+    row = {
+        "preset": "tiny",
+        "seq_len": 16,
+        "mode": "forward",
+        "precision": "fp32",
+        "compile": "eager",
+        "attention": "naive",
+        "status": "ok",
+        "params": 1000,
+        "mean_ms": 4.0,
+        "std_ms": 5.196,
+    }
+    (tmp_path / RESULTS).write_text(
+        json.dumps({**row, "noisy": True, "spread": 1.3})
+        + "\n"
+        + json.dumps({**row, "mode": "train-step", "noisy": False})
+        + "\n"
+    )
     write_reports(tmp_path)
     markdown = (tmp_path / "results.md").read_text()
     assert "| forward | ok | noisy | 4.00 | 5.20 | 130% |" in markdown and "| train-step | ok | - |" in markdown
@@ -274,8 +315,14 @@ def test_other_libraries_stay_quiet_unless_verbose(monkeypatch):
 
 
 def _lmperf(*args, cwd=None):
-    return subprocess.Popen([sys.executable, "-m", "lmperf.cli", *map(str, args)], cwd=cwd, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "lmperf.cli", *map(str, args)],
+        cwd=cwd,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
 
 
 def _rows_on_disk(root: Path) -> int:
@@ -342,9 +389,12 @@ def _workers_left(run_dir: Path) -> list[str]:
 
 def test_a_data_parallel_sweep_stops_its_workers_and_resumes_without_nproc(tmp_path):
     contexts = [16, 24, 32]
-    sweep = _lmperf("bench", *TINY, "--nproc", "2", "-t", ",".join(map(str, contexts)), "--steps", "3",
-                    "--runs", tmp_path)
-    one_line(_stopped(sweep, tmp_path, 1, _ctrl_c), 130, "interrupted; finished rows are on disk")  # one line, no rank's traceback
+    sweep = _lmperf(
+        "bench", *TINY, "--nproc", "2", "-t", ",".join(map(str, contexts)), "--steps", "3", "--runs", tmp_path
+    )
+    one_line(
+        _stopped(sweep, tmp_path, 1, _ctrl_c), 130, "interrupted; finished rows are on disk"
+    )  # one line, no rank's traceback
     run_dir = run_dir_of(tmp_path)
     assert not _workers_left(run_dir)
     assert "## Steps" in (run_dir / "results.md").read_text()

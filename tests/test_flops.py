@@ -12,8 +12,9 @@ from lmperf.model import preset
 
 def _counted_flops(attention: str, mode: str, batch: int, seq_len: int, kv_heads: int) -> int:
     """FlopCounterMode's count of one step of the (causal) tiny model with `kv_heads` K/V heads."""
-    config = StepConfig("tiny", seq_len, mode, batch=batch, attention=attention,
-                        model=preset("tiny", n_kv_heads=kv_heads))
+    config = StepConfig(
+        "tiny", seq_len, mode, batch=batch, attention=attention, model=preset("tiny", n_kv_heads=kv_heads)
+    )
     step = ModelStep(config, torch.device("cpu"))
     with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
         step.run(mode)
@@ -76,7 +77,10 @@ def test_attention_region_flops_by_hand(mode, passes):
     naive = region_flops(preset("tiny"), B, T, mode)
     assert naive[regions.ATTN_SCORES] == naive[regions.ATTN_WEIGHTED_SUM] == passes * one_product
     fused = region_flops(preset("tiny", attention="sdpa"), B, T, mode)
-    assert fused[regions.ATTN_FUSED] == naive[regions.ATTN_SCORES] + naive[regions.ATTN_SOFTMAX] + naive[regions.ATTN_WEIGHTED_SUM]
+    assert (
+        fused[regions.ATTN_FUSED]
+        == naive[regions.ATTN_SCORES] + naive[regions.ATTN_SOFTMAX] + naive[regions.ATTN_WEIGHTED_SUM]
+    )
     assert fused[regions.ATTN_FUSED] >= 2 * passes * one_product
 
 

@@ -15,12 +15,23 @@ PACKAGE = Path(lmperf.__file__).parent
 
 # Higher number = higher layer; a module may import its own layer or lower ones.
 LAYERS = {
-    "errors": 0, "regions": 0, "dtypes": 0, "report": 0, "cli_support": 0, "attention_names": 0,
-    "attention": 1, "ops": 1,
+    "errors": 0,
+    "regions": 0,
+    "dtypes": 0,
+    "report": 0,
+    "cli_support": 0,
+    "attention_names": 0,
+    "attention": 1,
+    "ops": 1,
     "model": 2,
     "analysis": 3,
     "run": 4,
-    "bench": 5, "profile": 5, "pmc": 5, "distributed": 5, "attention_bench": 5, "plan": 5,
+    "bench": 5,
+    "profile": 5,
+    "pmc": 5,
+    "distributed": 5,
+    "attention_bench": 5,
+    "plan": 5,
     "cli": 6,
 }
 FEATURES = 5
@@ -73,12 +84,17 @@ def _absolute(module: str, node: ast.ImportFrom, is_package: bool) -> str:
 
 def _type_only(tree: ast.AST) -> set[int]:
     """ids of the nodes under `if TYPE_CHECKING:`, imports no code runs."""
-    guarded = [node for node in ast.walk(tree) if isinstance(node, ast.If)
-               and getattr(node.test, "id", getattr(node.test, "attr", None)) == "TYPE_CHECKING"]
+    guarded = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and getattr(node.test, "id", getattr(node.test, "attr", None)) == "TYPE_CHECKING"
+    ]
     return {id(inner) for node in guarded for stmt in node.body for inner in ast.walk(stmt)}
 
 
-def _imports(path: Path, module: str = "lmperf.x", modules: frozenset = frozenset(), runtime_only: bool = False) -> set[str]:
+def _imports(
+    path: Path, module: str = "lmperf.x", modules: frozenset = frozenset(), runtime_only: bool = False
+) -> set[str]:
     """The lmperf names `path` imports; `from P import m` names P.m alone where P.m is one of
     `modules` (P's own code is what m's import runs, so it adds no edge of its own). With
     `runtime_only`, imports under `if TYPE_CHECKING:` are left out."""
@@ -104,8 +120,11 @@ def _imports(path: Path, module: str = "lmperf.x", modules: frozenset = frozense
 
 
 def _modules() -> dict[str, Path]:
-    return {".".join(("lmperf",) + path.relative_to(PACKAGE).with_suffix("").parts).removesuffix(".__init__"): path
-            for path in sorted(PACKAGE.rglob("*.py")) if path.name != "__init__.py" or path.parent != PACKAGE}
+    return {
+        ".".join(("lmperf",) + path.relative_to(PACKAGE).with_suffix("").parts).removesuffix(".__init__"): path
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path.name != "__init__.py" or path.parent != PACKAGE
+    }
 
 
 def _graph(modules: dict[str, Path], runtime_only: bool = False) -> dict[str, set[str]]:
@@ -191,15 +210,18 @@ def _fake_package(tmp_path: Path, files: dict[str, str]) -> dict[str, Path]:
 
 def test_the_checker_sees_lazy_relative_and_computed_imports(tmp_path):
     upward = tmp_path / "upward.py"
-    upward.write_text("import importlib\n\ndef f():\n    from lmperf.cli import app\n"
-                      "    import lmperf.pmc.infer\n    importlib.import_module('lmperf.bench.run')\n")
+    upward.write_text(
+        "import importlib\n\ndef f():\n    from lmperf.cli import app\n"
+        "    import lmperf.pmc.infer\n    importlib.import_module('lmperf.bench.run')\n"
+    )
     assert {"lmperf.cli", "lmperf.pmc.infer", "lmperf.bench.run"} <= _imports(upward)
     relative = tmp_path / "relative.py"
     relative.write_text("from ..cli import app\nfrom . import tables\n")
     assert {"lmperf.cli", "lmperf.cli.app", "lmperf.report.tables"} <= _imports(relative, "lmperf.report.relative")
     computed = tmp_path / "computed.py"
-    computed.write_text("import importlib\nfor area in ('bench', 'pmc'):\n"
-                        "    importlib.import_module(f'lmperf.{area}.commands')\n")
+    computed.write_text(
+        "import importlib\nfor area in ('bench', 'pmc'):\n    importlib.import_module(f'lmperf.{area}.commands')\n"
+    )
     assert {"lmperf.bench.commands", "lmperf.pmc.commands"} <= _imports(computed)
 
 
@@ -215,13 +237,20 @@ def test_a_computed_upward_import_fails(tmp_path):
 
 
 def test_a_feature_importing_another_feature_fails(tmp_path):
-    modules = _fake_package(tmp_path, {"lmperf.profile.reach": "def f():\n    from lmperf.bench.report import COLUMNS\n"})
+    modules = _fake_package(
+        tmp_path, {"lmperf.profile.reach": "def f():\n    from lmperf.bench.report import COLUMNS\n"}
+    )
     assert "feature to feature: lmperf.profile.reach imports lmperf.bench.report" in _violations(modules)
 
 
 def test_an_import_cycle_fails(tmp_path):
-    modules = _fake_package(tmp_path, {"lmperf.pmc.first": "from lmperf.pmc import second\n",
-                                       "lmperf.pmc.second": "def f():\n    from lmperf.pmc.first import x\n"})
+    modules = _fake_package(
+        tmp_path,
+        {
+            "lmperf.pmc.first": "from lmperf.pmc import second\n",
+            "lmperf.pmc.second": "def f():\n    from lmperf.pmc.first import x\n",
+        },
+    )
     assert "cycle: lmperf.pmc.first <-> lmperf.pmc.second" in _violations(modules)
 
 
@@ -235,13 +264,20 @@ def _readme_layers() -> list[set[str]]:
 
 def test_the_readme_module_map_is_the_layering_checked_here():
     readme = _readme_layers()
-    by_layer = [{area for area, layer in LAYERS.items() if layer == number} for number in sorted(set(LAYERS.values()), reverse=True)]
+    by_layer = [
+        {area for area, layer in LAYERS.items() if layer == number}
+        for number in sorted(set(LAYERS.values()), reverse=True)
+    ]
     assert readme == by_layer
     assert {_area(module) for module in _modules()} == set().union(*readme)
 
 
 def test_a_type_only_reference_back_is_no_cycle(tmp_path):
-    modules = _fake_package(tmp_path, {
-        "lmperf.pmc.first": "from lmperf.pmc import second\n",
-        "lmperf.pmc.second": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from lmperf.pmc.first import x\n"})
+    modules = _fake_package(
+        tmp_path,
+        {
+            "lmperf.pmc.first": "from lmperf.pmc import second\n",
+            "lmperf.pmc.second": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from lmperf.pmc.first import x\n",
+        },
+    )
     assert not any(problem.startswith("cycle: lmperf.pmc.first") for problem in _violations(modules))

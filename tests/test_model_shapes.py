@@ -71,9 +71,14 @@ def test_tied_embeddings_share_one_matrix_and_its_gradient():
     assert model.embedding.weight.grad is not None
 
 
-@pytest.mark.parametrize("overrides", [
-    dict(n_kv_heads=2), dict(n_kv_heads=1, tie_embeddings=True), dict(mlp="gelu", tie_embeddings=True),
-])
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        dict(n_kv_heads=2),
+        dict(n_kv_heads=1, tie_embeddings=True),
+        dict(mlp="gelu", tie_embeddings=True),
+    ],
+)
 def test_parameter_count_matches_the_modules_and_a_hand_count(overrides):
     config = preset("small", **overrides)
     with torch.device("meta"):
@@ -88,23 +93,31 @@ def test_parameter_count_matches_the_modules_and_a_hand_count(overrides):
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("overrides", [
-    dict(n_kv_heads=2), dict(n_kv_heads=1, tie_embeddings=True),
-    dict(mlp="gelu", tie_embeddings=True, vocab_size=300),
-])
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        dict(n_kv_heads=2),
+        dict(n_kv_heads=1, tie_embeddings=True),
+        dict(mlp="gelu", tie_embeddings=True, vocab_size=300),
+    ],
+)
 def test_matmul_flops_of_other_shapes_match_flop_counter_mode(mode, overrides):
     # naive attention: FlopCounterMode has no formula for SDPA's CPU kernel (it counts 0 there).
     model = preset("tiny", **overrides)
-    step = ModelStep(StepConfig("tiny", 21, mode, attention=model.attention, batch=2, model=model),
-                     torch.device("cpu"))
+    step = ModelStep(StepConfig("tiny", 21, mode, attention=model.attention, batch=2, model=model), torch.device("cpu"))
     with FlopCounterMode(display=False) as counter:
         step.run(mode)
     assert counter.get_total_flops() == step_flops(step.model.config, 2, 21, mode).matmul
 
 
-@pytest.mark.parametrize("overrides, message", [
-    (dict(n_kv_heads=3), "not a multiple"), (dict(n_kv_heads=0), "positive"), (dict(mlp="relu"), "unknown mlp"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (dict(n_kv_heads=3), "not a multiple"),
+        (dict(n_kv_heads=0), "positive"),
+        (dict(mlp="relu"), "unknown mlp"),
+    ],
+)
 def test_impossible_shapes_are_usage_errors(overrides, message):
     with pytest.raises(UsageError, match=message):
         preset("tiny", **overrides)

@@ -38,8 +38,9 @@ def _commit_of_copy(src: Path) -> str:
     env = {k: v for k, v in os.environ.items() if k != "LMPERF_COMMIT"}
     env["PYTHONPATH"] = str(src)
     code = "from lmperf.report.environment import source_commit, sources_match_commit; print(source_commit())"
-    return subprocess.run([sys.executable, "-c", code], env=env, cwd=src, capture_output=True,
-                          text=True, check=True).stdout.strip()
+    return subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=src, capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def test_a_copy_without_git_names_version_and_source_hash(tmp_path):
@@ -97,8 +98,16 @@ def test_a_commit_is_checked_against_the_sources_that_ran(tmp_path):
 def test_the_report_line_says_whether_the_sources_were_the_commits():
     from lmperf.report.environment import measured_on
 
-    env = {"device": "H100", "driver": "1", "torch": "2", "triton": "3", "commit": "abc", "date": "today",
-           "sources": "0123456789ab", "sources_match_commit": False}
+    env = {
+        "device": "H100",
+        "driver": "1",
+        "torch": "2",
+        "triton": "3",
+        "commit": "abc",
+        "date": "today",
+        "sources": "0123456789ab",
+        "sources_match_commit": False,
+    }
     assert "commit abc (sources 0123456789ab, differing from the commit), today." in measured_on([{"env": env}])
     old = {key: value for key, value in env.items() if not key.startswith("sources")}
     assert "commit abc, today." in measured_on([{"env": old}])

@@ -46,9 +46,14 @@ def test_a_changed_figure_in_a_copied_readme_fails(tmp_path):
 
 def test_a_changed_table_cell_fails(tmp_path):
     root = _published_copy(tmp_path)
-    _edit(root / "benchmarks" / "attention-h100.md", "| 64 | full | 4k | 1.118 (1.104) |", "| 64 | full | 4k | 1.128 (1.104) |")
+    _edit(
+        root / "benchmarks" / "attention-h100.md",
+        "| 64 | full | 4k | 1.118 (1.104) |",
+        "| 64 | full | 4k | 1.128 (1.104) |",
+    )
     assert check_figures.check(root) == [
-        "benchmarks/attention-h100.md: table attention-cudnn differs from its rows (python benchmarks/check_figures.py --write)"]
+        "benchmarks/attention-h100.md: table attention-cudnn differs from its rows (python benchmarks/check_figures.py --write)"
+    ]
 
 
 def test_a_figure_without_rows_fails_and_the_command_exits_1(tmp_path):
@@ -56,16 +61,23 @@ def test_a_figure_without_rows_fails_and_the_command_exits_1(tmp_path):
     _edit(root / "README.md", "## Dependencies\n", "## Dependencies\n\nA step takes 12.5 ms on any GPU.\n")
     (error,) = check_figures.check(root)
     assert "README.md:" in error and "untraceable figure '12.5 ms'" in error
-    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "check_figures.py"), "--root", str(root)],
-                         capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "check_figures.py"), "--root", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.returncode == 1 and "12.5 ms" in run.stdout
 
 
 def test_the_rule_is_the_median_over_rounds_with_the_lowest_round():
     # their / our time per round: 6/5 = 1.2, 4/4 = 1.0, 5.5/5 = 1.1 -> median 1.1, lowest 1.0;
     # the round where only one of the two ran does not count
-    rows = [{"impl": impl, "ms": ms, "round": r, "source": "s", "head_dim": 64}
-            for r, times in enumerate([(6.0, 5.0), (4.0, 4.0), (5.5, 5.0)]) for impl, ms in zip(("theirs", "ours"), times)]
+    rows = [
+        {"impl": impl, "ms": ms, "round": r, "source": "s", "head_dim": 64}
+        for r, times in enumerate([(6.0, 5.0), (4.0, 4.0), (5.5, 5.0)])
+        for impl, ms in zip(("theirs", "ours"), times)
+    ]
     rows.append({"impl": "theirs", "ms": 1.0, "round": 3, "source": "s", "head_dim": 64})
     by_point = figures.ratios(rows, "theirs", "ours", "ms", "impl", lambda r: r["head_dim"])
     assert sorted(by_point[64]) == [1.0, 1.1, 1.2]

@@ -25,12 +25,15 @@ def _refusal(path, options: SweepOptions, given: set[str]) -> str:
     return str(error.value)
 
 
-@pytest.mark.parametrize("field, then, now, flag", [
-    ("losses", "eager", "fused", "--loss"),
-    ("param_dtypes", "fp32", "bf16", "--param-dtype"),
-    ("checkpoints", "none", "full", "--checkpoint"),
-    ("runs_root", None, None, None),  # not recorded: never refused
-])
+@pytest.mark.parametrize(
+    "field, then, now, flag",
+    [
+        ("losses", "eager", "fused", "--loss"),
+        ("param_dtypes", "fp32", "bf16", "--param-dtype"),
+        ("checkpoints", "none", "full", "--checkpoint"),
+        ("runs_root", None, None, None),  # not recorded: never refused
+    ],
+)
 def test_a_resume_refusal_names_the_flag_as_typed(tmp_path, field, then, now, flag):
     if flag is None:
         path = _recorded(tmp_path, SweepOptions())
@@ -55,15 +58,26 @@ def test_a_model_flag_is_named_as_typed_not_as_a_dict(tmp_path):
 def test_restating_a_default_that_ran_is_accepted(tmp_path):
     path = _recorded(tmp_path, SweepOptions())  # defaults on a CPU: tiny, 128, fp32
     restated = SweepOptions(presets="tiny", contexts="128", precisions="fp32")
-    _, arguments = open_run_dir("bench", restated.resolved(False).arguments(), path,
-                                given={"presets", "contexts", "precisions"}, flag_of=flag_of)
+    _, arguments = open_run_dir(
+        "bench",
+        restated.resolved(False).arguments(),
+        path,
+        given={"presets", "contexts", "precisions"},
+        flag_of=flag_of,
+    )
     assert (arguments["presets"], arguments["contexts"], arguments["precisions"]) == ("tiny", "128", "fp32")
     assert "--presets tiny, not --presets small" in _refusal(path, SweepOptions(presets="small"), {"presets"})
 
 
 def test_recorded_options_come_back_through_json(tmp_path):
-    options = SweepOptions("tiny", "16", steps=3, device="cpu", losses="fused",
-                           model=ModelChoice.from_options(None, d_model=64, n_layers=1))
+    options = SweepOptions(
+        "tiny",
+        "16",
+        steps=3,
+        device="cpu",
+        losses="fused",
+        model=ModelChoice.from_options(None, d_model=64, n_layers=1),
+    )
     recorded = json.loads(json.dumps(options.arguments()))
     assert SweepOptions().with_arguments(recorded) == options
 
@@ -74,8 +88,18 @@ def test_commands_that_take_a_model_declare_the_same_model_flags():
     from lmperf.cli import app
 
     click_app = get_command(app)
-    model_flags = {"--hf-config", "--d-model", "--d-ff", "--layers", "--heads", "--kv-heads", "--vocab",
-                   "--max-context", "--tie-embeddings", "--mlp"}
+    model_flags = {
+        "--hf-config",
+        "--d-model",
+        "--d-ff",
+        "--layers",
+        "--heads",
+        "--kv-heads",
+        "--vocab",
+        "--max-context",
+        "--tie-embeddings",
+        "--mlp",
+    }
     for name in ("bench", "bench-dist", "profile", "memory", "precision"):
         flags = {opt for param in click_app.commands[name].params for opt in param.opts}
         assert model_flags <= flags, (name, model_flags - flags)

@@ -130,19 +130,24 @@ def test_block_policies_put_the_kept_blocks_last():
 
 
 def test_bf16_parameters_make_bf16_gradients_and_optimizer_state():
-    step = ModelStep(StepConfig("tiny", 16, "train-step", "bf16", batch=1, param_dtype="bf16", loss="fused"), torch.device("cpu"))
+    step = ModelStep(
+        StepConfig("tiny", 16, "train-step", "bf16", batch=1, param_dtype="bf16", loss="fused"), torch.device("cpu")
+    )
     step.run("train-step")
     param = next(step.model.parameters())
     state = step.optimizer.state[param]
     assert param.dtype == param.grad.dtype == state["exp_avg"].dtype == torch.bfloat16
 
 
-@pytest.mark.parametrize("changes, message", [
-    (dict(checkpoint="some"), "unknown checkpoint policy 'some'"),
-    (dict(loss="liger"), "unknown loss"),
-    (dict(param_dtype="bf16"), "bf16 parameters need --precisions bf16"),
-    (dict(seq_len=40_000, preset="cs336-8b"), "exceeds the model's maximum 32768"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (dict(checkpoint="some"), "unknown checkpoint policy 'some'"),
+        (dict(loss="liger"), "unknown loss"),
+        (dict(param_dtype="bf16"), "bf16 parameters need --precisions bf16"),
+        (dict(seq_len=40_000, preset="cs336-8b"), "exceeds the model's maximum 32768"),
+    ],
+)
 def test_bad_step_options_are_usage_errors(changes, message):
     with pytest.raises(UsageError, match=message):
         StepConfig(**{**dict(preset="tiny", seq_len=16, mode="train-step"), **changes}).validate()

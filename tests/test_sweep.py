@@ -14,8 +14,13 @@ SETTINGS = SweepSettings(warmup=1, steps=2)
 
 def tiny_grid(**overrides):
     spec = dict(
-        presets=["tiny"], seq_lens=[16, 24], modes=["forward", "train-step"],
-        precisions=["fp32"], compiles=["eager"], attentions=["naive"], batch=2,
+        presets=["tiny"],
+        seq_lens=[16, 24],
+        modes=["forward", "train-step"],
+        precisions=["fp32"],
+        compiles=["eager"],
+        attentions=["naive"],
+        batch=2,
     )
     spec.update(overrides)
     return grid(**spec)

@@ -3,6 +3,7 @@
 Usage (on a GPU): PYTHONPATH=src python3 benchmarks/scripts/bench_agreement.py OUT.json
 """
 
+import functools
 import json
 import sys
 
@@ -11,7 +12,7 @@ import torch.utils.benchmark as torch_benchmark
 import triton.testing
 
 from lmperf.model.step import ModelStep, StepConfig
-from lmperf.bench.timing import time_steps
+from lmperf.run.timing import time_steps
 from lmperf.report.environment import environment
 
 CONFIGS = [
@@ -26,7 +27,7 @@ def main(out_path: str) -> None:
     results = []
     for config in CONFIGS:
         step = ModelStep(config, device)
-        run = lambda: step.run(config.mode)  # noqa: E731
+        run = functools.partial(step.run, config.mode)
         lmperf_stats = time_steps(run, warmup=5, steps=30, device=device).stats
         do_bench_ms = triton.testing.do_bench(run, warmup=200, rep=2000, return_mode="median")
         timer = torch_benchmark.Timer("run()", globals={"run": run})

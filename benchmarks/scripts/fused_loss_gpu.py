@@ -43,8 +43,12 @@ def _time_and_peak(loss_fn, hidden, weight, targets) -> dict:
     torch.cuda.synchronize()
     peak_gb = (torch.cuda.max_memory_allocated() - base) / 1e9
     median, low, high = triton.testing.do_bench(step, warmup=200, rep=2000, quantiles=[0.5, 0.2, 0.8])
-    return {"ms_median": round(median, 3), "ms_p20": round(low, 3), "ms_p80": round(high, 3),
-            "peak_gb_above_inputs": round(peak_gb, 2)}
+    return {
+        "ms_median": round(median, 3),
+        "ms_p20": round(low, 3),
+        "ms_p80": round(high, 3),
+        "peak_gb_above_inputs": round(peak_gb, 2),
+    }
 
 
 def _row_kernel_alone(n_rows: int) -> dict:
@@ -65,7 +69,11 @@ def main(out_path: str, token_counts: list[int]) -> None:
         for n_tokens in token_counts:
             generator = torch.Generator(device="cuda").manual_seed(0)
             hidden = torch.randn(n_tokens, D_MODEL, device="cuda", generator=generator).bfloat16().requires_grad_()
-            weight = (torch.randn(VOCAB, D_MODEL, device="cuda", generator=generator) / D_MODEL**0.5).bfloat16().requires_grad_()
+            weight = (
+                (torch.randn(VOCAB, D_MODEL, device="cuda", generator=generator) / D_MODEL**0.5)
+                .bfloat16()
+                .requires_grad_()
+            )
             targets = torch.randint(0, VOCAB, (n_tokens,), device="cuda", generator=generator)
             for name, loss_fn in VARIANTS.items():
                 try:
@@ -73,8 +81,16 @@ def main(out_path: str, token_counts: list[int]) -> None:
                 except torch.OutOfMemoryError:
                     figures = {"status": "oom"}
                     torch.cuda.empty_cache()
-                row = {"what": "loss forward+backward", "variant": name, "tokens": n_tokens, "d_model": D_MODEL,
-                       "vocab": VOCAB, "dtype": "bf16", **figures, "env": env}
+                row = {
+                    "what": "loss forward+backward",
+                    "variant": name,
+                    "tokens": n_tokens,
+                    "d_model": D_MODEL,
+                    "vocab": VOCAB,
+                    "dtype": "bf16",
+                    **figures,
+                    "env": env,
+                }
                 print(json.dumps({k: v for k, v in row.items() if k != "env"}), flush=True)
                 out.write(json.dumps(row) + "\n")
 

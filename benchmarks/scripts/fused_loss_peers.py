@@ -53,7 +53,9 @@ VARIANTS = {
 def inputs(n_tokens: int, d_model: int, vocab: int, ignored: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     generator = torch.Generator(device="cuda").manual_seed(0)
     hidden = torch.randn(n_tokens, d_model, device="cuda", generator=generator).bfloat16().requires_grad_()
-    weight = (torch.randn(vocab, d_model, device="cuda", generator=generator) / d_model**0.5).bfloat16().requires_grad_()
+    weight = (
+        (torch.randn(vocab, d_model, device="cuda", generator=generator) / d_model**0.5).bfloat16().requires_grad_()
+    )
     targets = torch.randint(0, vocab, (n_tokens,), device="cuda", generator=generator)
     drop = torch.rand(n_tokens, device="cuda", generator=generator) < ignored
     return hidden, weight, targets.masked_fill(drop, IGNORE_INDEX)
@@ -72,11 +74,20 @@ def correctness(env: dict) -> Iterator[dict]:
         loss = loss_fn(hidden, weight, targets)
         dh, dw = torch.autograd.grad(loss, (hidden, weight))
         yield {
-            "what": "fused loss correctness vs fp64", "variant": name, "tokens": CHECK_SHAPE[0],
-            "d_model": CHECK_SHAPE[1], "vocab": CHECK_SHAPE[2], "ignored_fraction": IGNORED_FRACTION,
-            "loss": loss.item(), "loss_ref": ref_loss.item(), "loss_abs_err": abs(loss.item() - ref_loss.item()),
-            "dhidden_rel_err": _relative_error(dh, ref_dh), "dweight_rel_err": _relative_error(dw, ref_dw),
-            "dhidden_dtype": str(dh.dtype), "dweight_dtype": str(dw.dtype), "env": env,
+            "what": "fused loss correctness vs fp64",
+            "variant": name,
+            "tokens": CHECK_SHAPE[0],
+            "d_model": CHECK_SHAPE[1],
+            "vocab": CHECK_SHAPE[2],
+            "ignored_fraction": IGNORED_FRACTION,
+            "loss": loss.item(),
+            "loss_ref": ref_loss.item(),
+            "loss_abs_err": abs(loss.item() - ref_loss.item()),
+            "dhidden_rel_err": _relative_error(dh, ref_dh),
+            "dweight_rel_err": _relative_error(dw, ref_dw),
+            "dhidden_dtype": str(dh.dtype),
+            "dweight_dtype": str(dw.dtype),
+            "env": env,
         }
 
 
@@ -92,16 +103,32 @@ def speed(n_tokens: int, rounds: int, env: dict) -> Iterator[dict]:
                 figures = {"status": "oom"}
             torch.cuda.empty_cache()
             by_variant[name].append(figures)
-            yield {"what": "fused loss forward+backward", "variant": name, "round": round_,
-                   "tokens": n_tokens, "d_model": D_MODEL, "vocab": VOCAB, "dtype": "bf16", **figures, "env": env}
+            yield {
+                "what": "fused loss forward+backward",
+                "variant": name,
+                "round": round_,
+                "tokens": n_tokens,
+                "d_model": D_MODEL,
+                "vocab": VOCAB,
+                "dtype": "bf16",
+                **figures,
+                "env": env,
+            }
     for name, runs in by_variant.items():
         timed = [r for r in runs if "ms_median" in r]
-        yield {"what": "fused loss forward+backward, median over rounds", "variant": name,
-               "tokens": n_tokens, "d_model": D_MODEL, "vocab": VOCAB, "dtype": "bf16", "rounds": len(timed),
-               "ms_median": statistics.median(r["ms_median"] for r in timed) if timed else None,
-               "ms_median_rounds": [r["ms_median"] for r in timed],
-               "peak_gb_above_inputs": max((r["peak_gb_above_inputs"] for r in timed), default=None),
-               "env": env}
+        yield {
+            "what": "fused loss forward+backward, median over rounds",
+            "variant": name,
+            "tokens": n_tokens,
+            "d_model": D_MODEL,
+            "vocab": VOCAB,
+            "dtype": "bf16",
+            "rounds": len(timed),
+            "ms_median": statistics.median(r["ms_median"] for r in timed) if timed else None,
+            "ms_median_rounds": [r["ms_median"] for r in timed],
+            "peak_gb_above_inputs": max((r["peak_gb_above_inputs"] for r in timed), default=None),
+            "env": env,
+        }
 
 
 def main() -> None:

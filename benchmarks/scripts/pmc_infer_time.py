@@ -75,8 +75,13 @@ def deep_training_capture(path: Path) -> int:
     back_first, back_second = backward[2].index, backward[2 + per_layer].index
     header, units, body = _rows(DEEP_TRAIN_SOURCE)
     extra = DEEP_LAYERS - 2
-    kernels = (body[:second] + body[first:second] * extra + body[second:back_second]
-               + body[back_first:back_second] * extra + body[back_second:])
+    kernels = (
+        body[:second]
+        + body[first:second] * extra
+        + body[second:back_second]
+        + body[back_first:back_second] * extra
+        + body[back_second:]
+    )
     return _write(path, header, units, kernels)
 
 
@@ -98,8 +103,9 @@ def cli_wall(path: Path) -> list[str]:
     for _ in range(3):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "lmperf.cli", "pmc", "infer", str(path), "--json"],
-                       check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "lmperf.cli", "pmc", "infer", str(path), "--json"], check=True, capture_output=True
+        )
         wall = time.perf_counter() - start
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
@@ -116,33 +122,42 @@ def main(out: Path) -> None:
         except Exception:  # noqa: BLE001 - a fixture that is no model capture (cli_cmd_matmul)
             continue
     timed.sort()
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
-    lines = [f"lmperf pmc infer time on this CPU ({platform.processor() or platform.machine()}, "
-             f"{os.cpu_count()} cores shared with other jobs, load {os.getloadavg()[0]:.1f}), commit {commit}, "
-             f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, Python {platform.python_version()}",
-             "in-process infer_file (read gzip + parse + infer), every committed capture; slowest four and the median:"]
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    lines = [
+        f"lmperf pmc infer time on this CPU ({platform.processor() or platform.machine()}, "
+        f"{os.cpu_count()} cores shared with other jobs, load {os.getloadavg()[0]:.1f}), commit {commit}, "
+        f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, Python {platform.python_version()}",
+        "in-process infer_file (read gzip + parse + infer), every committed capture; slowest four and the median:",
+    ]
     lines += [f"  {t * 1000:4.0f} ms  {n} kernels  {name}" for t, n, name in timed[-4:]]
-    lines.append(f"  median {statistics.median(t for t, _, _ in timed) * 1000:.0f} ms over {len(timed)} captures (best of 3 each)")
+    lines.append(
+        f"  median {statistics.median(t for t, _, _ in timed) * 1000:.0f} ms over {len(timed)} captures (best of 3 each)"
+    )
     largest = max(timed, key=lambda row: row[1])
     real = next(p for p in captures if p.name == largest[2])
-    lines.append(f"whole CLI, wall, 'lmperf pmc infer {real.name} --json' ({largest[1]} kernels), incl. Python start and imports:")
+    lines.append(
+        f"whole CLI, wall, 'lmperf pmc infer {real.name} --json' ({largest[1]} kernels), incl. Python start and imports:"
+    )
     lines += [f"  {run}" for run in cli_wall(real)]
     with tempfile.TemporaryDirectory() as scratch:
         deep = Path(scratch) / "deep.csv.gz"
         kernels = deep_capture(deep)
         result = infer_file(deep)
-        lines.append(f"whole CLI, wall, a {DEEP_LAYERS}-layer forward capture ({kernels} kernels: "
-                     f"{DEEP_SOURCE.name}'s second layer repeated; infer reads n_layers="
-                     f"{result.values['n_layers']}):")
+        lines.append(
+            f"whole CLI, wall, a {DEEP_LAYERS}-layer forward capture ({kernels} kernels: "
+            f"{DEEP_SOURCE.name}'s second layer repeated; infer reads n_layers="
+            f"{result.values['n_layers']}):"
+        )
         lines += [f"  {run}" for run in cli_wall(deep)]
         deep_train = Path(scratch) / "deep-train.csv.gz"
         kernels = deep_training_capture(deep_train)
         result = infer_file(deep_train)
-        lines.append(f"whole CLI, wall, a {DEEP_LAYERS}-layer training-step capture ({kernels} kernels: "
-                     f"{DEEP_TRAIN_SOURCE.name}'s first forward layer and last backward layer "
-                     f"repeated; infer reads mode={result.values['mode']}, "
-                     f"n_layers={result.values['n_layers']}):")
+        lines.append(
+            f"whole CLI, wall, a {DEEP_LAYERS}-layer training-step capture ({kernels} kernels: "
+            f"{DEEP_TRAIN_SOURCE.name}'s first forward layer and last backward layer "
+            f"repeated; infer reads mode={result.values['mode']}, "
+            f"n_layers={result.values['n_layers']}):"
+        )
         lines += [f"  {run}" for run in cli_wall(deep_train)]
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(out.read_text())

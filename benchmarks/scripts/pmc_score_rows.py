@@ -15,8 +15,10 @@ import re
 import sys
 from pathlib import Path
 
-ENVIRONMENT = re.compile(r"- (\S+): device (.+?), driver (\S+), cuda (\S+), torch (\S+), triton (\S+),"
-                         r"(?: transformers (\S+),)? commit (\S+), date (.+)$")
+ENVIRONMENT = re.compile(
+    r"- (\S+): device (.+?), driver (\S+), cuda (\S+), torch (\S+), triton (\S+),"
+    r"(?: transformers (\S+),)? commit (\S+), date (.+)$"
+)
 KEY_VALUE = re.compile(r"- (device|driver|cuda|torch|triton|date): (.+)$")
 TIMING = re.compile(r"\s+([\d.]+) s wall, ([\d.]+) s CPU")
 
@@ -28,8 +30,14 @@ def environment(lines: list[str], commit: str) -> dict:
         if match := ENVIRONMENT.match(line):
             name, device, driver, cuda, torch, triton, transformers, capture_commit, date = match.groups()
             env.update(device=device, driver=driver, cuda=cuda, torch=torch, triton=triton)
-            env["captures"].append({"file": name, "commit": capture_commit, "date": date,
-                                    **({"transformers": transformers} if transformers else {})})
+            env["captures"].append(
+                {
+                    "file": name,
+                    "commit": capture_commit,
+                    "date": date,
+                    **({"transformers": transformers} if transformers else {}),
+                }
+            )
         elif match := KEY_VALUE.match(line):
             key, value = match.groups()
             if key == "date":
@@ -44,8 +52,12 @@ def score_rows(path: Path) -> list[dict]:
     name = path.stem
     number, commit = int(name.split("-")[1]), name.rsplit("-", 1)[1]
     lines = path.read_text(encoding="utf-8").splitlines()
-    base = {"scoring": name, "scoring_number": number, "env": environment(lines, commit),
-            "corpus": "first-corpus" if "first-corpus" in name or number <= 2 else "sweep"}
+    base = {
+        "scoring": name,
+        "scoring_number": number,
+        "env": environment(lines, commit),
+        "corpus": "first-corpus" if "first-corpus" in name or number <= 2 else "sweep",
+    }
     rows, header = [], ""
     for line in lines:
         if not line.startswith("|") or line.startswith("|---"):
@@ -54,14 +66,39 @@ def score_rows(path: Path) -> list[dict]:
         if cells[0] in ("field", "attention path", "capture"):
             header = cells[0]
         elif header == "field":
-            rows.append({**base, "kind": "field", "field": cells[0], "held_out_exact": cells[1],
-                         "held_out_n": int(cells[2]), "dev_exact": cells[3], "dev_n": int(cells[4])})
+            rows.append(
+                {
+                    **base,
+                    "kind": "field",
+                    "field": cells[0],
+                    "held_out_exact": cells[1],
+                    "held_out_n": int(cells[2]),
+                    "dev_exact": cells[3],
+                    "dev_n": int(cells[4]),
+                }
+            )
         elif header == "attention path":
-            rows.append({**base, "kind": "path", "path": cells[0], "captures": int(cells[1]),
-                         "structure": cells[2], "vocab_exact": cells[3]})
+            rows.append(
+                {
+                    **base,
+                    "kind": "path",
+                    "path": cells[0],
+                    "captures": int(cells[1]),
+                    "structure": cells[2],
+                    "vocab_exact": cells[3],
+                }
+            )
         else:
-            rows.append({**base, "kind": "capture", "capture": cells[0], "split": cells[1], "wrong": cells[-1],
-                         **({"attention": cells[2]} if len(cells) == 4 else {})})
+            rows.append(
+                {
+                    **base,
+                    "kind": "capture",
+                    "capture": cells[0],
+                    "split": cells[1],
+                    "wrong": cells[-1],
+                    **({"attention": cells[2]} if len(cells) == 4 else {}),
+                }
+            )
     return rows
 
 
@@ -74,8 +111,16 @@ def infer_time_rows(path: Path, commit: str, date: str) -> list[dict]:
         if line.startswith("whole CLI"):
             what, kernels = line.rstrip(":"), int(re.search(r"\((\d+) kernels", line).group(1))
         elif (match := TIMING.match(line)) and what:
-            rows.append({"kind": "infer-time", "what": what, "kernels": kernels, "wall_s": float(match.group(1)),
-                         "cpu_s": float(match.group(2)), "env": env})
+            rows.append(
+                {
+                    "kind": "infer-time",
+                    "what": what,
+                    "kernels": kernels,
+                    "wall_s": float(match.group(1)),
+                    "cpu_s": float(match.group(2)),
+                    "env": env,
+                }
+            )
     return rows
 
 

@@ -56,7 +56,9 @@ def cuobjdump(compiled, flag: str) -> str:
     with tempfile.NamedTemporaryFile(suffix=".cubin") as cubin:
         cubin.write(compiled.asm["cubin"])
         cubin.flush()
-        return subprocess.run([TOOLS / "cuobjdump", flag, cubin.name], capture_output=True, text=True, check=True).stdout
+        return subprocess.run(
+            [TOOLS / "cuobjdump", flag, cubin.name], capture_output=True, text=True, check=True
+        ).stdout
 
 
 def sass_summary(compiled) -> str:
@@ -80,8 +82,9 @@ def warp_specialised(compiled) -> str:
     with tempfile.NamedTemporaryFile("w", suffix=".ptx") as file:
         file.write(ptx)
         file.flush()
-        note = subprocess.run([TOOLS / "ptxas", "-arch=sm_90a", "-v", file.name, "-o", "/dev/null"],
-                              capture_output=True, text=True).stderr
+        note = subprocess.run(
+            [TOOLS / "ptxas", "-arch=sm_90a", "-v", file.name, "-o", "/dev/null"], capture_output=True, text=True
+        ).stderr
     return f"setmaxnreg {maxnreg}, ptxas serialises wgmma: {'serialized' in note}"
 
 
@@ -107,8 +110,9 @@ def _descriptor_type(rows: int, columns: int, dtype: str = "bf16") -> str:
 
 
 def _gluon(kernel, signature: dict, constexprs: dict):
-    constexprs = dict(constexprs, **{name: None for name, kind in signature.items()
-                                     if kind == "constexpr" and name.endswith("_desc")})
+    constexprs = dict(
+        constexprs, **{name: None for name, kind in signature.items() if kind == "constexpr" and name.endswith("_desc")}
+    )
     signature = dict(signature, **{name: "constexpr" for name in constexprs})
     return triton.compile(GluonASTSource(kernel, signature, constexprs), target=TARGET, options=dict(num_warps=4))
 
@@ -119,13 +123,37 @@ def compile_forward(head_dim: int, causal: bool, pairs: bool, pieces: bool = Fal
     main, tail = column_blocks(head_dim)
     block_n, o_columns = tuning.key_tile, constexprs["O_BY_TMA"]
     signature = {
-        "q_desc": _descriptor_type(ROWS, main), "k_desc": _descriptor_type(block_n, main),
-        "v_desc": _descriptor_type(block_n, main), "qt_desc": _descriptor_type(ROWS, tail),
-        "kt_desc": _descriptor_type(block_n, tail), "vt_desc": _descriptor_type(block_n, tail),
-        "o_desc": _descriptor_type(ROWS, main if o_columns else 0), "ot_desc": _descriptor_type(ROWS, tail if o_columns else 0),
-        "O": "*bf16", "LSE": "*fp32", "TABLE": "*i32", "PART_O": "*fp32", "PART_LSE": "*fp32", "qk_scale": "fp32",
-        **{name: "i32" for name in ("seq_q", "seq_k", "H", "group", "n_m", "per_head", "items", "whole", "parts",
-                                    "stride_ob", "stride_oh", "stride_on")},
+        "q_desc": _descriptor_type(ROWS, main),
+        "k_desc": _descriptor_type(block_n, main),
+        "v_desc": _descriptor_type(block_n, main),
+        "qt_desc": _descriptor_type(ROWS, tail),
+        "kt_desc": _descriptor_type(block_n, tail),
+        "vt_desc": _descriptor_type(block_n, tail),
+        "o_desc": _descriptor_type(ROWS, main if o_columns else 0),
+        "ot_desc": _descriptor_type(ROWS, tail if o_columns else 0),
+        "O": "*bf16",
+        "LSE": "*fp32",
+        "TABLE": "*i32",
+        "PART_O": "*fp32",
+        "PART_LSE": "*fp32",
+        "qk_scale": "fp32",
+        **{
+            name: "i32"
+            for name in (
+                "seq_q",
+                "seq_k",
+                "H",
+                "group",
+                "n_m",
+                "per_head",
+                "items",
+                "whole",
+                "parts",
+                "stride_ob",
+                "stride_oh",
+                "stride_on",
+            )
+        },
     }
     return _gluon(forward._fwd_kernel, signature, constexprs)
 
@@ -138,10 +166,17 @@ def compile_backward(head_dim: int, causal: bool, persistent: bool):
         "dq_desc": _descriptor_type(ROWS, min(DQ_COLUMNS, main), "fp32"),
         **{name: _descriptor_type(ROWS, tail) for name in ("qt_desc", "kt_desc", "vt_desc", "dot_desc")},
         "dqt_desc": _descriptor_type(ROWS, tail, "fp32"),
-        "dk_desc": _descriptor_type(ROWS, main), "dv_desc": _descriptor_type(ROWS, main),
-        "dkt_desc": _descriptor_type(ROWS, tail), "dvt_desc": _descriptor_type(ROWS, tail),
-        "LSE": "*fp32", "DELTA": "*fp32", "counter": "*i32" if persistent else "*fp32", "DQ_ACC": "*fp32",
-        "DQ": "*bf16" if persistent else "*fp32", "scale": "fp32", "qk_scale": "fp32",
+        "dk_desc": _descriptor_type(ROWS, main),
+        "dv_desc": _descriptor_type(ROWS, main),
+        "dkt_desc": _descriptor_type(ROWS, tail),
+        "dvt_desc": _descriptor_type(ROWS, tail),
+        "LSE": "*fp32",
+        "DELTA": "*fp32",
+        "counter": "*i32" if persistent else "*fp32",
+        "DQ_ACC": "*fp32",
+        "DQ": "*bf16" if persistent else "*fp32",
+        "scale": "fp32",
+        "qk_scale": "fp32",
         **{name: "i32" for name in ("seq_q", "seq_k", "H", "group", "n_kblocks", "items", "end")},
     }
     return _gluon(backward._bwd_kernel, signature, backward.kernel_constexprs(current(), head_dim, causal, persistent))
@@ -163,14 +198,29 @@ def gluon_lines():
     for head_dim in HEAD_DIMS:
         for causal in (False, True):
             for persistent in sorted({False, head_dim in tuning.persistent_backward_from_keys}):
-                label = f"gluon backward d{head_dim} {'causal' if causal else 'full'}{' persistent' if persistent else ''}"
+                label = (
+                    f"gluon backward d{head_dim} {'causal' if causal else 'full'}{' persistent' if persistent else ''}"
+                )
                 yield label, report(compile_backward, head_dim, causal, persistent, gluon=True)
 
 
 # ----------------------------------------------------------------------------- portable kernels
 
-POINTERS = {"Q": "*bf16", "K": "*bf16", "V": "*bf16", "O": "*bf16", "DO": "*bf16", "DK": "*bf16", "DV": "*bf16",
-            "LSE": "*fp32", "DELTA": "*fp32", "DQ": "*fp32", "LOCKS": "*i32", "PART_O": "*fp32", "PART_LSE": "*fp32"}
+POINTERS = {
+    "Q": "*bf16",
+    "K": "*bf16",
+    "V": "*bf16",
+    "O": "*bf16",
+    "DO": "*bf16",
+    "DK": "*bf16",
+    "DV": "*bf16",
+    "LSE": "*fp32",
+    "DELTA": "*fp32",
+    "DQ": "*fp32",
+    "LOCKS": "*i32",
+    "PART_O": "*fp32",
+    "PART_LSE": "*fp32",
+}
 FLOATS = {"qk_scale", "sm_scale"}
 
 
@@ -221,8 +271,10 @@ def triton_lines():
                 yield label, report(compile_triton, triton_tiles.KERNELS[table], config, constexprs)
         preprocess = dict(HEAD_DIM=head_dim, **triton_tiles.column_blocks(head_dim), BLOCK_M=64)
         # as row_delta launches it: BLOCK_M 64, Triton's default 4 warps and 3 stages
-        yield (f"triton preprocess d{head_dim}",
-               report(compile_triton, triton_backward._bwd_preprocess_kernel, (64, 0, 4, 3), preprocess))
+        yield (
+            f"triton preprocess d{head_dim}",
+            report(compile_triton, triton_backward._bwd_preprocess_kernel, (64, 0, 4, 3), preprocess),
+        )
 
 
 def combine_lines():
@@ -230,8 +282,10 @@ def combine_lines():
         padded, columns = triton.next_power_of_2(parts), triton.next_power_of_2(head_dim)
         rows = combine.rows_per_program(128, padded, columns)
         constexprs = dict(ROWS=rows, RUNS=padded, HEAD_DIM=head_dim, COLUMNS=columns)
-        yield (f"combine d{head_dim} {parts} runs",
-               report(compile_triton, combine._combine_kernel, (128, 0, 4, 3), constexprs))
+        yield (
+            f"combine d{head_dim} {parts} runs",
+            report(compile_triton, combine._combine_kernel, (128, 0, 4, 3), constexprs),
+        )
 
 
 def main() -> None:

@@ -74,9 +74,16 @@ def job_config(ac: str, seq_len: int, dump_folder: str) -> JobConfig:
 
 def model_args(config: ModelConfig, seq_len: int) -> TransformerModelArgs:
     return TransformerModelArgs(
-        dim=config.d_model, n_layers=config.n_layers, n_heads=config.n_heads, n_kv_heads=config.n_kv_heads,
-        vocab_size=config.vocab_size, norm_eps=config.norm_eps, rope_theta=config.rope_theta,
-        rope_scaling_args=PLAIN_ROPE, max_seq_len=seq_len, attn_type="sdpa",
+        dim=config.d_model,
+        n_layers=config.n_layers,
+        n_heads=config.n_heads,
+        n_kv_heads=config.n_kv_heads,
+        vocab_size=config.vocab_size,
+        norm_eps=config.norm_eps,
+        rope_theta=config.rope_theta,
+        rope_scaling_args=PLAIN_ROPE,
+        max_seq_len=seq_len,
+        attn_type="sdpa",
     )
 
 
@@ -141,23 +148,36 @@ def measure(step: TitanStep, args: argparse.Namespace, config: ModelConfig, job:
     times = time_steps(step.run, args.warmup, args.steps, device)
     stats = times.stats
     row = {
-        "what": "torchtitan train step", "status": "ok", "preset": args.preset, **settings(args, config, job, step),
-        "cold_ms": times.cold_ms, "warmup_ms": times.warmup_ms, "step_ms": times.measured_ms,
-        "mean_ms": stats.mean, "median_ms": stats.median, "std_ms": stats.std,
-        "min_ms": stats.min, "max_ms": stats.max,
+        "what": "torchtitan train step",
+        "status": "ok",
+        "preset": args.preset,
+        **settings(args, config, job, step),
+        "cold_ms": times.cold_ms,
+        "warmup_ms": times.warmup_ms,
+        "step_ms": times.measured_ms,
+        "mean_ms": stats.mean,
+        "median_ms": stats.median,
+        "std_ms": stats.std,
+        "min_ms": stats.min,
+        "max_ms": stats.max,
     }
     if args.leaderboard_rep_ms:
         bench = do_bench_ms(step.run, args.leaderboard_warmup_ms, args.leaderboard_rep_ms, device)
-        row.update(leaderboard_ms=bench.mean_ms, leaderboard_calls=bench.calls,
-                   leaderboard_warmup_ms=args.leaderboard_warmup_ms, leaderboard_rep_ms=args.leaderboard_rep_ms)
+        row.update(
+            leaderboard_ms=bench.mean_ms,
+            leaderboard_calls=bench.calls,
+            leaderboard_warmup_ms=args.leaderboard_warmup_ms,
+            leaderboard_rep_ms=args.leaderboard_rep_ms,
+        )
     matmul = step_flops(config.with_(attention="sdpa"), 1, args.seq_len, "train-step").matmul
     row["tokens_per_s"] = args.seq_len / (stats.mean / 1e3)
     row["tflops"] = matmul / (stats.mean / 1e3) / 1e12
     peak = peak_tflops(torch.cuda.get_device_name(device), "bf16")
     row["mfu"] = row["tflops"] / peak if peak else None
     ranks = [None] * step.world_size
-    dist.all_gather_object(ranks, (stats.mean, torch.cuda.max_memory_allocated(device) / 1e9,
-                                   torch.cuda.max_memory_reserved(device) / 1e9))
+    dist.all_gather_object(
+        ranks, (stats.mean, torch.cuda.max_memory_allocated(device) / 1e9, torch.cuda.max_memory_reserved(device) / 1e9)
+    )
     row["mean_ms_ranks"] = [r[0] for r in ranks]
     row["peak_memory_gb_ranks"] = [r[1] for r in ranks]
     row["peak_memory_gb"] = max(row["peak_memory_gb_ranks"])
@@ -168,20 +188,45 @@ def measure(step: TitanStep, args: argparse.Namespace, config: ModelConfig, job:
 def settings(args: argparse.Namespace, config: ModelConfig, job: JobConfig, step: TitanStep) -> dict:
     opt = job.optimizer
     return {
-        "nproc": step.world_size, "seq_len": args.seq_len, "batch_per_rank": 1, "params": step.params,
-        "model": {k: getattr(config, k) for k in ("d_model", "d_ff", "n_layers", "n_heads", "n_kv_heads",
-                                                  "vocab_size", "rope_theta", "norm_eps", "tie_embeddings")},
-        "training_dtype": job.training.dtype, "fsdp_param_dtype": job.training.mixed_precision_param,
+        "nproc": step.world_size,
+        "seq_len": args.seq_len,
+        "batch_per_rank": 1,
+        "params": step.params,
+        "model": {
+            k: getattr(config, k)
+            for k in (
+                "d_model",
+                "d_ff",
+                "n_layers",
+                "n_heads",
+                "n_kv_heads",
+                "vocab_size",
+                "rope_theta",
+                "norm_eps",
+                "tie_embeddings",
+            )
+        },
+        "training_dtype": job.training.dtype,
+        "fsdp_param_dtype": job.training.mixed_precision_param,
         "fsdp_reduce_dtype": job.training.mixed_precision_reduce,
         "fsdp_reshard_after_forward": job.parallelism.fsdp_reshard_after_forward,
         "activation_checkpoint": f"{job.activation_checkpoint.mode}"
-                                 + (f":{job.activation_checkpoint.selective_ac_option}"
-                                    if job.activation_checkpoint.mode == "selective" else ""),
+        + (
+            f":{job.activation_checkpoint.selective_ac_option}" if job.activation_checkpoint.mode == "selective" else ""
+        ),
         "compile": {"enable": job.compile.enable, "components": job.compile.components, "backend": job.compile.backend},
-        "attention": "sdpa", "loss": "torchtitan cross_entropy_loss",
-        "optimizer": {"name": opt.name, "implementation": opt.implementation, "lr": opt.lr,
-                      "betas": [opt.beta1, opt.beta2], "weight_decay": opt.weight_decay},
-        "grad_clip": None, "warmup": args.warmup, "steps": args.steps,
+        "attention": "sdpa",
+        "loss": "torchtitan cross_entropy_loss",
+        "optimizer": {
+            "name": opt.name,
+            "implementation": opt.implementation,
+            "lr": opt.lr,
+            "betas": [opt.beta1, opt.beta2],
+            "weight_decay": opt.weight_decay,
+        },
+        "grad_clip": None,
+        "warmup": args.warmup,
+        "steps": args.steps,
         "alloc_conf": os.environ.get("PYTORCH_ALLOC_CONF") or os.environ.get("PYTORCH_CUDA_ALLOC_CONF"),
     }
 
@@ -192,8 +237,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--preset", default="cs336-8b")
     parser.add_argument("--layers", type=int, help="override the preset's layer count")
     parser.add_argument("--seq-len", type=int, default=32_768)
-    parser.add_argument("--ac", choices=sorted(AC_MODES), default="op",
-                        help="op: selective per-op (llama3_8b.toml); full: every block recomputed")
+    parser.add_argument(
+        "--ac",
+        choices=sorted(AC_MODES),
+        default="op",
+        help="op: selective per-op (llama3_8b.toml); full: every block recomputed",
+    )
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--leaderboard-warmup-ms", type=float, default=0.0)
@@ -215,9 +264,19 @@ def main(argv: list[str] | None = None) -> None:
     try:
         row = measure(step, args, config, job)
     except torch.OutOfMemoryError as error:  # this rank's row, then torchrun ends the others
-        _append(args.out, {"what": "torchtitan train step", "status": "oom", "rank": dist.get_rank(),
-                           "error": str(error), "preset": args.preset, **settings(args, config, job, step),
-                           "peak_memory_gb": torch.cuda.max_memory_allocated(device) / 1e9, "env": env})
+        _append(
+            args.out,
+            {
+                "what": "torchtitan train step",
+                "status": "oom",
+                "rank": dist.get_rank(),
+                "error": str(error),
+                "preset": args.preset,
+                **settings(args, config, job, step),
+                "peak_memory_gb": torch.cuda.max_memory_allocated(device) / 1e9,
+                "env": env,
+            },
+        )
         raise
     if dist.get_rank() == 0:
         _append(args.out, {**row, "env": env})

@@ -37,7 +37,9 @@ BENCHMARK_DEFAULT = tuple(name for name in BENCHMARK_IMPLEMENTATIONS if not name
 def check_implementation(impl: str) -> str:
     """`impl` if it names an implementation; otherwise a UsageError listing them."""
     if impl not in ATTENTION_IMPLEMENTATIONS:
-        raise UsageError(f"unknown attention implementation {impl!r}; choose from {', '.join(ATTENTION_IMPLEMENTATIONS)}")
+        raise UsageError(
+            f"unknown attention implementation {impl!r}; choose from {', '.join(ATTENTION_IMPLEMENTATIONS)}"
+        )
     return impl
 
 
@@ -49,8 +51,10 @@ def check_runs_here(impl: str, on_gpu: bool) -> str:
         return impl
     if not on_gpu and os.environ.get("TRITON_INTERPRET") != "1":
         others = ", ".join(name for name in ATTENTION_IMPLEMENTATIONS if name != impl)
-        raise UsageError(f"attention triton needs a CUDA GPU; on a CPU use {others} "
-                         "(or TRITON_INTERPRET=1 for Triton's interpreter, far slower)")
+        raise UsageError(
+            f"attention triton needs a CUDA GPU; on a CPU use {others} "
+            "(or TRITON_INTERPRET=1 for Triton's interpreter, far slower)"
+        )
     if importlib.util.find_spec("triton") is None:
         raise UsageError("attention triton needs the triton package, which is not installed (pip install triton)")
     return impl
@@ -59,5 +63,7 @@ def check_runs_here(impl: str, on_gpu: bool) -> str:
 def check_benchmark_implementation(impl: str) -> str:
     """`impl` if `lmperf attention` can time it; otherwise a UsageError listing the forms."""
     if impl not in BENCHMARK_IMPLEMENTATIONS:
-        raise UsageError(f"unknown attention benchmark implementation {impl!r}; choose from {', '.join(BENCHMARK_IMPLEMENTATIONS)}")
+        raise UsageError(
+            f"unknown attention benchmark implementation {impl!r}; choose from {', '.join(BENCHMARK_IMPLEMENTATIONS)}"
+        )
     return impl

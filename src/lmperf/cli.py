@@ -21,12 +21,19 @@ app = typer.Typer(
 
 
 @app.callback()
-def options(verbose: bool = typer.Option(False, "--verbose", help="Let other libraries' notices (CUDA probes, "
-                                         "profiler start-up) through to stderr; give it before the command.")) -> None:
+def options(
+    verbose: bool = typer.Option(
+        False,
+        "--verbose",
+        help="Let other libraries' notices (CUDA probes, "
+        "profiler start-up) through to stderr; give it before the command.",
+    ),
+) -> None:
     """Options of `lmperf` itself, before any command's."""
     if verbose:
         os.environ[VERBOSE] = "1"
     quiet_other_libraries()
+
 
 # Each area registers its own commands, so the areas can grow without touching one another here.
 AREAS = ("bench", "profile", "attention_bench", "pmc", "distributed", "plan")

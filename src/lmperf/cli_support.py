@@ -100,8 +100,11 @@ def note(message: str) -> None:
 
 def given_options(context: typer.Context) -> set[str]:
     """Names of the options typed on this command line, not left at their defaults."""
-    return {name for name in context.params
-            if getattr(context.get_parameter_source(name), "name", "") in ("COMMANDLINE", "ENVIRONMENT")}
+    return {
+        name
+        for name in context.params
+        if getattr(context.get_parameter_source(name), "name", "") in ("COMMANDLINE", "ENVIRONMENT")
+    }
 
 
 def split_list(text: str, name: str, convert: Callable = str) -> list:
@@ -133,4 +136,3 @@ def resolve_device(device: str):
     if device != "cpu" and not device.startswith("cuda"):
         raise UsageError(f"unknown device {device!r}; use auto, cpu or cuda")
     return device
-

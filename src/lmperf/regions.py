@@ -36,6 +36,7 @@ FORWARD = "forward"
 BACKWARD = "backward"
 OPTIMIZER = "optimizer_step"
 
+
 def _nvtx_listening() -> bool:
     forced = os.environ.get("LMPERF_NVTX")
     if forced is not None:

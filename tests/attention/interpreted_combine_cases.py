@@ -27,7 +27,7 @@ def float64_runs(q, k, v, whole, parts, block_m, block_n):
     o_runs, lse_runs = [], []
     for unit in range(whole, batch * heads * n_m):
         bh, tile_m = divmod(unit, n_m)
-        rows = padded[bh // heads, bh % heads, tile_m * block_m:(tile_m + 1) * block_m]
+        rows = padded[bh // heads, bh % heads, tile_m * block_m : (tile_m + 1) * block_m]
         for part in range(parts):
             first, stop = schedule.key_range(part, parts, key_tiles)
             keys = slice(first * block_n, stop * block_n)
@@ -53,8 +53,9 @@ def test_combine_merges_runs_as_softmax_over_all_keys(batch, heads, seq_q, seq_k
     whole, parts = schedule.split_plan(batch * heads * n_m, programs, -(-seq_k // block_n))
     assert parts >= 2
     gen = torch.Generator().manual_seed(seq_q + seq_k)
-    q, k, v = (torch.randn(batch, heads, n, head_dim, dtype=torch.float64, generator=gen)
-               for n in (seq_q, seq_k, seq_k))
+    q, k, v = (
+        torch.randn(batch, heads, n, head_dim, dtype=torch.float64, generator=gen) for n in (seq_q, seq_k, seq_k)
+    )
     part_o, part_lse = float64_runs(q, k, v, whole, parts, block_m, block_n)
     # O as the forward allocates it, (B, H, seq_q, d) over (B, seq_q, H, d) storage; rows of whole
     # tiles keep what they held
@@ -65,7 +66,7 @@ def test_combine_merges_runs_as_softmax_over_all_keys(batch, heads, seq_q, seq_k
     scores = q @ k.transpose(-1, -2) / math.sqrt(head_dim)
     expected_o, expected_lse = torch.softmax(scores, -1) @ v, torch.logsumexp(scores, -1)
     split = torch.zeros(batch * heads, n_m * block_m, dtype=torch.bool)
-    split.view(-1)[whole * block_m:] = True
+    split.view(-1)[whole * block_m :] = True
     split = split[:, :seq_q].view(batch, heads, seq_q)
     torch.testing.assert_close(o[split].double(), expected_o[split], atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(lse[split].double(), expected_lse[split], atol=1e-5, rtol=1e-5)

@@ -14,7 +14,11 @@ from hypothesis import strategies as st
 
 import interpreter_compat  # noqa: F401  (Triton 3.6's interpreter under NumPy 2.4)
 from attention_reference import (
-    check_against_reference, model_loss_and_grads, random_qkv, shapes, top_left_and_bottom_right,
+    check_against_reference,
+    model_loss_and_grads,
+    random_qkv,
+    shapes,
+    top_left_and_bottom_right,
 )
 from lmperf.attention.dispatch import BACKWARDS, backward_mode
 from lmperf.attention.flash_triton import FlashAttention2Triton, flash_attention_triton_with_lse
@@ -34,9 +38,7 @@ def _apply_with(backward):
 def test_matches_float64_reference_fp32(shape, backward):
     lead, seq_q, seq_k, head_dim, is_causal, seed = shape
     q, k, v, do = random_qkv(lead, seq_q, seq_k, head_dim, torch.float32, seed=seed)
-    check_against_reference(
-        flash_attention_triton_with_lse, _apply_with(backward), q, k, v, do, is_causal, 1e-4
-    )
+    check_against_reference(flash_attention_triton_with_lse, _apply_with(backward), q, k, v, do, is_causal, 1e-4)
 
 
 def _autotune_tile_shapes():
@@ -55,18 +57,14 @@ def test_every_autotuned_tile_shape(monkeypatch, tiles, backward):
     monkeypatch.setattr(tiles_module, "INTERPRETED_TILES", tiles)
     for is_causal, seq_q, seq_k in ((True, 300, 300), (False, 200, 270), (True, 270, 200)):
         q, k, v, do = random_qkv((1, 2), seq_q, seq_k, 16, torch.float32, seed=seq_q)
-        check_against_reference(
-            flash_attention_triton_with_lse, _apply_with(backward), q, k, v, do, is_causal, 1e-4
-        )
+        check_against_reference(flash_attention_triton_with_lse, _apply_with(backward), q, k, v, do, is_causal, 1e-4)
 
 
 @pytest.mark.parametrize("backward", list(BACKWARDS))
 @pytest.mark.parametrize("heads, kv_heads, is_causal", [(4, 2, True), (3, 1, False)])
 def test_grouped_query_heads(backward, heads, kv_heads, is_causal):
     q, k, v, do = random_qkv((2, heads), 37, 45, 16, torch.float32, seed=heads, kv_heads=kv_heads)
-    check_against_reference(
-        flash_attention_triton_with_lse, _apply_with(backward), q, k, v, do, is_causal, 1e-4
-    )
+    check_against_reference(flash_attention_triton_with_lse, _apply_with(backward), q, k, v, do, is_causal, 1e-4)
 
 
 @pytest.mark.parametrize("backward", list(BACKWARDS))
@@ -78,9 +76,7 @@ def test_head_dims_tiled_as_two_column_blocks(backward, head_dim, heads, kv_head
     # 80 = 64 + 16, 48 = 32 + 16, 96 = 64 + 32: every matmul over head_dim runs as two chained ones.
     assert tiles_module.column_blocks(head_dim)["BLOCK_E"] == {80: 16, 48: 16, 96: 32}[head_dim]
     q, k, v, do = random_qkv((2, heads), seq_q, seq_k, head_dim, torch.float32, seed=head_dim, kv_heads=kv_heads)
-    check_against_reference(
-        flash_attention_triton_with_lse, _apply_with(backward), q, k, v, do, is_causal, 1e-4
-    )
+    check_against_reference(flash_attention_triton_with_lse, _apply_with(backward), q, k, v, do, is_causal, 1e-4)
 
 
 def test_default_backward_by_shape_and_determinism():
@@ -90,7 +86,10 @@ def test_default_backward_by_shape_and_determinism():
     assert backward_mode(None, True, 4096) == "atomic" and backward_mode(None, True, 4095) == "split"
     assert backward_mode(None, False, 16384) == "split" and backward_mode("split", True, 16384) == "split"
     # Where the Gluon backward runs ("atomic" on an H100), it is the default at any length.
-    assert backward_mode(None, False, 1024, gluon=True) == "atomic" and backward_mode("split", False, 1024, True) == "split"
+    assert (
+        backward_mode(None, False, 1024, gluon=True) == "atomic"
+        and backward_mode("split", False, 1024, True) == "split"
+    )
     q, k, v, _ = random_qkv((2,), 20, 24, 16, torch.float32)
     torch.use_deterministic_algorithms(True)
     try:
@@ -119,9 +118,7 @@ def test_tuned_tiles_are_kept_apart_for_every_kernel_the_host_compiles():
 def test_fp16_with_non_contiguous_inputs(is_causal):
     q, k, v, do = random_qkv((2, 2), 41, 35, 16, torch.float16, seed=3)
     q, k, v = (t.detach().transpose(1, 2).contiguous().transpose(1, 2).requires_grad_() for t in (q, k, v))
-    check_against_reference(
-        flash_attention_triton_with_lse, FlashAttention2Triton.apply, q, k, v, do, is_causal, 5e-3
-    )
+    check_against_reference(flash_attention_triton_with_lse, FlashAttention2Triton.apply, q, k, v, do, is_causal, 5e-3)
 
 
 @pytest.mark.parametrize("lead", [(), (2,), (2, 3), (2, 1, 2)])

@@ -11,8 +11,10 @@ from lmperf.attention.sm90 import tuning  # noqa: E402  (after the importorskip:
 
 
 def qkv(head_dim=64, dtype=torch.bfloat16, heads=4, kv_heads=4, seq=300):
-    return (torch.empty(2, heads, seq, head_dim, dtype=dtype),
-            *(torch.empty(2, kv_heads, seq, head_dim, dtype=dtype) for _ in range(2)))
+    return (
+        torch.empty(2, heads, seq, head_dim, dtype=dtype),
+        *(torch.empty(2, kv_heads, seq, head_dim, dtype=dtype) for _ in range(2)),
+    )
 
 
 def test_gluon_takes_only_what_its_kernels_and_tma_can_address():
@@ -39,7 +41,9 @@ def test_gluon_takes_only_what_its_kernels_and_tma_can_address():
 def test_gluon_forward_runs_from_the_tunings_key_count_for_its_head_dim_and_mask():
     # the rule follows the table, whatever it holds
     with tuning.variant(forward_from_keys={(80, False): 700}):
-        assert not dispatch.gluon_forward_runs(80, 699, False, True) and dispatch.gluon_forward_runs(80, 700, False, True)
+        assert not dispatch.gluon_forward_runs(80, 699, False, True) and dispatch.gluon_forward_runs(
+            80, 700, False, True
+        )
         assert dispatch.gluon_forward_runs(80, 1, True, True)  # a point the table does not name: from 1 key
         assert dispatch.gluon_forward_runs(64, 1, True, True)
         assert not dispatch.gluon_forward_runs(80, 10**6, False, False)  # never where the kernels cannot run
@@ -56,10 +60,19 @@ def test_gluon_backward_runs_from_the_tunings_key_count():
     assert not dispatch.gluon_backward_runs(threshold - 1, True) and dispatch.gluon_backward_runs(threshold, True)
 
 
-@pytest.mark.parametrize("version, supported", [
-    ("3.6.0", True), ("3.6.1", True), ("3.6.0+git1a2b3c4", True), ("3.5.1", False), ("3.7.0", False), ("3.9.0", False),
-    ("4.0.0", False), ("3.10.0", False),
-])
+@pytest.mark.parametrize(
+    "version, supported",
+    [
+        ("3.6.0", True),
+        ("3.6.1", True),
+        ("3.6.0+git1a2b3c4", True),
+        ("3.5.1", False),
+        ("3.7.0", False),
+        ("3.9.0", False),
+        ("4.0.0", False),
+        ("3.10.0", False),
+    ],
+)
 def test_the_gluon_kernels_run_only_with_the_triton_they_were_checked_on(version, supported):
     assert dispatch.in_gluon_range(version) is supported
 

@@ -19,7 +19,9 @@ def recorded(monkeypatch):
     def run_kernel(name, *args, **kw):
         launched.append((name, kw.get("DQ_MODE"), _allocation._allocator.get()))
 
-    monkeypatch.setattr(flash_triton, "_PREPROCESS_LAUNCH", lambda grid, *args, **kw: launched.append(("delta", None, None)))
+    monkeypatch.setattr(
+        flash_triton, "_PREPROCESS_LAUNCH", lambda grid, *args, **kw: launched.append(("delta", None, None))
+    )
     monkeypatch.setattr(flash_triton, "run_kernel", run_kernel)
     return launched
 

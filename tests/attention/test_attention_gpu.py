@@ -122,7 +122,9 @@ def record_gluon_forward(monkeypatch) -> list:
 def record_gluon_backward(monkeypatch) -> list:
     """The head dims sm90.backward.backward ran at (directly or through its custom op)."""
     calls, real_backward = [], sm90_backward.backward
-    monkeypatch.setattr(sm90_backward, "backward", lambda *args: calls.append(args[0].shape[-1]) or real_backward(*args))
+    monkeypatch.setattr(
+        sm90_backward, "backward", lambda *args: calls.append(args[0].shape[-1]) or real_backward(*args)
+    )
     return calls
 
 
@@ -154,10 +156,24 @@ def gluon_everywhere():
 # pairs of them in a fixed turn), so the ring's running count and the barriers' phases carry
 # across them. key_tile 64: key tiles shorter than a program's rows, so that the first consumer
 # releases the tiles it skips.
-@pytest.mark.parametrize("programs, ordered, key_tile", [(None, True, 128), (3, True, 128), (3, False, 128),
-                                                         (None, False, 64)])
-def test_gluon_forward_matches_float64_reference(monkeypatch, gluon_everywhere, lead, kv_heads, seq_q, seq_k, head_dim,
-                                                 is_causal, dtype, packed, programs, ordered, key_tile):
+@pytest.mark.parametrize(
+    "programs, ordered, key_tile", [(None, True, 128), (3, True, 128), (3, False, 128), (None, False, 64)]
+)
+def test_gluon_forward_matches_float64_reference(
+    monkeypatch,
+    gluon_everywhere,
+    lead,
+    kv_heads,
+    seq_q,
+    seq_k,
+    head_dim,
+    is_causal,
+    dtype,
+    packed,
+    programs,
+    ordered,
+    key_tile,
+):
     """The forward flash_triton hands to sm90.forward (it must be the one that ran), with the
     portable backward on its O and LSE, against float64; every length here leaves a ragged last
     program of 128 rows."""
@@ -167,8 +183,11 @@ def test_gluon_forward_matches_float64_reference(monkeypatch, gluon_everywhere, 
         monkeypatch.setattr(schedule, "multiprocessors", lambda device: programs)
     calls = record_gluon_forward(monkeypatch)
     q, k, v, do = gluon_case_inputs(lead, kv_heads, seq_q, seq_k, head_dim, dtype, packed)
-    with tuning.variant(ordered_causal=frozenset(tuning.HEAD_DIMS) if ordered else frozenset(), key_tile=key_tile,
-                        backward_from_keys=10**9):
+    with tuning.variant(
+        ordered_causal=frozenset(tuning.HEAD_DIMS) if ordered else frozenset(),
+        key_tile=key_tile,
+        backward_from_keys=10**9,
+    ):
         check_against_reference(*TRITON, q, k, v, do, is_causal, TOLERANCE[dtype])
     assert calls, "flash_triton did not run the Gluon forward"
 
@@ -184,8 +203,9 @@ def test_gluon_forward_matches_float64_reference(monkeypatch, gluon_everywhere, 
         ((1, 3), None, 200, 1300, 64, torch.bfloat16, False),  # 11 key tiles
     ],
 )
-def test_gluon_forward_with_its_last_round_split_over_keys_matches_float64(monkeypatch, gluon_everywhere, lead, kv_heads,
-                                                                           seq_q, seq_k, head_dim, dtype, packed):
+def test_gluon_forward_with_its_last_round_split_over_keys_matches_float64(
+    monkeypatch, gluon_everywhere, lead, kv_heads, seq_q, seq_k, head_dim, dtype, packed
+):
     """Non-causal, with a program count for which schedule.split_plan splits the last round (a
     launch in which programs take two or more whole tiles each, then one of runs over parts of
     the other tiles' keys; where no count gives that, more programs than tiles: every tile in
@@ -237,8 +257,9 @@ def test_gluon_forward_only_where_it_was_faster(monkeypatch):
     ],
 )
 @pytest.mark.parametrize("persistent", [False, True])
-def test_gluon_backward_matches_float64_reference(monkeypatch, gluon_everywhere, lead, kv_heads, seq_q, seq_k, head_dim,
-                                                  is_causal, dtype, packed, persistent):
+def test_gluon_backward_matches_float64_reference(
+    monkeypatch, gluon_everywhere, lead, kv_heads, seq_q, seq_k, head_dim, is_causal, dtype, packed, persistent
+):
     """The backward FlashAttention2Triton's default hands to sm90.backward (it must be the one that
     ran), against float64: a program per item, and (head_dim 64, the only one with the shared
     memory for it) persistent at every length."""
@@ -254,8 +275,9 @@ def test_gluon_backward_matches_float64_reference(monkeypatch, gluon_everywhere,
 @needs_gluon
 @pytest.mark.parametrize("programs", [1, 3])
 @pytest.mark.parametrize("is_causal", [False, True])
-def test_gluon_backward_persistent_takes_items_and_conversion_chunks_in_turn(monkeypatch, gluon_everywhere, programs,
-                                                                             is_causal):
+def test_gluon_backward_persistent_takes_items_and_conversion_chunks_in_turn(
+    monkeypatch, gluon_everywhere, programs, is_causal
+):
     """The persistent backward's items come from an atomic counter and after them dQ's conversion
     chunks, each waiting for its head's items: with one or three programs each takes many (key
     block, head) items and chunks, so the K/V buffers' phases, the ring's count, the dS^T
@@ -264,8 +286,14 @@ def test_gluon_backward_persistent_takes_items_and_conversion_chunks_in_turn(mon
     calls = record_gluon_backward(monkeypatch)
     monkeypatch.setattr(schedule, "multiprocessors", lambda device: programs)
     with tuning.variant(persistent_backward_from_keys={64: 0}):
-        for lead, kv_heads, seq_q, seq_k in (((2, 8), 2, 777, 1025), ((2, 4), 1, 1025, 777), ((1, 4), None, 2049, 2049)):
-            q, k, v, do = random_qkv(lead, seq_q, seq_k, 64, torch.bfloat16, device="cuda", seed=seq_q, kv_heads=kv_heads)
+        for lead, kv_heads, seq_q, seq_k in (
+            ((2, 8), 2, 777, 1025),
+            ((2, 4), 1, 1025, 777),
+            ((1, 4), None, 2049, 2049),
+        ):
+            q, k, v, do = random_qkv(
+                lead, seq_q, seq_k, 64, torch.bfloat16, device="cuda", seed=seq_q, kv_heads=kv_heads
+            )
             check_against_reference(*TRITON, q, k, v, do, is_causal, TOLERANCE[torch.bfloat16])
     assert calls == [64] * 3
 
@@ -274,8 +302,13 @@ def test_gluon_backward_persistent_takes_items_and_conversion_chunks_in_turn(mon
 def test_gluon_backward_only_where_it_was_faster_and_nondeterminism_is_allowed(monkeypatch):
     calls = record_gluon_backward(monkeypatch)
     threshold = tuning.DEFAULT.backward_from_keys
-    shapes = [(64, threshold, None), (128, threshold, None), (128, threshold - 1, None), (64, threshold - 1, None),
-              (64, 2048, "split")]
+    shapes = [
+        (64, threshold, None),
+        (128, threshold, None),
+        (128, threshold - 1, None),
+        (64, threshold - 1, None),
+        (64, 2048, "split"),
+    ]
     for head_dim, seq, backward in shapes:
         q, k, v, do = random_qkv((1, 2), seq, seq, head_dim, torch.bfloat16, device="cuda")
         FlashAttention2Triton.apply(q, k, v, False, backward).backward(do)
@@ -318,8 +351,18 @@ def test_cached_gluon_launches_follow_every_specialisation(monkeypatch, gluon_ev
         counters.append(_CountingKernel(cached.kernel))
         monkeypatch.setattr(cached, "kernel", counters[-1])
         monkeypatch.setattr(cached, "compiled", {})
-    cases = [(1024, 1024, 64), (1000, 1000, 64), (1, 130, 64), (1024, 1024, 64), (1040, 1040, 128), (1000, 1000, 64),
-             (1040, 1040, 128), (1, 130, 64), (777, 1025, 128), (1024, 1024, 64)]
+    cases = [
+        (1024, 1024, 64),
+        (1000, 1000, 64),
+        (1, 130, 64),
+        (1024, 1024, 64),
+        (1040, 1040, 128),
+        (1000, 1000, 64),
+        (1040, 1040, 128),
+        (1, 130, 64),
+        (777, 1025, 128),
+        (1024, 1024, 64),
+    ]
     for seq_q, seq_k, head_dim in cases:
         q, k, v, do = random_qkv((2, 3), seq_q, seq_k, head_dim, torch.bfloat16, device="cuda", seed=seq_q + head_dim)
         check_against_reference(*TRITON, q, k, v, do, True, TOLERANCE[torch.bfloat16])
@@ -422,8 +465,15 @@ def test_triton_under_torch_compile(backward):
 @needs_gluon
 @pytest.mark.parametrize(
     "head_dim, seq, backward",
-    [(64, 2048, None), (64, 8192, None), (128, 4096, None), (64, 512, "atomic"), (128, 512, "atomic"), (80, 4096, None),
-     (96, 2048, "atomic")],
+    [
+        (64, 2048, None),
+        (64, 8192, None),
+        (128, 4096, None),
+        (64, 512, "atomic"),
+        (128, 512, "atomic"),
+        (80, 4096, None),
+        (96, 2048, "atomic"),
+    ],
 )
 def test_compiled_attention_is_one_graph(head_dim, seq, backward):
     """fullgraph=True: any graph break inside FlashAttention2Triton, forward or backward, is an

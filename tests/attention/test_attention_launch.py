@@ -27,9 +27,33 @@ def test_the_key_separates_whatever_triton_compiles_apart():
     descriptors = pytest.importorskip("lmperf.attention.sm90.descriptors")
     storage = torch.empty(4096, dtype=torch.bfloat16)
     values = [
-        0, 1, 2, 15, 16, 17, 32, 48, -1, -16, 2**31 - 16, 2**31 - 1, 2**31, 2**31 + 16, 2**40 + 3, 2**63, 2**64 - 16,
-        0.5, 1.0, None, True, False,
-        storage[:64], storage[1:65], storage[8:72], torch.empty(8), torch.empty(8, dtype=torch.int32),
+        0,
+        1,
+        2,
+        15,
+        16,
+        17,
+        32,
+        48,
+        -1,
+        -16,
+        2**31 - 16,
+        2**31 - 1,
+        2**31,
+        2**31 + 16,
+        2**40 + 3,
+        2**63,
+        2**64 - 16,
+        0.5,
+        1.0,
+        None,
+        True,
+        False,
+        storage[:64],
+        storage[1:65],
+        storage[8:72],
+        torch.empty(8),
+        torch.empty(8, dtype=torch.int32),
         descriptors.descriptor(torch.empty(2, 4, 300, 128, dtype=torch.bfloat16), 64),
         descriptors.descriptor(torch.empty(2, 4, 301, 128, dtype=torch.bfloat16), 64),  # another shape, one kernel
         descriptors.descriptor(torch.empty(2, 4, 300, 128, dtype=torch.float16), 64),
@@ -63,14 +87,18 @@ class _Kernel:
     returns a compiled kernel, as JITFunction.run does; `interpreted` returns None instead."""
 
     def __init__(self, interpreted=False):
-        self.params = [SimpleNamespace(name="x", is_constexpr=False), SimpleNamespace(name="n", is_constexpr=False),
-                       SimpleNamespace(name="BLOCK", is_constexpr=True)]
+        self.params = [
+            SimpleNamespace(name="x", is_constexpr=False),
+            SimpleNamespace(name="n", is_constexpr=False),
+            SimpleNamespace(name="BLOCK", is_constexpr=True),
+        ]
         self.log, self.interpreted = [], interpreted
 
     def __getitem__(self, grid):
         def run(*args, **kwargs):
             self.log.append(("run", grid, args, kwargs))
             return None if self.interpreted else _Compiled(self.log)
+
         return run
 
 
@@ -135,18 +163,25 @@ class _Descriptor:
 def _triton36_compiled(log, positions, metas, scratch=0):
     """A CompiledKernel stand-in whose launcher has Triton 3.6's layout: `run.launch` is a closure
     named `inner` over the C function and the descriptors' positions and metadata."""
+
     def c_function(*args):
         log.append(("c", args))
 
     def make_inner(launcher, tensordesc_indices, tensordesc_meta):
         def inner(*args):
             return launcher, tensordesc_indices, tensordesc_meta
+
         return inner
 
     c_function.__name__ = "launch"  # as the compiled C module's function is named
     launch_fn = make_inner(c_function, set(positions), metas) if positions else c_function
-    run = SimpleNamespace(launch=launch_fn, launch_cooperative_grid=False,
-                          launch_pdl=True, global_scratch_size=scratch, profile_scratch_size=0)
+    run = SimpleNamespace(
+        launch=launch_fn,
+        launch_cooperative_grid=False,
+        launch_pdl=True,
+        global_scratch_size=scratch,
+        profile_scratch_size=0,
+    )
     compiled = _Compiled(log)
     compiled.run, compiled.function, compiled.packed_metadata = run, "function", ("metadata",)
     return compiled
@@ -162,8 +197,11 @@ def triton36(monkeypatch):
         made.append(desc)
         return [("map", desc.base.data_ptr(), meta), *desc.shape, *desc.strides]
 
-    monkeypatch.setattr(launch, "_cuda_driver", SimpleNamespace(_BASE_ARGS_FORMAT="iiiKKppOOOOOO",
-                                                               make_tensordesc_arg=make_tensordesc_arg))
+    monkeypatch.setattr(
+        launch,
+        "_cuda_driver",
+        SimpleNamespace(_BASE_ARGS_FORMAT="iiiKKppOOOOOO", make_tensordesc_arg=make_tensordesc_arg),
+    )
     active = SimpleNamespace(get_current_device=lambda: 3, get_current_stream=lambda device: 1000 + device)
     triton = pytest.importorskip("triton")
     monkeypatch.setattr(triton.runtime.driver, "_active", active, raising=False)
@@ -222,6 +260,7 @@ def test_a_cached_launch_goes_direct_where_the_launcher_is_known(triton36):
             def run(*args, **kwargs):
                 self.log.append(("run", grid, args, kwargs))
                 return _triton36_compiled(log, positions=[], metas=[])
+
             return run
 
     kernel = Kernel()
@@ -230,4 +269,6 @@ def test_a_cached_launch_goes_direct_where_the_launcher_is_known(triton36):
     cached((4,), x, 32, BLOCK=64)
     cached((8, 2), x, 48, BLOCK=64)
     assert kernel.log == [("run", (4,), (x, 32), {"BLOCK": 64})]
-    assert log == [("c", (8, 2, 1, 1003, "function", False, True, None, None, ("metadata",), None, None, None, x, 48, 64))]
+    assert log == [
+        ("c", (8, 2, 1, 1003, "function", False, True, None, None, ("metadata",), None, None, None, x, 48, 64))
+    ]

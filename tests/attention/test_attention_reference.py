@@ -17,8 +17,10 @@ from lmperf.attention.naive import naive_attention_with_lse
 def test_reference_matches_pytorch_in_float64(is_causal, seq_q, seq_k, head_dim):
     # rectangular causal cases too: PyTorch's is_causal aligns the mask top-left, as lmperf does
     generator = torch.Generator().manual_seed(seq_q * 100 + seq_k)
-    q, k, v = (torch.randn(2, 3, n, head_dim, generator=generator, dtype=torch.float64, requires_grad=True)
-               for n in (seq_q, seq_k, seq_k))
+    q, k, v = (
+        torch.randn(2, 3, n, head_dim, generator=generator, dtype=torch.float64, requires_grad=True)
+        for n in (seq_q, seq_k, seq_k)
+    )
     out, lse = naive_attention_with_lse(q, k, v, is_causal)
     expected = F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
     assert out.dtype == lse.dtype == torch.float64
@@ -36,8 +38,10 @@ def test_reference_matches_pytorch_in_float64(is_causal, seq_q, seq_k, head_dim)
         torch.testing.assert_close(mine, reference, rtol=1e-11, atol=1e-11)
 
 
-@pytest.mark.parametrize("impl, dtype, tolerance", [("naive", torch.float64, 1e-10), ("sdpa", torch.float64, 1e-10),
-                                                    ("torch", torch.float32, 1e-5)])
+@pytest.mark.parametrize(
+    "impl, dtype, tolerance",
+    [("naive", torch.float64, 1e-10), ("sdpa", torch.float64, 1e-10), ("torch", torch.float32, 1e-5)],
+)
 @pytest.mark.parametrize("seq_q, seq_k", [(5, 19), (19, 5)])
 def test_causal_masks_are_top_left_aligned_not_bottom_right(impl, dtype, tolerance, seq_q, seq_k):
     """`attention(..., is_causal=True)`: query i sees keys 0..i (top-left), which differs from

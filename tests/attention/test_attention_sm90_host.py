@@ -35,8 +35,16 @@ def test_block_descriptors_view_each_column_block_of_the_tensor():
     x = torch.empty(2, 4, 300, 80, dtype=torch.bfloat16)
     first, tail = descriptors.block_descriptors(x, 64)
     # columns 0-63 and 64-79 of each row: the tail's base 64 elements (128 bytes) in
-    assert (first.base.storage_offset(), list(first.base.shape), first.block_shape) == (0, [2, 4, 300, 64], [1, 1, 64, 64])
-    assert (tail.base.storage_offset(), list(tail.base.shape), tail.block_shape) == (64, [2, 4, 300, 16], [1, 1, 64, 16])
+    assert (first.base.storage_offset(), list(first.base.shape), first.block_shape) == (
+        0,
+        [2, 4, 300, 64],
+        [1, 1, 64, 64],
+    )
+    assert (tail.base.storage_offset(), list(tail.base.shape), tail.block_shape) == (
+        64,
+        [2, 4, 300, 16],
+        [1, 1, 64, 16],
+    )
     assert list(first.strides) == list(tail.strides) == list(x.stride())
     assert descriptors.block_descriptors(x, 64, 32)[0].block_shape == [1, 1, 64, 32]  # dQ's column boxes
     # without a tail, None: the kernels take it as a constexpr and never read it
@@ -53,11 +61,17 @@ def test_descriptors_equal_the_validated_constructors_field_by_field():
     required = [field.name for field in fields if field.default is dataclasses.MISSING]
     assert required == ["base", "shape", "strides", "block_shape", "layout"]
     x = torch.empty(2, 4, 300, 80, dtype=torch.bfloat16).transpose(1, 2)  # strides not those of a contiguous tensor
-    for tensor, rows, columns in ((x[..., :64], 64, None), (x[..., 64:], 64, None), (x[..., :64], 64, 32),
-                                  (torch.empty(1, 2, 5, 128, dtype=torch.float32), 128, 64)):
+    for tensor, rows, columns in (
+        (x[..., :64], 64, None),
+        (x[..., 64:], 64, None),
+        (x[..., :64], 64, 32),
+        (torch.empty(1, 2, 5, 128, dtype=torch.float32), 128, 64),
+    ):
         ours = descriptors.descriptor(tensor, rows, columns)
         box = [1, 1, rows, columns or tensor.shape[-1]]
-        validated = hopper.TensorDescriptor.from_tensor(tensor, box, descriptors.shared_layout(box[2], box[3], tensor.dtype))
+        validated = hopper.TensorDescriptor.from_tensor(
+            tensor, box, descriptors.shared_layout(box[2], box[3], tensor.dtype)
+        )
         assert ours.base is validated.base
         for name in ("shape", "strides", "block_shape"):
             assert list(getattr(ours, name)) == list(getattr(validated, name)), name
@@ -109,7 +123,12 @@ def test_the_forward_takes_the_tunings_tiles_and_flags(launches):
     assert args[1].block_shape == [1, 1, 64, 128]  # K's boxes follow the key tile
     forward.forward(q, q, q, True)
     _, args, kw = launches.pop()
-    assert (kw["BLOCK_N"], kw["STAGES"], kw["HALF_DIAGONAL"]) == (128, 3, True) and args[1].block_shape == [1, 1, 128, 128]
+    assert (kw["BLOCK_N"], kw["STAGES"], kw["HALF_DIAGONAL"]) == (128, 3, True) and args[1].block_shape == [
+        1,
+        1,
+        128,
+        128,
+    ]
 
 
 @pytest.mark.parametrize("persistent_from", [{64: 1024}, {64: 0}, {}])
@@ -119,8 +138,13 @@ def test_the_backward_is_persistent_where_the_tuning_says(launches, persistent_f
     dQ in the inputs' dtype; else one program per item and dQ's fp32 sums converted after it. The
     kernel gets the key-block count, the item count and where the chunks end."""
     with tuning.variant(persistent_backward_from_keys=persistent_from):
-        for head_dim, causal, seq in ((64, False, 16384), (64, True, 1024), (64, True, 512), (80, False, 16384),
-                                      (128, True, 16384)):
+        for head_dim, causal, seq in (
+            (64, False, 16384),
+            (64, True, 1024),
+            (64, True, 512),
+            (80, False, 16384),
+            (128, True, 16384),
+        ):
             q = torch.empty(1, 4, seq, head_dim, dtype=torch.bfloat16)
             k = torch.empty(1, 2, seq, head_dim, dtype=torch.bfloat16)
             stats = torch.empty(1, 4, seq)

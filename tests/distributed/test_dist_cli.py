@@ -17,14 +17,37 @@ def lmperf(*args):
 
 
 def test_bench_dist_runs_ddp_and_fsdp_on_two_processes(tmp_path):
-    result = lmperf("bench-dist", "--device", "cpu", "--nproc", "2", "--strategy", "ddp,fsdp", "--bucket-mb", "1,25",
-                    "--modes", "train-step", "--contexts", "32", "--warmup", "1", "--steps", "2",
-                    "--profile-steps", "1", "--runs", str(tmp_path))
+    result = lmperf(
+        "bench-dist",
+        "--device",
+        "cpu",
+        "--nproc",
+        "2",
+        "--strategy",
+        "ddp,fsdp",
+        "--bucket-mb",
+        "1,25",
+        "--modes",
+        "train-step",
+        "--contexts",
+        "32",
+        "--warmup",
+        "1",
+        "--steps",
+        "2",
+        "--profile-steps",
+        "1",
+        "--runs",
+        str(tmp_path),
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     (run_dir,) = tmp_path.iterdir()
     rows = read_rows(run_dir / "results.jsonl")
     assert [(r["strategy"], r["bucket_mb"], r["reshard"]) for r in rows] == [
-        ("ddp", 1.0, None), ("ddp", 25.0, None), ("fsdp", None, True)]
+        ("ddp", 1.0, None),
+        ("ddp", 25.0, None),
+        ("fsdp", None, True),
+    ]
     assert all(r["status"] == "ok" and r["nproc"] == 2 and len(r["mean_ms_ranks"]) == 2 for r in rows)
     markdown = (run_dir / "results.md").read_text()
     assert "## Steps" in markdown and "## Memory per rank" in markdown
@@ -32,8 +55,25 @@ def test_bench_dist_runs_ddp_and_fsdp_on_two_processes(tmp_path):
 
 
 def test_plain_bench_with_nproc_runs_the_data_parallel_sweep(tmp_path):
-    result = lmperf("bench", "--nproc", "2", "--strategy", "fsdp", "-p", "tiny", "-t", "32", "--modes", "train-step",
-                    "--warmup", "1", "--steps", "2", "--runs", str(tmp_path))
+    result = lmperf(
+        "bench",
+        "--nproc",
+        "2",
+        "--strategy",
+        "fsdp",
+        "-p",
+        "tiny",
+        "-t",
+        "32",
+        "--modes",
+        "train-step",
+        "--warmup",
+        "1",
+        "--steps",
+        "2",
+        "--runs",
+        str(tmp_path),
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     (run_dir,) = tmp_path.iterdir()
     (row,) = read_rows(run_dir / "results.jsonl")
@@ -45,11 +85,41 @@ def test_two_single_process_nodes_meet_at_the_rendezvous_endpoint(tmp_path):
     from lmperf.distributed.launch import free_port
 
     endpoint = f"127.0.0.1:{free_port()}"
-    command = [sys.executable, "-m", "lmperf.cli", "bench-dist", "--device", "cpu", "--nproc", "1", "--nnodes", "2",
-               "--rdzv-endpoint", endpoint, "--strategy", "fsdp", "-p", "tiny", "-t", "32", "--modes", "train-step",
-               "--warmup", "0", "--steps", "1"]
-    nodes = [subprocess.Popen([*command, "--node-rank", str(rank), "--runs", str(tmp_path / f"node{rank}")],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for rank in (0, 1)]
+    command = [
+        sys.executable,
+        "-m",
+        "lmperf.cli",
+        "bench-dist",
+        "--device",
+        "cpu",
+        "--nproc",
+        "1",
+        "--nnodes",
+        "2",
+        "--rdzv-endpoint",
+        endpoint,
+        "--strategy",
+        "fsdp",
+        "-p",
+        "tiny",
+        "-t",
+        "32",
+        "--modes",
+        "train-step",
+        "--warmup",
+        "0",
+        "--steps",
+        "1",
+    ]
+    nodes = [
+        subprocess.Popen(
+            [*command, "--node-rank", str(rank), "--runs", str(tmp_path / f"node{rank}")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for rank in (0, 1)
+    ]
     outputs = [node.communicate(timeout=240) for node in nodes]
     assert [node.returncode for node in nodes] == [0, 0], outputs[0][1][-2000:] + outputs[1][1][-2000:]
     (run_dir,) = (tmp_path / "node0").iterdir()
@@ -68,6 +138,7 @@ def _gpus(count):
         monkeypatch.setattr(torch.cuda, "device_count", lambda: count)
         # a CPU-only torch build has no NCCL; these cases check the GPU count, not the backend
         monkeypatch.setattr(torch.distributed, "is_nccl_available", lambda: True)
+
     return fake
 
 
@@ -82,11 +153,23 @@ BAD_INPUTS = [
     (["comm", "--device", "cpu", "--ops", "all-to-all"], None, "unknown collective"),
     (["comm", "--device", "cpu", "--sizes", "1TB"], None, "cannot read message size"),
     (["bench", "--device", "cuda", "--nproc", "2", "--strategy", "fsdp"], _gpus(1), "more processes than the 1 GPU(s)"),
-    (["bench", "--device", "cpu", "-p", "cs336-8b", "-t", "65536", "--nproc", "2"], None, "exceeds the model's maximum 32768"),
-    (["bench", "--device", "cpu", "--checkpoint", "sometimes", "--nproc", "2"], None, "unknown checkpoint policy 'sometimes'"),
+    (
+        ["bench", "--device", "cpu", "-p", "cs336-8b", "-t", "65536", "--nproc", "2"],
+        None,
+        "exceeds the model's maximum 32768",
+    ),
+    (
+        ["bench", "--device", "cpu", "--checkpoint", "sometimes", "--nproc", "2"],
+        None,
+        "unknown checkpoint policy 'sometimes'",
+    ),
     (["bench", "--device", "cpu", "--loss", "liger"], None, "unknown loss 'liger'"),
     (["bench-dist", "--device", "cpu", "--nnodes", "2"], None, "needs --rdzv-endpoint"),
-    (["bench-dist", "--device", "cpu", "--nnodes", "2", "--node-rank", "2", "--rdzv-endpoint", "h:1"], None, "--node-rank"),
+    (
+        ["bench-dist", "--device", "cpu", "--nnodes", "2", "--node-rank", "2", "--rdzv-endpoint", "h:1"],
+        None,
+        "--node-rank",
+    ),
 ]
 
 

@@ -29,8 +29,10 @@ def test_bus_factors_follow_nccl_tests():
 
 
 # nccl-tests' bus factors written out by hand: all-reduce 2(n-1)/n, all-gather and reduce-scatter (n-1)/n.
-HAND_BUS_FACTORS = {2: {"all-reduce": 1.0, "all-gather": 0.5, "reduce-scatter": 0.5},
-                    4: {"all-reduce": 1.5, "all-gather": 0.75, "reduce-scatter": 0.75}}
+HAND_BUS_FACTORS = {
+    2: {"all-reduce": 1.0, "all-gather": 0.5, "reduce-scatter": 0.5},
+    4: {"all-reduce": 1.5, "all-gather": 0.75, "reduce-scatter": 0.75},
+}
 
 
 def _launched_by_lmperf(nproc):
@@ -42,15 +44,38 @@ def _launched_by_the_user(nproc):
     # for the launches it makes itself; 4 processes also run on a 2-core machine this way)
     from lmperf.distributed.launch import free_port
 
-    return [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={nproc}", f"--master-port={free_port()}",
-            "-m", "lmperf.cli", "comm"]
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        f"--nproc-per-node={nproc}",
+        f"--master-port={free_port()}",
+        "-m",
+        "lmperf.cli",
+        "comm",
+    ]
 
 
 @pytest.mark.parametrize("nproc, launch", [(2, _launched_by_lmperf), (4, _launched_by_the_user)])
 def test_comm_on_gloo_processes_writes_rows_table_and_plot(tmp_path, nproc, launch):
     result = subprocess.run(
-        [*launch(nproc), "--device", "cpu", "--sizes", "64KB,1MB", "--warmup", "1", "--iters", "3", "--runs", str(tmp_path)],
-        capture_output=True, text=True, timeout=120, env={**os.environ, "OMP_NUM_THREADS": "1"},
+        [
+            *launch(nproc),
+            "--device",
+            "cpu",
+            "--sizes",
+            "64KB,1MB",
+            "--warmup",
+            "1",
+            "--iters",
+            "3",
+            "--runs",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
     )
     assert result.returncode == 0, result.stderr[-3000:]
     (run_dir,) = tmp_path.iterdir()

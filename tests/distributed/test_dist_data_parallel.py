@@ -14,12 +14,22 @@ from world_spawn import spawn_world
 
 CONFIG = StepConfig("tiny", 32, "train-step", batch=2)
 FSDP_OPTIONS = replace(CONFIG, attention="sdpa", loss="fused")
-CASES = [(Strategy("ddp", bucket_mb=0.01), CONFIG), (Strategy("ddp", gradient_as_bucket_view=False), CONFIG),
-         (Strategy("fsdp", reshard=True), CONFIG), (Strategy("fsdp", reshard=False), CONFIG),
-         (Strategy("fsdp", reshard=True), replace(FSDP_OPTIONS, checkpoint="selective")),
-         (Strategy("fsdp", reshard=False), replace(FSDP_OPTIONS, checkpoint="full"))]
-CASE_IDS = ["ddp-small-buckets", "ddp-no-bucket-view", "fsdp-reshard", "fsdp-keep-gathered",
-            "fsdp-fused-loss-selective-checkpoint", "fsdp-fused-loss-full-checkpoint"]
+CASES = [
+    (Strategy("ddp", bucket_mb=0.01), CONFIG),
+    (Strategy("ddp", gradient_as_bucket_view=False), CONFIG),
+    (Strategy("fsdp", reshard=True), CONFIG),
+    (Strategy("fsdp", reshard=False), CONFIG),
+    (Strategy("fsdp", reshard=True), replace(FSDP_OPTIONS, checkpoint="selective")),
+    (Strategy("fsdp", reshard=False), replace(FSDP_OPTIONS, checkpoint="full")),
+]
+CASE_IDS = [
+    "ddp-small-buckets",
+    "ddp-no-bucket-view",
+    "fsdp-reshard",
+    "fsdp-keep-gathered",
+    "fsdp-fused-loss-selective-checkpoint",
+    "fsdp-fused-loss-full-checkpoint",
+]
 
 
 def _full(tensor: torch.Tensor) -> torch.Tensor:
@@ -75,5 +85,6 @@ def test_ranks_match_one_process_on_the_concatenated_batch(distributed_results, 
 
 def test_ranks_draw_different_batches():
     # Otherwise the comparison above would not tell averaging from a copy of one rank's gradient.
-    assert not torch.equal(ModelStep(CONFIG, torch.device("cpu"), seed=0).inputs,
-                           ModelStep(CONFIG, torch.device("cpu"), seed=1).inputs)
+    assert not torch.equal(
+        ModelStep(CONFIG, torch.device("cpu"), seed=0).inputs, ModelStep(CONFIG, torch.device("cpu"), seed=1).inputs
+    )

@@ -69,10 +69,34 @@ def test_a_rank_failing_inside_collectives_ends_the_launch_with_error_rows(tmp_p
     (tmp_path / "fault" / "sitecustomize.py").write_text(FAULT)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "fault"), *sys.path])}
     result = subprocess.run(
-        [sys.executable, "-m", "lmperf.cli", "bench-dist", "--device", "cpu", "--nproc", "2", "--strategy", "ddp,fsdp",
-         "--modes", "train-step", "--contexts", "32", "--warmup", "0", "--steps", "1", "--timeout-s", "5",
-         "--runs", str(tmp_path / "runs")],
-        capture_output=True, text=True, timeout=120, env=env,
+        [
+            sys.executable,
+            "-m",
+            "lmperf.cli",
+            "bench-dist",
+            "--device",
+            "cpu",
+            "--nproc",
+            "2",
+            "--strategy",
+            "ddp,fsdp",
+            "--modes",
+            "train-step",
+            "--contexts",
+            "32",
+            "--warmup",
+            "0",
+            "--steps",
+            "1",
+            "--timeout-s",
+            "5",
+            "--runs",
+            str(tmp_path / "runs"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
     )
     assert result.returncode not in (0, 2), result.stderr[-3000:]  # a failed sweep is no success
     assert "lmperf: rank 1: RuntimeError: injected fault" in result.stderr

@@ -17,15 +17,48 @@ def _lmperf(*args):
 @pytest.mark.gpu
 def test_nccl_collectives_and_data_parallel_steps(tmp_path):
     nproc = torch.cuda.device_count()
-    comm = _lmperf("comm", "--device", "cuda", "--nproc", str(nproc), "--sizes", "1MB,64MB", "--iters", "5",
-                   "--runs", str(tmp_path / "comm"))
+    comm = _lmperf(
+        "comm",
+        "--device",
+        "cuda",
+        "--nproc",
+        str(nproc),
+        "--sizes",
+        "1MB,64MB",
+        "--iters",
+        "5",
+        "--runs",
+        str(tmp_path / "comm"),
+    )
     assert comm.returncode == 0, comm.stderr[-3000:]
     (comm_dir,) = (tmp_path / "comm").iterdir()
     assert all(r["status"] == "ok" and r["backend"] == "nccl" for r in read_rows(comm_dir / "results.jsonl"))
 
-    bench = _lmperf("bench-dist", "--device", "cuda", "--nproc", str(nproc), "--strategy", "ddp,fsdp",
-                    "--presets", "small", "--contexts", "256", "--modes", "train-step", "--precisions", "bf16",
-                    "--warmup", "2", "--steps", "3", "--profile-steps", "2", "--runs", str(tmp_path / "bench"))
+    bench = _lmperf(
+        "bench-dist",
+        "--device",
+        "cuda",
+        "--nproc",
+        str(nproc),
+        "--strategy",
+        "ddp,fsdp",
+        "--presets",
+        "small",
+        "--contexts",
+        "256",
+        "--modes",
+        "train-step",
+        "--precisions",
+        "bf16",
+        "--warmup",
+        "2",
+        "--steps",
+        "3",
+        "--profile-steps",
+        "2",
+        "--runs",
+        str(tmp_path / "bench"),
+    )
     assert bench.returncode == 0, bench.stderr[-3000:]
     (bench_dir,) = (tmp_path / "bench").iterdir()
     rows = with_memory_model(read_rows(bench_dir / "results.jsonl"))

@@ -12,15 +12,29 @@ ROTARY = rotary_table_bytes(XL)  # buffers: whole on every rank
 
 
 def _row(strategy, nproc, tokens_per_s, **extra):
-    return {"preset": "xl", "seq_len": 512, "mode": "train-step", "precision": "bf16", "compile": "eager",
-            "attention": "sdpa", "batch": 4, "status": "ok", "strategy": strategy, "nproc": nproc,
-            "bucket_mb": 25.0 if strategy == "ddp" else None, "reshard": True if strategy == "fsdp" else None,
-            "tokens_per_s": tokens_per_s, "tokens_per_s_total": tokens_per_s * nproc, **extra}
+    return {
+        "preset": "xl",
+        "seq_len": 512,
+        "mode": "train-step",
+        "precision": "bf16",
+        "compile": "eager",
+        "attention": "sdpa",
+        "batch": 4,
+        "status": "ok",
+        "strategy": strategy,
+        "nproc": nproc,
+        "bucket_mb": 25.0 if strategy == "ddp" else None,
+        "reshard": True if strategy == "fsdp" else None,
+        "tokens_per_s": tokens_per_s,
+        "tokens_per_s_total": tokens_per_s * nproc,
+        **extra,
+    }
 
 
 def test_scaling_efficiency_is_against_one_plain_gpu_with_the_same_batch():
-    rows = with_scaling([_row("ddp", 1, 1200.0), _row("none", 1, 1000.0), _row("ddp", 2, 900.0),
-                         _row("fsdp", 2, 800.0, seq_len=1024)])
+    rows = with_scaling(
+        [_row("ddp", 1, 1200.0), _row("none", 1, 1000.0), _row("ddp", 2, 900.0), _row("fsdp", 2, 800.0, seq_len=1024)]
+    )
     assert rows[2]["scaling_efficiency"] == pytest.approx(0.9)  # 'none' wins over 1-process DDP
     assert rows[3]["scaling_efficiency"] is None  # no baseline at context 1024
     assert rows[0]["scaling_efficiency"] is None

@@ -19,16 +19,18 @@ def _event(name, start, duration, stream=7, cat="kernel"):
 def _trace():
     # Two steps of 1000 us. Step 1: compute 0-600, NCCL 400-900 (200 hidden, 300 exposed).
     # Step 2: compute 1000-1800, NCCL 1100-1300 (all hidden). A kernel outside any step is ignored.
-    return {"traceEvents": [
-        _event("lmperf_step", 0, 1000, cat="user_annotation"),
-        _event("lmperf_step", 1000, 1000, cat="user_annotation"),
-        _event("ampere_sgemm_128x64", 0, 600),
-        _event("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 400, 500, stream=20),
-        _event("vectorized_elementwise_kernel", 1000, 800),
-        _event("ncclKernel_ReduceScatter", 1100, 200, stream=20),
-        _event("ncclDevKernel_Broadcast", 5000, 100, stream=20),
-        {"ph": "i", "name": "marker", "ts": 10},
-    ]}
+    return {
+        "traceEvents": [
+            _event("lmperf_step", 0, 1000, cat="user_annotation"),
+            _event("lmperf_step", 1000, 1000, cat="user_annotation"),
+            _event("ampere_sgemm_128x64", 0, 600),
+            _event("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 400, 500, stream=20),
+            _event("vectorized_elementwise_kernel", 1000, 800),
+            _event("ncclKernel_ReduceScatter", 1100, 200, stream=20),
+            _event("ncclDevKernel_Broadcast", 5000, 100, stream=20),
+            {"ph": "i", "name": "marker", "ts": 10},
+        ]
+    }
 
 
 def test_summary_splits_comm_into_hidden_and_exposed():

@@ -83,16 +83,21 @@ def test_bad_blocks_are_value_errors():
 def test_fused_loss_takes_the_kernel_and_equals_cross_entropy(n, v, d, chunk, reduction, monkeypatch):
     calls = []
     kernel = cross_entropy_rows_triton.cross_entropy_rows_
-    monkeypatch.setattr(cross_entropy_rows_triton, "cross_entropy_rows_",
-                        lambda *args, **kw: calls.append(args[0].shape) or kernel(*args, **kw))
+    monkeypatch.setattr(
+        cross_entropy_rows_triton,
+        "cross_entropy_rows_",
+        lambda *args, **kw: calls.append(args[0].shape) or kernel(*args, **kw),
+    )
     generator = torch.Generator().manual_seed(n)
     hidden = torch.randn(n, d, generator=generator, dtype=torch.float64)
     weight = torch.randn(v, d, generator=generator, dtype=torch.float64) / d**0.5
     targets = torch.randint(0, v, (n,), generator=generator)
     targets[::5] = IGNORE_INDEX
     results = []
-    for dtype, loss_fn in [(torch.float32, lambda h, w: fused_linear_cross_entropy(h, w, targets, reduction, chunk)),
-                           (torch.float64, lambda h, w: F.cross_entropy(h @ w.T, targets, reduction=reduction))]:
+    for dtype, loss_fn in [
+        (torch.float32, lambda h, w: fused_linear_cross_entropy(h, w, targets, reduction, chunk)),
+        (torch.float64, lambda h, w: F.cross_entropy(h @ w.T, targets, reduction=reduction)),
+    ]:
         h, w = hidden.to(dtype).requires_grad_(), weight.to(dtype).requires_grad_()
         loss = loss_fn(h, w)
         results.append((loss, *torch.autograd.grad(loss * 1.3, (h, w))))

@@ -42,8 +42,10 @@ def test_equals_cross_entropy_of_the_logits_in_fp32(n, v, d, chunk, reduction):
 def test_equals_float64_reference_to_float64_precision():
     hidden, weight, targets = _problem(45, 77, 13, dtype=torch.float64)
     fused = lambda h, w, t, r: fused_linear_cross_entropy(h, w, t, r, chunk_size=10)
-    for g, w in zip(_loss_and_grads(fused, hidden, weight, targets, "mean"),
-                    _loss_and_grads(_reference, hidden, weight, targets, "mean")):
+    for g, w in zip(
+        _loss_and_grads(fused, hidden, weight, targets, "mean"),
+        _loss_and_grads(_reference, hidden, weight, targets, "mean"),
+    ):
         torch.testing.assert_close(g, w, rtol=1e-12, atol=1e-13)
 
 
@@ -191,11 +193,13 @@ def test_on_gpu_the_triton_kernel_runs_and_matches_float64(dtype, reduction, rto
     monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)  # fp32 round-off, not TF32's
     calls = []
     kernel = cross_entropy_rows_triton.cross_entropy_rows_
-    monkeypatch.setattr(cross_entropy_rows_triton, "cross_entropy_rows_",
-                        lambda *args, **kw: calls.append(1) or kernel(*args, **kw))
+    monkeypatch.setattr(
+        cross_entropy_rows_triton, "cross_entropy_rows_", lambda *args, **kw: calls.append(1) or kernel(*args, **kw)
+    )
     hidden, weight, targets = _problem(3001, 50257, 64, dtype=dtype, device="cuda")
-    got = _loss_and_grads(lambda h, w, t, r: fused_linear_cross_entropy(h, w, t, r, chunk_size=1000),
-                          hidden, weight, targets, reduction)
+    got = _loss_and_grads(
+        lambda h, w, t, r: fused_linear_cross_entropy(h, w, t, r, chunk_size=1000), hidden, weight, targets, reduction
+    )
     assert len(calls) == 4
     h64, w64 = (t.detach().double().requires_grad_() for t in (hidden, weight))
     want = _loss_and_grads(_reference, h64, w64, targets, reduction)

@@ -9,9 +9,20 @@ NETWORK = Network(Links({"all-reduce": Line(0.0, 500e9)}, "GPU", "hand", (2,)))
 
 
 def _row(seq_len, nproc, mean_ms, strategy="ddp", status="ok"):
-    return {"preset": "small", "seq_len": seq_len, "mode": "train-step", "precision": "bf16", "compile": "eager",
-            "attention": "naive", "batch": 4, "status": status, "nproc": nproc, "mean_ms": mean_ms,
-            "strategy": strategy, "bucket_mb": 25.0 if strategy == "ddp" else None}
+    return {
+        "preset": "small",
+        "seq_len": seq_len,
+        "mode": "train-step",
+        "precision": "bf16",
+        "compile": "eager",
+        "attention": "naive",
+        "batch": 4,
+        "status": status,
+        "nproc": nproc,
+        "mean_ms": mean_ms,
+        "strategy": strategy,
+        "bucket_mb": 25.0 if strategy == "ddp" else None,
+    }
 
 
 def _comm_ms(seq_len):

@@ -60,9 +60,18 @@ def test_counts_that_are_not_gpus_or_whole_nodes_are_refused(n):
 def _comm_rows(alpha_s, busbw, nproc, ops=("all-reduce", "all-gather", "reduce-scatter")):
     """Rows as `lmperf comm` writes them, timed exactly by the line."""
     factor = {"all-reduce": 2 * (nproc - 1) / nproc}
-    return [{"op": op, "size_bytes": size, "nproc": nproc, "status": "ok", "env": {"device": "GPU"},
-             "mean_us": (alpha_s + factor.get(op, (nproc - 1) / nproc) * size / busbw) * 1e6}
-            for op in ops for size in (2**20, 2**24, 2**30)]
+    return [
+        {
+            "op": op,
+            "size_bytes": size,
+            "nproc": nproc,
+            "status": "ok",
+            "env": {"device": "GPU"},
+            "mean_us": (alpha_s + factor.get(op, (nproc - 1) / nproc) * size / busbw) * 1e6,
+        }
+        for op in ops
+        for size in (2**20, 2**24, 2**30)
+    ]
 
 
 @pytest.mark.parametrize("nproc", [2, 4])

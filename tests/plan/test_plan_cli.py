@@ -17,8 +17,18 @@ ENV = {"device": "GPU", "driver": "1", "torch": "2", "triton": "3", "commit": "a
 def _comm_file(tmp_path, ops=("all-reduce", "all-gather", "reduce-scatter")):
     """Two-GPU comm rows at 20 us + size x bus factor / 200 GB/s."""
     path = tmp_path / "comm.jsonl"
-    rows = [{"op": op, "size_bytes": s, "nproc": 2, "status": "ok", "env": {"device": "GPU"},
-             "mean_us": 20 + (1.0 if op == "all-reduce" else 0.5) * s / 200e9 * 1e6} for op in ops for s in SIZES]
+    rows = [
+        {
+            "op": op,
+            "size_bytes": s,
+            "nproc": 2,
+            "status": "ok",
+            "env": {"device": "GPU"},
+            "mean_us": 20 + (1.0 if op == "all-reduce" else 0.5) * s / 200e9 * 1e6,
+        }
+        for op in ops
+        for s in SIZES
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
 
@@ -44,12 +54,32 @@ def test_plan_writes_a_row_per_gpu_count_and_its_assumptions(tmp_path):
 
 
 def test_plan_takes_its_compute_from_a_measured_one_gpu_row(tmp_path):
-    row = {"preset": "tiny", "seq_len": 64, "mode": "train-step", "precision": "bf16", "compile": "eager",
-           "attention": "sdpa", "batch": 1, "status": "ok", "mean_ms": 12.5, "steps": 10, "env": {"device": "GPU"}}
+    row = {
+        "preset": "tiny",
+        "seq_len": 64,
+        "mode": "train-step",
+        "precision": "bf16",
+        "compile": "eager",
+        "attention": "sdpa",
+        "batch": 1,
+        "status": "ok",
+        "mean_ms": 12.5,
+        "steps": 10,
+        "env": {"device": "GPU"},
+    }
     measured = tmp_path / "bench.jsonl"
     measured.write_text(json.dumps(row) + "\n" + json.dumps({**row, "seq_len": 32, "mean_ms": 9.0}) + "\n")
-    result = _plan(tmp_path, "--gpus", "4", "--comm", str(_comm_file(tmp_path)), "--from-row", str(measured),
-                   "--peak-tflops", "100")
+    result = _plan(
+        tmp_path,
+        "--gpus",
+        "4",
+        "--comm",
+        str(_comm_file(tmp_path)),
+        "--from-row",
+        str(measured),
+        "--peak-tflops",
+        "100",
+    )
     assert result.exit_code == 0, result.output
     (planned,) = read_rows(_run_dir(tmp_path) / "results.jsonl")
     assert planned["compute_ms"] == 12.5 and planned["step_ms"] == pytest.approx(12.5 + planned["exposed_ms"])
@@ -61,17 +91,20 @@ def test_plan_runs_on_its_built_in_calibration(tmp_path):
     assert "NVIDIA H200" in result.output and "Overlap 0%" in result.output
 
 
-@pytest.mark.parametrize("args, message", [
-    (["-p", "nope"], "unknown preset 'nope'"),
-    (["--gpus", "0"], "GPU counts must be positive"),
-    (["--gpus", "8,x"], "--gpus: cannot read"),
-    (["--gpus", "12"], "12 GPUs do not fill whole nodes of 8"),
-    (["--mfu", "2"], "--mfu must be in (0, 1]"),
-    (["--overlap", "1.5"], "--overlap must be between 0 and 1"),
-    (["--strategy", "tp"], "unknown strategy 'tp'"),
-    (["-t", "4096"], "exceeds the model's maximum"),
-    (["--inter-node-gbps", "0"], "--inter-node-gbps must be positive"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["-p", "nope"], "unknown preset 'nope'"),
+        (["--gpus", "0"], "GPU counts must be positive"),
+        (["--gpus", "8,x"], "--gpus: cannot read"),
+        (["--gpus", "12"], "12 GPUs do not fill whole nodes of 8"),
+        (["--mfu", "2"], "--mfu must be in (0, 1]"),
+        (["--overlap", "1.5"], "--overlap must be between 0 and 1"),
+        (["--strategy", "tp"], "unknown strategy 'tp'"),
+        (["-t", "4096"], "exceeds the model's maximum"),
+        (["--inter-node-gbps", "0"], "--inter-node-gbps must be positive"),
+    ],
+)
 def test_bad_plans_are_one_line(tmp_path, args, message):
     one_line_exit_2(_plan(tmp_path, *args), message)
     assert not (tmp_path / "runs").exists()
@@ -90,17 +123,35 @@ def test_a_from_row_file_without_the_step(tmp_path):
 
 def test_plan_check_puts_each_step_beside_its_prediction(tmp_path):
     def step(nproc, strategy, mean_ms, seq_len=64):
-        return {"preset": "tiny", "seq_len": seq_len, "mode": "train-step", "precision": "bf16", "compile": "eager",
-                "attention": "naive", "batch": 4, "status": "ok", "nproc": nproc, "strategy": strategy,
-                "mean_ms": mean_ms, "bucket_mb": 25.0 if strategy == "ddp" else None,
-                "reshard": True if strategy == "fsdp" else None, "env": ENV}
+        return {
+            "preset": "tiny",
+            "seq_len": seq_len,
+            "mode": "train-step",
+            "precision": "bf16",
+            "compile": "eager",
+            "attention": "naive",
+            "batch": 4,
+            "status": "ok",
+            "nproc": nproc,
+            "strategy": strategy,
+            "mean_ms": mean_ms,
+            "bucket_mb": 25.0 if strategy == "ddp" else None,
+            "reshard": True if strategy == "fsdp" else None,
+            "env": ENV,
+        }
 
     steps = tmp_path / "steps.jsonl"
-    rows = [step(1, "none", 10.0), step(2, "ddp", 10.5), step(1, "none", 20.0, 128), step(2, "ddp", 20.4, 128),
-            step(2, "fsdp", 11.0, 32)]
+    rows = [
+        step(1, "none", 10.0),
+        step(2, "ddp", 10.5),
+        step(1, "none", 20.0, 128),
+        step(2, "ddp", 20.4, 128),
+        step(2, "fsdp", 11.0, 32),
+    ]
     steps.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    result = CliRunner().invoke(app, ["plan-check", str(steps), "--comm", str(_comm_file(tmp_path)),
-                                      "--runs", str(tmp_path / "runs")])
+    result = CliRunner().invoke(
+        app, ["plan-check", str(steps), "--comm", str(_comm_file(tmp_path)), "--runs", str(tmp_path / "runs")]
+    )
     assert result.exit_code == 0, result.output
     checked = read_rows(_run_dir(tmp_path) / "results.jsonl")
     assert [(r["seq_len"], r["measured_ms"], r["one_gpu_ms"]) for r in checked] == [(64, 10.5, 10.0), (128, 20.4, 20.0)]
@@ -110,6 +161,7 @@ def test_plan_check_puts_each_step_beside_its_prediction(tmp_path):
 def test_plan_check_without_pairs_is_one_line(tmp_path):
     steps = tmp_path / "steps.jsonl"
     steps.write_text("")
-    result = CliRunner().invoke(app, ["plan-check", str(steps), "--comm", str(_comm_file(tmp_path)),
-                                      "--runs", str(tmp_path / "runs")])
+    result = CliRunner().invoke(
+        app, ["plan-check", str(steps), "--comm", str(_comm_file(tmp_path)), "--runs", str(tmp_path / "runs")]
+    )
     one_line_exit_2(result, "no N-GPU train step")

@@ -24,7 +24,9 @@ EDGE = 4 * US + 0.75 * (ROOT * 2 + BLOCK * 2 + BLOCK * 4 + ROOT * 4) / 100e9
 
 
 def _inputs(compute_s, overlap, strategy="fsdp"):
-    return PlanInputs(STEP, Parallelism(strategy), NETWORK, Overlap(overlap, "given"), Compute(compute_s, "given"), 1e-6)
+    return PlanInputs(
+        STEP, Parallelism(strategy), NETWORK, Overlap(overlap, "given"), Compute(compute_s, "given"), 1e-6
+    )
 
 
 def test_fsdp_pays_the_unhidden_share_when_compute_covers_the_rest():

@@ -39,14 +39,22 @@ def test_ddp_all_reduces_fp32_gradients_and_the_last_bucket_is_exposed():
 
 def test_fsdp_gathers_each_block_twice_in_bf16_and_reduces_in_fp32():
     schedule = fsdp_schedule(TINY, "bf16", "fp32", reshard=True)
-    assert sorted((c.op, c.size, c.count) for c in schedule.calls) == sorted([
-        ("all-gather", BLOCK * 2, 4),  # 2 layers x (forward + backward), bf16
-        ("all-gather", ROOT * 2, 1),  # the root stays gathered from its forward to its backward
-        ("reduce-scatter", BLOCK * 4, 2),  # fp32 gradients, once per block
-        ("reduce-scatter", ROOT * 4, 1),
-    ])
-    assert sorted((c.op, c.size) for c in schedule.edge) == sorted([
-        ("all-gather", ROOT * 2), ("all-gather", BLOCK * 2), ("reduce-scatter", BLOCK * 4), ("reduce-scatter", ROOT * 4)])
+    assert sorted((c.op, c.size, c.count) for c in schedule.calls) == sorted(
+        [
+            ("all-gather", BLOCK * 2, 4),  # 2 layers x (forward + backward), bf16
+            ("all-gather", ROOT * 2, 1),  # the root stays gathered from its forward to its backward
+            ("reduce-scatter", BLOCK * 4, 2),  # fp32 gradients, once per block
+            ("reduce-scatter", ROOT * 4, 1),
+        ]
+    )
+    assert sorted((c.op, c.size) for c in schedule.edge) == sorted(
+        [
+            ("all-gather", ROOT * 2),
+            ("all-gather", BLOCK * 2),
+            ("reduce-scatter", BLOCK * 4),
+            ("reduce-scatter", ROOT * 4),
+        ]
+    )
     assert schedule.window_share == 1.0
 
 

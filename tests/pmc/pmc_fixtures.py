@@ -6,23 +6,33 @@ from pathlib import Path
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MODEL_CAPTURES = sorted(p.name.removesuffix(".truth.json") for p in FIXTURES.glob("*.truth.json"))
+
+
 def _held_out() -> set[str]:
     from lmperf.pmc.corpus import corpus
+
     return {name for name, _, held in corpus() if held}
 
 
 # Issue 12's sweep: heads that are no power of two, GQA ratios, odd lengths, every attention path
 # (forward and training captures; generate captures start with "g_").
 SWEEP = FIXTURES / "sweep"
-SWEEP_CAPTURES = sorted(p.name.removesuffix(".truth.json") for p in SWEEP.glob("s_*.truth.json")
-                        if p.name.removesuffix(".truth.json") not in _held_out())
+SWEEP_CAPTURES = sorted(
+    p.name.removesuffix(".truth.json")
+    for p in SWEEP.glob("s_*.truth.json")
+    if p.name.removesuffix(".truth.json") not in _held_out()
+)
 GENERATE_CAPTURES = sorted(p.name.removesuffix(".truth.json") for p in SWEEP.glob("g_*.truth.json"))
 
 
 def capture_path(name: str) -> Path:
     """NAME.csv.gz of a committed capture, in the first corpus or the sweep (s_, g_ and the blind
     batches b_, c_, d_, e_)."""
-    return SWEEP / f"{name}.csv.gz" if name.startswith(("s_", "g_", "b_", "c_", "d_", "e_")) else FIXTURES / f"{name}.csv.gz"
+    return (
+        SWEEP / f"{name}.csv.gz"
+        if name.startswith(("s_", "g_", "b_", "c_", "d_", "e_"))
+        else FIXTURES / f"{name}.csv.gz"
+    )
 
 
 def truth(name: str) -> dict:

@@ -26,11 +26,14 @@ def test_command_profiles_one_range_in_base_units_without_clock_control():
         ncu.NcuRun(["x"], "a/b").command()
 
 
-@pytest.mark.parametrize("output, expected", [
-    ("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission", "permission"),
-    ("==PROF== No kernels were profiled.", "no kernel"),
-    ("==ERROR== Failed to find metric sm__nope", "does not know"),
-])
+@pytest.mark.parametrize(
+    "output, expected",
+    [
+        ("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission", "permission"),
+        ("==PROF== No kernels were profiled.", "no kernel"),
+        ("==ERROR== Failed to find metric sm__nope", "does not know"),
+    ],
+)
 def test_failures_become_one_clear_line(output, expected):
     assert expected in ncu.failure_message(output, "step")
     assert ncu.failure_message("==PROF== Disconnected from process 1", "step") is None
@@ -49,26 +52,32 @@ def test_missing_ncu_is_a_usage_error():
         ncu.find_ncu("/no/such/ncu")
 
 
-@pytest.mark.parametrize("name, cls", [
-    ("nvjet_sm90_tst_64x48_64x15_2x4_h_bz_TNT", MATMUL),
-    ("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize32x32x8_stage3", MATMUL),
-    ("void cutlass::Kernel2<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>(T1::Params)", MATMUL),
-    ("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64", ATTENTION),
-    ("fmha_cutlassF_f32_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<float>)", ATTENTION),
-    ("void flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 64, 4>>(Flash_fwd_params)", ATTENTION),
-    ("void <unnamed>::softmax_warp_forward<float, float, float, 8, 0, 0>(T2 *)", SOFTMAX),
-    ("void at::<unnamed>::cunn_SoftMaxForward<4, float, float, float, LogSoftMaxForwardEpilogue>", LOSS),
-    ("void at::native::<unnamed>::vectorized_layer_norm_kernel<float, float>", NORM),
-    ("void at::<unnamed>::multi_tensor_apply_kernel<FusedAdamMathFunctor<float, 4>>", OPTIMIZER),
-])
+@pytest.mark.parametrize(
+    "name, cls",
+    [
+        ("nvjet_sm90_tst_64x48_64x15_2x4_h_bz_TNT", MATMUL),
+        ("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize32x32x8_stage3", MATMUL),
+        ("void cutlass::Kernel2<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>(T1::Params)", MATMUL),
+        ("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64", ATTENTION),
+        ("fmha_cutlassF_f32_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<float>)", ATTENTION),
+        ("void flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 64, 4>>(Flash_fwd_params)", ATTENTION),
+        ("void <unnamed>::softmax_warp_forward<float, float, float, 8, 0, 0>(T2 *)", SOFTMAX),
+        ("void at::<unnamed>::cunn_SoftMaxForward<4, float, float, float, LogSoftMaxForwardEpilogue>", LOSS),
+        ("void at::native::<unnamed>::vectorized_layer_norm_kernel<float, float>", NORM),
+        ("void at::<unnamed>::multi_tensor_apply_kernel<FusedAdamMathFunctor<float, 4>>", OPTIMIZER),
+    ],
+)
 def test_kernel_classes(name, cls):
     assert kernel_category(name) == cls
 
 
-@pytest.mark.parametrize("spelling", [
-    "void at::native::<unnamed>::vectorized_layer_norm_kernel<float, float>(int, float, const T1 *, T2 *)",  # ncu
-    "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float>(int, float, float const*, float*)",
-])
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "void at::native::<unnamed>::vectorized_layer_norm_kernel<float, float>(int, float, const T1 *, T2 *)",  # ncu
+        "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float>(int, float, float const*, float*)",
+    ],
+)
 def test_ncu_and_torch_profiler_spellings_get_the_profile_tables_short_name(spelling):
     assert short_name(spelling) == "vectorized_layer_norm_kernel[fp32]"
 
@@ -81,22 +90,31 @@ def test_tidy_table_has_classes_and_the_requested_counters_only():
     assert sibling("runs/x.csv.gz", ".kernels.csv").name == "x.kernels.csv"
 
 
-@pytest.mark.parametrize("target", [
-    Target(), Target(preset="small", hf_config={"model_type": "gpt2"}),
-    Target(preset="small", mode="backward"), Target(preset="small", dtype="fp16"),
-    Target(preset="small", batch=0), Target(hf_config={"n_layer": 2}),
-])
+@pytest.mark.parametrize(
+    "target",
+    [
+        Target(),
+        Target(preset="small", hf_config={"model_type": "gpt2"}),
+        Target(preset="small", mode="backward"),
+        Target(preset="small", dtype="fp16"),
+        Target(preset="small", batch=0),
+        Target(hf_config={"n_layer": 2}),
+    ],
+)
 def test_bad_targets_are_usage_errors(target):
     with pytest.raises(UsageError):
         target.validate()
 
 
-@pytest.mark.parametrize("args", [
-    ["pmc", "collect"],  # no target
-    ["pmc", "collect", "--preset", "tiny", "--ncu", "/no/such/ncu"],
-    ["pmc", "collect", "--preset", "tiny", "--set", "n_layers"],
-    ["pmc", "collect", "--hf-config", "/no/such/config.json"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["pmc", "collect"],  # no target
+        ["pmc", "collect", "--preset", "tiny", "--ncu", "/no/such/ncu"],
+        ["pmc", "collect", "--preset", "tiny", "--set", "n_layers"],
+        ["pmc", "collect", "--hf-config", "/no/such/config.json"],
+    ],
+)
 def test_collect_bad_input_is_one_line_and_exit_2(args):
     out = CliRunner().invoke(app, args)
     assert out.exit_code == 2, out.output
@@ -112,23 +130,32 @@ def test_collect_on_a_gpu_captures_forward_backward_and_optimizer(tmp_path):
 
     if shutil.which("ncu") is None:
         pytest.skip("ncu not on the PATH")
-    target = Target(preset="small", overrides={"n_layers": 2, "d_model": 256, "n_heads": 4,
-                                               "d_ff": 688}, mode="train-step", dtype="bf16")
+    target = Target(
+        preset="small",
+        overrides={"n_layers": 2, "d_model": 256, "n_heads": 4, "d_ff": 688},
+        mode="train-step",
+        dtype="bf16",
+    )
     result = collect_target(target, tmp_path / "cap.csv.gz", timeout_s=300)
     inferred = infer_file(result.raw_csv)
     assert inferred.values["mode"] == "train_step" and inferred.values["n_layers"] == 2
     assert "backward kernels" in inferred.evidence["mode"] and "after 0 backward" not in inferred.evidence["mode"]
 
 
-@pytest.mark.parametrize("fields, message", [
-    (dict(hf_config={"model_type": "gpt2"}, attention="naive", sdpa_backend="flash_attention"),
-     "needs --attention sdpa"),
-    (dict(hf_config={"model_type": "gpt2"}, sdpa_backend="flash"), "one of flash_attention"),
-    (dict(hf_config={"model_type": "gpt2"}, attention="triton"), "only with an lmperf preset"),
-    (dict(hf_config={"model_type": "gpt2"}, mode="generate"), "new tokens > 0"),
-    (dict(hf_config={"model_type": "gpt2"}, new_tokens=4), "new tokens > 0"),
-    (dict(preset="tiny", mode="generate", new_tokens=4), "Hugging Face config"),
-])
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        (
+            dict(hf_config={"model_type": "gpt2"}, attention="naive", sdpa_backend="flash_attention"),
+            "needs --attention sdpa",
+        ),
+        (dict(hf_config={"model_type": "gpt2"}, sdpa_backend="flash"), "one of flash_attention"),
+        (dict(hf_config={"model_type": "gpt2"}, attention="triton"), "only with an lmperf preset"),
+        (dict(hf_config={"model_type": "gpt2"}, mode="generate"), "new tokens > 0"),
+        (dict(hf_config={"model_type": "gpt2"}, new_tokens=4), "new tokens > 0"),
+        (dict(preset="tiny", mode="generate", new_tokens=4), "Hugging Face config"),
+    ],
+)
 def test_a_target_that_cannot_run_is_refused_with_its_reason(fields, message):
     with pytest.raises(UsageError, match=message):
         Target(**fields).validate()
@@ -145,14 +172,18 @@ def lmperf_attention_kernel_names() -> list[str]:
     from the modules, so a kernel added or renamed there is checked here without editing this
     list (the Gluon backward's `_bwd_kernel` was profiled as "other" for a day)."""
     import importlib
+
     names = set()
     for module_name in ("triton_kernels.forward", "triton_kernels.backward", "sm90.forward", "sm90.backward"):
         try:
             module = importlib.import_module(f"lmperf.attention.{module_name}")
         except ImportError:  # a Triton without Gluon: those kernels cannot run here either
             continue
-        names |= {name for name, value in vars(module).items()
-                  if name.endswith("_kernel") and type(value).__name__.endswith("JITFunction")}
+        names |= {
+            name
+            for name, value in vars(module).items()
+            if name.endswith("_kernel") and type(value).__name__.endswith("JITFunction")
+        }
     return sorted(names)
 
 

@@ -10,19 +10,31 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from lmperf.analysis.kernels import (ATTENTION, EMBEDDING, MATMUL, NORM, OPTIMIZER, SOFTMAX,
-                                     kernel_category)
+from lmperf.analysis.kernels import ATTENTION, EMBEDDING, MATMUL, NORM, OPTIMIZER, SOFTMAX, kernel_category
 from lmperf.cli import app
 from lmperf.pmc.infer import infer
 from lmperf.pmc.parse import read_capture
 
 from pmc_fixtures import FIXTURES, SWEEP, capture_path, truth
 
-ALL_CAPTURES = sorted(p.name.removesuffix(".truth.json")
-                      for folder in (FIXTURES, SWEEP) for p in folder.glob("*.truth.json"))
+ALL_CAPTURES = sorted(
+    p.name.removesuffix(".truth.json") for folder in (FIXTURES, SWEEP) for p in folder.glob("*.truth.json")
+)
 TRAINING = [name for name in ALL_CAPTURES if truth(name)["mode"] == "train_step"]
-SHAPE_FIELDS = ("batch", "seq_len", "n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim",
-                "d_ff", "mlp", "vocab_size", "params_blocks", "params_total")
+SHAPE_FIELDS = (
+    "batch",
+    "seq_len",
+    "n_layers",
+    "d_model",
+    "n_heads",
+    "n_kv_heads",
+    "head_dim",
+    "d_ff",
+    "mlp",
+    "vocab_size",
+    "params_blocks",
+    "params_total",
+)
 
 
 def _cut(capture, n):
@@ -66,9 +78,17 @@ def test_no_whole_capture_is_reported_incomplete(name):
 
 
 # Forward ranges (with and without loss, eager, SDPA, cuDNN, Triton attention, fp32 and 16 bits).
-@pytest.mark.parametrize("name", ["gpt2_l2_d1024", "llama_l3_d384_gqa", "lmperf_small_l2_fwd",
-                                  "opt_l3_d512", "s_mistral_h20_t1000_cudnn",
-                                  "s_lmperf_h12_t200_triton"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "gpt2_l2_d1024",
+        "llama_l3_d384_gqa",
+        "lmperf_small_l2_fwd",
+        "opt_l3_d512",
+        "s_mistral_h20_t1000_cudnn",
+        "s_lmperf_h12_t200_triton",
+    ],
+)
 def test_a_forward_cut_anywhere_inside_its_layers_is_detected(name):
     capture = read_capture(capture_path(name))
     gemms = _gemm_indices(capture.kernels)
@@ -76,12 +96,10 @@ def test_a_forward_cut_anywhere_inside_its_layers_is_detected(name):
     _assert_forward_cuts_detected(capture, range(gemms[0] + 1, head + 1), name)  # every kernel
 
 
-@pytest.mark.parametrize("name", ["lmperf_small_l2", "llama_l4_d512_gqa", "gpt2_l6_d384",
-                                  "qwen2_l3_d768_gqa"])
+@pytest.mark.parametrize("name", ["lmperf_small_l2", "llama_l4_d512_gqa", "gpt2_l6_d384", "qwen2_l3_d768_gqa"])
 def test_a_training_step_cut_inside_its_forward_is_detected(name):
     capture = read_capture(capture_path(name))
-    forward_end = next(k.index for k in capture.kernels if _category(k) == OPTIMIZER
-                       or "backward" in k.name)
+    forward_end = next(k.index for k in capture.kernels if _category(k) == OPTIMIZER or "backward" in k.name)
     gemms = [i for i in _gemm_indices(capture.kernels) if i < forward_end]
     _assert_forward_cuts_detected(capture, range(gemms[0] + 1, gemms[-1] + 1, 2), name)
 
@@ -97,8 +115,9 @@ def test_a_training_step_cut_after_its_loss_is_not_read_as_a_forward(name):
     assert result.values["d_model"] == truth(name)["d_model"]  # the whole forward still reads
 
 
-@pytest.mark.parametrize("name", ["lmperf_d640_l3", "gpt2_l6_d384", "opt_l2_d640",
-                                  "qwen2_l3_d768_gqa", "llama_l4_d640_gqa"])  # backward shown
+@pytest.mark.parametrize(
+    "name", ["lmperf_d640_l3", "gpt2_l6_d384", "opt_l2_d640", "qwen2_l3_d768_gqa", "llama_l4_d640_gqa"]
+)  # backward shown
 def test_a_training_step_cut_inside_its_backward_is_detected(name):
     capture = read_capture(capture_path(name))
     kernels = capture.kernels

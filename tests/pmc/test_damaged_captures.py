@@ -1,7 +1,6 @@
 """Damaged captures are reported, never read as confident answers; explain flags impossible residuals."""
 
 import csv
-import gzip
 import io
 
 import pytest
@@ -34,7 +33,9 @@ def _text(rows):
 def test_a_copy_cut_mid_row_is_an_error_not_an_answer():
     text = read_text(FORWARD)
     cut = text[: text.rstrip("\n").rindex("\n") + 300]  # the last kernel row, 300 characters of it
-    with pytest.raises(UsageError, match=r"the last row of the ncu table has \d+ of \d+ fields \(the file was cut off\)"):
+    with pytest.raises(
+        UsageError, match=r"the last row of the ncu table has \d+ of \d+ fields \(the file was cut off\)"
+    ):
         parse_text(cut, "cut.csv")
 
 
@@ -57,14 +58,14 @@ def test_a_missing_required_column_is_named(column):
     rows = _table(FORWARD)
     drop = rows[0].index(column)
     with pytest.raises(UsageError, match=f"lacks the column\\(s\\) {column}"):
-        parse_text(_text([row[:drop] + row[drop + 1:] for row in rows]))
+        parse_text(_text([row[:drop] + row[drop + 1 :] for row in rows]))
 
 
 def test_a_missing_tensor_pipe_column_leaves_every_dependent_field_undetermined():
     rows = _table(FORWARD)
     assert infer(parse_text(_text(rows))).values["dtype"] == "bf16"  # whole, it is read
     drop = rows[0].index(TENSOR_PATHS["bf16"])
-    result = infer(parse_text(_text([row[:drop] + row[drop + 1:] for row in rows])))
+    result = infer(parse_text(_text([row[:drop] + row[drop + 1 :] for row in rows])))
     assert result.values["mode"] == "forward"
     assert all(value is None for name, value in result.values.items() if name != "mode")
     assert max(c for name, c in result.confidence.items() if name != "mode") == 0.0
@@ -85,7 +86,7 @@ def test_a_forward_range_cut_between_rows_leaves_every_field_undetermined():
 def test_a_gzip_capture_corrupted_in_the_middle_is_one_line(tmp_path):
     data = bytearray(FORWARD.read_bytes())
     middle = len(data) // 2
-    data[middle:middle + 64] = bytes(64)
+    data[middle : middle + 64] = bytes(64)
     path = tmp_path / "bad.csv.gz"
     path.write_bytes(bytes(data))
     out = CliRunner().invoke(app, ["pmc", "infer", str(path)])
@@ -101,8 +102,20 @@ def test_explain_flags_a_configuration_far_from_what_ran():
     wrong = ex.from_preset("small", {"n_layers": 2, "vocab_size": 10000, "d_model": 96})  # 8x narrower
     rows = ex.class_rows(capture, wrong, 2, 256) + ex.role_rows(capture, wrong, 2, 256)
     assert ex.implausible(rows)
-    out = CliRunner().invoke(app, ["pmc", "explain", str(FIXTURES / "lmperf_small_l2.csv.gz"), "--preset", "small",
-                                   "--set", "n_layers=2,vocab_size=10000,d_model=96", "--context", "256"])
+    out = CliRunner().invoke(
+        app,
+        [
+            "pmc",
+            "explain",
+            str(FIXTURES / "lmperf_small_l2.csv.gz"),
+            "--preset",
+            "small",
+            "--set",
+            "n_layers=2,vocab_size=10000,d_model=96",
+            "--context",
+            "256",
+        ],
+    )
     assert out.exit_code == 0 and "beyond what tile padding and 3xTF32 allow" in out.stderr
 
 

@@ -39,8 +39,7 @@ def test_fused_attention_and_unpadded_gemms_match_the_model_exactly(name):
 
 def test_class_rows_cover_gemm_and_attention():
     model, target = _model("llama_l4_d512_gqa")
-    rows = ex.class_rows(read_capture(FIXTURES / "llama_l4_d512_gqa.csv.gz"), model,
-                         target.batch, target.seq_len)
+    rows = ex.class_rows(read_capture(FIXTURES / "llama_l4_d512_gqa.csv.gz"), model, target.batch, target.seq_len)
     by_class = {r["kernel_class"]: r for r in rows}
     assert by_class["attention"]["residual"] == pytest.approx(0.0, abs=1e-9)
     assert 0 < by_class["matmul"]["residual"] < 0.05  # a few padded widths
@@ -80,12 +79,15 @@ def test_hf_config_without_shapes_is_a_usage_error():
         ex.from_hf_config({"model_type": "gpt2"})
 
 
-@pytest.mark.parametrize("args", [
-    ["pmc", "explain", "x.csv"],  # no known model
-    ["pmc", "explain", "--preset", "small"],  # no capture, no sweep
-    ["pmc", "explain", "/no/such.csv", "--preset", "small"],
-    ["pmc", "explain", "--sweep", "--preset", "nope"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["pmc", "explain", "x.csv"],  # no known model
+        ["pmc", "explain", "--preset", "small"],  # no capture, no sweep
+        ["pmc", "explain", "/no/such.csv", "--preset", "small"],
+        ["pmc", "explain", "--sweep", "--preset", "nope"],
+    ],
+)
 def test_explain_bad_input_is_one_line_and_exit_2(args):
     out = CliRunner().invoke(app, args)
     assert out.exit_code == 2, out.output
@@ -93,17 +95,43 @@ def test_explain_bad_input_is_one_line_and_exit_2(args):
 
 
 def test_explain_cli_prints_both_tables(tmp_path):
-    out = CliRunner().invoke(app, ["pmc", "explain", str(FIXTURES / "opt_l4_d512.csv.gz"),
-                                   "--hf-config", str(_write_config(tmp_path)), "--batch", "4",
-                                   "--context", "128"])
+    out = CliRunner().invoke(
+        app,
+        [
+            "pmc",
+            "explain",
+            str(FIXTURES / "opt_l4_d512.csv.gz"),
+            "--hf-config",
+            str(_write_config(tmp_path)),
+            "--batch",
+            "4",
+            "--context",
+            "128",
+        ],
+    )
     assert out.exit_code == 0, out.output
     assert "residual" in out.stdout and "ffn_w2" in out.stdout and "attn_scores" in out.stdout
 
 
 def test_sweep_cli_writes_rows_table_and_png(tmp_path):
-    out = CliRunner().invoke(app, ["pmc", "explain", "--sweep", "--preset", "small",
-                                   "--contexts", "128,256", "--layers", "2,4", "--widths", "256,512",
-                                   "--runs", str(tmp_path)])
+    out = CliRunner().invoke(
+        app,
+        [
+            "pmc",
+            "explain",
+            "--sweep",
+            "--preset",
+            "small",
+            "--contexts",
+            "128,256",
+            "--layers",
+            "2,4",
+            "--widths",
+            "256,512",
+            "--runs",
+            str(tmp_path),
+        ],
+    )
     assert out.exit_code == 0, out.output
     run = next(tmp_path.iterdir())
     assert {"results.jsonl", "sweep.md", "sweep.png"} <= {p.name for p in run.iterdir()}

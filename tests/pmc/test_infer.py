@@ -9,11 +9,9 @@ from lmperf.cli import app
 from lmperf.pmc.infer import infer_file
 from lmperf.pmc.result import FIELDS
 
-from pmc_fixtures import (FIXTURES, GENERATE_CAPTURES, MODEL_CAPTURES, SWEEP_CAPTURES,
-                          capture_path, truth)
+from pmc_fixtures import FIXTURES, GENERATE_CAPTURES, MODEL_CAPTURES, SWEEP_CAPTURES, capture_path, truth
 
-EXACT = ("mode", "dtype", "batch", "seq_len", "n_layers", "d_model", "n_heads", "n_kv_heads",
-         "head_dim", "d_ff", "mlp")
+EXACT = ("mode", "dtype", "batch", "seq_len", "n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "mlp")
 
 
 @pytest.mark.parametrize("name", MODEL_CAPTURES + SWEEP_CAPTURES)
@@ -66,8 +64,10 @@ def test_cli_report_is_readable():
     assert ", ?]" in params_line and "position table" in params_line  # GPT-2's wpe: open above
 
 
-@pytest.mark.parametrize("name", ["s_llama_h14_kv2_t200", "s_qwen2_h14_kv2_t200", "b_opt_h12_t129_flash",
-                                  "b_gpt2_h14_t513_fp32", "b_neox_h20_t200"])
+@pytest.mark.parametrize(
+    "name",
+    ["s_llama_h14_kv2_t200", "s_qwen2_h14_kv2_t200", "b_opt_h12_t129_flash", "b_gpt2_h14_t513_fp32", "b_neox_h20_t200"],
+)
 def test_a_forward_pass_bounds_the_total_by_tied_and_untied_heads(name):
     """Counted from the modules (truth), tied or not, with or without a position table: the
     total lies in the interval; without a position table (rotary models) the interval is exactly
@@ -91,14 +91,18 @@ def test_cli_bad_input_is_one_line_and_exit_2(args):
     assert len(out.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("name, extent", [
-    ("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x256x8_stage3_warpsize2x4x1", 256),
-    ("nvjet_sm90_tst_64x40_64x16_1x4_h_bz_NNT", 64),
-    ("void cutlass::Kernel2<cutlass_75_tensorop_f16_s1688gemm_f16_128x128_tn_align8>(T1::Params)", 128),
-    ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>", None),
-])
+@pytest.mark.parametrize(
+    "name, extent",
+    [
+        ("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x256x8_stage3_warpsize2x4x1", 256),
+        ("nvjet_sm90_tst_64x40_64x16_1x4_h_bz_NNT", 64),
+        ("void cutlass::Kernel2<cutlass_75_tensorop_f16_s1688gemm_f16_128x128_tn_align8>(T1::Params)", 128),
+        ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>", None),
+    ],
+)
 def test_tile_extent_bounds_the_padding_of_a_width(name, extent):
     from lmperf.pmc.gemms import tile_extent
+
     assert tile_extent(name) == extent
 
 
@@ -116,8 +120,7 @@ def test_an_unpinned_vocabulary_is_null_with_an_interval_in_json_and_text(name):
     assert f"[{low:,}, {high:,}]" in CliRunner().invoke(app, ["pmc", "infer", path]).stdout
 
 
-@pytest.mark.parametrize("name, vocab", [("s_gpt2_h14_t77_eager", 50257),
-                                          ("s_gpt2_h12_t200_fp32", 8000)])
+@pytest.mark.parametrize("name, vocab", [("s_gpt2_h14_t77_eager", 50257), ("s_gpt2_h12_t200_fp32", 8000)])
 def test_the_lm_heads_store_bytes_pin_the_vocabulary_without_a_loss(name, vocab):
     # bf16 with V odd (no TMA store) and fp32: N·V·bytes requested by st.global
     result = infer_file(capture_path(name))
@@ -136,8 +139,7 @@ def test_a_generate_capture_gives_prompt_decode_steps_and_the_architecture(name)
     assert result.values["mode"] == "generate"
     assert result.values["prompt_len"] == expected["prompt_len"]
     assert result.values["decode_steps"] == expected["decode_steps"]
-    for field in ("dtype", "batch", "n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim",
-                  "d_ff", "mlp"):
+    for field in ("dtype", "batch", "n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "mlp"):
         assert result.values[field] == expected[field], (field, result.evidence.get(field))
     assert_vocabulary_is_exact_or_bounded(result, expected["vocab_size"])
     payload = result.to_json()
@@ -192,14 +194,24 @@ def test_decode_steps_without_their_prefill_give_the_prompt_and_the_architecture
 
     capture, expected = read_capture(capture_path(name)), truth(name)
     prefill_head = split_steps(capture).steps[0][-1].index
-    decode_only = dataclasses.replace(
-        capture, kernels=[k for k in capture.kernels if k.index > prefill_head + skip])
+    decode_only = dataclasses.replace(capture, kernels=[k for k in capture.kernels if k.index > prefill_head + skip])
     result = infer(decode_only)
     assert result.values["mode"] == "generate"
     assert result.values["decode_steps"] == expected["decode_steps"]
     assert result.values["prompt_len"] == expected["prompt_len"]
-    for field in ("dtype", "batch", "n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim",
-                  "d_ff", "mlp", "vocab_size", "params_blocks"):
+    for field in (
+        "dtype",
+        "batch",
+        "n_layers",
+        "d_model",
+        "n_heads",
+        "n_kv_heads",
+        "head_dim",
+        "d_ff",
+        "mlp",
+        "vocab_size",
+        "params_blocks",
+    ):
         assert result.values[field] == expected[field], (field, result.evidence.get(field))
 
 
@@ -210,23 +222,48 @@ def test_a_learned_position_table_is_seen_as_a_second_lookup():
     from lmperf.pmc.params import position_table
     from lmperf.pmc.parse import read_capture
 
-    names = [p.name.removesuffix(".truth.json") for folder in (FIXTURES, FIXTURES / "sweep")
-             for p in sorted(folder.glob("*.truth.json"))]
-    checked = [(name, position_table(g.split_phases(read_capture(capture_path(name)))))
-               for name in names if "position_table" in truth(name)]
+    names = [
+        p.name.removesuffix(".truth.json")
+        for folder in (FIXTURES, FIXTURES / "sweep")
+        for p in sorted(folder.glob("*.truth.json"))
+    ]
+    checked = [
+        (name, position_table(g.split_phases(read_capture(capture_path(name)))))
+        for name in names
+        if "position_table" in truth(name)
+    ]
     assert len(checked) >= 60 and any(seen for _, seen in checked) and not all(seen for _, seen in checked)
     assert [name for name, seen in checked if seen != truth(name)["position_table"]] == []
 
 
-@pytest.mark.parametrize("name", ["c_opt_h40_t200_fp32", "c_lmperf_h28_t129_triton", "c_gpt2_h20_t77_cudnn",
-                                  "b_llama_hd128_h28_kv7_t190_flash", "b_neox_h20_t200",
-                                  "d_opt_h20_t300_flash"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "c_opt_h40_t200_fp32",
+        "c_lmperf_h28_t129_triton",
+        "c_gpt2_h20_t77_cudnn",
+        "b_llama_hd128_h28_kv7_t190_flash",
+        "b_neox_h20_t200",
+        "d_opt_h20_t300_flash",
+    ],
+)
 def test_the_blind_batches_misses_are_read_now(name):
     """The six captures of the blind batches that failed at their one blind scoring (fp32 SIMT
     GEMMs with split-K epilogues, fp32 Triton attention, an equal-grid cuDNN tie, FlashAttention's
     split-KV grid, exact GELU, a LayerNorm count taken for OPT's ReLU width): every structural
     field against the configuration that ran."""
     result, expected = infer_file(capture_path(name)), truth(name)
-    for field in ("mode", "dtype", "batch", "seq_len", "n_layers", "d_model", "n_heads",
-                  "n_kv_heads", "head_dim", "d_ff", "mlp"):
+    for field in (
+        "mode",
+        "dtype",
+        "batch",
+        "seq_len",
+        "n_layers",
+        "d_model",
+        "n_heads",
+        "n_kv_heads",
+        "head_dim",
+        "d_ff",
+        "mlp",
+    ):
         assert result.values[field] == expected[field], (field, result.evidence.get(field))

@@ -7,7 +7,7 @@ import pytest
 from lmperf.errors import UsageError
 from lmperf.pmc.parse import dims, number, parse_text, read_capture
 
-RAW = '''==PROF== Connected to process 4242 (/usr/bin/python3.12)
+RAW = """==PROF== Connected to process 4242 (/usr/bin/python3.12)
 some output the profiled program printed
 ==PROF== Profiling "ampere_sgemm_128x64_nn": 0%....50%....100% - 9 passes
 ==WARNING== a warning ncu printed
@@ -16,7 +16,7 @@ some output the profiled program printed
 "0","4242","python3.12","127.0.0.1","ampere_sgemm_128x64_nn","1","7","(256, 1, 1)","(4, 8, 2)","0","9.0","12,345","1,073,741,824"
 "1","4242","python3.12","127.0.0.1","void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::fill_kernel>(int, T1, T2)","1","7","(128, 1, 1)","(1024, 1, 1)","0","9.0","1,024.5","n/a"
 ==PROF== Disconnected from process 4242
-'''
+"""
 
 
 def test_number_reads_separators_and_missing_values():

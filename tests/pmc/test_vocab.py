@@ -16,8 +16,7 @@ from pmc_fixtures import capture_path, truth
 def _edited(name: str, pick, **metrics):
     """The capture with `metrics` set on every kernel `pick` selects."""
     capture = read_capture(capture_path(name))
-    kernels = [dataclasses.replace(k, metrics={**k.metrics, **metrics}) if pick(k) else k
-               for k in capture.kernels]
+    kernels = [dataclasses.replace(k, metrics={**k.metrics, **metrics}) if pick(k) else k for k in capture.kernels]
     return dataclasses.replace(capture, kernels=kernels)
 
 
@@ -43,8 +42,7 @@ def test_a_tma_store_head_is_pinned_by_its_output_bytes(metric, scale):
     expected = truth(name)
     rows = expected["batch"] * expected["seq_len"]
     head = _lm_head(name)
-    capture = _edited(name, lambda k: k.index == head.index,
-                      **{metric: rows * expected["vocab_size"] * 2 / scale})
+    capture = _edited(name, lambda k: k.index == head.index, **{metric: rows * expected["vocab_size"] * 2 / scale})
     result = infer(capture)
     assert result.values["vocab_size"] == expected["vocab_size"]
     assert "vocab_size" not in result.intervals
@@ -56,8 +54,11 @@ def test_output_bytes_that_are_no_whole_number_of_rows_leave_an_interval():
     rows = expected["batch"] * expected["seq_len"]
     head = _lm_head(name)
     # L2 write sectors of all sources were about 1.5 x N·V·bytes on the probe (not from the SMs)
-    capture = _edited(name, lambda k: k.index == head.index,
-                      **{L2_WRITE_SECTORS: rows * expected["vocab_size"] * 3 / SECTOR_BYTES + 7})
+    capture = _edited(
+        name,
+        lambda k: k.index == head.index,
+        **{L2_WRITE_SECTORS: rows * expected["vocab_size"] * 3 / SECTOR_BYTES + 7},
+    )
     result = infer(capture)
     assert result.values["vocab_size"] is None
     low, high = result.intervals["vocab_size"]

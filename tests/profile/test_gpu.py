@@ -11,7 +11,12 @@ from lmperf.report.rundir import RunDir
 
 @pytest.mark.gpu
 def test_cuda_profile_attributes_kernels_to_phases_and_regions(tmp_path):
-    rows = run_profile(StepConfig("tiny", 64, "train-step"), ["train-step"], ProfileSettings(1, 2, "cuda"), RunDir.create("profile", tmp_path))
+    rows = run_profile(
+        StepConfig("tiny", 64, "train-step"),
+        ["train-step"],
+        ProfileSettings(1, 2, "cuda"),
+        RunDir.create("profile", tmp_path),
+    )
     row = rows[0]
     assert row["status"] == "ok" and row["time_unit"] == "GPU kernel time"
     assert row["attributed"] == row["device_activities"]  # every kernel counted once

@@ -15,16 +15,29 @@ NAMES = (Path(__file__).parent / "fixtures" / "cuda_kernel_names.txt").read_text
 
 
 def test_fixture_covers_the_kernel_families():
-    for family in ("nvjet", "xmma_gemm", "cutlass", "elementwise_kernel", "reduce_kernel", "softmax", "FusedAdam",
-                   "sdpa_sm90_flash", "fmha_cutlass", "compute_dot_do_o", "convert_dq_to_16bits"):
+    for family in (
+        "nvjet",
+        "xmma_gemm",
+        "cutlass",
+        "elementwise_kernel",
+        "reduce_kernel",
+        "softmax",
+        "FusedAdam",
+        "sdpa_sm90_flash",
+        "fmha_cutlass",
+        "compute_dot_do_o",
+        "convert_dq_to_16bits",
+    ):
         assert any(family in name for name in NAMES), family
 
 
 # Each real name with the category a reader gives it, written next to it (reviewed family by
 # family: cuBLAS/nvjet/cutlass GEMMs are matmul, split-K's reduction matmul_aux, log_softmax and
 # nll_loss kernels (forward and backward) loss, direct_copy/casts copy/memset, ...).
-EXPECTED = [line.split("\t", 1) for line in
-            (Path(__file__).parent / "fixtures" / "cuda_kernel_categories.tsv").read_text().splitlines()]
+EXPECTED = [
+    line.split("\t", 1)
+    for line in (Path(__file__).parent / "fixtures" / "cuda_kernel_categories.tsv").read_text().splitlines()
+]
 
 
 def test_the_category_table_covers_every_real_name():
@@ -37,26 +50,53 @@ def test_every_real_name_gets_its_category_and_a_short_readable_name(expected, n
     assert kernel_category(name) == expected
     short = short_name(name)
     assert 0 < len(short) <= min(len(name), MAX_SHORT)
-    assert not short.startswith("void ") and "anonymous namespace" not in short and "(" not in short.removeprefix("Memcpy DtoD (").removeprefix("Memset (")
+    assert (
+        not short.startswith("void ")
+        and "anonymous namespace" not in short
+        and "(" not in short.removeprefix("Memcpy DtoD (").removeprefix("Memset (")
+    )
 
 
-@pytest.mark.parametrize("fragment, short, cat", [
-    ("MulFunctor<float> > >(at::TensorIteratorBase&, at::native::BinaryFunctor<c10::BFloat16", "elementwise_kernel[mul, bf16]", "elementwise"),
-    ("AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor", "vectorized_elementwise_kernel[mul, fp32]", "elementwise"),
-    ("MeanOps<float", "reduce_kernel[mean, fp32]", "reduction"),
-    ("silu_kernel(at::TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda()#6}", "vectorized_elementwise_kernel[silu, bf16]", "elementwise"),
-    ("softmax_warp_forward<float", "softmax_warp_forward[fp32]", "softmax"),
-    ("at::<unnamed>::fused_dropout_kernel_vec<c10::Half", "fused_dropout_kernel_vec[fp16]", "elementwise"),
-    ("cudnn_generated_fort_native_sdpa_sm90_flash_fprop", "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x1…", "attention"),
-    ("fmha_cutlassF_f32_aligned_64x64_rf_sm80", "fmha_cutlassF_f32_aligned_64x64_rf_sm80", "attention"),
-    # The argument list's `float const*` is no dtype: the template holds none, so none is shown.
-    ("compute_dot_do_o_specialized<true, 64>", "compute_dot_do_o_specialized", "attention"),
-    ("LogSoftMaxForwardEpilogue", "cunn_SoftMaxForwardSmem[logsoftmax, fp32]", "loss"),
-    ("FusedAdamMathFunctor", "multi_tensor_apply_kernel[fusedadam, fp32]", "optimizer"),
-    ("bfloat16_copy_kernel_cuda", "vectorized_elementwise_kernel[bfloat16_copy, bf16]", "copy/memset"),
-    ("cutlass_80_simt_sgemm_256x128_8x4_nn_align1", "Kernel2[cutlass_80_simt_sgemm_256x128_8x4_nn_align1]", "matmul"),
-    ("splitKreduce_kernel", "splitKreduce_kernel[fp32]", "matmul_aux"),
-])
+@pytest.mark.parametrize(
+    "fragment, short, cat",
+    [
+        (
+            "MulFunctor<float> > >(at::TensorIteratorBase&, at::native::BinaryFunctor<c10::BFloat16",
+            "elementwise_kernel[mul, bf16]",
+            "elementwise",
+        ),
+        (
+            "AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor",
+            "vectorized_elementwise_kernel[mul, fp32]",
+            "elementwise",
+        ),
+        ("MeanOps<float", "reduce_kernel[mean, fp32]", "reduction"),
+        (
+            "silu_kernel(at::TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda()#6}",
+            "vectorized_elementwise_kernel[silu, bf16]",
+            "elementwise",
+        ),
+        ("softmax_warp_forward<float", "softmax_warp_forward[fp32]", "softmax"),
+        ("at::<unnamed>::fused_dropout_kernel_vec<c10::Half", "fused_dropout_kernel_vec[fp16]", "elementwise"),
+        (
+            "cudnn_generated_fort_native_sdpa_sm90_flash_fprop",
+            "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x1…",
+            "attention",
+        ),
+        ("fmha_cutlassF_f32_aligned_64x64_rf_sm80", "fmha_cutlassF_f32_aligned_64x64_rf_sm80", "attention"),
+        # The argument list's `float const*` is no dtype: the template holds none, so none is shown.
+        ("compute_dot_do_o_specialized<true, 64>", "compute_dot_do_o_specialized", "attention"),
+        ("LogSoftMaxForwardEpilogue", "cunn_SoftMaxForwardSmem[logsoftmax, fp32]", "loss"),
+        ("FusedAdamMathFunctor", "multi_tensor_apply_kernel[fusedadam, fp32]", "optimizer"),
+        ("bfloat16_copy_kernel_cuda", "vectorized_elementwise_kernel[bfloat16_copy, bf16]", "copy/memset"),
+        (
+            "cutlass_80_simt_sgemm_256x128_8x4_nn_align1",
+            "Kernel2[cutlass_80_simt_sgemm_256x128_8x4_nn_align1]",
+            "matmul",
+        ),
+        ("splitKreduce_kernel", "splitKreduce_kernel[fp32]", "matmul_aux"),
+    ],
+)
 def test_known_kernels(fragment, short, cat):
     (name,) = [n for n in NAMES if fragment in n and short_name(n) == short][:1]
     assert category(name) == cat
@@ -79,10 +119,18 @@ def test_generic_kernels_are_placed_by_region_and_phase():
     assert category(gemm, regions.ATTN_NORM, regions.FORWARD) == "matmul"
 
 
-@pytest.mark.parametrize("op, cat", [
-    ("aten::mm", "matmul"), ("aten::bmm", "matmul"), ("aten::_softmax", "softmax"),
-    ("aten::_fused_adamw_", "optimizer"), ("aten::copy_", "copy/memset"), ("aten::mul", "elementwise"),
-    ("aten::sum", "reduction"), ("aten::_scaled_dot_product_flash_attention_for_cpu", "attention"),
-])
+@pytest.mark.parametrize(
+    "op, cat",
+    [
+        ("aten::mm", "matmul"),
+        ("aten::bmm", "matmul"),
+        ("aten::_softmax", "softmax"),
+        ("aten::_fused_adamw_", "optimizer"),
+        ("aten::copy_", "copy/memset"),
+        ("aten::mul", "elementwise"),
+        ("aten::sum", "reduction"),
+        ("aten::_scaled_dot_product_flash_attention_for_cpu", "attention"),
+    ],
+)
 def test_cpu_aten_ops(op, cat):
     assert category(op) == cat and short_name(op) == op.removeprefix("aten::")

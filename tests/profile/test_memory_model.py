@@ -30,8 +30,16 @@ def test_activations_by_hand_fp32_and_bf16():
     # bf16: fp32 residuals and normalised x, 3 bf16 casts of the norm outputs (which are freed),
     #   bf16 attention vectors and SwiGLU, probabilities in fp32 plus a bf16 copy, and rope's bf16
     #   casts of cos and sin for q and for k (4 tensors of context 8 × head_dim/2 8)
-    bf16 = (4 * 16 * 64 * 4 + 2 * 16 * 4 + 3 * 16 * 64 * 2 + 4 * 16 * 64 * 2 + 4 * 16 * 256 * 2 + 512 * 6 + 64
-            + 4 * 8 * 8 * 2)
+    bf16 = (
+        4 * 16 * 64 * 4
+        + 2 * 16 * 4
+        + 3 * 16 * 64 * 2
+        + 4 * 16 * 64 * 2
+        + 4 * 16 * 256 * 2
+        + 512 * 6
+        + 64
+        + 4 * 8 * 8 * 2
+    )
     assert memory_model(preset("tiny"), 2, 8, "fp32").activations_per_layer == fp32 == 108_736
     assert memory_model(preset("tiny"), 2, 8, "bf16").activations == 2 * bf16
     assert memory_model(preset("tiny"), 2, 8, "fp32").residual_stream_tensor == 16 * 64 * 4
@@ -59,7 +67,9 @@ def _saved_bytes(config, precision: str, device: str, seq_len: int = 8) -> int:
     data = torch.randint(0, config.vocab_size, (2, seq_len + 1), device=device)
     own = {t.untyped_storage().data_ptr() for t in [*model.parameters(), *model.buffers()]}
     # A matmul saves its weight's bf16 cast transposed ((d, 3d) for the (3d, d) qkv weight).
-    weight_shapes = {shape for p in model.parameters() if p.dim() == 2 for shape in (tuple(p.shape), tuple(p.shape)[::-1])}
+    weight_shapes = {
+        shape for p in model.parameters() if p.dim() == 2 for shape in (tuple(p.shape), tuple(p.shape)[::-1])
+    }
     saved: dict[int, int] = {}
 
     def pack(tensor):
@@ -75,14 +85,17 @@ def _saved_bytes(config, precision: str, device: str, seq_len: int = 8) -> int:
     return sum(saved.values())
 
 
-@pytest.mark.parametrize("precision, device", [
-    ("fp32", "cpu"),
-    # bf16 needs CUDA's autocast policy (softmax in fp32, then a bf16 copy for PV), which the
-    # model follows; CPU autocast keeps softmax in bf16, so a CPU run would not be the same step.
-    # On an H100 this check found rope's bf16 casts of cos and sin (1,024 bytes here), which the
-    # model then gained.
-    pytest.param("bf16", "cuda", marks=pytest.mark.gpu),
-])
+@pytest.mark.parametrize(
+    "precision, device",
+    [
+        ("fp32", "cpu"),
+        # bf16 needs CUDA's autocast policy (softmax in fp32, then a bf16 copy for PV), which the
+        # model follows; CPU autocast keeps softmax in bf16, so a CPU run would not be the same step.
+        # On an H100 this check found rope's bf16 casts of cos and sin (1,024 bytes here), which the
+        # model then gained.
+        pytest.param("bf16", "cuda", marks=pytest.mark.gpu),
+    ],
+)
 def test_activations_equal_what_autograd_saves(precision, device):
     """The measured saved tensors are the model's activations, to the byte, plus the loss's
     4-byte fp32 scalar: an independent check of every term."""
@@ -90,15 +103,25 @@ def test_activations_equal_what_autograd_saves(precision, device):
     assert _saved_bytes(preset("tiny"), precision, device) - (analytic.activations + analytic.head_activations) == 4
 
 
-@pytest.mark.parametrize("attention, seq_len, precision", [
-    ("naive", 8, "fp32"), ("sdpa", 8, "fp32"), ("torch", 128, "fp32"),  # torch: whole tiles
-    # SDPA's path has no softmax of its own, the one op whose CPU autocast policy differs from
-    # CUDA's, so its bf16 step on a CPU is the CUDA step's
-    ("sdpa", 8, "bf16"),
-])
-@pytest.mark.parametrize("overrides", [
-    dict(n_kv_heads=2), dict(n_kv_heads=1, tie_embeddings=True), dict(n_kv_heads=2, mlp="gelu", vocab_size=300),
-])
+@pytest.mark.parametrize(
+    "attention, seq_len, precision",
+    [
+        ("naive", 8, "fp32"),
+        ("sdpa", 8, "fp32"),
+        ("torch", 128, "fp32"),  # torch: whole tiles
+        # SDPA's path has no softmax of its own, the one op whose CPU autocast policy differs from
+        # CUDA's, so its bf16 step on a CPU is the CUDA step's
+        ("sdpa", 8, "bf16"),
+    ],
+)
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        dict(n_kv_heads=2),
+        dict(n_kv_heads=1, tie_embeddings=True),
+        dict(n_kv_heads=2, mlp="gelu", vocab_size=300),
+    ],
+)
 def test_other_shapes_save_what_the_model_says(attention, seq_len, precision, overrides):
     """Grouped-query K/V, tied embeddings and a GELU MLP, against autograd's saved tensors:
     fused attention saves K and V at n_kv_heads, naive attention their repeated copies."""
@@ -118,7 +141,9 @@ def test_grouped_query_and_tied_embeddings_by_hand():
     # fused attention, bf16: q 64, k 16, the QKV output 96, merged heads 64, kernel output 64 (per
     # token, 2 bytes), log-sum-exp 2·4·8 fp32
     attention = (64 + 16 + 96 + 64 + 64) * 16 * 2 + 2 * 4 * 8 * 4
-    others = 4 * 16 * 64 * 4 + 2 * 16 * 4 + 3 * 16 * 64 * 2 + 4 * 16 * 256 * 2 + 4 * 8 * 8 * 2  # as in the bf16 count above
+    others = (
+        4 * 16 * 64 * 4 + 2 * 16 * 4 + 3 * 16 * 64 * 2 + 4 * 16 * 256 * 2 + 4 * 8 * 8 * 2
+    )  # as in the bf16 count above
     assert model.activations_per_layer == attention + others
 
 
@@ -136,7 +161,8 @@ def test_fp32_sdpa_repeats_grouped_kv_by_hand():
     bf16_attention = (64 + 16 + 96 + 64 + 64) * 16 * 2 + 2 * 4 * 8 * 4
     ungrouped = memory_model(preset("tiny", attention="sdpa"), 2, 8, "bf16")
     assert bf16.activations_per_layer - bf16_attention == ungrouped.activations_per_layer - (
-        (64 + 64 + 192 + 64 + 64) * 16 * 2 + 2 * 4 * 8 * 4)
+        (64 + 64 + 192 + 64 + 64) * 16 * 2 + 2 * 4 * 8 * 4
+    )
 
 
 def test_fused_loss_by_hand():

@@ -32,12 +32,15 @@ def test_model_options_parse_then_need_cuda(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
-@pytest.mark.parametrize("args, message", [
-    (["-p", "tiny", "--kv-heads", "3"], "not a multiple of n_kv_heads"),
-    (["-p", "tiny", "--hf-config", LLAMA], "not both"),
-    (["--hf-config", "/no/such/config.json"], "/no/such/config.json"),
-    (["-p", "tiny", "--mlp", "relu"], "unknown mlp"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["-p", "tiny", "--kv-heads", "3"], "not a multiple of n_kv_heads"),
+        (["-p", "tiny", "--hf-config", LLAMA], "not both"),
+        (["--hf-config", "/no/such/config.json"], "/no/such/config.json"),
+        (["-p", "tiny", "--mlp", "relu"], "unknown mlp"),
+    ],
+)
 def test_bad_model_options_are_one_line_and_exit_2_before_the_cuda_check(tmp_path, args, message):
     out = _invoke(*args, "--runs", str(tmp_path))
     assert out.exit_code == 2 and out.stderr.strip().count("\n") == 0 and message in out.stderr, out.output
@@ -47,10 +50,19 @@ def test_bad_model_options_are_one_line_and_exit_2_before_the_cuda_check(tmp_pat
 def test_settings_lay_the_options_over_the_config():
     model = ModelChoice.from_options(LLAMA, n_layers=2, vocab_size=1000)
     configs = MemorySettings(None, (64, 128), ("bf16",), 2, "sdpa", model=model).configs()
-    assert [(c.seq_len, c.precision, c.attention, c.batch) for c in configs] == [(64, "bf16", "sdpa", 2), (128, "bf16", "sdpa", 2)]
+    assert [(c.seq_len, c.precision, c.attention, c.batch) for c in configs] == [
+        (64, "bf16", "sdpa", 2),
+        (128, "bf16", "sdpa", 2),
+    ]
     shape = configs[0].model_config()
     # the config's own GQA, widths and tied embeddings; the two fields given on top
-    assert (shape.d_model, shape.d_ff, shape.n_heads, shape.n_kv_heads, shape.tie_embeddings) == (2048, 8192, 32, 8, True)
+    assert (shape.d_model, shape.d_ff, shape.n_heads, shape.n_kv_heads, shape.tie_embeddings) == (
+        2048,
+        8192,
+        32,
+        8,
+        True,
+    )
     assert (shape.n_layers, shape.vocab_size, configs[0].preset) == (2, 1000, "llama-1b-gqa+custom")
     assert MemorySettings().configs()[0].preset == "small"  # nothing given: the small preset
     grouped = MemorySettings("tiny", (16,), ("fp32",), model=ModelChoice.from_options(n_kv_heads=1)).configs()
@@ -60,8 +72,13 @@ def test_settings_lay_the_options_over_the_config():
 def test_rows_and_memory_md_carry_the_shape_and_its_analytic_model(tmp_path):
     model = ModelChoice.from_options(LLAMA, n_layers=2, vocab_size=1000)
     (config,) = MemorySettings(None, (64,), ("bf16",), 2, "sdpa", model=model).configs()
-    measured = {"parameters": 10**8, "saved_by_forward": 10**7, "peak_forward": 2 * 10**8,
-                "optimizer_state": 2 * 10**8, "peak_train-step": 6 * 10**8}
+    measured = {
+        "parameters": 10**8,
+        "saved_by_forward": 10**7,
+        "peak_forward": 2 * 10**8,
+        "optimizer_state": 2 * 10**8,
+        "peak_train-step": 6 * 10**8,
+    }
     run_dir = RunDir.create("memory", tmp_path)
     for row in peak_rows(config, measured, ENV):
         run_dir.append(row)

@@ -17,7 +17,23 @@ from lmperf.profile.run import rebuild_from_traces
 from lmperf.profile.tables import KERNEL_COLUMNS, REGION_COLUMNS
 from lmperf.report.rundir import read_rows
 
-ARGS = ["profile", "--preset", "tiny", "--context", "32", "--batch", "2", "--warmup", "1", "--steps", "2", "--device", "cpu", "--top", "3"]
+ARGS = [
+    "profile",
+    "--preset",
+    "tiny",
+    "--context",
+    "32",
+    "--batch",
+    "2",
+    "--warmup",
+    "1",
+    "--steps",
+    "2",
+    "--device",
+    "cpu",
+    "--top",
+    "3",
+]
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +90,14 @@ def test_backward_kernels_map_to_their_forward_regions(run):
     kernels = rows["train-step"]["kernels"]
     backward = [k for k in kernels if k["phase"] == regions.BACKWARD]
     by_region = {r["region"]: r for r in rows["train-step"]["regions"]}
-    for region in (regions.QKV_PROJ, regions.ATTN_SCORES, regions.ATTN_SOFTMAX, regions.FFN, regions.LM_HEAD, regions.LOSS):
+    for region in (
+        regions.QKV_PROJ,
+        regions.ATTN_SCORES,
+        regions.ATTN_SOFTMAX,
+        regions.FFN,
+        regions.LM_HEAD,
+        regions.LOSS,
+    ):
         assert by_region[region]["backward_ms"] > 0, region
     assert by_region["backward (other)"]["time_share"] < 0.1
     assert any(k["kernel"] == "_softmax_backward_data" and k["category"] == "softmax" for k in backward)
@@ -94,8 +117,12 @@ def test_rebuilding_from_the_trace_files_gives_the_same_tables(run, tmp_path):
     rebuilt = {row["mode"]: row for row in rebuild_from_traces(copy)}
     assert (copy / "results-before-rebuild.jsonl").exists()
     for mode, row in rows.items():
+
         def kernels(r):
             return {(k["phase"], k["name"], k["category"]): k["calls_per_step"] for k in r["kernels"]}
+
         assert kernels(rebuilt[mode]) == kernels(row)
-        assert [r["total_ms"] for r in rebuilt[mode]["regions"]] == pytest.approx([r["total_ms"] for r in row["regions"]], abs=2e-3)
+        assert [r["total_ms"] for r in rebuilt[mode]["regions"]] == pytest.approx(
+            [r["total_ms"] for r in row["regions"]], abs=2e-3
+        )
         assert rebuilt[mode]["rebuilt_from_trace"]

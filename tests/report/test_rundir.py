@@ -54,15 +54,18 @@ def test_another_commands_directory_is_refused_untouched(tmp_path, command):
     assert _snapshot(path) == before
 
 
-@pytest.mark.parametrize("name, row, command", [
-    ("20250101-120000-comm", {"x": 1}, "comm"),
-    ("20250101-120000-bench-dist-2", {"x": 1}, "bench-dist"),
-    ("renamed", {"op": "all-reduce", "size_bytes": 1}, "comm"),
-    ("renamed", {"mode": "forward", "strategy": "ddp"}, "bench-dist"),
-    ("renamed", {"mode": "forward", "matmul_flops": 1.0}, "bench"),
-    ("renamed", {"mode": "forward", "warmup": 1}, "profile"),
-    ("renamed", {"kind": "peak"}, "memory"),
-])
+@pytest.mark.parametrize(
+    "name, row, command",
+    [
+        ("20250101-120000-comm", {"x": 1}, "comm"),
+        ("20250101-120000-bench-dist-2", {"x": 1}, "bench-dist"),
+        ("renamed", {"op": "all-reduce", "size_bytes": 1}, "comm"),
+        ("renamed", {"mode": "forward", "strategy": "ddp"}, "bench-dist"),
+        ("renamed", {"mode": "forward", "matmul_flops": 1.0}, "bench"),
+        ("renamed", {"mode": "forward", "warmup": 1}, "profile"),
+        ("renamed", {"kind": "peak"}, "memory"),
+    ],
+)
 def test_directories_without_a_manifest_say_their_command_by_name_or_rows(tmp_path, name, row, command):
     path = tmp_path / name
     path.mkdir()
@@ -168,8 +171,9 @@ def test_run_directories_import_without_fcntl(monkeypatch):
         importlib.reload(rundir)
 
 
-@pytest.mark.parametrize("manifest", ["[1, 2]", '{"command": "bench", "arguments": null}', '"bench"',
-                                      '{"arguments": {}}'])
+@pytest.mark.parametrize(
+    "manifest", ["[1, 2]", '{"command": "bench", "arguments": null}', '"bench"', '{"arguments": {}}']
+)
 def test_a_damaged_manifest_is_one_usage_error(tmp_path, manifest):
     path = _bench_dir(tmp_path)
     (path / MANIFEST).write_text(manifest)

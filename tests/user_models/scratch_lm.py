@@ -129,7 +129,8 @@ class TransformerLM(nn.Module):
         super().__init__()
         self.token_embeddings = Embedding(vocab_size, d_model)
         self.layers = nn.ModuleList(
-            TransformerBlock(d_model, num_heads, d_ff, context_length, rope_theta) for _ in range(num_layers))
+            TransformerBlock(d_model, num_heads, d_ff, context_length, rope_theta) for _ in range(num_layers)
+        )
         self.ln_final = RMSNorm(d_model)
         self.lm_head = Linear(d_model, vocab_size)
 

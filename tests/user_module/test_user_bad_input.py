@@ -16,7 +16,10 @@ CASES = [
     (["--module", "build_a_model"], "--module takes PKG.MOD:FACTORY or path/to/file.py:FACTORY"),
     (["--module", f"{BAD}:no_factory"], "has no 'no_factory'"),
     (["--module", f"{BAD}:not_a_module"], "returned an object of type int, not a torch.nn.Module"),
-    (["--module", f"{BAD}:wrong_output"], "to a tensor of shape (2, 16); lmperf needs logits (batch 2, context 8, vocab)"),
+    (
+        ["--module", f"{BAD}:wrong_output"],
+        "to a tensor of shape (2, 16); lmperf needs logits (batch 2, context 8, vocab)",
+    ),
     (["--module", f"{BAD}:biased_head", "--loss", "fused"], "--loss fused needs bad_factories:biased_head's output"),
     (["--module", SCRATCH, "--module-args", "[1, 2]"], "--module-args takes a JSON object"),
     (["--module", SCRATCH, "--module-args", "{d_model: 8}"], "--module-args is not JSON"),
@@ -26,11 +29,21 @@ CASES = [
     (["--module", SCRATCH, "--attention", "sdpa"], "a --module model brings its own"),
 ]
 RAISING = [
-    (["--module", f"{BAD}:raises"], "bad_factories.py:raises raised ValueError: width must be positive, got -1",
-     ["in raises", "in _check_width"]),
-    (["--module", SCRATCH, "--module-args", '{"layers": 3}'], "raised TypeError: build() got an unexpected keyword argument 'layers'", []),
-    (["--module", f"{BAD}:fails_late", "-t", "8,32"], "fails_late's forward at context 32 raised AssertionError: context 32 is longer than 16",
-     ["in forward"]),
+    (
+        ["--module", f"{BAD}:raises"],
+        "bad_factories.py:raises raised ValueError: width must be positive, got -1",
+        ["in raises", "in _check_width"],
+    ),
+    (
+        ["--module", SCRATCH, "--module-args", '{"layers": 3}'],
+        "raised TypeError: build() got an unexpected keyword argument 'layers'",
+        [],
+    ),
+    (
+        ["--module", f"{BAD}:fails_late", "-t", "8,32"],
+        "fails_late's forward at context 32 raised AssertionError: context 32 is longer than 16",
+        ["in forward"],
+    ),
 ]
 
 

@@ -2,7 +2,6 @@
 three modes, FLOPs and MFU against the arithmetic in scratch_shapes.py, the row's record of the
 module, and resume keyed on it."""
 
-
 import pytest
 from typer.testing import CliRunner
 
@@ -12,8 +11,23 @@ from lmperf.run.sweep import row_key
 from scratch_model import MATMUL_PARAMS, PARAMS, SCRATCH, run_cli, step_flops
 
 BATCH, T, PEAK = 2, 24, 0.5  # PEAK: TFLOP/s, given as --peak-tflops (a CPU has no table entry)
-ARGS = ["bench", "--module", SCRATCH, "-t", str(T), "--batch", str(BATCH), "--warmup", "1", "--steps", "2",
-        "--device", "cpu", "--peak-tflops", str(PEAK)]
+ARGS = [
+    "bench",
+    "--module",
+    SCRATCH,
+    "-t",
+    str(T),
+    "--batch",
+    str(BATCH),
+    "--warmup",
+    "1",
+    "--steps",
+    "2",
+    "--device",
+    "cpu",
+    "--peak-tflops",
+    str(PEAK),
+]
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +64,13 @@ def test_row_records_the_module(run):
     module = row["module"]
     assert module["factory"] == SCRATCH and module["arguments"] == {}
     assert module["params"] == row["params"] == PARAMS and module["matmul_params"] == MATMUL_PARAMS
-    assert (module["vocab_size"], module["blocks"], module["layers"], module["width"], module["head"]) == (256, "layers", 2, 32, "lm_head")
+    assert (module["vocab_size"], module["blocks"], module["layers"], module["width"], module["head"]) == (
+        256,
+        "layers",
+        2,
+        32,
+        "lm_head",
+    )
     assert len(module["source_hash"]) == 12 and row["env"]["commit"]
 
 
@@ -60,6 +80,8 @@ def test_resume_keys_on_the_module(run):
     assert result.exit_code == 0, result.output
     assert len(read_rows(run_dir / "results.jsonl")) == 3  # nothing ran again
     row = rows["forward"]
-    changed = [{**row, "module": {**row["module"], field: value}}
-               for field, value in [("source_hash", "0" * 12), ("arguments", {"num_layers": 3}), ("params", 1)]]
+    changed = [
+        {**row, "module": {**row["module"], field: value}}
+        for field, value in [("source_hash", "0" * 12), ("arguments", {"num_layers": 3}), ("params", 1)]
+    ]
     assert len({row_key(r) for r in [row, *changed]}) == 4

@@ -11,8 +11,23 @@ FP32 = 4
 
 
 def test_memory_at_the_peak_adds_up(tmp_path):
-    _, rows = run_cli(tmp_path, ["memory", "--module", SCRATCH, "-t", "64", "--batch", "4", "--precisions", "fp32,bf16",
-                                 "--checkpoint", "none,full"], key=lambda r: (r["precision"], r["checkpoint"]))
+    _, rows = run_cli(
+        tmp_path,
+        [
+            "memory",
+            "--module",
+            SCRATCH,
+            "-t",
+            "64",
+            "--batch",
+            "4",
+            "--precisions",
+            "fp32,bf16",
+            "--checkpoint",
+            "none,full",
+        ],
+        key=lambda r: (r["precision"], r["checkpoint"]),
+    )
     for row in rows.values():
         peak = row["at_peak"]
         assert peak["parameters"] == PARAMS * FP32
@@ -26,8 +41,26 @@ def test_memory_at_the_peak_adds_up(tmp_path):
 
 
 def test_profile_attributes_every_kernel_to_a_module(tmp_path):
-    _, rows = run_cli(tmp_path, ["profile", "--module", SCRATCH, "--context", "64", "--batch", "4", "--precision", "bf16",
-                                 "--modes", "train-step", "--warmup", "1", "--steps", "2"])
+    _, rows = run_cli(
+        tmp_path,
+        [
+            "profile",
+            "--module",
+            SCRATCH,
+            "--context",
+            "64",
+            "--batch",
+            "4",
+            "--precision",
+            "bf16",
+            "--modes",
+            "train-step",
+            "--warmup",
+            "1",
+            "--steps",
+            "2",
+        ],
+    )
     row = rows["train-step"]
     assert row["attributed"] == row["device_activities"]
     names = {r["region"] for r in row["regions"]}
@@ -35,9 +68,27 @@ def test_profile_attributes_every_kernel_to_a_module(tmp_path):
 
 
 def test_bench_bf16_rows_have_peak_memory_and_mfu(tmp_path):
-    _, rows = run_cli(tmp_path, ["bench", "--module", SCRATCH, "-t", "64", "--batch", "4", "--precisions", "bf16",
-                                 "--compile", "eager,compile", "--warmup", "2", "--steps", "3"],
-                      key=lambda r: (r["mode"], r["compile"]))
+    _, rows = run_cli(
+        tmp_path,
+        [
+            "bench",
+            "--module",
+            SCRATCH,
+            "-t",
+            "64",
+            "--batch",
+            "4",
+            "--precisions",
+            "bf16",
+            "--compile",
+            "eager,compile",
+            "--warmup",
+            "2",
+            "--steps",
+            "3",
+        ],
+        key=lambda r: (r["mode"], r["compile"]),
+    )
     for row in rows.values():
         assert row["status"] == "ok" and row["peak_memory_gb"] > 0 and 0 < row["mfu"] < 1
         assert row["flops_over_transformer"] == pytest.approx(1.0)

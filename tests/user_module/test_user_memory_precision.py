@@ -9,12 +9,26 @@ from lmperf.cli import app
 from scratch_model import PARAM_TENSORS, PARAMS, SCRATCH, run_cli
 
 FP32 = 4
-ARGS = ["memory", "--module", SCRATCH, "-t", "16", "--batch", "2", "--precisions", "fp32,bf16", "--checkpoint", "none,full"]
+ARGS = [
+    "memory",
+    "--module",
+    SCRATCH,
+    "-t",
+    "16",
+    "--batch",
+    "2",
+    "--precisions",
+    "fp32,bf16",
+    "--checkpoint",
+    "none,full",
+]
 
 
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory):
-    run_dir, rows = run_cli(tmp_path_factory.mktemp("runs"), ARGS, key=lambda row: (row["precision"], row["checkpoint"]))
+    run_dir, rows = run_cli(
+        tmp_path_factory.mktemp("runs"), ARGS, key=lambda row: (row["precision"], row["checkpoint"])
+    )
     assert "parameters MB" in (run_dir / "memory.md").read_text()
     return rows
 

@@ -10,11 +10,39 @@ from lmperf.profile.run import rebuild_from_traces
 from scratch_model import D, F, L, SCRATCH, V, run_cli
 
 BATCH, T = 2, 16
-ARGS = ["profile", "--module", SCRATCH, "--context", str(T), "--batch", str(BATCH), "--warmup", "1", "--steps", "1",
-        "--device", "cpu", "--modes", "forward,train-step"]
-MODULES = ["token_embeddings", "layers.*.ln1", "layers.*.attn", "layers.*.attn.q_proj", "layers.*.attn.k_proj",
-           "layers.*.attn.v_proj", "layers.*.attn.output_proj", "layers.*.attn.rope", "layers.*.ln2",
-           "layers.*.ffn.w1", "layers.*.ffn.w2", "layers.*.ffn.w3", "ln_final", "lm_head"]
+ARGS = [
+    "profile",
+    "--module",
+    SCRATCH,
+    "--context",
+    str(T),
+    "--batch",
+    str(BATCH),
+    "--warmup",
+    "1",
+    "--steps",
+    "1",
+    "--device",
+    "cpu",
+    "--modes",
+    "forward,train-step",
+]
+MODULES = [
+    "token_embeddings",
+    "layers.*.ln1",
+    "layers.*.attn",
+    "layers.*.attn.q_proj",
+    "layers.*.attn.k_proj",
+    "layers.*.attn.v_proj",
+    "layers.*.attn.output_proj",
+    "layers.*.attn.rope",
+    "layers.*.ln2",
+    "layers.*.ffn.w1",
+    "layers.*.ffn.w2",
+    "layers.*.ffn.w3",
+    "ln_final",
+    "lm_head",
+]
 
 
 @pytest.fixture(scope="module")

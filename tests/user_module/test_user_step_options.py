@@ -30,8 +30,11 @@ def loss_and_grads(config) -> tuple[torch.Tensor, dict]:
     return step.loss().detach(), {n: p.grad.clone() for n, p in step.model.named_parameters()}
 
 
-@pytest.mark.parametrize("changes", [{"loss": "fused"}, {"checkpoint": "full"}, {"checkpoint": "selective"}],
-                         ids=["fused-loss", "full-checkpoint", "selective-checkpoint"])
+@pytest.mark.parametrize(
+    "changes",
+    [{"loss": "fused"}, {"checkpoint": "full"}, {"checkpoint": "selective"}],
+    ids=["fused-loss", "full-checkpoint", "selective-checkpoint"],
+)
 def test_options_change_memory_not_the_numbers(changes):
     loss, grads = loss_and_grads(scratch_config())
     other_loss, other_grads = loss_and_grads(scratch_config(**changes))
@@ -97,8 +100,18 @@ def test_python_api_with_an_instance_of_another_contract(tmp_path):
     module = Regressor()
     before = [p.detach().clone() for p in module.parameters()]
     choice = ModelChoice.of(module, loss=regression_loss, batch=regression_batch)
-    result = run_bench(SweepOptions(contexts="5", batch=4, modes="forward,train-step", warmup=1, steps=2,
-                                    device="cpu", runs_root=tmp_path, model=choice))
+    result = run_bench(
+        SweepOptions(
+            contexts="5",
+            batch=4,
+            modes="forward,train-step",
+            warmup=1,
+            steps=2,
+            device="cpu",
+            runs_root=tmp_path,
+            model=choice,
+        )
+    )
     rows = {row["mode"]: row for row in result.rows}
     # Per position: 3 layers of 2·8·8 and the output 2·8·1, for 4 × 5 positions. The backward
     # computes input and weight gradients (2x the forward) except for the first layer, whose
@@ -119,8 +132,18 @@ def test_python_api_with_a_language_model_instance(tmp_path):
     spec = importlib.util.spec_from_file_location("scratch_for_api", SCRATCH.rsplit(":", 1)[0])
     scratch = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(scratch)
-    result = run_bench(SweepOptions(contexts="8", batch=2, modes="forward", warmup=0, steps=1, device="cpu",
-                                    runs_root=tmp_path, model=ModelChoice.of(scratch.build(num_layers=1))))
+    result = run_bench(
+        SweepOptions(
+            contexts="8",
+            batch=2,
+            modes="forward",
+            warmup=0,
+            steps=1,
+            device="cpu",
+            runs_root=tmp_path,
+            model=ModelChoice.of(scratch.build(num_layers=1)),
+        )
+    )
     (row,) = result.rows
     assert row["status"] == "ok" and row["module"]["layers"] == 1 and row["module"]["vocab_size"] == 256
 

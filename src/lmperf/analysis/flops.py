@@ -62,9 +62,7 @@ def padded_matmul_flops(op: Op, tile_m: int = 1, tile_n: int = 1) -> float:
     return 2.0 * math.ceil(m / tile_m) * tile_m * k * math.ceil(n / tile_n) * tile_n
 
 
-def forward_ops(
-    config: ModelConfig, batch: int, seq_len: int, causal_fraction: float = 1.0
-) -> list[Op]:
+def forward_ops(config: ModelConfig, batch: int, seq_len: int, causal_fraction: float = 1.0) -> list[Op]:
     """Every op of one forward pass (embedding lookup is a gather: 0 FLOPs).
 
     Grouped-query attention (`n_kv_heads` < `n_heads`) narrows the K and V projections and the
@@ -114,9 +112,7 @@ class StepFlops:
         return self.matmul + self.vector
 
 
-def step_flops(
-    config: ModelConfig, batch: int, seq_len: int, mode: str, causal_fraction: float = 1.0
-) -> StepFlops:
+def step_flops(config: ModelConfig, batch: int, seq_len: int, mode: str, causal_fraction: float = 1.0) -> StepFlops:
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
     multiplier = 1.0 if mode == "forward" else 3.0  # forward + 2x forward for the backward

@@ -17,11 +17,33 @@ import functools
 import re
 
 MATMUL, MATMUL_AUX, ATTENTION, SOFTMAX, NORM, LOSS, EMBEDDING, OPTIMIZER, REDUCTION, ELEMENTWISE, COPY, OTHER = (
-    "matmul", "matmul_aux", "attention", "softmax", "norm", "loss", "embedding", "optimizer",
-    "reduction", "elementwise", "copy/memset", "other",
+    "matmul",
+    "matmul_aux",
+    "attention",
+    "softmax",
+    "norm",
+    "loss",
+    "embedding",
+    "optimizer",
+    "reduction",
+    "elementwise",
+    "copy/memset",
+    "other",
 )
-CATEGORIES = (MATMUL, MATMUL_AUX, ATTENTION, SOFTMAX, NORM, LOSS, EMBEDDING, OPTIMIZER, REDUCTION,
-              ELEMENTWISE, COPY, OTHER)
+CATEGORIES = (
+    MATMUL,
+    MATMUL_AUX,
+    ATTENTION,
+    SOFTMAX,
+    NORM,
+    LOSS,
+    EMBEDDING,
+    OPTIMIZER,
+    REDUCTION,
+    ELEMENTWISE,
+    COPY,
+    OTHER,
+)
 
 _RULES: tuple[tuple[str, re.Pattern], ...] = tuple(
     (category, re.compile(pattern, re.IGNORECASE))
@@ -29,19 +51,28 @@ _RULES: tuple[tuple[str, re.Pattern], ...] = tuple(
         (COPY, r"^(memcpy|memset)|catarraybatchedcopy|copy_kernel|^aten::(copy_|_to_copy|clone|cat|stack|contiguous)$"),
         (OPTIMIZER, r"adam|multi_tensor_apply|fused_sgd|^aten::_foreach|^aten::_fused"),
         # cuDNN's SDPA backward also launches two helpers: rowsum(dO * O) and dQ's cast to 16 bits.
-        (ATTENTION, r"flash|fmha|attention_kernel|efficient_attention|sdpa|cudnn_generated_fort_native|attn"
-                    r"|attention|^aten::_?scaled_dot_product|cudnn::fusion::(compute_dot_do_o|convert_dq)"
-                    r"|^_(fwd|bwd|bwd_dkdv|bwd_dq|bwd_preprocess)_kernel$"),  # lmperf's Triton and Gluon FlashAttention
+        (
+            ATTENTION,
+            r"flash|fmha|attention_kernel|efficient_attention|sdpa|cudnn_generated_fort_native|attn"
+            r"|attention|^aten::_?scaled_dot_product|cudnn::fusion::(compute_dot_do_o|convert_dq)"
+            r"|^_(fwd|bwd|bwd_dkdv|bwd_dq|bwd_preprocess)_kernel$",
+        ),  # lmperf's Triton and Gluon FlashAttention
         (LOSS, r"nll_loss|cross_entropy|log_softmax|logsoftmax"),
         (SOFTMAX, r"softmax"),
         (NORM, r"layer_?norm|rms_?norm|group_?norm|batch_?norm"),
         (MATMUL_AUX, r"splitkreduce|split_k_reduce|reduce_kernel.*gemm"),
-        (MATMUL, r"gemm|nvjet|cutlass|xmma|cublas|gemv|dot_kernel|wgmma|sm\d+_.*_\d+x\d+"
-                 r"|^aten::(mm|bmm|addmm|matmul|linear|baddbmm)$"),
+        (
+            MATMUL,
+            r"gemm|nvjet|cutlass|xmma|cublas|gemv|dot_kernel|wgmma|sm\d+_.*_\d+x\d+"
+            r"|^aten::(mm|bmm|addmm|matmul|linear|baddbmm)$",
+        ),
         (EMBEDDING, r"embedding|index_select|indexselect|indexing_backward"),
         (REDUCTION, r"reduce|reduction|scan|triton_(red|per)_|^aten::(sum|mean|max|min|amax|logsumexp)$"),
-        (ELEMENTWISE, r"elementwise|vectorized|unrolled|copy|fill|cat_|catarray|where|dropout|fused_|triton_"
-                      r"|gelu|silu|relu|tanh|index|gather|scatter|bernoulli|arange|^aten::"),
+        (
+            ELEMENTWISE,
+            r"elementwise|vectorized|unrolled|copy|fill|cat_|catarray|where|dropout|fused_|triton_"
+            r"|gelu|silu|relu|tanh|index|gather|scatter|bernoulli|arange|^aten::",
+        ),
     )
 )
 
@@ -56,8 +87,15 @@ def kernel_category(name: str) -> str:
 # templates. A short name keeps what a reader needs: the kernel's own name, the functor or op it
 # runs (mul, mean, silu, FusedAdam) and the element type; an ATen op (a CPU profile's "kernel")
 # loses its namespace.
-_DTYPES = [("c10::BFloat16", "bf16"), ("bfloat16", "bf16"), ("c10::Half", "fp16"), ("half", "fp16"),
-           ("double", "fp64"), ("float", "fp32"), ("long", "int64")]
+_DTYPES = [
+    ("c10::BFloat16", "bf16"),
+    ("bfloat16", "bf16"),
+    ("c10::Half", "fp16"),
+    ("half", "fp16"),
+    ("double", "fp64"),
+    ("float", "fp32"),
+    ("long", "int64"),
+]
 # What a templated kernel runs, most telling first: a named *_kernel_cuda lambda (silu_kernel),
 # a functor (MulFunctor, CUDAFunctor_add), a reduction (MeanOps, sum_functor).
 _DETAIL_PATTERNS = [
@@ -89,7 +127,7 @@ def _split_signature(name: str) -> tuple[str, str]:
             if depth == 0:
                 end = i
                 break
-        return name[:template].split("::")[-1], name[template + 1:end]
+        return name[:template].split("::")[-1], name[template + 1 : end]
     return (name[:arguments] if arguments >= 0 else name).split("::")[-1], ""
 
 

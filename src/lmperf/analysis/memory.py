@@ -94,10 +94,7 @@ class MemoryModel:
     def peak(self, mode: str) -> int:
         if mode not in MODES:
             raise UsageError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
-        forward_live = (
-            self.autocast_weight_copies + self.activations + self.head_activations
-            + self.logits_working_set
-        )
+        forward_live = self.autocast_weight_copies + self.activations + self.head_activations + self.logits_working_set
         resident = self.parameters + self.rotary_tables
         if mode == "forward":
             return resident + forward_live
@@ -130,8 +127,9 @@ def _sdpa_repeats_kv(config: ModelConfig, bf16: bool) -> bool:
     return config.attention == "sdpa" and sdpa_repeats_kv(grouped, torch.bfloat16 if bf16 else torch.float32)
 
 
-def activations_per_layer(config: ModelConfig, batch: int, seq_len: int, precision: str,
-                          param_dtype: str = "fp32") -> int:
+def activations_per_layer(
+    config: ModelConfig, batch: int, seq_len: int, precision: str, param_dtype: str = "fp32"
+) -> int:
     """Bytes one block saves for its backward (see the module docstring for each term)."""
     tokens, d, f = batch * seq_len, config.d_model, config.d_ff
     square = batch * config.n_heads * seq_len * seq_len
@@ -153,8 +151,9 @@ def activations_per_layer(config: ModelConfig, batch: int, seq_len: int, precisi
     return fp32_vectors + norm_outputs + attention + ffn + rotary_casts
 
 
-def _saved_per_layer(config: ModelConfig, batch: int, seq_len: int, precision: str, param_dtype: str,
-                     checkpoint: str) -> int:
+def _saved_per_layer(
+    config: ModelConfig, batch: int, seq_len: int, precision: str, param_dtype: str, checkpoint: str
+) -> int:
     """What each block keeps from its forward to its backward under a checkpoint policy."""
     block_input = batch * seq_len * config.d_model * (BF16 if param_dtype == "bf16" else FP32)
     if checkpoint == "full":
@@ -175,8 +174,15 @@ def _head(config: ModelConfig, tokens: int, a: int, loss: str) -> tuple[int, int
     return norm + tokens * V * FP32, working
 
 
-def memory_model(config: ModelConfig, batch: int, seq_len: int, precision: str, param_dtype: str = "fp32",
-                 checkpoint: str = "none", loss: str = "eager") -> MemoryModel:
+def memory_model(
+    config: ModelConfig,
+    batch: int,
+    seq_len: int,
+    precision: str,
+    param_dtype: str = "fp32",
+    checkpoint: str = "none",
+    loss: str = "eager",
+) -> MemoryModel:
     """The analytic memory of `config` at `batch` × `seq_len` in `precision` (fp32 or bf16), with
     the step options of lmperf.model.step.StepConfig (module docstring)."""
     if precision not in MEMORY_PRECISIONS:

@@ -94,13 +94,15 @@ def _count(model: UserModel, context: int, device: torch.device) -> CountedFlops
         forward_total = counter.get_total_flops()
         owners.claim([loss], OUTSIDE)
         with owners.timing_nodes():
-            call_user(f"{model.name}'s backward at context {context}", torch.autograd.grad, loss, params,
-                      allow_unused=True)
+            call_user(
+                f"{model.name}'s backward at context {context}", torch.autograd.grad, loss, params, allow_unused=True
+            )
     forward, backward = owners.forward, owners.backward
     forward.pop(OUTSIDE, None)
     backward.pop(OUTSIDE, None)
-    return CountedFlops(context, device.type, float(forward_total), float(counter.get_total_flops() - forward_total),
-                        forward, backward)
+    return CountedFlops(
+        context, device.type, float(forward_total), float(counter.get_total_flops() - forward_total), forward, backward
+    )
 
 
 OUTSIDE = "<outside>"  # the loss and whatever else runs outside the module

@@ -64,8 +64,9 @@ class StateMemory:
         return {**asdict(self), "persistent": self.persistent}
 
 
-def state_memory(config: ModelConfig, layout: DataParallel, precision: str = "fp32",
-                 param_dtype: str = "fp32") -> StateMemory:
+def state_memory(
+    config: ModelConfig, layout: DataParallel, precision: str = "fp32", param_dtype: str = "fp32"
+) -> StateMemory:
     """Per-rank state; bf16 parameters halve parameters, gradients and AdamW state, and a bf16
     FSDP2 step gathers its parameters in bf16 (MixedPrecisionPolicy)."""
     counts = parameter_count(config)
@@ -79,8 +80,14 @@ def state_memory(config: ModelConfig, layout: DataParallel, precision: str = "fp
         # The root unit (embedding, final norm, LM head) stays gathered between forward and backward.
         root = (counts["embedding"] + counts["lm_head"] + counts["final_norm"]) * gathered_bytes
         blocks_whole = GATHERED_BLOCKS * block if layout.reshard else counts["blocks"] * gathered_bytes
-        return StateMemory(total * param_bytes / n, total * grad_bytes / n, total * adamw_bytes / n,
-                           0.0, (root + blocks_whole) * (n - 1) / n, buffers)
+        return StateMemory(
+            total * param_bytes / n,
+            total * grad_bytes / n,
+            total * adamw_bytes / n,
+            0.0,
+            (root + blocks_whole) * (n - 1) / n,
+            buffers,
+        )
     if layout.strategy == "ddp":
         # With bucket views the gradients live in the buckets (which outlive them); without, the
         # gradients are a second copy that set_to_none frees.
@@ -88,13 +95,28 @@ def state_memory(config: ModelConfig, layout: DataParallel, precision: str = "fp
         # After the first iteration DDP rebuilds its buckets in the order the gradients arrived;
         # the old ones stay allocated until the second backward (a full extra gradient copy
         # through the second forward, as a memory probe of DDP steps shows).
-        return StateMemory(total * param_bytes, grads, total * adamw_bytes, total * grad_bytes, 0.0,
-                           buffers, rebuild=total * grad_bytes)
+        return StateMemory(
+            total * param_bytes,
+            grads,
+            total * adamw_bytes,
+            total * grad_bytes,
+            0.0,
+            buffers,
+            rebuild=total * grad_bytes,
+        )
     return StateMemory(total * param_bytes, total * grad_bytes, total * adamw_bytes, 0.0, 0.0, buffers)
 
 
-def train_step_peak(config: ModelConfig, batch: int, seq_len: int, precision: str, layout: DataParallel,
-                    param_dtype: str = "fp32", checkpoint: str = "none", loss: str = "eager") -> float:
+def train_step_peak(
+    config: ModelConfig,
+    batch: int,
+    seq_len: int,
+    precision: str,
+    layout: DataParallel,
+    param_dtype: str = "fp32",
+    checkpoint: str = "none",
+    loss: str = "eager",
+) -> float:
     """Bytes at one rank's peak in a train step with `batch` sequences per rank.
 
     As in the single-GPU model, the gradients appear while the activations are freed, so the peak
@@ -117,7 +139,16 @@ def rank_peak(config: StepConfig, layout: DataParallel) -> float:
     between steps)."""
     model = config.model_config()
     if config.mode == "train-step":
-        return train_step_peak(model, config.batch, config.seq_len, config.precision, layout,
-                               config.param_dtype, config.checkpoint, config.loss)
-    return memory_model(model, config.batch, config.seq_len, config.precision, config.param_dtype,
-                        config.checkpoint, config.loss).peak(config.mode)
+        return train_step_peak(
+            model,
+            config.batch,
+            config.seq_len,
+            config.precision,
+            layout,
+            config.param_dtype,
+            config.checkpoint,
+            config.loss,
+        )
+    return memory_model(
+        model, config.batch, config.seq_len, config.precision, config.param_dtype, config.checkpoint, config.loss
+    ).peak(config.mode)

@@ -80,8 +80,9 @@ def _loaded(impl: str) -> type:
         try:
             _LOADED[impl] = getattr(importlib.import_module(module), name)
         except ModuleNotFoundError as error:  # Triton is not a core dependency (CPU-only installs)
-            raise UsageError(f"attention {impl!r} needs the {error.name} package, which is not installed "
-                             f"(pip install {error.name})") from None
+            raise UsageError(
+                f"attention {impl!r} needs the {error.name} package, which is not installed (pip install {error.name})"
+            ) from None
     return _LOADED[impl]
 
 
@@ -140,5 +141,14 @@ def attention(
     return IMPLEMENTATIONS[check_implementation(impl)](q, k, v, is_causal)
 
 
-__all__ = ["IMPLEMENTATIONS", "NATIVE_GQA", "attention", "check_implementation", "load", "naive_attention",
-           "naive_attention_with_lse", "repeat_kv", "sdpa_repeats_kv"]
+__all__ = [
+    "IMPLEMENTATIONS",
+    "NATIVE_GQA",
+    "attention",
+    "check_implementation",
+    "load",
+    "naive_attention",
+    "naive_attention_with_lse",
+    "repeat_kv",
+    "sdpa_repeats_kv",
+]

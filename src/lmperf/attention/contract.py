@@ -20,8 +20,7 @@ def check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
     """Raise UsageError unless q, k, v fit the contract above."""
     if not (q.dtype == k.dtype == v.dtype) or q.dtype not in DTYPES:
         raise UsageError(
-            f"q, k, v must share one dtype among float32, float16, bfloat16; "
-            f"got {q.dtype}, {k.dtype}, {v.dtype}"
+            f"q, k, v must share one dtype among float32, float16, bfloat16; got {q.dtype}, {k.dtype}, {v.dtype}"
         )
     if min(q.dim(), k.dim(), v.dim()) < 2:
         raise UsageError("q, k, v need shape (..., seq, head_dim)")

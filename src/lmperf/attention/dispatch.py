@@ -86,9 +86,12 @@ def gluon_fits(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
     alike (wgmma's 16-bit operands), a head_dim whose tiles are fitted (sm90.tuning.HEAD_DIMS)
     for all three, non-empty, and every tensor TMA-addressable."""
     return (
-        q.dtype in (torch.bfloat16, torch.float16) and k.dtype == v.dtype == q.dtype
-        and q.shape[-1] in sm90_tuning.HEAD_DIMS and k.shape[-1] == v.shape[-1] == q.shape[-1]
-        and q.shape[-2] > 0 and k.shape[-2] > 0
+        q.dtype in (torch.bfloat16, torch.float16)
+        and k.dtype == v.dtype == q.dtype
+        and q.shape[-1] in sm90_tuning.HEAD_DIMS
+        and k.shape[-1] == v.shape[-1] == q.shape[-1]
+        and q.shape[-2] > 0
+        and k.shape[-2] > 0
         and all(tma_ready(x) for x in (q, k, v))
     )
 
@@ -97,8 +100,7 @@ def gluon_kernels_run(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool
     """Whether the Gluon kernels may take these 4-d inputs at all: enabled, the Triton they were
     written for, compiled (the interpreter runs no Gluon), an sm90 GPU and `gluon_fits`. Asked
     once per call, for the forward and the backward."""
-    return (ENABLED and GLUON_TRITON_OK and not INTERPRETED and q.is_cuda and hopper(q.device)
-            and gluon_fits(q, k, v))
+    return ENABLED and GLUON_TRITON_OK and not INTERPRETED and q.is_cuda and hopper(q.device) and gluon_fits(q, k, v)
 
 
 def gluon_forward_runs(head_dim: int, seq_k: int, is_causal: bool, gluon: bool) -> bool:
@@ -140,6 +142,8 @@ def dq_by_tma(q: torch.Tensor, head_dim: int, second_block: int) -> bool:
     multiple of 4). Compiled models get it too: torch.compile sees the lmperf::flash_attention
     operator, not the scratch allocator the device-side descriptor needs."""
     return (
-        not INTERPRETED and second_block == 0 and head_dim % 4 == 0
+        not INTERPRETED
+        and second_block == 0
+        and head_dim % 4 == 0
         and torch.cuda.get_device_capability(q.device)[0] >= 9
     )

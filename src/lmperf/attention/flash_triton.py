@@ -44,8 +44,13 @@ MAX_GRID_Y = 65535  # CUDA's limit on the grid's second dimension (batch * heads
 # The Gluon kernels' launches, imported only with the Triton they are written for: another
 # Triton never imports a Gluon module.
 sm90_forward, sm90_backward = (
-    (importlib.import_module("lmperf.attention.sm90.forward"), importlib.import_module("lmperf.attention.sm90.backward"))
-    if dispatch.GLUON_TRITON_OK else (None, None))
+    (
+        importlib.import_module("lmperf.attention.sm90.forward"),
+        importlib.import_module("lmperf.attention.sm90.backward"),
+    )
+    if dispatch.GLUON_TRITON_OK
+    else (None, None)
+)
 
 
 def _precision(dtype: torch.dtype) -> str:
@@ -55,9 +60,7 @@ def _precision(dtype: torch.dtype) -> str:
 
 def _check_device(q: torch.Tensor) -> None:
     if q.device.type != "cuda" and not dispatch.INTERPRETED:
-        raise UsageError(
-            "FlashAttention2Triton needs CUDA tensors (or TRITON_INTERPRET=1 set before import)"
-        )
+        raise UsageError("FlashAttention2Triton needs CUDA tensors (or TRITON_INTERPRET=1 set before import)")
 
 
 def _strides(x: torch.Tensor) -> tuple[int, int, int]:
@@ -86,9 +89,26 @@ def triton_forward(
     lse = torch.empty((B, H, seq_q), dtype=torch.float32, device=q.device)
     grid = lambda meta: (triton.cdiv(seq_q, meta["BLOCK_M"]), B * H)  # noqa: E731
     run_kernel(
-        "fwd", grid, q, k, v, o, lse, LOG2E / math.sqrt(head_dim),
-        *_strides(q), *_strides(k), *_strides(v), *_strides(o), H, H // k.shape[1], seq_q, seq_k,
-        HEAD_DIM=head_dim, **column_blocks(head_dim), CAUSAL=is_causal, PRECISION=_precision(q.dtype),
+        "fwd",
+        grid,
+        q,
+        k,
+        v,
+        o,
+        lse,
+        LOG2E / math.sqrt(head_dim),
+        *_strides(q),
+        *_strides(k),
+        *_strides(v),
+        *_strides(o),
+        H,
+        H // k.shape[1],
+        seq_q,
+        seq_k,
+        HEAD_DIM=head_dim,
+        **column_blocks(head_dim),
+        CAUSAL=is_causal,
+        PRECISION=_precision(q.dtype),
     )
     return o, lse
 
@@ -120,7 +140,16 @@ def row_delta(o: torch.Tensor, do: torch.Tensor) -> torch.Tensor:
     delta = torch.empty((B, H, seq_q), dtype=torch.float32, device=o.device)
     _PREPROCESS_LAUNCH(
         (triton.cdiv(seq_q, 64), B * H),
-        o, do, delta, *_strides(o), *_strides(do), H, seq_q, HEAD_DIM=head_dim, **column_blocks(head_dim), BLOCK_M=64,
+        o,
+        do,
+        delta,
+        *_strides(o),
+        *_strides(do),
+        H,
+        seq_q,
+        HEAD_DIM=head_dim,
+        **column_blocks(head_dim),
+        BLOCK_M=64,
     )
     return delta
 
@@ -140,27 +169,63 @@ def _dkdv(q, k, v, lse, delta, do, is_causal: bool, mode: str):
     else:  # fp32 sums of every key tile's share
         dq_acc = torch.zeros((B, H, seq_q, head_dim), dtype=torch.float32, device=q.device)
     # One counter per (query head, 16-row tile): enough for any BLOCK_M the tuner picks.
-    locks = torch.zeros((B * H, triton.cdiv(seq_q, 16)) if mode == "ordered" else (1,), dtype=torch.int32, device=q.device)
+    locks = torch.zeros(
+        (B * H, triton.cdiv(seq_q, 16)) if mode == "ordered" else (1,), dtype=torch.int32, device=q.device
+    )
     scale = 1.0 / math.sqrt(head_dim)
     strides = (*_strides(q), *_strides(k), *_strides(v), *_strides(do))
     # "ordered" pads head_dim to one column block: its dQ path (_add_dq_share, DQ_MODE 2) adds
     # the first block only.
     constexprs = dict(
-        HEAD_DIM=head_dim, **column_blocks(head_dim, split=mode != "ordered"), CAUSAL=is_causal,
+        HEAD_DIM=head_dim,
+        **column_blocks(head_dim, split=mode != "ordered"),
+        CAUSAL=is_causal,
         PRECISION=_precision(q.dtype),
     )
     by_tma = mode == "atomic" and dispatch.dq_by_tma(q, head_dim, constexprs["BLOCK_E"])
     with tma_scratch_on(q.device) if by_tma else contextlib.nullcontext():
         run_kernel(
-            "dkdv" if mode == "split" else "dkdv_dq", lambda meta: (triton.cdiv(seq_k, meta["BLOCK_N"]), B * kv_heads),
-            q, k, v, do, lse, delta, dk, dv, dq_acc, locks, scale * LOG2E, scale, *strides, H, seq_q, seq_k,
-            **constexprs, DQ_MODE=3 if by_tma else BACKWARDS[mode], GROUP=H // kv_heads,
+            "dkdv" if mode == "split" else "dkdv_dq",
+            lambda meta: (triton.cdiv(seq_k, meta["BLOCK_N"]), B * kv_heads),
+            q,
+            k,
+            v,
+            do,
+            lse,
+            delta,
+            dk,
+            dv,
+            dq_acc,
+            locks,
+            scale * LOG2E,
+            scale,
+            *strides,
+            H,
+            seq_q,
+            seq_k,
+            **constexprs,
+            DQ_MODE=3 if by_tma else BACKWARDS[mode],
+            GROUP=H // kv_heads,
         )
     if mode != "split":
         return dq_acc.to(q.dtype), dk, dv
     run_kernel(
-        "dq", lambda meta: (triton.cdiv(seq_q, meta["BLOCK_M"]), B * H),
-        q, k, v, do, lse, delta, dq_acc, scale * LOG2E, scale, *strides, H, H // kv_heads, seq_q, seq_k,
+        "dq",
+        lambda meta: (triton.cdiv(seq_q, meta["BLOCK_M"]), B * H),
+        q,
+        k,
+        v,
+        do,
+        lse,
+        delta,
+        dq_acc,
+        scale * LOG2E,
+        scale,
+        *strides,
+        H,
+        H // kv_heads,
+        seq_q,
+        seq_k,
         **constexprs,
     )
     return dq_acc, dk, dv
@@ -189,8 +254,9 @@ def triton_backward(q, k, v, o, lse, do, is_causal: bool, mode: str, gluon: bool
 
 
 @torch.library.custom_op("lmperf::flash_attention", mutates_args=())
-def flash_attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool, gluon: bool,
-                       backward: str | None) -> tuple[torch.Tensor, torch.Tensor]:
+def flash_attention_op(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool, gluon: bool, backward: str | None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """O (q's shape) and the log-sum-exp (q's shape without head_dim), fp32."""
     q4, k4, v4 = as_4d(q), as_4d(k), as_4d(v)
     o, lse = triton_forward(q4, k4, v4, is_causal, gluon and dispatch.gluon_kernels_run(q4, k4, v4))
@@ -207,9 +273,17 @@ def _(q, k, v, is_causal, gluon, backward):
 
 
 @torch.library.custom_op("lmperf::flash_attention_backward", mutates_args=())
-def flash_attention_backward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
-                                lse: torch.Tensor, do: torch.Tensor, is_causal: bool, gluon: bool,
-                                backward: str | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def flash_attention_backward_op(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    o: torch.Tensor,
+    lse: torch.Tensor,
+    do: torch.Tensor,
+    is_causal: bool,
+    gluon: bool,
+    backward: str | None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """dQ, dK, dV (contiguous, the inputs' shapes); backward: the dQ strategy asked for, or None."""
     q4, k4, v4, o4, do4 = as_4d(q), as_4d(k), as_4d(v), as_4d(o), as_4d(do)
     gluon_backward = dispatch.gluon_backward_runs(k4.shape[2], gluon and dispatch.gluon_kernels_run(q4, k4, v4))
@@ -221,8 +295,11 @@ def flash_attention_backward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tenso
 
 @flash_attention_backward_op.register_fake
 def _(q, k, v, o, lse, do, is_causal, gluon, backward):
-    return (torch.empty_like(q, memory_format=torch.contiguous_format),
-            torch.empty_like(k, memory_format=torch.contiguous_format), k.new_empty(k.shape))
+    return (
+        torch.empty_like(q, memory_format=torch.contiguous_format),
+        torch.empty_like(k, memory_format=torch.contiguous_format),
+        k.new_empty(k.shape),
+    )
 
 
 def _keep_for_backward(ctx, inputs, output):
@@ -247,8 +324,9 @@ def flash_attention_triton_with_lse(q, k, v, is_causal: bool = False):
     return flash_attention_op(q, k, v, is_causal, dispatch.ENABLED, None)
 
 
-def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool = False,
-                    backward: str | None = None) -> torch.Tensor:
+def flash_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool = False, backward: str | None = None
+) -> torch.Tensor:
     """softmax(q k^T / sqrt(d)) v through lmperf::flash_attention, differentiable.
 
     backward: "split", "atomic", "ordered" or None (dispatch.backward_mode; module docstring),
@@ -267,4 +345,12 @@ class FlashAttention2Triton:
     apply = staticmethod(flash_attention)
 
 
-__all__ = ["BACKWARDS", "FlashAttention2Triton", "flash_attention", "flash_attention_op", "flash_attention_triton_with_lse", "triton_backward", "triton_forward"]
+__all__ = [
+    "BACKWARDS",
+    "FlashAttention2Triton",
+    "flash_attention",
+    "flash_attention_op",
+    "flash_attention_triton_with_lse",
+    "triton_backward",
+    "triton_forward",
+]

@@ -23,7 +23,7 @@ import torch
 
 
 def _int_specialisation(value: int) -> tuple:
-    width = "i32" if -2**31 <= value < 2**31 else "u64" if value >= 2**63 else "i64"
+    width = "i32" if -(2**31) <= value < 2**31 else "u64" if value >= 2**63 else "i64"
     return int, value == 1, value % 16 == 0, width
 
 
@@ -70,10 +70,15 @@ def _c_launch(compiled):
     the tensor itself)."""
     run = getattr(compiled, "run", None)
     launch = getattr(run, "launch", None)
-    if (launch is None or _cuda_driver is None or getattr(_cuda_driver, "_BASE_ARGS_FORMAT", None) != _LAUNCHER_ARGS
-            or not all(hasattr(compiled, name) for name in ("function", "packed_metadata"))
-            or not all(hasattr(run, name) for name in ("launch_cooperative_grid", "launch_pdl"))
-            or getattr(run, "global_scratch_size", 1) or getattr(run, "profile_scratch_size", 1)):
+    if (
+        launch is None
+        or _cuda_driver is None
+        or getattr(_cuda_driver, "_BASE_ARGS_FORMAT", None) != _LAUNCHER_ARGS
+        or not all(hasattr(compiled, name) for name in ("function", "packed_metadata"))
+        or not all(hasattr(run, name) for name in ("launch_cooperative_grid", "launch_pdl"))
+        or getattr(run, "global_scratch_size", 1)
+        or getattr(run, "profile_scratch_size", 1)
+    ):
         return None
     if getattr(launch, "__name__", None) != "inner":  # the C function itself: no tensor-descriptor arguments
         return launch, {}
@@ -109,8 +114,17 @@ class DirectLaunch:
         active = triton.runtime.driver.active
         self.current_device, self.current_stream = active.get_current_device, active.get_current_stream
         run = compiled.run
-        self.head = (compiled.function, run.launch_cooperative_grid, run.launch_pdl, None, None,
-                     compiled.packed_metadata, None, None, None)
+        self.head = (
+            compiled.function,
+            run.launch_cooperative_grid,
+            run.launch_pdl,
+            None,
+            None,
+            compiled.packed_metadata,
+            None,
+            None,
+            None,
+        )
         self.tensor_maps: dict = {}
 
     @classmethod
@@ -164,8 +178,10 @@ class CachedLaunch:
         by_type = _BY_TYPE
         return (
             torch.cuda.current_device() if torch.cuda.is_available() else None,
-            tuple(value if constexpr else (by_type.get(type(value)) or specialisation)(value)
-                  for value, constexpr in zip(values, self.constexpr)),
+            tuple(
+                value if constexpr else (by_type.get(type(value)) or specialisation)(value)
+                for value, constexpr in zip(values, self.constexpr)
+            ),
             tuple(sorted(options.items())) if options else (),
         )
 
@@ -175,7 +191,7 @@ class CachedLaunch:
         if self.names is None or torch.compiler.is_compiling():
             self.kernel[grid](*args, **kwargs)
             return
-        values = list(args) + [kwargs[name] for name in self.names[len(args):]]
+        values = list(args) + [kwargs[name] for name in self.names[len(args) :]]
         options = {name: value for name, value in kwargs.items() if name not in self.names}
         key = self.key(values, options)
         launch = self.compiled.get(key)

@@ -43,9 +43,7 @@ def naive_attention_with_lse(
         return torch.matmul(probs, v), lse  # (..., Tq, d), (..., Tq)
 
 
-def naive_attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool = False
-) -> torch.Tensor:
+def naive_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool = False) -> torch.Tensor:
     scores = _masked_scores(q, k, is_causal)
     with regions.region(regions.ATTN_SOFTMAX):
         probs = torch.softmax(scores, dim=-1)

@@ -131,8 +131,13 @@ def _without_gluon(apply) -> AttentionFn:
 
 
 def cases(
-    impls: Sequence[str], seqs: Sequence[int], head_dims: Sequence[int], dtypes: Sequence[str],
-    causals: Sequence[bool], batch: int = 0, heads: int = 0,
+    impls: Sequence[str],
+    seqs: Sequence[int],
+    head_dims: Sequence[int],
+    dtypes: Sequence[str],
+    causals: Sequence[bool],
+    batch: int = 0,
+    heads: int = 0,
 ) -> list[AttentionCase]:
     """The grid, validated up front; batch/heads 0 mean 16k tokens per batch and width 2048."""
     for impl in impls:
@@ -143,8 +148,13 @@ def cases(
         raise UsageError("sequence lengths and head dims must be positive, batch and heads >= 0")
     return [
         AttentionCase(
-            impl, seq, d, dtype, causal,
-            batch or max(1, TOKENS_PER_BATCH // seq), heads or max(1, MODEL_WIDTH // d),
+            impl,
+            seq,
+            d,
+            dtype,
+            causal,
+            batch or max(1, TOKENS_PER_BATCH // seq),
+            heads or max(1, MODEL_WIDTH // d),
         )
         for dtype, d, causal, seq, impl in itertools.product(dtypes, head_dims, causals, seqs, impls)
     ]
@@ -153,9 +163,7 @@ def cases(
 def _inputs(case: AttentionCase, device: str) -> tuple[torch.Tensor, ...]:
     shape = (case.batch, case.heads, case.seq, case.head_dim)
     dtype = torch_dtype(case.dtype)
-    return tuple(
-        torch.randn(shape, device=device, dtype=dtype, requires_grad=True) for _ in range(3)
-    )
+    return tuple(torch.randn(shape, device=device, dtype=dtype, requires_grad=True) for _ in range(3))
 
 
 def _time(case: AttentionCase, fn: AttentionFn, device: str, rep_ms: int) -> dict[str, float]:
@@ -208,13 +216,22 @@ def interleaved(case_list: Iterable[AttentionCase], rounds: int = 1) -> list[tup
     points: dict[tuple, list[AttentionCase]] = {}
     for case in case_list:
         points.setdefault((case.seq, case.head_dim, case.dtype, case.causal, case.batch, case.heads), []).append(case)
-    return [(round_, case) for group in points.values() for round_ in range(rounds)
-            for case in (group if round_ % 2 == 0 else group[::-1])]
+    return [
+        (round_, case)
+        for group in points.values()
+        for round_ in range(rounds)
+        for case in (group if round_ % 2 == 0 else group[::-1])
+    ]
 
 
 def run_attention_sweep(
-    case_list: Iterable[AttentionCase], run_dir: RunDir, device: str = "cuda", rep_ms: int = 100,
-    torch_max_seq: int = 4096, on_row: Callable[[AttentionRow], None] | None = None, rounds: int = 1,
+    case_list: Iterable[AttentionCase],
+    run_dir: RunDir,
+    device: str = "cuda",
+    rep_ms: int = 100,
+    torch_max_seq: int = 4096,
+    on_row: Callable[[AttentionRow], None] | None = None,
+    rounds: int = 1,
 ) -> list[AttentionRow]:
     """Measure every case `rounds` times (`interleaved`), appending each row to `run_dir` the
     moment it is finished."""
@@ -229,7 +246,6 @@ def run_attention_sweep(
         if on_row:
             on_row(row)
     return rows
-
 
 
 def time_compiled_fwd_sum_bwd(

@@ -32,8 +32,13 @@ def attention_command(
     batch: int = typer.Option(0, help="Batch size (0: 16384 tokens / seq)."),
     heads: int = typer.Option(0, help="Heads (0: 2048 / head_dim)."),
     rep_ms: int = typer.Option(100, help="Milliseconds do_bench repeats each measurement for."),
-    rounds: int = typer.Option(1, help="Times each point's implementations are timed, in turn (every other round in reverse order); the report gives medians and the per-round ratios' range."),
-    torch_max_seq: int = typer.Option(4096, "--torch-max-context", "--torch-max-seq", help="Longest context for torch-compiled (its loops unroll)."),
+    rounds: int = typer.Option(
+        1,
+        help="Times each point's implementations are timed, in turn (every other round in reverse order); the report gives medians and the per-round ratios' range.",
+    ),
+    torch_max_seq: int = typer.Option(
+        4096, "--torch-max-context", "--torch-max-seq", help="Longest context for torch-compiled (its loops unroll)."
+    ),
     device: str = typer.Option("auto", help="cuda (auto picks it when present)."),
     runs_root: Path = typer.Option(Path("runs"), "--runs", help="Where run directories are created."),
 ) -> None:
@@ -46,18 +51,32 @@ def attention_command(
     console = make_console()
     device = resolve_device(device)
     case_list = cases(
-        split_list(impls, "impls"), split_list(contexts, "contexts", int), split_list(head_dims, "head-dims", int),
-        split_list(dtypes, "dtypes"), _causal_flags(causal), batch, heads,
+        split_list(impls, "impls"),
+        split_list(contexts, "contexts", int),
+        split_list(head_dims, "head-dims", int),
+        split_list(dtypes, "dtypes"),
+        _causal_flags(causal),
+        batch,
+        heads,
     )
     check_rounds(rounds)  # before the run directory is created
     if not device.startswith("cuda"):
         raise UsageError("lmperf attention times GPU kernels and needs CUDA")
     run_dir = RunDir.create("attention", runs_root)
-    console.print(f"[bold]lmperf attention[/]: {len(case_list)} cases x {rounds} round(s) on {device}, rows -> {run_dir.results}")
+    console.print(
+        f"[bold]lmperf attention[/]: {len(case_list)} cases x {rounds} round(s) on {device}, rows -> {run_dir.results}"
+    )
     try:
         rows = run_attention_sweep(
-            case_list, run_dir, device, rep_ms, torch_max_seq, rounds=rounds,
-            on_row=lambda row: console.print(f"r{row.round} {row.impl} seq={row.seq} d={row.head_dim} {row.dtype} causal={row.causal}: {row.status} {'' if row.fwd_bwd_ms is None else f'{row.fwd_bwd_ms:.4g} ms fwd+bwd'}"),
+            case_list,
+            run_dir,
+            device,
+            rep_ms,
+            torch_max_seq,
+            rounds=rounds,
+            on_row=lambda row: console.print(
+                f"r{row.round} {row.impl} seq={row.seq} d={row.head_dim} {row.dtype} causal={row.causal}: {row.status} {'' if row.fwd_bwd_ms is None else f'{row.fwd_bwd_ms:.4g} ms fwd+bwd'}"
+            ),
         )
     finally:
         if run_dir.results.exists():

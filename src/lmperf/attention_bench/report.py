@@ -67,8 +67,10 @@ def write_reports(run_path: Path) -> list[Path]:
         text += "\n## FlashAttention2Triton beside SDPA (TFLOP/s)\n\n"
         rounds = 1 + max(r.get("round", 0) for r in rows)
         if rounds > 1:
-            text += (f"{rounds} interleaved rounds per point: TFLOP/s are medians over them, and each ratio is "
-                     "the median (lowest-highest) of the rounds' own ratios.\n\n")
+            text += (
+                f"{rounds} interleaved rounds per point: TFLOP/s are medians over them, and each ratio is "
+                "the median (lowest-highest) of the rounds' own ratios.\n\n"
+            )
         text += comparison(rows)
     md.write_text(text, encoding="utf-8")
     csv_file.write_text(tables.csv_text(rows, COLUMNS), encoding="utf-8")
@@ -85,7 +87,9 @@ def _ratio_cell(ratios: list[float]) -> str:
     return f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})"
 
 
-def comparison(rows: Sequence[dict], ours: str = "triton", against: Sequence[str] = ("sdpa-flash", "sdpa-cudnn")) -> str:
+def comparison(
+    rows: Sequence[dict], ours: str = "triton", against: Sequence[str] = ("sdpa-flash", "sdpa-cudnn")
+) -> str:
     """Markdown: `ours` beside each of `against` per shape, forward+backward TFLOP/s and ratios.
     With several rounds (--rounds): each TFLOP/s is the median over the rounds, and each ratio the
     median of the per-round ratios (ours against the other in the same round), with their range."""
@@ -100,9 +104,13 @@ def comparison(rows: Sequence[dict], ours: str = "triton", against: Sequence[str
     for key in sorted({k[1:] for k in ok if k[0] == ours}):
         mine = ok[(ours, *key)]
         others = [ok.get((other, *key), {}) for other in against]
-        cells = [str(v) for v in key] + [f"{median(mine, f):.0f}" for f in ("fwd_tflops", "bwd_tflops", "fwd_bwd_tflops")]
+        cells = [str(v) for v in key] + [
+            f"{median(mine, f):.0f}" for f in ("fwd_tflops", "bwd_tflops", "fwd_bwd_tflops")
+        ]
         cells += [f"{median(o, 'fwd_bwd_tflops'):.0f}" if o else "-" for o in others]
-        cells += [_ratio_cell([mine[r]["fwd_bwd_tflops"] / o[r]["fwd_bwd_tflops"] for r in sorted(mine) if r in o])
-                  for o in others]
+        cells += [
+            _ratio_cell([mine[r]["fwd_bwd_tflops"] / o[r]["fwd_bwd_tflops"] for r in sorted(mine) if r in o])
+            for o in others
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

@@ -15,8 +15,12 @@ from lmperf.run.options import SweepOptions, given_fields, sweep_options
 def bench(
     context: typer.Context,
     options: SweepOptions,
-    nproc: Annotated[Optional[int], typer.Option(help="Data-parallel on N processes, one per GPU (same as lmperf bench-dist).")] = None,
-    strategy: Annotated[str, typer.Option(help="With --nproc: ddp or fsdp (FSDP2); more options in lmperf bench-dist.")] = "ddp",
+    nproc: Annotated[
+        Optional[int], typer.Option(help="Data-parallel on N processes, one per GPU (same as lmperf bench-dist).")
+    ] = None,
+    strategy: Annotated[
+        str, typer.Option(help="With --nproc: ddp or fsdp (FSDP2); more options in lmperf bench-dist.")
+    ] = "ddp",
 ) -> None:
     """Time forward, forward-backward and training steps over a grid of configurations."""
     if nproc is not None or _made_data_parallel(options.resume):
@@ -47,8 +51,10 @@ def _run_and_print(options: SweepOptions, given: set[str]) -> None:
         def started(start):
             nonlocal task
             of_total = f" of {start.total}" if start.configurations < start.total else ""
-            out.print(f"[bold]lmperf bench[/]: {start.configurations}{of_total} configurations to run on "
-                      f"{start.device}, rows -> {start.results}")
+            out.print(
+                f"[bold]lmperf bench[/]: {start.configurations}{of_total} configurations to run on "
+                f"{start.device}, rows -> {start.results}"
+            )
             task = progress.add_task("benchmarking", total=start.configurations)
 
         result = run_bench(options, given, on_start=started, on_row=lambda row: progress.advance(task))

@@ -38,13 +38,39 @@ COLUMNS: list[tables.Column] = [
 ]
 # What tells one row's configuration from another's (the sweep's axes): a table shows those that
 # vary, and says those with one value once, above it.
-IDENTIFYING = ("preset", "seq_len", "mode", "precision", "compile", "attention", "batch", "param_dtype", "loss",
-               "checkpoint")
+IDENTIFYING = (
+    "preset",
+    "seq_len",
+    "mode",
+    "precision",
+    "compile",
+    "attention",
+    "batch",
+    "param_dtype",
+    "loss",
+    "checkpoint",
+)
 # What a narrow terminal shows first; the files always hold every column.
-TERMINAL_PRIORITY = (*IDENTIFYING, "status", "flag", "mean_ms", "spread", "mfu", "peak_memory_gb", "std_ms",
-                     "tokens_per_s", "tflops", "cold_ms", "median_ms", "min_ms", "max_ms")
-NOISY_NOTE = ("flag noisy: the measured steps' std is above half their mean; each row also holds the load "
-              "average at the start and the end of its measurement (load_start, load_end).\n")
+TERMINAL_PRIORITY = (
+    *IDENTIFYING,
+    "status",
+    "flag",
+    "mean_ms",
+    "spread",
+    "mfu",
+    "peak_memory_gb",
+    "std_ms",
+    "tokens_per_s",
+    "tflops",
+    "cold_ms",
+    "median_ms",
+    "min_ms",
+    "max_ms",
+)
+NOISY_NOTE = (
+    "flag noisy: the measured steps' std is above half their mean; each row also holds the load "
+    "average at the start and the end of its measurement (load_start, load_end).\n"
+)
 
 
 def flagged(rows: Sequence[dict]) -> list[dict]:

@@ -31,9 +31,12 @@ class BenchRun:
     written: list[Path]  # results.md, results.csv, the plot
 
 
-def run_bench(options: SweepOptions, given: set[str] | None = None,
-              on_start: Callable[[BenchStart], None] = lambda start: None,
-              on_row: Callable[[dict], None] = lambda row: None) -> BenchRun:
+def run_bench(
+    options: SweepOptions,
+    given: set[str] | None = None,
+    on_start: Callable[[BenchStart], None] = lambda start: None,
+    on_row: Callable[[dict], None] = lambda row: None,
+) -> BenchRun:
     """Run the grid into a run directory (`options.resume`, or a new one under `options.runs_root`).
 
     Resuming, the directory's recorded options are used; those in `given` (None: all) must match

@@ -63,8 +63,11 @@ class DistBenchJob:
     @classmethod
     def from_dict(cls, spec: dict) -> "DistBenchJob":
         return cls(
-            [StepConfig.from_dict(c) for c in spec["configs"]], [Strategy(**s) for s in spec["strategies"]],
-            SweepSettings(**spec["settings"]), spec["profile_steps"], spec["timeout_s"],
+            [StepConfig.from_dict(c) for c in spec["configs"]],
+            [Strategy(**s) for s in spec["strategies"]],
+            SweepSettings(**spec["settings"]),
+            spec["profile_steps"],
+            spec["timeout_s"],
         )
 
     def expected(self) -> list[tuple[StepConfig, Strategy]]:
@@ -72,7 +75,9 @@ class DistBenchJob:
 
     def largest_rank_peak(self, world_size: int) -> tuple[float, str]:
         """The largest analytic peak of one rank over the job, in bytes, and whose it is."""
-        need, config = max(((rank_peak(c, s.layout(world_size)), c) for c, s in self.expected()), key=lambda pair: pair[0])
+        need, config = max(
+            ((rank_peak(c, s.layout(world_size)), c) for c, s in self.expected()), key=lambda pair: pair[0]
+        )
         return need, f"{config.preset} at context {config.seq_len}, {config.mode}"
 
 
@@ -128,7 +133,9 @@ def _profile(row: DistBenchRow, step: DistModelStep, steps: int, world: World, r
     for name in ("comm_ms", "hidden_ms", "exposed_ms", "comm_share", "exposed_share"):
         setattr(row, name, sum(s[name] for s in summaries) / world.size)
     if run_dir is not None:
-        label = "-".join(str(v) for v in (row.preset, row.seq_len, row.precision, row.strategy, row.bucket_mb or row.reshard))
+        label = "-".join(
+            str(v) for v in (row.preset, row.seq_len, row.precision, row.strategy, row.bucket_mb or row.reshard)
+        )
         path = run_dir.path / f"timeline-{label}.png"
         overlap.plot_timeline(kernels, windows[-1], path, f"rank 0, one step: {label}")
         row.timeline = path.name

@@ -106,8 +106,9 @@ def collective(op: str, size_bytes: int, dtype: torch.dtype, world: World) -> tu
 
 
 def _measure(op: str, size: int, job: CommJob, world: World) -> CommRow:
-    row = CommRow(op, size, job.dtype, world.size, dist.get_backend(), job.warmup, job.iters,
-                  env=environment(str(world.device)))
+    row = CommRow(
+        op, size, job.dtype, world.size, dist.get_backend(), job.warmup, job.iters, env=environment(str(world.device))
+    )
     try:
         call, row.size_bytes = on_all_ranks(lambda: collective(op, size, torch_dtype(job.dtype), world), world)
         times = on_all_ranks(lambda: time_steps(call, job.warmup, job.iters, world.device), world)

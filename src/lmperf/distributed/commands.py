@@ -19,8 +19,12 @@ from lmperf.run.options import SweepOptions, given_fields, sweep_options
 
 
 def comm(
-    ops: str = typer.Option("all-reduce,all-gather,reduce-scatter", help="Collectives: all-reduce, all-gather, reduce-scatter."),
-    sizes: Optional[str] = typer.Option(None, help="Message sizes, e.g. 1MB,64MB,1GB (default 1MB..1GB x4 on GPUs, 1MB,4MB on a CPU)."),
+    ops: str = typer.Option(
+        "all-reduce,all-gather,reduce-scatter", help="Collectives: all-reduce, all-gather, reduce-scatter."
+    ),
+    sizes: Optional[str] = typer.Option(
+        None, help="Message sizes, e.g. 1MB,64MB,1GB (default 1MB..1GB x4 on GPUs, 1MB,4MB on a CPU)."
+    ),
     dtype: str = typer.Option("fp32", help="fp32 or bf16."),
     warmup: int = typer.Option(5, help="Warm-up iterations per size."),
     iters: int = typer.Option(20, help="Measured iterations per size."),
@@ -39,16 +43,40 @@ def comm(
 def bench_dist(
     context: typer.Context,
     options: SweepOptions,
-    nproc: Annotated[Optional[int], typer.Option(help="Processes, one per GPU (default: all GPUs; 2 on a CPU). Inside torchrun: the launch's.")] = None,
-    strategy: Annotated[str, typer.Option(help="ddp, fsdp (FSDP2 fully_shard), none (one plain process); comma-separated.")] = "ddp",
-    bucket_mb: Annotated[str, typer.Option(help="DDP gradient bucket sizes in MB, comma-separated (one row each).")] = "25",
-    reshard: Annotated[str, typer.Option(help="FSDP2 reshard_after_forward of the blocks (the root stays gathered): true, false or true,false.")] = "true",
-    bucket_view: Annotated[bool, typer.Option("--bucket-view/--no-bucket-view", help="DDP gradient_as_bucket_view.")] = True,
-    profile_steps: Annotated[int, typer.Option(help="Profile this many steps per configuration: NCCL share, overlap, timeline PNG.")] = 0,
-    timeout_s: Annotated[float, typer.Option(help="Process-group timeout: a dead or stuck rank ends the step after this.")] = 600.0,
-    nnodes: Annotated[int, typer.Option(help="Machines in the launch (torchrun --nnodes); run the same command on each.")] = 1,
-    node_rank: Annotated[int, typer.Option(help="This machine's index, 0 .. nnodes-1 (torchrun --node-rank); node 0 writes the rows.")] = 0,
-    rdzv_endpoint: Annotated[Optional[str], typer.Option(help="host:port of node 0, where the ranks meet (needed with --nnodes > 1).")] = None,
+    nproc: Annotated[
+        Optional[int],
+        typer.Option(help="Processes, one per GPU (default: all GPUs; 2 on a CPU). Inside torchrun: the launch's."),
+    ] = None,
+    strategy: Annotated[
+        str, typer.Option(help="ddp, fsdp (FSDP2 fully_shard), none (one plain process); comma-separated.")
+    ] = "ddp",
+    bucket_mb: Annotated[
+        str, typer.Option(help="DDP gradient bucket sizes in MB, comma-separated (one row each).")
+    ] = "25",
+    reshard: Annotated[
+        str,
+        typer.Option(
+            help="FSDP2 reshard_after_forward of the blocks (the root stays gathered): true, false or true,false."
+        ),
+    ] = "true",
+    bucket_view: Annotated[
+        bool, typer.Option("--bucket-view/--no-bucket-view", help="DDP gradient_as_bucket_view.")
+    ] = True,
+    profile_steps: Annotated[
+        int, typer.Option(help="Profile this many steps per configuration: NCCL share, overlap, timeline PNG.")
+    ] = 0,
+    timeout_s: Annotated[
+        float, typer.Option(help="Process-group timeout: a dead or stuck rank ends the step after this.")
+    ] = 600.0,
+    nnodes: Annotated[
+        int, typer.Option(help="Machines in the launch (torchrun --nnodes); run the same command on each.")
+    ] = 1,
+    node_rank: Annotated[
+        int, typer.Option(help="This machine's index, 0 .. nnodes-1 (torchrun --node-rank); node 0 writes the rows.")
+    ] = 0,
+    rdzv_endpoint: Annotated[
+        Optional[str], typer.Option(help="host:port of node 0, where the ranks meet (needed with --nnodes > 1).")
+    ] = None,
 ) -> None:
     """bench's sweep on N processes, one per GPU, with DDP or FSDP2 (rank 0 writes the rows)."""
     from lmperf.distributed.launch import Nodes

@@ -51,8 +51,10 @@ def check_nproc(nproc: int, device: str) -> None:
             "on this machine (one process per GPU)"
         )
     if device == "cpu" and nproc > usable_cores():
-        raise UsageError(f"--nproc {nproc} asks for more processes than the {usable_cores()} CPU core(s) "
-                         f"this process may use (one process per core); use --nproc {usable_cores()} or fewer")
+        raise UsageError(
+            f"--nproc {nproc} asks for more processes than the {usable_cores()} CPU core(s) "
+            f"this process may use (one process per core); use --nproc {usable_cores()} or fewer"
+        )
 
 
 def check_host_memory(nproc: int, per_process: float, what: str) -> None:
@@ -70,9 +72,11 @@ def check_host_memory(nproc: int, per_process: float, what: str) -> None:
         return
     fits = int(available // each)
     advice = f"use --nproc {fits} or fewer" if fits else "not even one process fits"
-    raise UsageError(f"--nproc {nproc} needs about {nproc * each / 1e9:,.1f} GB of host memory ({nproc} x "
-                     f"{each / 1e9:,.2f} GB: {what}, and torch itself), more than the {available / 1e9:,.1f} GB "
-                     f"available; {advice}")
+    raise UsageError(
+        f"--nproc {nproc} needs about {nproc * each / 1e9:,.1f} GB of host memory ({nproc} x "
+        f"{each / 1e9:,.2f} GB: {what}, and torch itself), more than the {available / 1e9:,.1f} GB "
+        f"available; {advice}"
+    )
 
 
 def _resident_bytes() -> int:
@@ -130,8 +134,17 @@ def torchrun_command(nproc: int, module: str, args: Sequence[str], nodes: Nodes 
     """`python -m torch.distributed.run ... -m <module> <args>`: by default one node on a free
     local port."""
     return [
-        sys.executable, "-m", "torch.distributed.run", f"--nnodes={nodes.count}", f"--node-rank={nodes.rank}",
-        f"--nproc-per-node={nproc}", "--max-restarts=0", *nodes.rendezvous(), "-m", module, *args,
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        f"--nnodes={nodes.count}",
+        f"--node-rank={nodes.rank}",
+        f"--nproc-per-node={nproc}",
+        "--max-restarts=0",
+        *nodes.rendezvous(),
+        "-m",
+        module,
+        *args,
     ]
 
 
@@ -152,8 +165,9 @@ def run_torchrun(nproc: int, module: str, args: Sequence[str], nodes: Nodes = No
     environment = dict(os.environ)
     if nproc > 1:  # torchrun's own choice, made here so that torchrun does not announce it
         environment.setdefault("OMP_NUM_THREADS", "1")
-    torchrun = subprocess.Popen(torchrun_command(nproc, module, args, nodes), env=environment,
-                                stderr=subprocess.PIPE, start_new_session=True)
+    torchrun = subprocess.Popen(
+        torchrun_command(nproc, module, args, nodes), env=environment, stderr=subprocess.PIPE, start_new_session=True
+    )
     relay = _Relay(torchrun.stderr)
     try:
         return torchrun.wait()

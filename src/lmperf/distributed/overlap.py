@@ -161,11 +161,18 @@ def plot_timeline(kernels: Sequence[Kernel], window: Interval, path: Path, title
     fig, ax = plt.subplots(figsize=(12, 1 + 0.5 * max(len(streams), 1)))
     for lane, stream in enumerate(streams):
         for is_comm, color in ((False, "tab:blue"), (True, "tab:red")):
-            bars = [((k.start - window[0]) / 1e3, (k.end - k.start) / 1e3)
-                    for k in inside if k.stream == stream and k.is_comm == is_comm]
+            bars = [
+                ((k.start - window[0]) / 1e3, (k.end - k.start) / 1e3)
+                for k in inside
+                if k.stream == stream and k.is_comm == is_comm
+            ]
             ax.broken_barh(bars, (lane - 0.4, 0.8), color=color)
-    ax.set(yticks=range(len(streams)), yticklabels=[f"stream {s}" for s in streams],
-           xlabel="ms from step start", title=title)
+    ax.set(
+        yticks=range(len(streams)),
+        yticklabels=[f"stream {s}" for s in streams],
+        xlabel="ms from step start",
+        title=title,
+    )
     legend = [Patch(color="tab:blue", label="compute"), Patch(color="tab:red", label="NCCL")]
     ax.legend(handles=legend, loc="upper right", fontsize=8)
     fig.tight_layout()

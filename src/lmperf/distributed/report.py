@@ -17,33 +17,60 @@ from lmperf.report.plots import pyplot, save_figure
 from lmperf.report.rundir import RESULTS, RunDir, command_of, key_of
 
 COMM_COLUMNS: list[tables.Column] = [
-    ("collective", "op", ""), ("size MiB", "size_mib", ",.0f"), ("dtype", "dtype", ""),
-    ("procs", "nproc", "d"), ("backend", "backend", ""), ("status", "status", ""),
-    ("time us", "mean_us", ",.1f"), ("algbw GB/s", "algbw_gbps", ".1f"), ("busbw GB/s", "busbw_gbps", ".1f"),
+    ("collective", "op", ""),
+    ("size MiB", "size_mib", ",.0f"),
+    ("dtype", "dtype", ""),
+    ("procs", "nproc", "d"),
+    ("backend", "backend", ""),
+    ("status", "status", ""),
+    ("time us", "mean_us", ",.1f"),
+    ("algbw GB/s", "algbw_gbps", ".1f"),
+    ("busbw GB/s", "busbw_gbps", ".1f"),
 ]
 COMM_IDENTIFYING = ("op", "size_mib", "dtype", "nproc", "backend")
 _CONFIG: list[tables.Column] = [
-    ("preset", "preset", ""), ("ctx", "seq_len", "d"), ("mode", "mode", ""), ("prec", "precision", ""),
-    ("compile", "compile", ""), ("attn", "attention", ""), ("batch", "batch", "d"), ("param dtype", "param_dtype", ""),
-    ("loss", "loss", ""), ("checkpoint", "checkpoint", ""),
-    ("strategy", "strategy", ""), ("GPUs", "nproc", "d"), ("bucket MB", "bucket_mb", "g"), ("reshard", "reshard", ""),
+    ("preset", "preset", ""),
+    ("ctx", "seq_len", "d"),
+    ("mode", "mode", ""),
+    ("prec", "precision", ""),
+    ("compile", "compile", ""),
+    ("attn", "attention", ""),
+    ("batch", "batch", "d"),
+    ("param dtype", "param_dtype", ""),
+    ("loss", "loss", ""),
+    ("checkpoint", "checkpoint", ""),
+    ("strategy", "strategy", ""),
+    ("GPUs", "nproc", "d"),
+    ("bucket MB", "bucket_mb", "g"),
+    ("reshard", "reshard", ""),
 ]
 # A run's tables show those of these that vary and say the others once; the strategy and process
 # count, what every data-parallel table compares, always stay.
 IDENTIFYING = tuple(key for _, key, _ in _CONFIG if key not in ("strategy", "nproc"))
 BENCH_COLUMNS: list[tables.Column] = _CONFIG + [
-    ("status", "status", ""), ("mean ms", "mean_ms", ".1f"), ("std ms", "std_ms", ".1f"),
-    ("tok/s per GPU", "tokens_per_s", ",.0f"), ("tok/s total", "tokens_per_s_total", ",.0f"),
-    ("MFU", "mfu", ".1%"), ("scaling eff.", "scaling_efficiency", ".1%"), ("peak GB (max rank)", "peak_memory_gb", ".1f"),
+    ("status", "status", ""),
+    ("mean ms", "mean_ms", ".1f"),
+    ("std ms", "std_ms", ".1f"),
+    ("tok/s per GPU", "tokens_per_s", ",.0f"),
+    ("tok/s total", "tokens_per_s_total", ",.0f"),
+    ("MFU", "mfu", ".1%"),
+    ("scaling eff.", "scaling_efficiency", ".1%"),
+    ("peak GB (max rank)", "peak_memory_gb", ".1f"),
     ("error", "error", ""),
 ]
 OVERLAP_COLUMNS: list[tables.Column] = _CONFIG + [
-    ("step ms", "mean_ms", ".1f"), ("NCCL ms", "comm_ms", ".1f"), ("NCCL share", "comm_share", ".1%"),
-    ("hidden ms", "hidden_ms", ".1f"), ("exposed ms", "exposed_ms", ".1f"), ("exposed share", "exposed_share", ".1%"),
+    ("step ms", "mean_ms", ".1f"),
+    ("NCCL ms", "comm_ms", ".1f"),
+    ("NCCL share", "comm_share", ".1%"),
+    ("hidden ms", "hidden_ms", ".1f"),
+    ("exposed ms", "exposed_ms", ".1f"),
+    ("exposed share", "exposed_share", ".1%"),
 ]
 MEMORY_COLUMNS: list[tables.Column] = _CONFIG + [
-    ("between steps GB", "persistent_memory_gb", ".1f"), ("model between steps GB", "model_persistent_gb", ".1f"),
-    ("peak GB", "peak_memory_gb", ".1f"), ("model: peak GB", "model_peak_gb", ".1f"),
+    ("between steps GB", "persistent_memory_gb", ".1f"),
+    ("model between steps GB", "model_persistent_gb", ".1f"),
+    ("peak GB", "peak_memory_gb", ".1f"),
+    ("model: peak GB", "model_peak_gb", ".1f"),
 ]
 
 
@@ -75,8 +102,19 @@ def with_memory_model(rows: Sequence[dict]) -> list[dict]:
         config, param_dtype = StepConfig.from_dict(row).model_config(), row.get("param_dtype", "fp32")
         peak = None
         if row["mode"] == "train-step":
-            peak = train_step_peak(config, row["batch"], row["seq_len"], row["precision"], layout,
-                                   param_dtype, row.get("checkpoint", "none"), row.get("loss", "eager")) / 1e9
+            peak = (
+                train_step_peak(
+                    config,
+                    row["batch"],
+                    row["seq_len"],
+                    row["precision"],
+                    layout,
+                    param_dtype,
+                    row.get("checkpoint", "none"),
+                    row.get("loss", "eager"),
+                )
+                / 1e9
+            )
         kept = state_memory(config, layout, row["precision"], param_dtype).persistent / 1e9
         out.append({**row, "model_persistent_gb": kept, "model_peak_gb": peak})
     return out
@@ -112,8 +150,17 @@ def write_comm_reports(run_path: Path) -> list[Path]:
 
 
 def _in_order(rows: Sequence[dict]) -> list[dict]:
-    return sorted(rows, key=lambda r: (r.get("params", 0), r["seq_len"], r.get("nproc", 1), r["strategy"],
-                                       r.get("bucket_mb") or 0, bool(r.get("reshard"))))
+    return sorted(
+        rows,
+        key=lambda r: (
+            r.get("params", 0),
+            r["seq_len"],
+            r.get("nproc", 1),
+            r["strategy"],
+            r.get("bucket_mb") or 0,
+            bool(r.get("reshard")),
+        ),
+    )
 
 
 def bench_markdown(rows: Sequence[dict]) -> str:
@@ -130,7 +177,9 @@ def bench_markdown(rows: Sequence[dict]) -> str:
 
     text = (constant.line() + "\n\n" if constant.constants else "") + "## Steps\n\n" + table(steps, BENCH_COLUMNS)
     if profiled:
-        text += "\n## Communication share and overlap (per step, mean over ranks)\n\n" + table(profiled, OVERLAP_COLUMNS)
+        text += "\n## Communication share and overlap (per step, mean over ranks)\n\n" + table(
+            profiled, OVERLAP_COLUMNS
+        )
     ok = [r for r in steps if r["status"] == "ok"]
     return text + "\n## Memory per rank: measured and analytic\n\n" + table(ok, MEMORY_COLUMNS)
 
@@ -139,8 +188,9 @@ def write_bench_reports(run_path: Path) -> list[Path]:
     rows = RunDir(run_path).rows()
     md, csv_file = run_path / "results.md", run_path / "results.csv"
     write_text_whole(md, measured_on(rows) + bench_markdown(rows))
-    write_text_whole(csv_file, tables.csv_text(with_memory_model(with_scaling(rows)),
-                                               BENCH_COLUMNS + MEMORY_COLUMNS[len(_CONFIG):]))
+    write_text_whole(
+        csv_file, tables.csv_text(with_memory_model(with_scaling(rows)), BENCH_COLUMNS + MEMORY_COLUMNS[len(_CONFIG) :])
+    )
     return [md, csv_file]
 
 

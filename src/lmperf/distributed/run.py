@@ -59,8 +59,9 @@ def world_size(nproc: Optional[int], device: str) -> int:
     return nproc
 
 
-def _run_dir(command: str, arguments: dict, runs_root: Path, resume: Optional[Path] = None,
-             given: set[str] | None = None):
+def _run_dir(
+    command: str, arguments: dict, runs_root: Path, resume: Optional[Path] = None, given: set[str] | None = None
+):
     """(run directory, the arguments to run with). Rank 0 (or the launcher) owns the directory;
     other ranks of a launch get None. Every rank of a launch must run the same sweep, so there a
     resume takes nothing from the directory: every argument must match what it recorded."""
@@ -71,9 +72,17 @@ def _run_dir(command: str, arguments: dict, runs_root: Path, resume: Optional[Pa
     return open_run_dir(command, arguments, resume, runs_root, None if launched() else given, flag_of)
 
 
-def run_comm(ops: str = "all-reduce,all-gather,reduce-scatter", sizes: Optional[str] = None, dtype: str = "fp32",
-             warmup: int = 5, iters: int = 20, nproc: Optional[int] = None, device: str = "auto",
-             timeout_s: float = 300.0, runs_root: Path = Path("runs")) -> Launched:
+def run_comm(
+    ops: str = "all-reduce,all-gather,reduce-scatter",
+    sizes: Optional[str] = None,
+    dtype: str = "fp32",
+    warmup: int = 5,
+    iters: int = 20,
+    nproc: Optional[int] = None,
+    device: str = "auto",
+    timeout_s: float = 300.0,
+    runs_root: Path = Path("runs"),
+) -> Launched:
     """Latency and bus bandwidth of collectives on `nproc` processes, rows and reports."""
     from lmperf.distributed.comm import CommJob, parse_size
     from lmperf.distributed.launch import check_host_memory, launched
@@ -82,8 +91,15 @@ def run_comm(ops: str = "all-reduce,all-gather,reduce-scatter", sizes: Optional[
 
     device = resolve_device(device)
     default_sizes = "1MB,4MB,16MB,64MB,256MB,1GB" if device.startswith("cuda") else "1MB,4MB"
-    job = CommJob(split_list(ops, "ops"), [parse_size(s) for s in split_list(sizes or default_sizes, "sizes")],
-                  dtype, warmup, iters, device, timeout_s).validate()
+    job = CommJob(
+        split_list(ops, "ops"),
+        [parse_size(s) for s in split_list(sizes or default_sizes, "sizes")],
+        dtype,
+        warmup,
+        iters,
+        device,
+        timeout_s,
+    ).validate()
     count = world_size(nproc, device)
     if device == "cpu" and not launched():
         check_host_memory(count, job.buffer_bytes(count), f"the {max(job.sizes) / 2**20:,.0f} MiB buffers")
@@ -111,8 +127,12 @@ def strategies(strategy: str, bucket_mb: str, reshard: str, bucket_view: bool, n
     return [s.validate(nproc) for s in out]
 
 
-def run_bench_dist(options: SweepOptions, data_parallel: DataParallelOptions = DataParallelOptions(),
-                   given: set[str] | None = None, nodes: "Nodes | None" = None) -> Launched:
+def run_bench_dist(
+    options: SweepOptions,
+    data_parallel: DataParallelOptions = DataParallelOptions(),
+    given: set[str] | None = None,
+    nodes: "Nodes | None" = None,
+) -> Launched:
     """bench's sweep data-parallel; rank 0 (or the launcher) writes the rows and the reports.
 
     Resuming, the directory's recorded options are used; those in `given` (None: all) must match."""
@@ -127,8 +147,9 @@ def run_bench_dist(options: SweepOptions, data_parallel: DataParallelOptions = D
     data_parallel = replace(data_parallel, nproc=world_size(data_parallel.nproc, options.device))
     _bench_job(options, data_parallel, nodes)  # bad input fails before a run directory is made
     dp_arguments = vars(data_parallel)
-    run_dir, recorded = _run_dir("bench-dist", {**options.arguments(), **dp_arguments}, options.runs_root,
-                                 options.resume, given)
+    run_dir, recorded = _run_dir(
+        "bench-dist", {**options.arguments(), **dp_arguments}, options.runs_root, options.resume, given
+    )
     # node 0 writes the rows; another node's directory only records what it was asked
     with reports_rendered(run_dir if nodes.rank == 0 else None, write_bench_reports) as written:
         options = options.with_arguments(recorded)
@@ -136,11 +157,18 @@ def run_bench_dist(options: SweepOptions, data_parallel: DataParallelOptions = D
         job, count = _bench_job(options, data_parallel, nodes)
         status = run_job(job, count, run_dir, nodes=nodes)
         if nodes.rank != 0:
-            return Launched(None, status, note=f"node {nodes.rank}: torchrun exit status {status}; node 0 writes the rows")
+            return Launched(
+                None, status, note=f"node {nodes.rank}: torchrun exit status {status}; node 0 writes the rows"
+            )
         note = ""
         if status and run_dir is not None:
-            missing = fill_missing(job, count * nodes.count, run_dir, f"the process group ended early (torchrun exit {status}): "
-                                   "a rank died, failed inside a collective or timed out; see the log above")
+            missing = fill_missing(
+                job,
+                count * nodes.count,
+                run_dir,
+                f"the process group ended early (torchrun exit {status}): "
+                "a rank died, failed inside a collective or timed out; see the log above",
+            )
             note = f"torchrun exited with status {status}; {missing} configuration(s) recorded as errors"
     return Launched(run_dir.path if run_dir else None, status, written, note)
 
@@ -156,8 +184,9 @@ def _bench_job(options: SweepOptions, data_parallel: DataParallelOptions, nodes:
         raise UsageError(f"need --profile-steps >= 0, got {dp.profile_steps}")
     count = world_size(dp.nproc, device)
     chosen = strategies(dp.strategy, dp.bucket_mb, dp.reshard, dp.bucket_view, count * nodes.count)
-    job = DistBenchJob(options.configs(device.startswith("cuda")), chosen, options.settings(device),
-                       dp.profile_steps, dp.timeout_s)
+    job = DistBenchJob(
+        options.configs(device.startswith("cuda")), chosen, options.settings(device), dp.profile_steps, dp.timeout_s
+    )
     if device == "cpu" and not launched():
         need, what = job.largest_rank_peak(count * nodes.count)
         check_host_memory(count, need, f"the analytic peak of {what}")

@@ -46,8 +46,9 @@ class Strategy:
 
     def layout(self, world_size: int) -> DataParallel:
         """How this strategy holds the model on `world_size` ranks, as the memory model reads it."""
-        return DataParallel(self.name, world_size, reshard=self.reshard is not False,
-                            bucket_view=self.gradient_as_bucket_view)
+        return DataParallel(
+            self.name, world_size, reshard=self.reshard is not False, bucket_view=self.gradient_as_bucket_view
+        )
 
     def key(self) -> dict:
         """The row fields that tell strategies apart (None where an option does not apply)."""
@@ -75,13 +76,18 @@ class Strategy:
             options = inspect.signature(DistributedDataParallel).parameters
             no_sync = "forward_sync_buffers" if "forward_sync_buffers" in options else "broadcast_buffers"
             return DistributedDataParallel(
-                model, device_ids=device_ids, bucket_cap_mb=key["bucket_mb"],
-                gradient_as_bucket_view=self.gradient_as_bucket_view, **{no_sync: False},
+                model,
+                device_ids=device_ids,
+                bucket_cap_mb=key["bucket_mb"],
+                gradient_as_bucket_view=self.gradient_as_bucket_view,
+                **{no_sync: False},
             )
         if self.name == "fsdp":
             from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-            policy = MixedPrecisionPolicy(param_dtype=compute_dtype, reduce_dtype=torch.float32 if compute_dtype else None)
+            policy = MixedPrecisionPolicy(
+                param_dtype=compute_dtype, reduce_dtype=torch.float32 if compute_dtype else None
+            )
             # One FSDP unit per repeated block (lmperf.model.module_tree: lmperf's blocks, a user
             # module's largest ModuleList): its all-gather and reduce-scatter overlap the next
             # block. The root (embedding, final norm, LM head) is the first thing the backward
@@ -108,8 +114,7 @@ def check_available(name: str) -> None:
             from torch.distributed.fsdp import fully_shard  # noqa: F401
         except ImportError:
             raise UsageError(
-                f"strategy 'fsdp' needs torch.distributed.fsdp.fully_shard (FSDP2), "
-                f"not in torch {torch.__version__}"
+                f"strategy 'fsdp' needs torch.distributed.fsdp.fully_shard (FSDP2), not in torch {torch.__version__}"
             ) from None
 
 

@@ -53,7 +53,19 @@ def load_job(run_path: Path) -> Job:
 
 def log_row(row) -> None:
     """One line per finished row in the launch's log, so a run cut short shows how far it got."""
-    fields = ("op", "size_bytes", "preset", "seq_len", "strategy", "bucket_mb", "reshard", "status", "mean_us", "mean_ms", "error")
+    fields = (
+        "op",
+        "size_bytes",
+        "preset",
+        "seq_len",
+        "strategy",
+        "bucket_mb",
+        "reshard",
+        "status",
+        "mean_us",
+        "mean_ms",
+        "error",
+    )
     shown = (f"{name}={_rounded(getattr(row, name))}" for name in fields if getattr(row, name, None) not in (None, ""))
     print("lmperf row: " + " ".join(shown), flush=True)
 

@@ -15,5 +15,7 @@ def block_policies(checkpoint: str, n_layers: int) -> list[str]:
         return [name] * n_layers
     if name == "selective" and kept.isdigit() and int(kept) <= n_layers:
         return ["selective"] * (n_layers - int(kept)) + ["none"] * int(kept)
-    raise UsageError(f"unknown checkpoint policy {checkpoint!r}; choose from none, full, selective, "
-                     f"or selective:K with 0 <= K <= {n_layers} blocks that keep every activation")
+    raise UsageError(
+        f"unknown checkpoint policy {checkpoint!r}; choose from none, full, selective, "
+        f"or selective:K with 0 <= K <= {n_layers} blocks that keep every activation"
+    )

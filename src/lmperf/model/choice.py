@@ -29,8 +29,9 @@ class ModelChoice:
     user_model: UserModel | None = None  # a module given from Python (ModelChoice.of)
 
     @classmethod
-    def from_options(cls, hf_config: str | None = None, module: str | None = None, module_args: str | None = None,
-                     **fields) -> "ModelChoice":
+    def from_options(
+        cls, hf_config: str | None = None, module: str | None = None, module_args: str | None = None, **fields
+    ) -> "ModelChoice":
         """From command-line options: `fields` are ModelConfig fields, None where not given."""
         overrides = tuple((k, v) for k, v in fields.items() if v is not None)
         return cls(hf_config, overrides, module, module_args).validate()
@@ -57,15 +58,19 @@ class ModelChoice:
         if self.module or self.user_model:
             shaped = [name for name, _ in self.overrides if name != "vocab_size"]
             if self.hf_config or shaped:
-                raise UsageError("--module builds its own model: pass its sizes in --module-args, not "
-                                 + ("--hf-config" if self.hf_config else "shape options"))
+                raise UsageError(
+                    "--module builds its own model: pass its sizes in --module-args, not "
+                    + ("--hf-config" if self.hf_config else "shape options")
+                )
         return self
 
     def bases(self, presets: list[str] | None) -> list[StepConfig]:
         """One StepConfig per model (its other fields are placeholders the grid replaces)."""
         self.validate()
         if self.names_own_model and presets:
-            raise UsageError(f"name the model by presets or by {'--hf-config' if self.hf_config else '--module'}, not both")
+            raise UsageError(
+                f"name the model by presets or by {'--hf-config' if self.hf_config else '--module'}, not both"
+            )
         if self.module or self.user_model:
             return [self._user_base()]
         if self.hf_config:

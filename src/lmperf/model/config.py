@@ -50,17 +50,11 @@ class ModelConfig:
             if getattr(self, name) <= 0:
                 raise UsageError(f"{name} must be positive, got {getattr(self, name)}")
         if self.d_model % self.n_heads:
-            raise UsageError(
-                f"d_model {self.d_model} is not divisible by n_heads {self.n_heads}"
-            )
+            raise UsageError(f"d_model {self.d_model} is not divisible by n_heads {self.n_heads}")
         if self.n_heads % self.n_kv_heads:
-            raise UsageError(
-                f"n_heads {self.n_heads} is not a multiple of n_kv_heads {self.n_kv_heads}"
-            )
+            raise UsageError(f"n_heads {self.n_heads} is not a multiple of n_kv_heads {self.n_kv_heads}")
         if self.head_dim % 2:
-            raise UsageError(
-                f"head dimension {self.head_dim} is odd; rotary embeddings need an even one"
-            )
+            raise UsageError(f"head dimension {self.head_dim} is odd; rotary embeddings need an even one")
         check_implementation(self.attention)
         if self.mlp not in MLP_KINDS:
             raise UsageError(f"unknown mlp {self.mlp!r}; choose from {', '.join(MLP_KINDS)}")
@@ -104,9 +98,7 @@ def check_context(config: ModelConfig, seq_len: int) -> None:
     if seq_len <= 0:
         raise UsageError(f"context length must be positive, got {seq_len}")
     if seq_len > config.max_seq_len:
-        raise UsageError(
-            f"context length {seq_len} exceeds the model's maximum {config.max_seq_len}"
-        )
+        raise UsageError(f"context length {seq_len} exceeds the model's maximum {config.max_seq_len}")
 
 
 def mlp_matrices(config: ModelConfig) -> int:

@@ -38,13 +38,12 @@ _NO_BIASES = "linear biases left out"
 FAMILIES: dict[str, Family] = {
     "llama": Family(**_LLAMA_LIKE, positions_default=2048, approximations=()),
     "mistral": Family(**_LLAMA_LIKE, positions_default=32768, approximations=()),
-    "qwen2": Family(**_LLAMA_LIKE, positions_default=32768,
-                    approximations=("Q/K/V projection biases left out",)),
-    "gpt2": Family(False, True, 1024, ("learned position table run as rotary", _LAYERNORM,
-                                       _NO_BIASES)),
+    "qwen2": Family(**_LLAMA_LIKE, positions_default=32768, approximations=("Q/K/V projection biases left out",)),
+    "gpt2": Family(False, True, 1024, ("learned position table run as rotary", _LAYERNORM, _NO_BIASES)),
     "gpt_neox": Family(False, False, 2048, (_LAYERNORM, _NO_BIASES)),
-    "opt": Family(False, True, 2048, ("learned position table run as rotary", _LAYERNORM,
-                                      "ReLU run as GELU", _NO_BIASES)),
+    "opt": Family(
+        False, True, 2048, ("learned position table run as rotary", _LAYERNORM, "ReLU run as GELU", _NO_BIASES)
+    ),
 }
 
 
@@ -65,9 +64,7 @@ def from_fields(fields: dict, name: str = "hf") -> HFModel:
     """ModelConfig of a config.json's fields (`model_type` says the family)."""
     model_type = fields.get("model_type")
     if model_type not in FAMILIES:
-        raise UsageError(
-            f"Hugging Face model_type {model_type!r} is not mapped; lmperf reads {', '.join(FAMILIES)}"
-        )
+        raise UsageError(f"Hugging Face model_type {model_type!r} is not mapped; lmperf reads {', '.join(FAMILIES)}")
     family = FAMILIES[model_type]
     d = _first(fields, "hidden_size", "n_embd")
     heads = _first(fields, "num_attention_heads", "n_head")
@@ -87,11 +84,9 @@ def from_fields(fields: dict, name: str = "hf") -> HFModel:
         n_heads=heads,
         n_kv_heads=_first(fields, "num_key_value_heads", default=heads),
         vocab_size=_first(fields, "vocab_size", default=50257),
-        max_seq_len=_first(fields, "max_position_embeddings", "n_positions",
-                           default=family.positions_default),
+        max_seq_len=_first(fields, "max_position_embeddings", "n_positions", default=family.positions_default),
         rope_theta=float(_first(fields, "rope_theta", default=rope.get("rope_theta", 10_000.0))),
-        norm_eps=float(_first(fields, "rms_norm_eps", "layer_norm_epsilon", "layer_norm_eps",
-                              default=1e-5)),
+        norm_eps=float(_first(fields, "rms_norm_eps", "layer_norm_epsilon", "layer_norm_eps", default=1e-5)),
         tie_embeddings=bool(_first(fields, "tie_word_embeddings", default=family.tied_default)),
         mlp="swiglu" if family.gated else "gelu",
     )
@@ -108,8 +103,9 @@ def _approximations_of(model_type: str, fields: dict, rope: dict, d_model: int) 
     if model_type in ("mistral", "qwen2") and windowed:
         found.append("sliding-window attention run as full causal attention")
     if model_type == "gpt_neox":
-        rotary = _first(fields, "rotary_pct", "partial_rotary_factor",
-                        default=rope.get("partial_rotary_factor", 0.25))  # GPT-NeoX's default: a quarter
+        rotary = _first(
+            fields, "rotary_pct", "partial_rotary_factor", default=rope.get("partial_rotary_factor", 0.25)
+        )  # GPT-NeoX's default: a quarter
         if float(rotary) < 1.0:
             found.append("partial rotary run on the whole head")
         if fields.get("use_parallel_residual", True):

@@ -44,8 +44,11 @@ def repeated_blocks(model: nn.Module) -> list[nn.Module]:
 def repeated_containers(model: nn.Module) -> list[str]:
     """Paths of every ModuleList whose children are all of one class: the repeated structure
     that region tables collapse."""
-    return [name for name, m in model.named_modules()
-            if isinstance(m, nn.ModuleList) and len(m) > 1 and len({type(c) for c in m}) == 1]
+    return [
+        name
+        for name, m in model.named_modules()
+        if isinstance(m, nn.ModuleList) and len(m) > 1 and len({type(c) for c in m}) == 1
+    ]
 
 
 def collapse(path: str, containers: list[str]) -> str:
@@ -53,7 +56,7 @@ def collapse(path: str, containers: list[str]) -> str:
     for container in containers:
         prefix = container + "."
         if path.startswith(prefix):
-            index, _, rest = path[len(prefix):].partition(".")
+            index, _, rest = path[len(prefix) :].partition(".")
             if index.isdigit():
                 return prefix + "*" + ("." + rest if rest else "")
     return path
@@ -68,7 +71,7 @@ def is_module_region(name: str) -> bool:
 
 
 def path_of_region(name: str) -> str:
-    return name[len(MODULE_REGION):]
+    return name[len(MODULE_REGION) :]
 
 
 @contextlib.contextmanager

@@ -63,7 +63,9 @@ class StepConfig:
             raise UsageError(f"context length must be positive, got {self.seq_len}")
         else:
             if self.checkpoint not in ("none", "full", "selective"):
-                raise UsageError(f"a --module model takes --checkpoint none, full or selective, not {self.checkpoint!r}")
+                raise UsageError(
+                    f"a --module model takes --checkpoint none, full or selective, not {self.checkpoint!r}"
+                )
             self.module.check(self.loss)
         if self.batch <= 0:
             raise UsageError(f"batch must be positive, got {self.batch}")

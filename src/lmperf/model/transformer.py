@@ -41,8 +41,12 @@ LOSSES = ("eager", "fused")
 @functools.cache
 def _sdpa_ops() -> frozenset:
     """SDPA's fused-kernel operators of this torch build (flash, cuDNN, memory-efficient, CPU flash)."""
-    names = ("_scaled_dot_product_flash_attention", "_scaled_dot_product_cudnn_attention",
-             "_scaled_dot_product_efficient_attention", "_scaled_dot_product_flash_attention_for_cpu")
+    names = (
+        "_scaled_dot_product_flash_attention",
+        "_scaled_dot_product_cudnn_attention",
+        "_scaled_dot_product_efficient_attention",
+        "_scaled_dot_product_flash_attention_for_cpu",
+    )
     return frozenset(getattr(torch.ops.aten, name).default for name in names if hasattr(torch.ops.aten, name))
 
 
@@ -162,7 +166,8 @@ class Block(nn.Module):
         if self.checkpoint == "none":
             return self._forward(x)
         return torch.utils.checkpoint.checkpoint(
-            self._forward, x, use_reentrant=False, **checkpoint_options(self.checkpoint))
+            self._forward, x, use_reentrant=False, **checkpoint_options(self.checkpoint)
+        )
 
     def _forward(self, x: torch.Tensor) -> torch.Tensor:
         with regions.region(regions.ATTN_NORM):
@@ -193,7 +198,9 @@ class TransformerLM(nn.Module):
     def _init_weights(module: nn.Module) -> None:
         if isinstance(module, (nn.Linear, nn.Embedding)):
             fan_in = module.weight.shape[-1]
-            nn.init.trunc_normal_(module.weight, std=1 / math.sqrt(fan_in), a=-3 / math.sqrt(fan_in), b=3 / math.sqrt(fan_in))
+            nn.init.trunc_normal_(
+                module.weight, std=1 / math.sqrt(fan_in), a=-3 / math.sqrt(fan_in), b=3 / math.sqrt(fan_in)
+            )
 
     def forward(self, tokens: torch.Tensor, targets: torch.Tensor | None = None) -> torch.Tensor:
         """Logits (B, T, V) for token ids (B, T); with `targets` (B, T), the mean loss instead.

@@ -73,8 +73,13 @@ class UserModel:
         return _read_factory(spec, json.dumps(_arguments(arguments), sort_keys=True), vocab)
 
     @classmethod
-    def of(cls, module: nn.Module | Callable[[], nn.Module], loss: Callable | None = None,
-           batch: Callable | None = None, vocab: int | None = None) -> "UserModel":
+    def of(
+        cls,
+        module: nn.Module | Callable[[], nn.Module],
+        loss: Callable | None = None,
+        batch: Callable | None = None,
+        vocab: int | None = None,
+    ) -> "UserModel":
         """A module from Python: an instance (each step runs a copy of it, moved to the step's
         device) or a function that builds one. `batch(batch, context, device)` and
         `loss(module, batch)` replace the language-model contract when given (both, or neither)."""
@@ -88,7 +93,9 @@ class UserModel:
             name, objects = getattr(module, "__qualname__", type(module).__name__), [module]
             build = factory_builder(name, module, {})
         else:
-            raise UsageError(f"UserModel.of takes an nn.Module or a function that builds one, got {type(module).__name__}")
+            raise UsageError(
+                f"UserModel.of takes an nn.Module or a function that builds one, got {type(module).__name__}"
+            )
         return cls(name, INSTANCE + name, build_module=build, loss=loss, batch=batch).read(vocab, objects)
 
     @classmethod
@@ -117,7 +124,9 @@ class UserModel:
 
     def build(self, device: torch.device | str) -> nn.Module:
         if self.build_module is None:
-            raise UsageError(f"{self.factory} cannot be rebuilt here: pass the module itself (a factory crosses processes)")
+            raise UsageError(
+                f"{self.factory} cannot be rebuilt here: pass the module itself (a factory crosses processes)"
+            )
         return self.build_module(torch.device(device))
 
     def read(self, vocab: int | None, objects: list) -> "UserModel":
@@ -160,8 +169,10 @@ class UserModel:
     def check(self, loss: str) -> None:
         """Refuse a step option this module cannot take."""
         if loss == "fused" and not self.head:
-            raise UsageError(f"--loss fused needs {self.name}'s output to be its last Linear's "
-                             "(x·Wᵀ with a (vocab, width) weight, no bias), returned unchanged")
+            raise UsageError(
+                f"--loss fused needs {self.name}'s output to be its last Linear's "
+                "(x·Wᵀ with a (vocab, width) weight, no bias), returned unchanged"
+            )
 
 
 @functools.lru_cache(maxsize=None)
@@ -181,7 +192,9 @@ def factory_builder(spec: str, factory: Callable | None, kwargs: dict) -> Callab
         with device:
             module = call_user(f"--module: {spec}", call, **kwargs)
         if not isinstance(module, nn.Module):
-            raise UsageError(f"--module: {spec} returned an object of type {type(module).__name__}, not a torch.nn.Module")
+            raise UsageError(
+                f"--module: {spec} returned an object of type {type(module).__name__}, not a torch.nn.Module"
+            )
         return module.to(device)
 
     return build
@@ -206,7 +219,8 @@ class FusedHeadLoss:
     def __init__(self, head: nn.Module):
         self.targets = None
         head.forward = lambda hidden: fused_linear_cross_entropy(
-            hidden.flatten(0, -2), head.weight, self.targets.flatten())
+            hidden.flatten(0, -2), head.weight, self.targets.flatten()
+        )
 
     def __call__(self, model: nn.Module, batch: tuple) -> torch.Tensor:
         inputs, self.targets = batch
@@ -227,6 +241,7 @@ def _first_tensor(args: tuple, kwargs: dict) -> torch.Tensor | None:
 def _watch(module: nn.Module, seen: _Seen) -> list:
     handles = []
     for path, sub in module.named_modules():
+
         def on_input(sub, args, kwargs, path=path):
             seen.inputs.setdefault(path, _first_tensor(args, kwargs))
 
@@ -280,8 +295,10 @@ def _check_logits(logits: Any, vocab: int | None, name: str) -> int:
     shape = tuple(logits.shape) if isinstance(logits, torch.Tensor) else None
     if shape is None or len(shape) != 3 or shape[:2] != (PROBE_BATCH, PROBE_CONTEXT) or (vocab and shape[2] < vocab):
         wanted = f"vocab {vocab}" if vocab else "vocab"
-        raise UsageError(f"{name} maps token ids of shape ({PROBE_BATCH}, {PROBE_CONTEXT}) to {_describe(logits)}; "
-                         f"lmperf needs logits (batch {PROBE_BATCH}, context {PROBE_CONTEXT}, {wanted})")
+        raise UsageError(
+            f"{name} maps token ids of shape ({PROBE_BATCH}, {PROBE_CONTEXT}) to {_describe(logits)}; "
+            f"lmperf needs logits (batch {PROBE_BATCH}, context {PROBE_CONTEXT}, {wanted})"
+        )
     return vocab or shape[2]
 
 
@@ -302,14 +319,16 @@ def _structure(module: nn.Module, seen: _Seen, logits: Any, vocab: int | None) -
 def _matmul_params(module: nn.Module, seen: _Seen) -> int:
     """Parameters of 2-D (or larger) tensors, less the tables of modules that take token ids
     (embeddings: a gather, no matmul) unless another module uses the table too (a tied head)."""
-    gathered = {path for path, first in seen.inputs.items()
-                if isinstance(first, torch.Tensor) and not first.is_floating_point() and not first.is_complex()}
+    gathered = {
+        path
+        for path, first in seen.inputs.items()
+        if isinstance(first, torch.Tensor) and not first.is_floating_point() and not first.is_complex()
+    }
     owners: dict[int, set[str]] = {}
     for path, sub in module.named_modules(remove_duplicate=False):
         for param in sub.parameters(recurse=False):
             owners.setdefault(id(param), set()).add(path)
-    return sum(p.numel() for p in module.parameters()
-               if p.dim() >= 2 and not owners.get(id(p), set()) <= gathered)
+    return sum(p.numel() for p in module.parameters() if p.dim() >= 2 and not owners.get(id(p), set()) <= gathered)
 
 
 def _head(module: nn.Module, seen: _Seen, logits: Any) -> str:

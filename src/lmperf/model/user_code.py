@@ -44,8 +44,9 @@ def _torch_folder() -> str:
 def user_traceback(error: BaseException) -> str:
     """The traceback of `error` with lmperf's and torch's frames left out, marked as the user's."""
     left_out = (LMPERF_FOLDER, _torch_folder())
-    frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if not str(Path(f.filename).resolve()).startswith(left_out)]
+    frames = [
+        f for f in traceback.extract_tb(error.__traceback__) if not str(Path(f.filename).resolve()).startswith(left_out)
+    ]
     lines = traceback.format_list(frames) + traceback.format_exception_only(type(error), error)
     return "Traceback from your module's code (lmperf's and torch's frames left out):\n" + "".join(lines)
 

@@ -58,8 +58,9 @@ def triton_rows_kernel(logits: torch.Tensor) -> ModuleType | None:
     return importlib.import_module("lmperf.ops.cross_entropy_rows_triton")
 
 
-def _cross_entropy_rows_torch(logits: torch.Tensor, targets: torch.Tensor, scale: float,
-                              need_grad: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+def _cross_entropy_rows_torch(
+    logits: torch.Tensor, targets: torch.Tensor, scale: float, need_grad: bool
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The Triton row kernel's arithmetic as PyTorch ops, in place over `logits` (a block of the
     caller's own, fp32 or fp64): the summed loss, and the gradient in the same block."""
     valid = targets != IGNORE_INDEX
@@ -77,8 +78,14 @@ def _cross_entropy_rows_torch(logits: torch.Tensor, targets: torch.Tensor, scale
     return loss, grad
 
 
-def _chunk_loss_and_grad(hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,
-                         scale: float, need_grad: bool, accumulate: torch.dtype) -> tuple[torch.Tensor, torch.Tensor | None]:
+def _chunk_loss_and_grad(
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    targets: torch.Tensor,
+    scale: float,
+    need_grad: bool,
+    accumulate: torch.dtype,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Summed loss of one chunk and its gradient of the logits times `scale` (in hidden's dtype)."""
     logits = hidden @ weight.T  # (C, V)
     rows_kernel = triton_rows_kernel(logits)  # None for fp64, whose accumulation stays fp64
@@ -133,8 +140,13 @@ class FusedLinearCrossEntropy(torch.autograd.Function):
         return grad_hidden, grad_weight, None, None, None
 
 
-def fused_linear_cross_entropy(hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,
-                               reduction: str = "mean", chunk_size: int | None = None) -> torch.Tensor:
+def fused_linear_cross_entropy(
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    targets: torch.Tensor,
+    reduction: str = "mean",
+    chunk_size: int | None = None,
+) -> torch.Tensor:
     """Cross-entropy of `hidden @ weight.T` against `targets` (ignore_index -100), fp32 result.
 
     hidden (N, d), weight (V, d), targets (N,) int64, each in [0, V) or -100 (a ValueError
@@ -157,5 +169,6 @@ def fused_linear_cross_entropy(hidden: torch.Tensor, weight: torch.Tensor, targe
     elif hidden.dtype != weight.dtype:
         hidden = hidden.to(weight.dtype)
     with torch.autocast(device_type, enabled=False):
-        return FusedLinearCrossEntropy.apply(hidden, weight, targets, reduction,
-                                             chunk_size or default_chunk_size(weight.shape[0]))
+        return FusedLinearCrossEntropy.apply(
+            hidden, weight, targets, reduction, chunk_size or default_chunk_size(weight.shape[0])
+        )

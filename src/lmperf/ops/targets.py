@@ -11,5 +11,7 @@ def check_targets(targets: torch.Tensor, n_classes: int, ignore_index: int) -> N
     bad = (targets != ignore_index) & ((targets < 0) | (targets >= n_classes))
     if bad.any():
         position = int(bad.nonzero()[0, 0])
-        raise ValueError(f"target {int(targets[position])} at position {position} is outside [0, {n_classes}) "
-                         f"and is not the ignore_index {ignore_index}")
+        raise ValueError(
+            f"target {int(targets[position])} at position {position} is outside [0, {n_classes}) "
+            f"and is not the ignore_index {ignore_index}"
+        )

@@ -20,5 +20,7 @@ H200_NVLINK = Links(
 # Share of the modelled communication the measured steps did not pay, per strategy. FSDP2's steps
 # paid all of it and more (the fit clips at 0).
 OVERLAP = {"ddp": 0.19, "fsdp": 0.0}
-OVERLAP_SOURCE = ("fitted by `lmperf plan-check` to one- and two-GPU steps of xl and 2.7B at contexts 512 and "
-                  "1024 on 2 x NVIDIA H200 (built into lmperf; --overlap sets another)")
+OVERLAP_SOURCE = (
+    "fitted by `lmperf plan-check` to one- and two-GPU steps of xl and 2.7B at contexts 512 and "
+    "1024 on 2 x NVIDIA H200 (built into lmperf; --overlap sets another)"
+)

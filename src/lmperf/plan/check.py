@@ -55,8 +55,9 @@ def pair_rows(rows: Iterable[dict]) -> tuple[list[Pair], list[dict]]:
 
 def pair_inputs(pair: Pair, network: Network, overlap: float = 0.0) -> PlanInputs:
     multi = pair.multi
-    parallelism = Parallelism(multi["strategy"], multi.get("reshard") is not False,
-                              multi.get("bucket_mb") or DEFAULT_BUCKET_MB)
+    parallelism = Parallelism(
+        multi["strategy"], multi.get("reshard") is not False, multi.get("bucket_mb") or DEFAULT_BUCKET_MB
+    )
     compute = Compute(pair.single["mean_ms"] / 1e3, "the measured one-GPU step")
     return PlanInputs(StepConfig.from_dict(multi), parallelism, network, Overlap(overlap, "fitted"), compute, None)
 
@@ -111,22 +112,43 @@ def check_pair(pair: Pair, others: Sequence[Pair], network: Network) -> CheckRow
         inputs = pair_inputs(pair, network, overlap)
         predicted = (inputs.compute.seconds + communication(inputs, multi["nproc"])[1]) * 1e3
     return CheckRow(
-        multi["preset"], multi["seq_len"], multi["batch"], multi["precision"], multi["attention"], multi["strategy"],
-        multi.get("reshard"), multi.get("bucket_mb"), multi["nproc"], bool(multi.get("profiled_steps")),
-        pair.single["mean_ms"], multi["mean_ms"], multi.get("std_ms"), pair.extra_s * 1e3, comm_s * 1e3, overlap,
-        predicted, None if predicted is None else predicted / multi["mean_ms"] - 1, _hidden_share(multi),
+        multi["preset"],
+        multi["seq_len"],
+        multi["batch"],
+        multi["precision"],
+        multi["attention"],
+        multi["strategy"],
+        multi.get("reshard"),
+        multi.get("bucket_mb"),
+        multi["nproc"],
+        bool(multi.get("profiled_steps")),
+        pair.single["mean_ms"],
+        multi["mean_ms"],
+        multi.get("std_ms"),
+        pair.extra_s * 1e3,
+        comm_s * 1e3,
+        overlap,
+        predicted,
+        None if predicted is None else predicted / multi["mean_ms"] - 1,
+        _hidden_share(multi),
         env=multi.get("env", {}),
     )
 
 
 def check(pairs: Sequence[Pair], network: Network) -> list[CheckRow]:
     """Every pair predicted with the overlap fitted to the other pairs of its strategy."""
-    return [check_pair(pair, [other for other in pairs if other is not pair
-                              and other.multi["strategy"] == pair.multi["strategy"]], network)
-            for pair in pairs]
+    return [
+        check_pair(
+            pair,
+            [other for other in pairs if other is not pair and other.multi["strategy"] == pair.multi["strategy"]],
+            network,
+        )
+        for pair in pairs
+    ]
 
 
 def fitted_overlaps(pairs: Sequence[Pair], network: Network) -> dict[str, float | None]:
     """The overlap of each strategy fitted to all of its pairs."""
-    return {strategy: fit_overlap([p for p in pairs if p.multi["strategy"] == strategy], network)
-            for strategy in STRATEGIES}
+    return {
+        strategy: fit_overlap([p for p in pairs if p.multi["strategy"] == strategy], network) for strategy in STRATEGIES
+    }

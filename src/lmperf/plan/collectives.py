@@ -107,8 +107,10 @@ class Network:
         if n <= 0:
             raise UsageError(f"GPU counts must be positive, got {n}")
         if n > self.gpus_per_node and n % self.gpus_per_node:
-            raise UsageError(f"{n} GPUs do not fill whole nodes of {self.gpus_per_node}; the hierarchical "
-                             f"ring runs the same ring in every node (give a multiple of {self.gpus_per_node})")
+            raise UsageError(
+                f"{n} GPUs do not fill whole nodes of {self.gpus_per_node}; the hierarchical "
+                f"ring runs the same ring in every node (give a multiple of {self.gpus_per_node})"
+            )
         return max(1, n // self.gpus_per_node)
 
     def seconds(self, op: str, size: float, n: int) -> float:

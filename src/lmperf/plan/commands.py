@@ -28,11 +28,20 @@ def plan(
     reshard: bool = typer.Option(True, "--reshard/--no-reshard", help="FSDP2 reshard_after_forward of the blocks."),
     bucket_mb: float = typer.Option(25.0, help="DDP gradient bucket size in MiB."),
     gpus_per_node: int = typer.Option(8, help="GPUs per node, joined by NVLink."),
-    inter_node_gbps: float = typer.Option(50.0, help="Bandwidth between nodes per GPU in GB/s (bytes; 400 Gb/s is 50)."),
-    comm: Optional[Path] = typer.Option(None, help="`lmperf comm` run directory or results.jsonl to fit the collectives to (default: built-in 2 x H200 fit)."),
-    from_row: Optional[Path] = typer.Option(None, help="Run directory or results.jsonl holding the measured one-GPU step of this configuration."),
+    inter_node_gbps: float = typer.Option(
+        50.0, help="Bandwidth between nodes per GPU in GB/s (bytes; 400 Gb/s is 50)."
+    ),
+    comm: Optional[Path] = typer.Option(
+        None,
+        help="`lmperf comm` run directory or results.jsonl to fit the collectives to (default: built-in 2 x H200 fit).",
+    ),
+    from_row: Optional[Path] = typer.Option(
+        None, help="Run directory or results.jsonl holding the measured one-GPU step of this configuration."
+    ),
     mfu: float = typer.Option(0.5, help="Assumed MFU of the compute, without --from-row."),
-    overlap: Optional[float] = typer.Option(None, help="Share of the communication compute hides (default: fitted on 2 x H200)."),
+    overlap: Optional[float] = typer.Option(
+        None, help="Share of the communication compute hides (default: fitted on 2 x H200)."
+    ),
     peak_tflops: Optional[float] = typer.Option(None, help="Dense peak TFLOP/s (default: the comm rows' GPU's)."),
     runs_root: Path = RUNS,
 ) -> None:
@@ -44,17 +53,38 @@ def plan(
     from lmperf.plan.schedule import Parallelism
 
     counts = split_list(gpus, "gpus", int)
-    step = StepConfig(preset, context, "train-step", precision, compile, attention, batch,
-                      param_dtype=param_dtype, loss=loss, checkpoint=checkpoint)
-    inputs = plan_inputs(step, Parallelism(strategy, reshard, bucket_mb), comm, from_row, mfu, overlap,
-                         gpus_per_node, inter_node_gbps, peak_tflops)
+    step = StepConfig(
+        preset,
+        context,
+        "train-step",
+        precision,
+        compile,
+        attention,
+        batch,
+        param_dtype=param_dtype,
+        loss=loss,
+        checkpoint=checkpoint,
+    )
+    inputs = plan_inputs(
+        step,
+        Parallelism(strategy, reshard, bucket_mb),
+        comm,
+        from_row,
+        mfu,
+        overlap,
+        gpus_per_node,
+        inter_node_gbps,
+        peak_tflops,
+    )
     path = run_plan(inputs, counts, runs_root, arguments)
     typer.echo((path / "results.md").read_text(encoding="utf-8"))
     typer.echo(f"wrote {path / 'results.jsonl'}, {path / 'results.md'}")
 
 
 def plan_check(
-    steps: List[Path] = typer.Argument(..., help="bench and bench-dist run directories (or results.jsonl) with one- and N-GPU steps."),
+    steps: List[Path] = typer.Argument(
+        ..., help="bench and bench-dist run directories (or results.jsonl) with one- and N-GPU steps."
+    ),
     comm: Path = typer.Option(..., help="`lmperf comm` run directory or results.jsonl of the same machine."),
     runs_root: Path = RUNS,
 ) -> None:

@@ -41,29 +41,53 @@ def overlap_for(strategy: str, given: float | None) -> Overlap:
 
 def compute_from_row(path: Path, step: StepConfig, device: str) -> Compute:
     """The one-GPU train step of `step`'s configuration in the rows at `path`."""
-    found = [row for row in rows_at(path) if row.get("status") == "ok" and row.get("mode") == "train-step"
-             and row.get("nproc", 1) == 1 and configuration(row) == configuration(step.to_dict())]
+    found = [
+        row
+        for row in rows_at(path)
+        if row.get("status") == "ok"
+        and row.get("mode") == "train-step"
+        and row.get("nproc", 1) == 1
+        and configuration(row) == configuration(step.to_dict())
+    ]
     if len(found) != 1:
         what = "no finished one-GPU train step" if not found else f"{len(found)} one-GPU train steps"
-        raise UsageError(f"{path} has {what} of {step.preset} at context {step.seq_len}, batch {step.batch}, "
-                         f"{step.precision}, {step.attention} attention, {step.compile}, {step.param_dtype} parameters, "
-                         f"{step.loss} loss, {step.checkpoint} checkpointing; --from-row needs exactly one")
+        raise UsageError(
+            f"{path} has {what} of {step.preset} at context {step.seq_len}, batch {step.batch}, "
+            f"{step.precision}, {step.attention} attention, {step.compile}, {step.param_dtype} parameters, "
+            f"{step.loss} loss, {step.checkpoint} checkpointing; --from-row needs exactly one"
+        )
     row = found[0]
     measured_on = row.get("env", {}).get("device", "unknown")
     if measured_on != device:
-        raise UsageError(f"{path} was measured on {measured_on}, the comm rows on {device}; calibrate on one kind of GPU")
-    return Compute(row["mean_ms"] / 1e3, f"the measured one-GPU step in {path} (mean of {row.get('steps', '?')} "
-                                         f"steps: {row['mean_ms']:,.1f} ms, {measured_on})")
+        raise UsageError(
+            f"{path} was measured on {measured_on}, the comm rows on {device}; calibrate on one kind of GPU"
+        )
+    return Compute(
+        row["mean_ms"] / 1e3,
+        f"the measured one-GPU step in {path} (mean of {row.get('steps', '?')} "
+        f"steps: {row['mean_ms']:,.1f} ms, {measured_on})",
+    )
 
 
-def plan_inputs(step: StepConfig, parallelism: Parallelism, comm: Path | None = None, from_row: Path | None = None,
-                mfu: float = 0.5, overlap: float | None = None, gpus_per_node: int = 8,
-                inter_node_gbps: float = 50.0, peak: float | None = None) -> PlanInputs:
+def plan_inputs(
+    step: StepConfig,
+    parallelism: Parallelism,
+    comm: Path | None = None,
+    from_row: Path | None = None,
+    mfu: float = 0.5,
+    overlap: float | None = None,
+    gpus_per_node: int = 8,
+    inter_node_gbps: float = 50.0,
+    peak: float | None = None,
+) -> PlanInputs:
     """Everything a prediction needs; `peak` overrides the dense peak of the comm rows' GPU."""
     step, parallelism = step.validate(), parallelism.validate()
     network = Network(links_from(comm), gpus_per_node, inter_node_gbps).validate()
     device = network.links.device
     dense_peak = peak_tflops(device, step.precision, peak)
-    compute = (compute_from_mfu(step, mfu, dense_peak, device) if from_row is None
-               else compute_from_row(from_row, step, device))
+    compute = (
+        compute_from_mfu(step, mfu, dense_peak, device)
+        if from_row is None
+        else compute_from_row(from_row, step, device)
+    )
     return PlanInputs(step, parallelism, network, overlap_for(parallelism.strategy, overlap), compute, dense_peak)

@@ -51,9 +51,11 @@ def compute_from_mfu(step: StepConfig, mfu: float, peak_tflops: float | None, de
     if peak_tflops is None:
         raise UsageError(f"no dense peak is known for {device!r}; give --peak-tflops")
     flops = step_flops(step.model_config(), step.batch, step.seq_len, "train-step").matmul
-    return Compute(flops / (mfu * peak_tflops * 1e12),
-                   f"lmperf's FLOP model ({flops / 1e12:,.1f} TFLOP of matmuls per GPU) at an assumed "
-                   f"MFU of {mfu * 100:g}% of {peak_tflops:,.1f} TFLOP/s ({device}, {step.precision})")
+    return Compute(
+        flops / (mfu * peak_tflops * 1e12),
+        f"lmperf's FLOP model ({flops / 1e12:,.1f} TFLOP of matmuls per GPU) at an assumed "
+        f"MFU of {mfu * 100:g}% of {peak_tflops:,.1f} TFLOP/s ({device}, {step.precision})",
+    )
 
 
 @dataclass(frozen=True)
@@ -113,8 +115,9 @@ def memory_gb(inputs: PlanInputs, n: int) -> tuple[float, float]:
     step, parallelism = inputs.step, inputs.parallelism
     layout = DataParallel(parallelism.strategy, n, reshard=parallelism.reshard)
     config = step.model_config()
-    peak = train_step_peak(config, step.batch, step.seq_len, step.precision, layout, step.param_dtype,
-                           step.checkpoint, step.loss)
+    peak = train_step_peak(
+        config, step.batch, step.seq_len, step.precision, layout, step.param_dtype, step.checkpoint, step.loss
+    )
     return peak / 1e9, state_memory(config, layout, step.precision, step.param_dtype).persistent / 1e9
 
 
@@ -126,13 +129,23 @@ def predict(inputs: PlanInputs, n: int) -> PlanRow:
     matmul = step_flops(step.model_config(), step.batch, step.seq_len, "train-step").matmul
     peak_gb, kept_gb = memory_gb(inputs, n)
     return PlanRow(
-        config=step.to_dict(), strategy=parallelism.strategy,
+        config=step.to_dict(),
+        strategy=parallelism.strategy,
         reshard=parallelism.reshard if parallelism.strategy == "fsdp" else None,
         bucket_mb=parallelism.bucket_mb if parallelism.strategy == "ddp" else None,
-        gpus=n, nodes=network.nodes(n), gpus_per_node=network.gpus_per_node, inter_node_gbps=network.inter_node_gbps,
-        overlap=inputs.overlap.fraction, compute_ms=inputs.compute.seconds * 1e3, comm_ms=comm * 1e3,
-        exposed_ms=exposed * 1e3, step_ms=seconds * 1e3, tokens_per_s=tokens / seconds,
+        gpus=n,
+        nodes=network.nodes(n),
+        gpus_per_node=network.gpus_per_node,
+        inter_node_gbps=network.inter_node_gbps,
+        overlap=inputs.overlap.fraction,
+        compute_ms=inputs.compute.seconds * 1e3,
+        comm_ms=comm * 1e3,
+        exposed_ms=exposed * 1e3,
+        step_ms=seconds * 1e3,
+        tokens_per_s=tokens / seconds,
         tokens_per_s_total=n * tokens / seconds,
         mfu=matmul / seconds / (inputs.peak_tflops * 1e12) if inputs.peak_tflops else None,
-        peak_memory_gb=peak_gb, persistent_memory_gb=kept_gb, assumptions=assumptions(inputs, n),
+        peak_memory_gb=peak_gb,
+        persistent_memory_gb=kept_gb,
+        assumptions=assumptions(inputs, n),
     )

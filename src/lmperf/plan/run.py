@@ -23,8 +23,9 @@ def _write(command: str, rows: list[dict], runs_root: Path, arguments: dict) -> 
     return run_dir
 
 
-def run_plan(inputs: PlanInputs, gpus: Sequence[int], runs_root: Path = Path("runs"),
-             arguments: dict | None = None) -> Path:
+def run_plan(
+    inputs: PlanInputs, gpus: Sequence[int], runs_root: Path = Path("runs"), arguments: dict | None = None
+) -> Path:
     """One row per GPU count in a new run directory, and its results.md; returns the directory."""
     rows = []
     for n in gpus:  # every count is checked before a directory is made
@@ -47,7 +48,8 @@ def run_check(comm: Path, steps: Sequence[Path], runs_root: Path = Path("runs"))
     rows = [row.to_dict() for row in check(pairs, network)]
     run_dir = _write("plan-check", rows, runs_root, {"comm": str(comm), "steps": [str(p) for p in steps]})
     md = run_dir.path / "results.md"
-    md.write_text(check_markdown(rows, network.links, comm_rows, fitted_overlaps(pairs, network), unpaired),
-                  encoding="utf-8")
+    md.write_text(
+        check_markdown(rows, network.links, comm_rows, fitted_overlaps(pairs, network), unpaired), encoding="utf-8"
+    )
     run_dir.release()
     return run_dir.path

@@ -92,10 +92,18 @@ def fsdp_schedule(config: ModelConfig, precision: str, param_dtype: str, reshard
     block = counts["blocks"] / config.n_layers
     root = counts["total"] - counts["blocks"]
     gathers = config.n_layers * (2 if reshard else 1)
-    ends = (Call("all-gather", root * gather_bytes), Call("all-gather", block * gather_bytes),
-            Call("reduce-scatter", block * REDUCE_BYTES), Call("reduce-scatter", root * REDUCE_BYTES))
-    calls = (Call("all-gather", block * gather_bytes, gathers), ends[0],
-             Call("reduce-scatter", block * REDUCE_BYTES, config.n_layers), ends[3])
+    ends = (
+        Call("all-gather", root * gather_bytes),
+        Call("all-gather", block * gather_bytes),
+        Call("reduce-scatter", block * REDUCE_BYTES),
+        Call("reduce-scatter", root * REDUCE_BYTES),
+    )
+    calls = (
+        Call("all-gather", block * gather_bytes, gathers),
+        ends[0],
+        Call("reduce-scatter", block * REDUCE_BYTES, config.n_layers),
+        ends[3],
+    )
     return Schedule(calls, ends, 1.0)
 
 

@@ -20,8 +20,19 @@ from lmperf.pmc.targets import OLD_ATTENTION_NAMES
 from lmperf.report import tables
 
 # The issue's structural fields: each exact on >= 95% of held-out captures.
-STRUCTURE = ("mode", "dtype", "batch", "seq_len", "n_layers", "d_model", "n_heads", "n_kv_heads",
-             "head_dim", "d_ff", "mlp")
+STRUCTURE = (
+    "mode",
+    "dtype",
+    "batch",
+    "seq_len",
+    "n_layers",
+    "d_model",
+    "n_heads",
+    "n_kv_heads",
+    "head_dim",
+    "d_ff",
+    "mlp",
+)
 VOCAB_BOUNDED = "vocab exact or in interval"
 PARAMS_BOUNDED = "params_total within 1% or in interval"
 PARAMS_TOLERANCE = 0.01
@@ -59,11 +70,11 @@ def score_dir(directory: Path) -> list[dict]:
         row = dict(name=name, split="held-out" if name in held else "dev", path=attention_path(truth))
         row.update({f: correct(f, values[f], truth.get(f)) for f in FIELDS})
         row[VOCAB_BOUNDED] = row["vocab_size"] or _in_interval(result, "vocab_size", truth["vocab_size"], 0.0)
-        row[PARAMS_BOUNDED] = row["params_total"] or _in_interval(result, "params_total", truth["params_total"],
-                                                                  PARAMS_TOLERANCE)
+        row[PARAMS_BOUNDED] = row["params_total"] or _in_interval(
+            result, "params_total", truth["params_total"], PARAMS_TOLERANCE
+        )
         row["structure"] = all(row[f] for f in STRUCTURE)
-        row["wrong"] = ", ".join(f"{f}={_shown(result, f)} (true {truth.get(f)})"
-                                 for f in FIELDS if not row[f])
+        row["wrong"] = ", ".join(f"{f}={_shown(result, f)} (true {truth.get(f)})" for f in FIELDS if not row[f])
         rows.append(row)
     return rows
 
@@ -100,19 +111,36 @@ def field_rates(rows: list[dict]) -> list[dict]:
 def path_rates(rows: list[dict]) -> list[dict]:
     """Per attention path: captures, and the share with every structural field right."""
     paths = sorted({r["path"] for r in rows})
-    return [{"path": p, "n": sum(r["path"] == p for r in rows),
-             "structure": sum(r["structure"] for r in rows if r["path"] == p)
-             / sum(r["path"] == p for r in rows),
-             "vocab exact": sum(r["vocab_size"] for r in rows if r["path"] == p)
-             / sum(r["path"] == p for r in rows)} for p in paths]
+    return [
+        {
+            "path": p,
+            "n": sum(r["path"] == p for r in rows),
+            "structure": sum(r["structure"] for r in rows if r["path"] == p) / sum(r["path"] == p for r in rows),
+            "vocab exact": sum(r["vocab_size"] for r in rows if r["path"] == p) / sum(r["path"] == p for r in rows),
+        }
+        for p in paths
+    ]
 
 
-RATE_COLUMNS = [("field", "field", ""), ("held-out exact", "held-out", ".0%"),
-                ("held-out n", "held-out n", "d"), ("dev exact", "dev", ".0%"), ("dev n", "dev n", "d")]
-CAPTURE_COLUMNS = [("capture", "name", ""), ("split", "split", ""), ("attention", "path", ""),
-                   ("wrong fields", "wrong", "")]
-PATH_COLUMNS = [("attention path", "path", ""), ("captures", "n", "d"),
-                ("all structural fields exact", "structure", ".0%"), ("vocab exact", "vocab exact", ".0%")]
+RATE_COLUMNS = [
+    ("field", "field", ""),
+    ("held-out exact", "held-out", ".0%"),
+    ("held-out n", "held-out n", "d"),
+    ("dev exact", "dev", ".0%"),
+    ("dev n", "dev n", "d"),
+]
+CAPTURE_COLUMNS = [
+    ("capture", "name", ""),
+    ("split", "split", ""),
+    ("attention", "path", ""),
+    ("wrong fields", "wrong", ""),
+]
+PATH_COLUMNS = [
+    ("attention path", "path", ""),
+    ("captures", "n", "d"),
+    ("all structural fields exact", "structure", ".0%"),
+    ("vocab exact", "vocab exact", ".0%"),
+]
 
 
 def environment_lines(directory: Path) -> str:
@@ -121,17 +149,28 @@ def environment_lines(directory: Path) -> str:
     lines = []
     for path in sorted(Path(directory).glob("environment*.json")):
         env = json.loads(path.read_text(encoding="utf-8"))
-        lines.append(f"- {path.name}: " + ", ".join(f"{key} {env[key]}" for key in (
-            "device", "driver", "cuda", "torch", "triton", "transformers", "commit", "date")
-            if key in env) + "\n")
+        lines.append(
+            f"- {path.name}: "
+            + ", ".join(
+                f"{key} {env[key]}"
+                for key in ("device", "driver", "cuda", "torch", "triton", "transformers", "commit", "date")
+                if key in env
+            )
+            + "\n"
+        )
     return "".join(lines) + "\n" if lines else ""
 
 
 def main(argv: list[str]) -> None:
     rows = score_dir(Path(argv[0]))
-    text = (environment_lines(Path(argv[0])) + tables.markdown(field_rates(rows), RATE_COLUMNS)
-            + "\n" + tables.markdown(path_rates(rows), PATH_COLUMNS)
-            + "\n" + tables.markdown(rows, CAPTURE_COLUMNS))
+    text = (
+        environment_lines(Path(argv[0]))
+        + tables.markdown(field_rates(rows), RATE_COLUMNS)
+        + "\n"
+        + tables.markdown(path_rates(rows), PATH_COLUMNS)
+        + "\n"
+        + tables.markdown(rows, CAPTURE_COLUMNS)
+    )
     Path(argv[1]).write_text(text, encoding="utf-8")
     print(text)
 

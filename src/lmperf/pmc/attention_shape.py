@@ -36,8 +36,9 @@ def _divisors(n: int) -> list[int]:
     return [b for b in range(1, n + 1) if n % b == 0]
 
 
-def naive_shape(qk: KernelRecord, softmax: KernelRecord, tokens: int, d: int,
-                scores: list[KernelRecord] = ()) -> AttentionShape | None:
+def naive_shape(
+    qk: KernelRecord, softmax: KernelRecord, tokens: int, d: int, scores: list[KernelRecord] = ()
+) -> AttentionShape | None:
     """`scores`: the elementwise kernels on the score matrix around the softmax (scaling, mask
     add), which count B·H·T² elements exactly where the warp softmax counts padded rows."""
     t_est = macs(qk) / (tokens * d)
@@ -56,9 +57,15 @@ def naive_shape(qk: KernelRecord, softmax: KernelRecord, tokens: int, d: int,
             if heads == int(heads) and heads >= 1 and d % int(heads) == 0:
                 H = int(heads)
                 shape = "B·H·T²" if row == T else f"B·H·T·{row} (rows padded to {row})"
-                return AttentionShape(B, T, H, d // H, abs(t_est - T) / T,
-                                      f"QK^T matmul {macs(qk):,.0f} MACs = N·T·d gives T={T}; "
-                                      f"softmax counts {count:,.0f} = {shape} give H={H}")
+                return AttentionShape(
+                    B,
+                    T,
+                    H,
+                    d // H,
+                    abs(t_est - T) / T,
+                    f"QK^T matmul {macs(qk):,.0f} MACs = N·T·d gives T={T}; "
+                    f"softmax counts {count:,.0f} = {shape} give H={H}",
+                )
     return None
 
 
@@ -69,8 +76,7 @@ def _name_head_dims(name: str) -> set[int]:
     return dims & set(PLAUSIBLE_HEAD_DIMS)
 
 
-def _flops_error(kernel: KernelRecord, B: int, H: int, hd: int, T: int,
-                 query_tiles: tuple[int, ...] = _TILES) -> float:
+def _flops_error(kernel: KernelRecord, B: int, H: int, hd: int, T: int, query_tiles: tuple[int, ...] = _TILES) -> float:
     """Relative mismatch of the counted tensor work against B·H heads of T×T causal attention,
     over whole tiles whose query side is one of `query_tiles` (the grid's, when it gave one)."""
     counted = sum(kernel.metric(m) for m in TENSOR_PATHS.values())
@@ -86,8 +92,7 @@ _SIMT_KEY_TILES = (16, 32, 64, 128)
 _SIMT_UNKNOWN = 0.5  # no count to check against
 
 
-def _simt_error(kernel: KernelRecord, B: int, H: int, hd: int, T: int,
-                query_tiles: tuple[int, ...]) -> float:
+def _simt_error(kernel: KernelRecord, B: int, H: int, hd: int, T: int, query_tiles: tuple[int, ...]) -> float:
     """An fp32 kernel without tensor cores (lmperf's Triton forward in fp32) runs one FFMA per
     multiply-add of its two tile products, 2·hd per score, and one or two more per score for the
     softmax (the exp2 argument's scale and shift): B·H·(2·hd + c) FFMA per executed causal tile
@@ -96,8 +101,12 @@ def _simt_error(kernel: KernelRecord, B: int, H: int, hd: int, T: int,
     ffma = kernel.metric(FFMA)
     if ffma <= 0:
         return _SIMT_UNKNOWN
-    fits = [abs(ffma - B * H * (2 * hd + extra) * causal_tile_fraction(T, tq, tk) * T * T) / ffma
-            for tq in query_tiles for tk in _SIMT_KEY_TILES for extra in (0, 1, 2)]
+    fits = [
+        abs(ffma - B * H * (2 * hd + extra) * causal_tile_fraction(T, tq, tk) * T * T) / ffma
+        for tq in query_tiles
+        for tk in _SIMT_KEY_TILES
+        for extra in (0, 1, 2)
+    ]
     return min(fits) if min(fits) < 1e-3 else _SIMT_UNKNOWN
 
 
@@ -139,20 +148,32 @@ def fused_shape(kernel: KernelRecord, tokens: int, d: int) -> AttentionShape | N
             tiles = math.ceil(T / tq)
             if split_kv and (kernel.grid[0], kernel.grid[2]) != (tiles, B * H):
                 continue
-            if not split_kv and len(grid_dims) > 1 and sorted(kernel.grid) != sorted((tiles, B, H)) \
-                    and kernel.grid != (tiles, B * H, 1):
+            if (
+                not split_kv
+                and len(grid_dims) > 1
+                and sorted(kernel.grid) != sorted((tiles, B, H))
+                and kernel.grid != (tiles, B * H, 1)
+            ):
                 continue  # a 3-D grid is (query tiles, batch, heads) in some order; lmperf's
-                          # Triton kernel runs (query tiles, batch x heads)
+                # Triton kernel runs (query tiles, batch x heads)
             # the tiles that counted the grid's blocks are the ones the work was done in: with
             # any other query tile, B=2, T=154 explains the work of B=4, T=77 (64x128 tiles)
             error = _flops_error(kernel, B, H, hd, T, (tq,))
             score = error + (0.0 if not hinted or hd in hinted else 0.1)
             if best is None or score < best[0]:
-                best = (score, AttentionShape(
-                    B, T, H, hd, error,
-                    f"{kernel.grid} grid = B·H·ceil(T/{tq}) blocks{' per KV split' if split_kv else ''}"
-                    " and the counted tensor work "
-                    f"(causal tiles, relative error {error:.3f}) give B={B}, T={T}, H={H}"))
+                best = (
+                    score,
+                    AttentionShape(
+                        B,
+                        T,
+                        H,
+                        hd,
+                        error,
+                        f"{kernel.grid} grid = B·H·ceil(T/{tq}) blocks{' per KV split' if split_kv else ''}"
+                        " and the counted tensor work "
+                        f"(causal tiles, relative error {error:.3f}) give B={B}, T={T}, H={H}",
+                    ),
+                )
     return best[1] if best else _persistent_candidates(kernel, tokens, d)
 
 
@@ -168,8 +189,14 @@ def _persistent_candidates(kernel: KernelRecord, tokens: int, d: int) -> Attenti
             continue  # not persistent: the grid itself counts the tiles
         error = _flops_error(kernel, B, H, d // H, T)
         if best is None or error < best.error:
-            best = AttentionShape(B, T, H, d // H, error,
-                                  f"persistent cuDNN grid {kernel.grid}: FFMA {kernel.metric(FFMA):,.0f}"
-                                  f" = B·H·512 per causal 128-tile pair gives H={H}; tensor work "
-                                  f"(relative error {error:.3f}) gives B={B}, T={T}")
+            best = AttentionShape(
+                B,
+                T,
+                H,
+                d // H,
+                error,
+                f"persistent cuDNN grid {kernel.grid}: FFMA {kernel.metric(FFMA):,.0f}"
+                f" = B·H·512 per causal 128-tile pair gives H={H}; tensor work "
+                f"(relative error {error:.3f}) gives B={B}, T={T}",
+            )
     return best

@@ -47,8 +47,13 @@ def kernel_rows(capture: Capture) -> list[dict]:
     """One tidy row per kernel: class, short name, launch shape and the counters."""
     rows = []
     for k in capture.kernels:
-        row = {"index": k.index, "class": kernel_category(k.name), "kernel": short_name(k.name),
-               "grid": "x".join(map(str, k.grid)), "block": "x".join(map(str, k.block))}
+        row = {
+            "index": k.index,
+            "class": kernel_category(k.name),
+            "kernel": short_name(k.name),
+            "grid": "x".join(map(str, k.grid)),
+            "block": "x".join(map(str, k.block)),
+        }
         row.update({name: k.metrics.get(name) for name in counter_columns(capture)})
         rows.append(row)
     return rows
@@ -62,8 +67,12 @@ def write_kernel_table(capture: Capture, path: Path) -> Path:
 
 
 def collect_command(
-    program: list[str], range_name: str, raw_csv: Path, ncu_path: str | None = None,
-    timeout_s: float | None = None, truth_json: Path | None = None,
+    program: list[str],
+    range_name: str,
+    raw_csv: Path,
+    ncu_path: str | None = None,
+    timeout_s: float | None = None,
+    truth_json: Path | None = None,
 ) -> Collected:
     """Profile `program`'s kernels inside NVTX range `range_name`; write the capture files."""
     executable = ncu.find_ncu(ncu_path)
@@ -87,4 +96,3 @@ def collect_target(
         spec_path.write_text(target.to_json(), encoding="utf-8")
         program = [sys.executable, "-m", "lmperf.pmc.runner", str(spec_path), str(truth_json)]
         return collect_command(program, RANGE, raw_csv, ncu_path, timeout_s, truth_json)
-

@@ -33,16 +33,27 @@ def collect(
     ctx: typer.Context,
     preset: Optional[str] = typer.Option(None, help="An lmperf preset to profile (tiny, small, ...)."),
     set_: str = typer.Option("", "--set", help="Preset overrides, e.g. n_layers=2,d_model=512."),
-    hf_config: Optional[Path] = typer.Option(None, help="A Hugging Face config.json (random weights; needs transformers)."),
+    hf_config: Optional[Path] = typer.Option(
+        None, help="A Hugging Face config.json (random weights; needs transformers)."
+    ),
     batch: int = typer.Option(2, help="Batch size."),
     context: int = typer.Option(256, "--context", "-t", "--seq-len", help="Context length (tokens per sequence)."),
-    mode: str = typer.Option("forward", help="forward, train-step (forward, backward, AdamW) or "
-                             "generate (prefill, then decode steps with a KV cache; --hf-config)."),
-    precision: str = typer.Option("bf16", "--precision", "--dtype", help="fp32, fp16, bf16 (train steps use autocast)."),
-    attention: str = typer.Option("sdpa", help="naive, sdpa or triton (lmperf's kernel, presets); "
-                                  "naive runs a Hugging Face model with its eager attention."),
-    sdpa_backend: Optional[str] = typer.Option(None, help="Pin SDPA to flash_attention, "
-                                               "efficient_attention, cudnn_attention or math."),
+    mode: str = typer.Option(
+        "forward",
+        help="forward, train-step (forward, backward, AdamW) or "
+        "generate (prefill, then decode steps with a KV cache; --hf-config).",
+    ),
+    precision: str = typer.Option(
+        "bf16", "--precision", "--dtype", help="fp32, fp16, bf16 (train steps use autocast)."
+    ),
+    attention: str = typer.Option(
+        "sdpa",
+        help="naive, sdpa or triton (lmperf's kernel, presets); "
+        "naive runs a Hugging Face model with its eager attention.",
+    ),
+    sdpa_backend: Optional[str] = typer.Option(
+        None, help="Pin SDPA to flash_attention, efficient_attention, cudnn_attention or math."
+    ),
     new_tokens: int = typer.Option(0, help="generate: tokens to generate after a --context prompt."),
     range_name: str = typer.Option("step", "--range", help="NVTX range of the step, for -- CMD."),
     ncu_path: Optional[str] = typer.Option(None, "--ncu", help="The ncu executable (default: ncu on the PATH)."),
@@ -54,16 +65,21 @@ def collect(
     from lmperf.pmc.targets import Target
 
     program = list(ctx.args)
-    chosen = [name for name, given in (("--preset", preset), ("--hf-config", hf_config),
-                                       ("-- CMD", program)) if given]
+    chosen = [name for name, given in (("--preset", preset), ("--hf-config", hf_config), ("-- CMD", program)) if given]
     if len(chosen) != 1:
         raise UsageError("name exactly one target: --preset, --hf-config or -- CMD ...")
     if program:
         result = collect_command(program, range_name, out, ncu_path)
     else:
         target = Target(
-            batch=batch, seq_len=context, mode=mode, dtype=precision, attention=attention,
-            sdpa_backend=sdpa_backend, new_tokens=new_tokens, preset=preset,
+            batch=batch,
+            seq_len=context,
+            mode=mode,
+            dtype=precision,
+            attention=attention,
+            sdpa_backend=sdpa_backend,
+            new_tokens=new_tokens,
+            preset=preset,
             overrides=_overrides(set_) if set_ else {},
             hf_config=read_fields(hf_config)[0] if hf_config else None,
         )
@@ -110,7 +126,9 @@ def explain(
     set_: str = typer.Option("", "--set", help="Preset overrides, e.g. n_layers=2."),
     hf_config: Optional[Path] = typer.Option(None, help="The Hugging Face config.json that ran."),
     batch: int = typer.Option(2, help="Batch size that ran."),
-    context: int = typer.Option(256, "--context", "-t", "--seq-len", help="Context length that ran (the sweep's base)."),
+    context: int = typer.Option(
+        256, "--context", "-t", "--seq-len", help="Context length that ran (the sweep's base)."
+    ),
     sweep: bool = typer.Option(False, help="Tables and a PNG of counted FLOPs vs T, layers, width."),
     contexts: str = typer.Option("128,256,512,1024,2048", "--contexts", "--seq-lens", help="Sweep: context lengths."),
     layers: str = typer.Option("2,4,8,16", help="Sweep: layer counts."),
@@ -129,14 +147,20 @@ def explain(
     if capture is None:
         raise UsageError("give a CAPTURE to explain, or --sweep")
     recorded = read_capture(capture)
-    class_rows, role_rows = ex.class_rows(recorded, model, batch, context), ex.role_rows(recorded, model, batch, context)
+    class_rows, role_rows = (
+        ex.class_rows(recorded, model, batch, context),
+        ex.role_rows(recorded, model, batch, context),
+    )
     typer.echo(tables.markdown(class_rows, ex.CLASS_COLUMNS))
     typer.echo(tables.markdown(role_rows, ex.ROLE_COLUMNS))
     flagged = ex.implausible(class_rows + role_rows)
     if flagged:
         low, high = ex.PLAUSIBLE_RESIDUAL
-        typer.echo(f"lmperf: warning: {len(flagged)} residual(s) beyond what tile padding and 3xTF32 allow "
-                   f"({low:+.0%} to {high:+.0%}): was this the model, batch and length that ran?", err=True)
+        typer.echo(
+            f"lmperf: warning: {len(flagged)} residual(s) beyond what tile padding and 3xTF32 allow "
+            f"({low:+.0%} to {high:+.0%}): was this the model, batch and length that ran?",
+            err=True,
+        )
 
 
 def _sweep(model, batch, context, contexts, layers, widths, runs_root) -> None:
@@ -144,9 +168,14 @@ def _sweep(model, batch, context, contexts, layers, widths, runs_root) -> None:
     from lmperf.report import tables
     from lmperf.report.rundir import RunDir
 
-    rows = sweep.sweep_rows(model, batch, split_list(contexts, "contexts", int),
-                            split_list(layers, "layers", int), split_list(widths, "widths", int),
-                            context)
+    rows = sweep.sweep_rows(
+        model,
+        batch,
+        split_list(contexts, "contexts", int),
+        split_list(layers, "layers", int),
+        split_list(widths, "widths", int),
+        context,
+    )
     written = sweep.write_sweep(rows, RunDir.create("pmc-sweep", runs_root))
     typer.echo(tables.markdown(rows, sweep.COLUMNS))
     typer.echo("wrote " + ", ".join(str(path) for path in written))

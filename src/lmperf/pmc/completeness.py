@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import math
 
-from lmperf.analysis.kernels import (ATTENTION, COPY, EMBEDDING, LOSS, MATMUL, NORM, REDUCTION,
-                                     SOFTMAX, kernel_category)
+from lmperf.analysis.kernels import ATTENTION, COPY, EMBEDDING, LOSS, MATMUL, NORM, REDUCTION, SOFTMAX, kernel_category
 from lmperf.pmc import gemms as g
 from lmperf.pmc.parse import Capture, KernelRecord
 from lmperf.pmc.result import FIELDS, Gap
@@ -38,8 +37,7 @@ FORWARD_FIELDS = (*(name for name in FIELDS if name != "dtype"), "prompt_len")
 def counter_gaps(capture: Capture) -> list[Gap]:
     """Counter columns the file lacks (a tensor pipe's): every reading but the mode rests on
     them."""
-    return [Gap("counters", why, tuple(name for name in FIELDS if name != "mode"))
-            for why in capture.problems]
+    return [Gap("counters", why, tuple(name for name in FIELDS if name != "mode")) for why in capture.problems]
 
 
 def attention_groups(kernels: list[KernelRecord]) -> int:
@@ -74,9 +72,15 @@ def forward_gaps(phases: g.Phases, layers: g.Layers | None, whole_layer: bool) -
     losses = [k.index for k in phases.forward if kernel_category(k.name) == LOSS]
     went_on = losses and phases.forward[-1].index > losses[-1]
     if went_on and not (phases.backward or phases.optimizer):
-        return [Gap("forward", f"{phases.forward[-1].index - losses[-1]} kernel(s) run after the "
-                    "loss and no gradient kernel: the step went on (a backward on autograd's "
-                    "thread, an optimizer) past the range's end", ("mode",))]
+        return [
+            Gap(
+                "forward",
+                f"{phases.forward[-1].index - losses[-1]} kernel(s) run after the "
+                "loss and no gradient kernel: the step went on (a backward on autograd's "
+                "thread, an optimizer) past the range's end",
+                ("mode",),
+            )
+        ]
     return []
 
 
@@ -84,25 +88,35 @@ def _forward_cut(phases: g.Phases, layers: g.Layers | None, whole_layer: bool) -
     forward = phases.forward
     last = kernel_category(forward[-1].name) if forward else None
     if last in (NORM, ATTENTION) and not (phases.backward or phases.optimizer):
-        return (f"the range ends with a {last} kernel, which no forward pass ends with (an output "
-                "projection or the LM head follows)")
+        return (
+            f"the range ends with a {last} kernel, which no forward pass ends with (an output "
+            "projection or the LM head follows)"
+        )
     if layers is None:
         return None  # no layer structure: infer reports it, and reads no shape from it
     if not whole_layer:
-        return ("the repeating GEMMs hold no whole Transformer layer (projections, attention, "
-                "output projection, MLP): the range may end inside the first layer")
+        return (
+            "the repeating GEMMs hold no whole Transformer layer (projections, attention, "
+            "output projection, MLP): the range may end inside the first layer"
+        )
     head = layers.lm_head
     body = [k for k in g.forward_gemms(forward) if k.index < head.index]
     if any(_same_gemm(head, k) for k in body):
-        return (f"the last forward GEMM ({head.name[:40]}...) repeats a layer GEMM's kernel and "
-                "work: it is a layer's, not an LM head, so the range ends inside a layer")
+        return (
+            f"the last forward GEMM ({head.name[:40]}...) repeats a layer GEMM's kernel and "
+            "work: it is a layer's, not an LM head, so the range ends inside a layer"
+        )
     if not any(_is_norm(k) for k in forward if body[-1].index < k.index < head.index):
-        return ("no norm runs between the last layer GEMM and the last GEMM: a whole forward ends "
-                "with the final norm, then the LM head")
+        return (
+            "no norm runs between the last layer GEMM and the last GEMM: a whole forward ends "
+            "with the final norm, then the LM head"
+        )
     groups = attention_groups([k for k in forward if k.index < head.index])
     if groups != layers.n_layers:
-        return (f"the GEMMs repeat {layers.n_layers} time(s) but the forward runs {groups} layers' "
-                "attention: the layer counts disagree")
+        return (
+            f"the GEMMs repeat {layers.n_layers} time(s) but the forward runs {groups} layers' "
+            "attention: the layer counts disagree"
+        )
     return None
 
 
@@ -115,12 +129,15 @@ def backward_gaps(phases: g.Phases, n_layers: int | None) -> list[Gap]:
     if not any(kernel_category(k.name) == EMBEDDING for k in backward):
         why = "the backward pass never reaches the embedding's gradient, its last layer"
     elif n_layers and attention_groups(backward) < n_layers:
-        why = (f"the backward pass shows {attention_groups(backward)} layers' attention backward "
-               f"for {n_layers} forward layers")
+        why = (
+            f"the backward pass shows {attention_groups(backward)} layers' attention backward "
+            f"for {n_layers} forward layers"
+        )
     if why is None:
         return []
-    return [Gap("backward", why + ": the range ends inside the backward (the optimizer and "
-                "the mode unknown)", ("mode",))]
+    return [
+        Gap("backward", why + ": the range ends inside the backward (the optimizer and the mode unknown)", ("mode",))
+    ]
 
 
 def optimizer_gaps(phases: g.Phases, trained: int | None, least_params: int | None) -> list[Gap]:
@@ -131,22 +148,27 @@ def optimizer_gaps(phases: g.Phases, trained: int | None, least_params: int | No
     adam = [k for k in optimizer if "adam" in k.name.lower()]
     counters = [k for k in optimizer if not adam or k.index < adam[0].index]
     # the step counters: one element each, so one block and one FADD per parameter tensor
-    tensors = sum(k.blocks for k in counters) if counters and all(
-        k.metric(g.FADD) == k.blocks for k in counters) else None
+    tensors = (
+        sum(k.blocks for k in counters) if counters and all(k.metric(g.FADD) == k.blocks for k in counters) else None
+    )
     why = None
     if tensors and not adam:
         why = f"the step counters of {tensors} parameter tensors ran, but no AdamW update"
     elif tensors and len(adam) < math.ceil(tensors / ADAM_TENSORS_PER_LAUNCH):
-        why = (f"{len(adam)} AdamW launch(es) of at most {ADAM_TENSORS_PER_LAUNCH} tensors cannot "
-               f"update the {tensors} parameter tensors the step counters count")
+        why = (
+            f"{len(adam)} AdamW launch(es) of at most {ADAM_TENSORS_PER_LAUNCH} tensors cannot "
+            f"update the {tensors} parameter tensors the step counters count"
+        )
     elif adam and adam[-1].blocks == ADAM_CHUNKS_PER_LAUNCH:
-        why = (f"the last AdamW launch is a full one ({ADAM_CHUNKS_PER_LAUNCH} chunks): the "
-               "launches after it are missing")
+        why = (
+            f"the last AdamW launch is a full one ({ADAM_CHUNKS_PER_LAUNCH} chunks): the launches after it are missing"
+        )
     elif trained and least_params and trained < least_params:
-        why = (f"the AdamW launches update {trained:,} parameters, fewer than the forward's layers "
-               f"and one embedding hold ({least_params:,})")
-    return [Gap("optimizer", why + ": the range ends inside the optimizer",
-                ("params_total",))] if why else []
+        why = (
+            f"the AdamW launches update {trained:,} parameters, fewer than the forward's layers "
+            f"and one embedding hold ({least_params:,})"
+        )
+    return [Gap("optimizer", why + ": the range ends inside the optimizer", ("params_total",))] if why else []
 
 
 def generate_gaps(steps: list[list[KernelRecord]], tail: list[KernelRecord]) -> list[Gap]:
@@ -161,12 +183,14 @@ def generate_gaps(steps: list[list[KernelRecord]], tail: list[KernelRecord]) -> 
         why = f"a next step had begun ({work[0].name[:40]}... after the last LM head)"
     elif not tail:
         why = "nothing follows the last LM head: a whole generate samples its last token"
-    elif ([kernel_category(k.name) for k in tail] != previous[:len(tail)]
-          or (start and not _sampling_ends(previous, len(tail), start))):
-        why = (f"the {len(tail)} kernels after the last LM head are not the sampling that follows "
-               "the other steps' LM heads")
-    return [Gap("generate", why + ": the range ends inside a decode step",
-                ("decode_steps",))] if why else []
+    elif [kernel_category(k.name) for k in tail] != previous[: len(tail)] or (
+        start and not _sampling_ends(previous, len(tail), start)
+    ):
+        why = (
+            f"the {len(tail)} kernels after the last LM head are not the sampling that follows "
+            "the other steps' LM heads"
+        )
+    return [Gap("generate", why + ": the range ends inside a decode step", ("decode_steps",))] if why else []
 
 
 def _sampling_ends(previous: list[str], tail: int, start: int) -> bool:
@@ -179,8 +203,7 @@ def _sampling_ends(previous: list[str], tail: int, start: int) -> bool:
 def forward_start(step: list[KernelRecord]) -> int | None:
     """Where a decode step's own forward begins after the previous step's sampling: the start of
     the last run of embedding lookups before its first norm or GEMM (None without one)."""
-    first_work = next((i for i, k in enumerate(step)
-                       if kernel_category(k.name) in (MATMUL, NORM)), len(step))
+    first_work = next((i for i, k in enumerate(step) if kernel_category(k.name) in (MATMUL, NORM)), len(step))
     lookups = [i for i in range(first_work) if is_lookup(step[i])]
     if not lookups:
         return None

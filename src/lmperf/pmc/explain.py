@@ -53,8 +53,15 @@ def class_rows(capture: Capture, model: ModelConfig, batch: int, seq_len: int) -
     for cls, expected in predicted.items():
         kernels = [k for k in forward if kernel_category(k.name) == cls]
         measured = sum(measured_flops(k) for k in kernels)
-        rows.append(dict(kernel_class=cls, kernels=len(kernels), measured=measured,
-                         predicted=expected, residual=_residual(measured, expected)))
+        rows.append(
+            dict(
+                kernel_class=cls,
+                kernels=len(kernels),
+                measured=measured,
+                predicted=expected,
+                residual=_residual(measured, expected),
+            )
+        )
     return rows
 
 
@@ -65,21 +72,35 @@ def role_rows(capture: Capture, model: ModelConfig, batch: int, seq_len: int) ->
     if roles is None:
         raise UsageError("the capture's forward GEMMs show no layer structure to line up")
     ops = predicted_ops(model, batch, seq_len)
-    pairs = [("qkv_proj", roles["qkv"]), ("out_proj", [roles["out"]]),
-             ("ffn_w1_w3", roles["ups"]), ("ffn_w2", [roles["down"]]), ("lm_head", [layer.lm_head])]
+    pairs = [
+        ("qkv_proj", roles["qkv"]),
+        ("out_proj", [roles["out"]]),
+        ("ffn_w1_w3", roles["ups"]),
+        ("ffn_w2", [roles["down"]]),
+        ("lm_head", [layer.lm_head]),
+    ]
     if roles["kind"] == ATTENTION:
         pairs.append(("attention (fused)", [roles["marker"]]))
     else:  # naive: the score and weighted-sum matmuls run over the full square
-        ops.update({op.name: op for op in forward_ops(model, batch, seq_len, 1.0)
-                    if op.name in _ATTENTION_OPS})
+        ops.update({op.name: op for op in forward_ops(model, batch, seq_len, 1.0) if op.name in _ATTENTION_OPS})
         pairs += [("attn_scores", [roles["qk"]]), ("attn_weighted_sum", [roles["pv"]])]
     rows = []
     for name, kernels in pairs:
-        expected = (sum(ops[n].forward_flops for n in _ATTENTION_OPS) if name.startswith("attention")
-                    else ops[name].forward_flops)
+        expected = (
+            sum(ops[n].forward_flops for n in _ATTENTION_OPS)
+            if name.startswith("attention")
+            else ops[name].forward_flops
+        )
         measured = sum(measured_flops(k) for k in kernels)
-        rows.append(dict(op=name, kernels=", ".join(k.name.removeprefix("void ")[:40] for k in kernels),
-                         measured=measured, predicted=expected, residual=_residual(measured, expected)))
+        rows.append(
+            dict(
+                op=name,
+                kernels=", ".join(k.name.removeprefix("void ")[:40] for k in kernels),
+                measured=measured,
+                predicted=expected,
+                residual=_residual(measured, expected),
+            )
+        )
     return rows
 
 
@@ -99,9 +120,17 @@ def _residual(measured: float, predicted: float) -> float | None:
     return (measured - predicted) / predicted if predicted else None
 
 
-CLASS_COLUMNS = [("class", "kernel_class", ""), ("kernels", "kernels", "d"),
-                 ("measured FLOPs", "measured", ".4g"), ("predicted FLOPs", "predicted", ".4g"),
-                 ("residual", "residual", "+.1%")]
-ROLE_COLUMNS = [("op (layer 1)", "op", ""), ("kernels", "kernels", ""),
-                ("measured FLOPs", "measured", ".4g"), ("predicted FLOPs", "predicted", ".4g"),
-                ("residual", "residual", "+.1%")]
+CLASS_COLUMNS = [
+    ("class", "kernel_class", ""),
+    ("kernels", "kernels", "d"),
+    ("measured FLOPs", "measured", ".4g"),
+    ("predicted FLOPs", "predicted", ".4g"),
+    ("residual", "residual", "+.1%"),
+]
+ROLE_COLUMNS = [
+    ("op (layer 1)", "op", ""),
+    ("kernels", "kernels", ""),
+    ("measured FLOPs", "measured", ".4g"),
+    ("predicted FLOPs", "predicted", ".4g"),
+    ("residual", "residual", "+.1%"),
+]

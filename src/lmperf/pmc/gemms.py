@@ -119,8 +119,9 @@ def split_phases(capture: Capture) -> Phases:
     """Forward ends at the first gradient or optimizer kernel (AdamW/SGD by name)."""
     kernels = capture.kernels
     optimizer = [k for k in kernels if kernel_category(k.name) == OPTIMIZER]
-    end = next((i for i, k in enumerate(kernels)
-                if is_backward(k.name) or kernel_category(k.name) == OPTIMIZER), len(kernels))
+    end = next(
+        (i for i, k in enumerate(kernels) if is_backward(k.name) or kernel_category(k.name) == OPTIMIZER), len(kernels)
+    )
     backward = [k for k in kernels[end:] if kernel_category(k.name) != OPTIMIZER]
     return Phases(kernels[:end], backward, optimizer)
 
@@ -138,8 +139,7 @@ def layer_period(works: list[float]) -> int | None:
     """The shortest period p that tiles `works` exactly (len % p == 0), or None."""
     n = len(works)
     for p in range(1, n + 1):
-        if n % p == 0 and all(abs(works[i] - works[i % p]) <= 1e-6 * works[i % p]
-                              for i in range(n)):
+        if n % p == 0 and all(abs(works[i] - works[i % p]) <= 1e-6 * works[i % p] for i in range(n)):
             return p
     return None
 

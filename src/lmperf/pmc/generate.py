@@ -53,7 +53,7 @@ def split_steps(capture: Capture) -> Steps | None:
     for key in dict.fromkeys(reversed(keys)):  # the head is the last GEMM of the last whole step
         at = [i for i, other in enumerate(keys) if other == key]
         bounds = [-1] + [where[i] for i in at]
-        steps = [kernels[lo + 1:hi + 1] for lo, hi in zip(bounds, bounds[1:])]
+        steps = [kernels[lo + 1 : hi + 1] for lo, hi in zip(bounds, bounds[1:])]
         # GEMM launches per step, work or not: a decode step may build its rotary table with
         # cuBLAS's K=1 kernel, which does no FFMA, where the prefill ran a GEMM (Mistral)
         gemms = [sum(kernel_category(k.name) == MATMUL for k in step) for step in steps]
@@ -63,7 +63,7 @@ def split_steps(capture: Capture) -> Steps | None:
         # decode steps alone must each look up embeddings: a layer's repeated GEMM splits a
         # forward range cut after a layer into look-alike steps
         if prefill or all(_embeds(step) for step in steps[1:]):
-            return Steps(steps, prefill, kernels[bounds[-1] + 1:])
+            return Steps(steps, prefill, kernels[bounds[-1] + 1 :])
     return _one_decode_step(kernels, where)
 
 
@@ -75,7 +75,7 @@ def _one_decode_step(kernels: list[KernelRecord], gemms: list[int]) -> Steps | N
     if not gemms:
         return None
     head = gemms[-1]
-    step, tail = kernels[:head + 1], kernels[head + 1:]
+    step, tail = kernels[: head + 1], kernels[head + 1 :]
     start = forward_start(step)
     if not tail or start is None:
         return None
@@ -83,7 +83,7 @@ def _one_decode_step(kernels: list[KernelRecord], gemms: list[int]) -> Steps | N
     while before and before[-1] == COPY:
         before.pop()
     after = [kernel_category(k.name) for k in tail]
-    if len(before) < _SAMPLING_EVIDENCE or after[-len(before):] != before:
+    if len(before) < _SAMPLING_EVIDENCE or after[-len(before) :] != before:
         return None
     return Steps([step], False, tail)
 
@@ -92,8 +92,13 @@ def _whole_steps(steps: list[list[KernelRecord]], gemms: list[int]) -> bool:
     """Each step after the first holds the same GEMMs and every layer's attention; the first at
     most as many (a range may open mid-step)."""
     layers = [attention_groups(step) for step in steps]
-    return (len(set(gemms[1:])) == 1 and gemms[0] <= gemms[1]
-            and len(set(layers[1:])) == 1 and 0 < layers[1] and layers[0] <= layers[1])
+    return (
+        len(set(gemms[1:])) == 1
+        and gemms[0] <= gemms[1]
+        and len(set(layers[1:])) == 1
+        and 0 < layers[1]
+        and layers[0] <= layers[1]
+    )
 
 
 def _embeds(step: list[KernelRecord]) -> bool:
@@ -109,8 +114,13 @@ def cache_length(layer: list[KernelRecord], batch: int, kv_width: int, size: int
     the smallest length that two kernels store is the cache's (K's and V's update: one store
     alone may be a rotary half's concatenation, which a wrong kv_width reads as a cache)."""
     row = batch * kv_width * size
-    lengths = [int(k.metrics.get(g.STORE_BYTES) // row) for k in layer
-               if kernel_category(k.name) != MATMUL and ("cat" in k.name.lower() or "copy" in k.name.lower())
-               and k.metrics.get(g.STORE_BYTES) and k.metrics.get(g.STORE_BYTES) % row == 0]
+    lengths = [
+        int(k.metrics.get(g.STORE_BYTES) // row)
+        for k in layer
+        if kernel_category(k.name) != MATMUL
+        and ("cat" in k.name.lower() or "copy" in k.name.lower())
+        and k.metrics.get(g.STORE_BYTES)
+        and k.metrics.get(g.STORE_BYTES) % row == 0
+    ]
     twice = [n for n in set(lengths) if lengths.count(n) >= 2]
     return min(twice or [0]) or None

@@ -24,8 +24,7 @@ from lmperf.pmc import vocab
 from lmperf.pmc.attention_shape import PLAUSIBLE_HEAD_DIMS, AttentionShape, fused_shape, naive_shape
 from lmperf.analysis.kernels import ATTENTION, MATMUL, kernel_category
 from lmperf.pmc.generate import Steps, cache_length, split_steps
-from lmperf.pmc.completeness import (backward_gaps, counter_gaps, forward_gaps, generate_gaps,
-                                       optimizer_gaps)
+from lmperf.pmc.completeness import backward_gaps, counter_gaps, forward_gaps, generate_gaps, optimizer_gaps
 from lmperf.pmc.params import add_parameter_counts, optimizer_parameters
 from lmperf.pmc.parse import Capture, KernelRecord, read_capture
 from lmperf.pmc.result import Gap, Inference
@@ -52,18 +51,31 @@ def element_counts(kernels: list[KernelRecord]) -> Counter:
 
 def exact_width(bound: float, tokens: int, counts: Counter, slack: float = SLACK) -> int | None:
     """The width w in [bound/slack, bound] with N·w an element count seen most often, else None."""
-    fits = [(n, int(v // tokens)) for v, n in counts.items()
-            if v % tokens == 0 and bound / slack <= v / tokens <= bound * 1.0001]
+    fits = [
+        (n, int(v // tokens))
+        for v, n in counts.items()
+        if v % tokens == 0 and bound / slack <= v / tokens <= bound * 1.0001
+    ]
     return max(fits)[1] if fits else None
 
 
 def _mode_and_dtype(result: Inference, phases: g.Phases, layer_gemms: list[KernelRecord]) -> None:
     if phases.optimizer:
-        result.set("mode", "train_step", 0.95, f"{len(phases.optimizer)} optimizer kernels "
-                   f"({phases.optimizer[0].name[:40]}...) after {len(phases.backward)} backward kernels")
+        result.set(
+            "mode",
+            "train_step",
+            0.95,
+            f"{len(phases.optimizer)} optimizer kernels "
+            f"({phases.optimizer[0].name[:40]}...) after {len(phases.backward)} backward kernels",
+        )
     elif phases.backward:
-        result.set("mode", "train_step", 0.5, f"{len(phases.backward)} gradient kernels but no "
-                   "optimizer kernel: a forward-backward step without the optimizer")
+        result.set(
+            "mode",
+            "train_step",
+            0.5,
+            f"{len(phases.backward)} gradient kernels but no "
+            "optimizer kernel: a forward-backward step without the optimizer",
+        )
     else:
         result.set("mode", "forward", 0.9, "no gradient or optimizer kernel in the range")
     paths = Counter(g.tensor_path(k) for k in layer_gemms)
@@ -71,8 +83,12 @@ def _mode_and_dtype(result: Inference, phases: g.Phases, layer_gemms: list[Kerne
     if path in ("bf16", "fp16", "fp8"):
         result.set("dtype", path, 0.95, f"{count} layer GEMMs ran on the {path} tensor pipe")
     elif path == "tf32" or (path is None and any(k.metric(g.FFMA) for k in layer_gemms)):
-        result.set("dtype", "fp32", 0.9, "layer GEMMs used " + ("TF32 tensor cores" if path else
-                                                              "FFMA instructions, no tensor pipe"))
+        result.set(
+            "dtype",
+            "fp32",
+            0.9,
+            "layer GEMMs used " + ("TF32 tensor cores" if path else "FFMA instructions, no tensor pipe"),
+        )
     else:
         result.unknown("dtype", "no layer GEMM with tensor or FFMA work")
 
@@ -106,51 +122,89 @@ def _tokens_and_width(result: Inference, phases: g.Phases, out: KernelRecord, co
     """(N, d): the row count and exact width that explain the attention output projection."""
     best = None
     for tokens, support in token_candidates(phases.forward).most_common():
-        width = exact_width((g.macs(out) / tokens) ** 0.5, tokens, counts,
-                            (SLACK * row_padding(tokens)) ** 0.5)
+        width = exact_width((g.macs(out) / tokens) ** 0.5, tokens, counts, (SLACK * row_padding(tokens)) ** 0.5)
         if width and (best is None or support > best[2]):
             best = (tokens, width, support)
     if best is None:
         return None
     tokens, d, support = best
     result.evidence["_tokens"] = f"N={tokens} rows seen in {support} norm/gather/reduction launches"
-    result.set("d_model", d, 0.9, f"elementwise counts {tokens * d:,} = N·d; out-projection "
-               f"{g.macs(out):,.0f} MACs = N·d·{g.macs(out) / tokens / d:.0f} (padded d)")
+    result.set(
+        "d_model",
+        d,
+        0.9,
+        f"elementwise counts {tokens * d:,} = N·d; out-projection "
+        f"{g.macs(out):,.0f} MACs = N·d·{g.macs(out) / tokens / d:.0f} (padded d)",
+    )
     return tokens, d
 
 
-def _width(result: Inference, name: str, kernel: KernelRecord, tokens: int, d: int,
-           counts: Counter, what: str, multiple: int = 1, allowed: tuple = ()) -> int | None:
+def _width(
+    result: Inference,
+    name: str,
+    kernel: KernelRecord,
+    tokens: int,
+    d: int,
+    counts: Counter,
+    what: str,
+    multiple: int = 1,
+    allowed: tuple = (),
+) -> int | None:
     """The output width of a projection GEMM with inner size d (a multiple of `multiple`)."""
     bound = g.macs(kernel) / (tokens * d)
     span = g.width_interval(kernel, tokens, d)
     readings = g.width_readings(kernel, tokens, d)
     fitting = sorted({w for w in allowed for low, high in readings if low <= w <= high})
     if len(fitting) == 1:
-        result.set(name, fitting[0], 0.9, f"{what}: {g.macs(kernel):,.0f} MACs of "
-                   f"{kernel.name[:40]} tiles put the width in {readings}; of the widths whole "
-                   f"K/V head counts allow, only {fitting[0]} lies there")
+        result.set(
+            name,
+            fitting[0],
+            0.9,
+            f"{what}: {g.macs(kernel):,.0f} MACs of "
+            f"{kernel.name[:40]} tiles put the width in {readings}; of the widths whole "
+            f"K/V head counts allow, only {fitting[0]} lies there",
+        )
         return fitting[0]
     simt = g.simt_widths(kernel, tokens, d)
     simt = [w for w in simt if w % multiple == 0]
     if len(simt) == 1:
-        result.set(name, simt[0], 0.9, f"{what}: fp32 SIMT GEMM, {g.macs(kernel):,.0f} FFMA = "
-                   f"N·{simt[0]}·{'(d + 1)' if simt[0] * d * tokens != g.macs(kernel) else 'd'} "
-                   f"(the only reading that is a whole number of {multiple}-wide heads)")
+        result.set(
+            name,
+            simt[0],
+            0.9,
+            f"{what}: fp32 SIMT GEMM, {g.macs(kernel):,.0f} FFMA = "
+            f"N·{simt[0]}·{'(d + 1)' if simt[0] * d * tokens != g.macs(kernel) else 'd'} "
+            f"(the only reading that is a whole number of {multiple}-wide heads)",
+        )
         return simt[0]
     heads = [w for w in range(span[0], span[1] + 1) if w % multiple == 0] if span else []
     if len(heads) == 1:
-        result.set(name, heads[0], 0.9, f"{what}: {g.macs(kernel):,.0f} MACs of {kernel.name[:40]} "
-                   f"tiles put the width in [{span[0]}, {span[1]}], one whole number of "
-                   f"{multiple}-wide heads: {heads[0]}")
+        result.set(
+            name,
+            heads[0],
+            0.9,
+            f"{what}: {g.macs(kernel):,.0f} MACs of {kernel.name[:40]} "
+            f"tiles put the width in [{span[0]}, {span[1]}], one whole number of "
+            f"{multiple}-wide heads: {heads[0]}",
+        )
         return heads[0]
     exact = exact_width(bound, tokens, counts, SLACK * row_padding(tokens))
     if exact and (not span or span[0] <= exact <= span[1]):
-        result.set(name, exact, 0.9, f"{what}: {g.macs(kernel):,.0f} MACs bound it by {bound:.0f}; "
-                   f"elementwise counts {tokens * exact:,} = N·{exact}")
+        result.set(
+            name,
+            exact,
+            0.9,
+            f"{what}: {g.macs(kernel):,.0f} MACs bound it by {bound:.0f}; "
+            f"elementwise counts {tokens * exact:,} = N·{exact}",
+        )
         return exact
-    result.set(name, int(round(bound)), 0.4, f"{what}: {g.macs(kernel):,.0f} MACs = N·d·{bound:.0f} "
-               "(tile padding not resolved: no matching elementwise count)")
+    result.set(
+        name,
+        int(round(bound)),
+        0.4,
+        f"{what}: {g.macs(kernel):,.0f} MACs = N·d·{bound:.0f} "
+        "(tile padding not resolved: no matching elementwise count)",
+    )
     return int(round(bound))
 
 
@@ -176,19 +230,29 @@ def _infer_generate(capture: Capture, steps: Steps) -> Inference:
     """A generate capture (`capture` holds its prefill): the architecture from the prefill, whose LM head sees the last
     position only (B rows); prompt length and decode steps from the step structure."""
     result = _infer_fields(capture, last_position_logits=True, followers=steps.steps[1])
-    result.set("mode", "generate", 0.85, f"{len(steps.steps)} steps end at the same LM head "
-               f"({steps.steps[0][-1].name[:40]}); the first covers more token rows: a prefill, "
-               f"then {steps.decode_steps} decode steps")
+    result.set(
+        "mode",
+        "generate",
+        0.85,
+        f"{len(steps.steps)} steps end at the same LM head "
+        f"({steps.steps[0][-1].name[:40]}); the first covers more token rows: a prefill, "
+        f"then {steps.decode_steps} decode steps",
+    )
     result.extra("decode_steps", steps.decode_steps, 0.85, "LM-head repeats after the prefill")
     prompt = result.values["seq_len"]
     if prompt is not None:
-        result.extra("prompt_len", prompt, result.confidence["seq_len"],
-                     "the prefill's sequence length: " + result.evidence["seq_len"])
+        result.extra(
+            "prompt_len",
+            prompt,
+            result.confidence["seq_len"],
+            "the prefill's sequence length: " + result.evidence["seq_len"],
+        )
     return result
 
 
-def rotary_heads(kernels: Sequence[KernelRecord], between: Sequence[KernelRecord], batch: int,
-                 size: int) -> tuple[int, int, int] | None:
+def rotary_heads(
+    kernels: Sequence[KernelRecord], between: Sequence[KernelRecord], batch: int, size: int
+) -> tuple[int, int, int] | None:
     """(query heads, K/V heads, head_dim) of one decode token per sequence from rotary position
     embedding (Llama-style): the cos table holds batch x head_dim fp32 values, and rotating q and
     then k concatenates two halves of batch x heads x head_dim values each (`between` holds the
@@ -213,25 +277,31 @@ def _infer_decode(capture: Capture, steps: Steps) -> Inference:
     the range starts at the first decode step."""
     structure = _structure(capture)
     result = _infer_fields(capture, last_position_logits=True, decode=True, structure=structure)
-    result.set("mode", "generate", 0.7, f"{len(steps.steps)} steps end at the same LM head "
-               f"({steps.steps[-1][-1].name[:40]}) over the same token rows: decode steps, no prefill")
+    result.set(
+        "mode",
+        "generate",
+        0.7,
+        f"{len(steps.steps)} steps end at the same LM head "
+        f"({steps.steps[-1][-1].name[:40]}) over the same token rows: decode steps, no prefill",
+    )
     result.extra("decode_steps", steps.decode_steps, 0.7, "LM-head repeats (no prefill in the range)")
     v = result.values
     phases, layer, roles = structure
     length = None
     if roles and None not in (v["batch"], v["dtype"]):
         size = 4 if v["dtype"] == "fp32" else 2
-        between = [k for k in roles["first_layer"]
-                   if roles["qkv"][-1].index < k.index < roles["marker"].index]
+        between = [k for k in roles["first_layer"] if roles["qkv"][-1].index < k.index < roles["marker"].index]
         if None not in (v["n_kv_heads"], v["head_dim"]):
             length = cache_length(between, v["batch"], v["n_kv_heads"] * v["head_dim"], size)
         rotary = None if length else rotary_heads(capture.kernels, between, v["batch"], size)
         if rotary and v["d_model"] == rotary[0] * rotary[2]:
             length = cache_length(between, v["batch"], rotary[1] * rotary[2], size)
             if length:  # the rotary shape, confirmed by the cache: it replaces the attention fit
-                why = (f"decode step: rotary tables of head_dim {rotary[2]} per token, rotated q of "
-                       f"{rotary[0]} and k of {rotary[1]} heads, and a KV-cache update of {length} "
-                       "rows of exactly that K/V width")
+                why = (
+                    f"decode step: rotary tables of head_dim {rotary[2]} per token, rotated q of "
+                    f"{rotary[0]} and k of {rotary[1]} heads, and a KV-cache update of {length} "
+                    "rows of exactly that K/V width"
+                )
                 for name, value in zip(("n_heads", "n_kv_heads", "head_dim"), rotary):
                     result.set(name, value, 0.7, why)
                 add_parameter_counts(result, roles, capture, phases)
@@ -239,13 +309,21 @@ def _infer_decode(capture: Capture, steps: Steps) -> Inference:
         # the attention then ran one query per sequence against a cache of unknown length: the
         # (T, H, head_dim) it was read as is unconfirmed, and the parameters rest on it (B is
         # the token rows, and V the head's output over them)
-        result.retract(Gap("decode", "decode steps alone, and no KV-cache update stores a whole "
-                           "number of B·kv_width rows for both K and V, so the attention shape "
-                           "read from one query per sequence is not confirmed", _DECODE_SHAPE))
+        result.retract(
+            Gap(
+                "decode",
+                "decode steps alone, and no KV-cache update stores a whole "
+                "number of B·kv_width rows for both K and V, so the attention shape "
+                "read from one query per sequence is not confirmed",
+                _DECODE_SHAPE,
+            )
+        )
         return result
     prompt = length - len(steps.steps)
-    why = (f"the KV-cache update of the last captured step stores {length} rows per sequence: "
-           f"the prompt plus {len(steps.steps)} tokens, if the range starts at the first decode step")
+    why = (
+        f"the KV-cache update of the last captured step stores {length} rows per sequence: "
+        f"the prompt plus {len(steps.steps)} tokens, if the range starts at the first decode step"
+    )
     result.set("seq_len", prompt, 0.6, why)
     result.extra("prompt_len", prompt, 0.6, why)
     return result
@@ -258,17 +336,24 @@ def _structure(capture: Capture) -> tuple[g.Phases, g.Layers | None, dict | None
     return phases, layer, layer_roles(layer) if layer else None
 
 
-def _infer_fields(capture: Capture, last_position_logits: bool = False,
-                  followers: Sequence[KernelRecord] = (), decode: bool = False,
-                  structure: tuple | None = None) -> Inference:
+def _infer_fields(
+    capture: Capture,
+    last_position_logits: bool = False,
+    followers: Sequence[KernelRecord] = (),
+    decode: bool = False,
+    structure: tuple | None = None,
+) -> Inference:
     """`structure`: `_structure(capture)` when the caller has it already."""
     result = Inference()
     phases, layer, roles = structure or _structure(capture)
     _read_fields(result, capture, phases, layer, roles, last_position_logits, followers, decode)
     # A range cut short reads like a smaller model: what it lacks retracts what rests on it.
     n_layers = layer.n_layers if layer else None
-    for gap in (forward_gaps(phases, layer, roles is not None) + backward_gaps(phases, n_layers)
-                + optimizer_gaps(phases, _trained(phases), _least_parameters(result))):
+    for gap in (
+        forward_gaps(phases, layer, roles is not None)
+        + backward_gaps(phases, n_layers)
+        + optimizer_gaps(phases, _trained(phases), _least_parameters(result))
+    ):
         result.retract(gap)
     return result
 
@@ -288,28 +373,41 @@ def _least_parameters(result: Inference) -> int | None:
     return v["params_blocks"] + vocab_size * v["d_model"]
 
 
-def _read_fields(result: Inference, capture: Capture, phases: g.Phases, layer: g.Layers | None,
-                 roles: dict | None, last_position_logits: bool,
-                 followers: Sequence[KernelRecord], decode: bool = False) -> None:
+def _read_fields(
+    result: Inference,
+    capture: Capture,
+    phases: g.Phases,
+    layer: g.Layers | None,
+    roles: dict | None,
+    last_position_logits: bool,
+    followers: Sequence[KernelRecord],
+    decode: bool = False,
+) -> None:
     _mode_and_dtype(result, phases, layer.layer_gemms if layer else g.forward_gemms(phases.forward))
     if layer is None:
         result.missing.append("structure: the forward GEMMs do not repeat layer by layer")
         for name in ("mode", "dtype"):  # whatever ran, it shows no model's step to be sure of
             if result.values[name] is not None:
-                result.set(name, result.values[name], min(result.confidence[name], 0.5),
-                           result.evidence[name] + " (no layer structure: maybe no model's step)")
+                result.set(
+                    name,
+                    result.values[name],
+                    min(result.confidence[name], 0.5),
+                    result.evidence[name] + " (no layer structure: maybe no model's step)",
+                )
         return
-    result.set("n_layers", layer.n_layers, 0.9, f"{len(layer.layer_gemms)} GEMMs per layer repeat "
-               f"{layer.n_layers} times, then the LM head")
+    result.set(
+        "n_layers",
+        layer.n_layers,
+        0.9,
+        f"{len(layer.layer_gemms)} GEMMs per layer repeat {layer.n_layers} times, then the LM head",
+    )
     if roles is None:
-        result.missing.append("roles: no attention kernel splits the layer's GEMMs into "
-                              "projections, attention and MLP")
+        result.missing.append("roles: no attention kernel splits the layer's GEMMs into projections, attention and MLP")
         return
     counts = element_counts(phases.forward)
     found = _tokens_and_width(result, phases, roles["out"], counts)
     if found is None:
-        result.missing.append("tokens/d_model: no row count and element count explain the "
-                              "output projection")
+        result.missing.append("tokens/d_model: no row count and element count explain the output projection")
         return
     tokens, d = found
     _mlp(result, roles, tokens, d)
@@ -317,8 +415,12 @@ def _read_fields(result: Inference, capture: Capture, phases: g.Phases, layer: g
     if shape:
         _kv_heads(result, roles, tokens, d, shape, counts)
     if decode:  # one new token per sequence, whatever the attention was read as
-        result.set("batch", tokens, 0.8, f"a decode step runs one token per sequence: B = the "
-                   f"{tokens} token rows of its norms and lookups")
+        result.set(
+            "batch",
+            tokens,
+            0.8,
+            f"a decode step runs one token per sequence: B = the {tokens} token rows of its norms and lookups",
+        )
     head_rows = result.values["batch"] if last_position_logits else tokens
     if head_rows:
         _vocab(result, layer.lm_head, phases, head_rows, d, list(followers))
@@ -334,8 +436,7 @@ def _d_ff(result: Inference, roles: dict, tokens: int, d: int) -> int:
     # The activation between the up- and the down-projection counts N·d_ff exactly; counts from
     # there alone cannot be confused with N·d when row padding widens the search (N=129: 2x).
     first_up = (roles["ups"] or [down])[0]
-    mlp_counts = element_counts([k for k in roles["first_layer"]
-                                 if first_up.index < k.index < down.index])
+    mlp_counts = element_counts([k for k in roles["first_layer"] if first_up.index < k.index < down.index])
     slack = SLACK * row_padding(tokens)
     # Counts elsewhere in the step are not read: a LayerNorm's FMUL count (N·4495 at d=1280)
     # passed for N·d_ff on OPT, whose ReLU (a clamp) counts no FP32 ops.
@@ -343,11 +444,12 @@ def _d_ff(result: Inference, roles: dict, tokens: int, d: int) -> int:
     several = None if exact else _several_ops_width(bound, tokens, mlp_counts, slack)
     exact = exact or (several and several[0])
     if exact:
-        counted = (f"the activation's counts {', '.join(f'{v:,.0f}' for v in several[1])} = "
-                   "a few ops per element of N·d_ff" if several else f"elementwise counts "
-                   f"{tokens * exact:,} = N·d_ff")
-        result.set("d_ff", exact, 0.9, f"down-projection {g.macs(down):,.0f} MACs bound d_ff by "
-                   f"{bound:.0f}; {counted}")
+        counted = (
+            f"the activation's counts {', '.join(f'{v:,.0f}' for v in several[1])} = a few ops per element of N·d_ff"
+            if several
+            else f"elementwise counts {tokens * exact:,} = N·d_ff"
+        )
+        result.set("d_ff", exact, 0.9, f"down-projection {g.macs(down):,.0f} MACs bound d_ff by {bound:.0f}; {counted}")
         return exact
     # fp32 SIMT GEMMs of named whole tiles: the down-projection's inner size is d_ff (up to its
     # epilogue), and the up-projection's padded width holds d_ff (2·d_ff fused gate and up)
@@ -355,35 +457,49 @@ def _d_ff(result: Inference, roles: dict, tokens: int, d: int) -> int:
     spans = [span for up in roles["ups"] for span in g.width_readings(up, tokens, d)]
     both = sorted(f for f in inner if any(low <= n * f <= high for low, high in spans for n in (1, 2)))
     if len(both) == 1:
-        result.set("d_ff", both[0], 0.9, f"fp32 SIMT GEMMs of whole tiles: the down-projection's "
-                   f"inner size is one of {sorted(inner)}, the up-projection's width lies in "
-                   f"{spans}; only {both[0]} fits both")
+        result.set(
+            "d_ff",
+            both[0],
+            0.9,
+            f"fp32 SIMT GEMMs of whole tiles: the down-projection's "
+            f"inner size is one of {sorted(inner)}, the up-projection's width lies in "
+            f"{spans}; only {both[0]} fits both",
+        )
         return both[0]
     # fp32 SIMT GEMMs: the down-projection reads d_ff or d_ff + 1 (epilogue), each up-projection
     # d_ff (or 2·d_ff fused gate and up); a width both sides allow is the answer.
     if g.tensor_path(down) is None and down.metric(g.FFMA):
         per_row = down.metric(g.FFMA) / (tokens * d)
         down_reads = {int(per_row) - e for e in (0, 1)} if per_row == int(per_row) else set()
-        up_reads = {w // n for k in roles["ups"] for w in g.simt_widths(k, tokens, d) for n in (1, 2)
-                    if w % n == 0}
+        up_reads = {w // n for k in roles["ups"] for w in g.simt_widths(k, tokens, d) for n in (1, 2) if w % n == 0}
         both = sorted(down_reads & up_reads)
         if len(both) == 1:
-            result.set("d_ff", both[0], 0.8, f"fp32 SIMT GEMMs: the down-projection's FFMA allow "
-                       f"{sorted(down_reads)}, the up-projection's {sorted(up_reads)}; only "
-                       f"{both[0]} fits both")
+            result.set(
+                "d_ff",
+                both[0],
+                0.8,
+                f"fp32 SIMT GEMMs: the down-projection's FFMA allow "
+                f"{sorted(down_reads)}, the up-projection's {sorted(up_reads)}; only "
+                f"{both[0]} fits both",
+            )
             return both[0]
     ratio = g.macs(down) / g.macs(out) * d  # same output width d, same padding
     f = int(round(ratio))
     same_tile = down.name == out.name
-    result.set("d_ff", f, 0.8 if same_tile and abs(ratio - f) < 0.01 else 0.5,
-               f"down/out-projection work ratio {g.macs(down) / g.macs(out):.4f} x d "
-               f"({'same' if same_tile else 'different'} GEMM kernel, so "
-               f"{'the same' if same_tile else 'possibly different'} tile padding)")
+    result.set(
+        "d_ff",
+        f,
+        0.8 if same_tile and abs(ratio - f) < 0.01 else 0.5,
+        f"down/out-projection work ratio {g.macs(down) / g.macs(out):.4f} x d "
+        f"({'same' if same_tile else 'different'} GEMM kernel, so "
+        f"{'the same' if same_tile else 'possibly different'} tile padding)",
+    )
     return f
 
 
-def _several_ops_width(bound: float, tokens: int, counts: Counter, slack: float,
-                       max_ops: int = 8) -> tuple[int, list[float]] | None:
+def _several_ops_width(
+    bound: float, tokens: int, counts: Counter, slack: float, max_ops: int = 8
+) -> tuple[int, list[float]] | None:
     """An activation that spends several ops per element (exact GELU: 7 FFMA and 4 FMUL) counts
     k·N·d_ff; the width that two different counts agree on for some k <= max_ops, or None."""
     support: dict[int, set[float]] = {}
@@ -406,8 +522,12 @@ def _mlp(result: Inference, roles: dict, tokens: int, d: int) -> None:
         # rows padded far beyond N (a decode step's one token per sequence) inflate the work; a
         # tile reading that holds d_ff itself says the one up-projection is no fused gate and up
         gated, up_width = False, f
-    result.set("mlp", "gated" if gated else "gelu", 0.85,
-               f"{len(ups)} up-projection GEMM(s) of total width {up_width:.0f} for d_ff={f}")
+    result.set(
+        "mlp",
+        "gated" if gated else "gelu",
+        0.85,
+        f"{len(ups)} up-projection GEMM(s) of total width {up_width:.0f} for d_ff={f}",
+    )
 
 
 def _attention(result: Inference, roles: dict, tokens: int, d: int) -> AttentionShape | None:
@@ -421,8 +541,12 @@ def _attention(result: Inference, roles: dict, tokens: int, d: int) -> Attention
             result.unknown(name, f"attention kernel {roles['marker'].name[:50]} fits no (B, T, H)")
         return None
     confidence = 0.9 if shape.error < 0.01 else 0.6
-    for name, value in (("batch", shape.batch), ("seq_len", shape.seq_len),
-                        ("n_heads", shape.n_heads), ("head_dim", shape.head_dim)):
+    for name, value in (
+        ("batch", shape.batch),
+        ("seq_len", shape.seq_len),
+        ("n_heads", shape.n_heads),
+        ("head_dim", shape.head_dim),
+    ):
         result.set(name, value, confidence, shape.evidence)
     return shape
 
@@ -432,21 +556,34 @@ def _kv_heads(result, roles, tokens, d, shape: AttentionShape, counts: Counter) 
     hd = shape.head_dim
     kv_widths = [kv * hd for kv in range(1, shape.n_heads + 1) if shape.n_heads % kv == 0]
     if len(qkv) >= 3:
-        kv_width = _width(result, "n_kv_heads", qkv[1], tokens, d, counts, "K projection", hd,
-                          tuple(kv_widths))
+        kv_width = _width(result, "n_kv_heads", qkv[1], tokens, d, counts, "K projection", hd, tuple(kv_widths))
     else:
         q_width = d if len(qkv) == 1 else 0  # one fused GEMM, or Q apart and K, V fused
-        total = _width(result, "n_kv_heads", qkv[-1], tokens, d, counts, "fused QKV projection", hd,
-                       tuple(q_width + 2 * w for w in kv_widths))
+        total = _width(
+            result,
+            "n_kv_heads",
+            qkv[-1],
+            tokens,
+            d,
+            counts,
+            "fused QKV projection",
+            hd,
+            tuple(q_width + 2 * w for w in kv_widths),
+        )
         kv_width = (total - (d if len(qkv) == 1 else 0)) // 2
     kv_heads = max(1, min(shape.n_heads, kv_width // shape.head_dim))
     confidence = result.confidence["n_kv_heads"]
-    result.set("n_kv_heads", kv_heads, confidence,
-               f"K/V width {kv_width} / head_dim {shape.head_dim}; " + result.evidence["n_kv_heads"])
+    result.set(
+        "n_kv_heads",
+        kv_heads,
+        confidence,
+        f"K/V width {kv_width} / head_dim {shape.head_dim}; " + result.evidence["n_kv_heads"],
+    )
 
 
-def _vocab(result: Inference, head: KernelRecord, phases: g.Phases, tokens: int, d: int,
-           followers: list[KernelRecord]) -> None:
+def _vocab(
+    result: Inference, head: KernelRecord, phases: g.Phases, tokens: int, d: int, followers: list[KernelRecord]
+) -> None:
     # An fp32 FFMA GEMM may add one FFMA per output element (the epilogue: K counts as d + 1, or
     # d for a gemv): dividing by d keeps the bound an upper one either way.
     bound = g.macs(head) / (tokens * d)
@@ -463,9 +600,14 @@ def _vocab(result: Inference, head: KernelRecord, phases: g.Phases, tokens: int,
     tma_store = head.metrics.get(g.STORE_BYTES) == 0  # None: a capture without the counter
     if g.tensor_path(head) in ("bf16", "fp16") and tma_store:
         high, low = high // 8 * 8, -(-low // 8) * 8  # a TMA store (0 bytes counted) needs V % 8 == 0
-    result.bound("vocab_size", low, high, 0.5,
-                 f"LM head {g.macs(head):,.0f} MACs = padded rows x padded V x d: V is in "
-                 f"[{low}, {high}] (no loss kernel, and no store count, pins it)")
+    result.bound(
+        "vocab_size",
+        low,
+        high,
+        0.5,
+        f"LM head {g.macs(head):,.0f} MACs = padded rows x padded V x d: V is in "
+        f"[{low}, {high}] (no loss kernel, and no store count, pins it)",
+    )
 
 
 def infer_file(path: Path) -> Inference:

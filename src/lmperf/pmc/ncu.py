@@ -45,8 +45,11 @@ METRICS = (
 
 # What ncu prints when it cannot do its job, and the one line the user gets for each.
 _FAILURES = (
-    ("ERR_NVGPUCTRPERM", "ncu has no permission to read GPU performance counters "
-     "(run as root or allow non-admin profiling: NVreg_RestrictProfilingToAdminUsers=0)"),
+    (
+        "ERR_NVGPUCTRPERM",
+        "ncu has no permission to read GPU performance counters "
+        "(run as root or allow non-admin profiling: NVreg_RestrictProfilingToAdminUsers=0)",
+    ),
     ("No kernels were profiled", "ncu profiled no kernel: nothing ran inside NVTX range {range!r}"),
     ("Failed to find metric", "ncu does not know a requested metric on this GPU: {detail}"),
     ("Failed to initialize the profiler", "ncu could not start its profiler: {detail}"),
@@ -69,11 +72,21 @@ class NcuRun:
             raise UsageError(f"NVTX range name must be non-empty and contain no '/': {self.range_name!r}")
         return [
             self.ncu,
-            "--clock-control", "none",
+            "--clock-control",
+            "none",
             # Either kind of range: "NAME/" is a push/pop range, "NAME" a start/end range.
-            "--nvtx", "--nvtx-include", f"{self.range_name}/", "--nvtx-include", self.range_name,
-            "--metrics", ",".join(self.metrics),
-            "--csv", "--page", "raw", "--print-units", "base",
+            "--nvtx",
+            "--nvtx-include",
+            f"{self.range_name}/",
+            "--nvtx-include",
+            self.range_name,
+            "--metrics",
+            ",".join(self.metrics),
+            "--csv",
+            "--page",
+            "raw",
+            "--print-units",
+            "base",
             *self.program,
         ]
 
@@ -91,9 +104,7 @@ def find_ncu(ncu: str | None = None) -> str:
 def known_metrics(ncu: str) -> set[str] | None:
     """Base metric names this GPU offers (`ncu --query-metrics`), or None if ncu cannot say."""
     try:
-        out = subprocess.run(
-            [ncu, "--query-metrics"], capture_output=True, text=True, timeout=120
-        ).stdout
+        out = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True, timeout=120).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     names = {line.split()[0] for line in out.splitlines() if line[:1].isalpha() and "__" in line}
@@ -128,7 +139,10 @@ def run(spec: NcuRun, raw_csv: Path, timeout_s: float | None = None) -> Path:
     """Profile `spec.program` and write ncu's raw CSV (gzipped if the name ends in .gz)."""
     try:
         done = subprocess.run(
-            spec.command(), capture_output=True, text=True, timeout=timeout_s,
+            spec.command(),
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
     except subprocess.TimeoutExpired:

@@ -20,8 +20,9 @@ ADAMW_FADD_PER_PARAM = 2.21
 _NEEDED = ("n_layers", "d_model", "d_ff", "n_heads", "n_kv_heads", "head_dim", "mlp", "vocab_size")
 
 
-def block_parameters(d: int, d_ff: int, n_heads: int, n_kv_heads: int, head_dim: int,
-                     gated: bool, biases: bool, layer_norm: bool) -> int:
+def block_parameters(
+    d: int, d_ff: int, n_heads: int, n_kv_heads: int, head_dim: int, gated: bool, biases: bool, layer_norm: bool
+) -> int:
     """Weights, biases and norms of one block (q, k, v, o; two or three MLP matrices; 2 norms)."""
     q, kv = n_heads * head_dim, n_kv_heads * head_dim
     weights = d * q + 2 * d * kv + q * d + (3 if gated else 2) * d * d_ff
@@ -52,25 +53,38 @@ def add_parameter_counts(result: Inference, roles: dict, capture: Capture, phase
         return
     layer_gemms = roles["qkv"] + [roles["out"], *roles["ups"], roles["down"]]
     biases = any("bias" in k.name.lower() for k in layer_gemms)
-    layer_norm = any(kernel_category(k.name) == NORM and "layer_norm" in k.name.lower()
-                     for k in capture.kernels)
-    per_block = block_parameters(v["d_model"], v["d_ff"], v["n_heads"], v["n_kv_heads"],
-                                 v["head_dim"], v["mlp"] == "gated", biases, layer_norm)
+    layer_norm = any(kernel_category(k.name) == NORM and "layer_norm" in k.name.lower() for k in capture.kernels)
+    per_block = block_parameters(
+        v["d_model"], v["d_ff"], v["n_heads"], v["n_kv_heads"], v["head_dim"], v["mlp"] == "gated", biases, layer_norm
+    )
     blocks = v["n_layers"] * per_block
     confidence = min(result.confidence[name] for name in _NEEDED if name != "vocab_size")
-    result.set("params_blocks", blocks, confidence,
-               f"{v['n_layers']} x {per_block:,} ({'with' if biases else 'no'} biases: GEMM "
-               f"epilogues {'add' if biases else 'add no'} bias; "
-               f"{'LayerNorm' if layer_norm else 'RMSNorm'} by kernel names)")
+    result.set(
+        "params_blocks",
+        blocks,
+        confidence,
+        f"{v['n_layers']} x {per_block:,} ({'with' if biases else 'no'} biases: GEMM "
+        f"epilogues {'add' if biases else 'add no'} bias; "
+        f"{'LayerNorm' if layer_norm else 'RMSNorm'} by kernel names)",
+    )
     trained = optimizer_parameters(phases)
     if trained and trained[1]:
-        result.set("params_total", trained[0], 0.9, "fused AdamW: (FADD - "
-                   f"{ADAMW_FADD_PER_BLOCK:,} per block) / {ADAMW_FADD_PER_ELEMENT} per element; "
-                   "counts tied weights once")
+        result.set(
+            "params_total",
+            trained[0],
+            0.9,
+            "fused AdamW: (FADD - "
+            f"{ADAMW_FADD_PER_BLOCK:,} per block) / {ADAMW_FADD_PER_ELEMENT} per element; "
+            "counts tied weights once",
+        )
         return
     if trained:
-        result.set("params_total", trained[0], 0.6, "fused AdamW FADD count / "
-                   f"{ADAMW_FADD_PER_PARAM} per parameter (±3%); counts tied weights once")
+        result.set(
+            "params_total",
+            trained[0],
+            0.6,
+            f"fused AdamW FADD count / {ADAMW_FADD_PER_PARAM} per parameter (±3%); counts tied weights once",
+        )
         return
     final_norm = (2 if layer_norm else 1) * v["d_model"]
     d = v["d_model"]
@@ -81,9 +95,12 @@ def add_parameter_counts(result: Inference, roles: dict, capture: Capture, phase
     table = position_table(phases)
     low = blocks + low_v * d + final_norm + (v["seq_len"] or 0) * d * table
     high = None if table else blocks + 2 * high_v * d + final_norm
-    why = ("blocks + final norm + a tied (one) or untied (two) V x d embedding and LM head"
-           + (", + a learned position table of at least T rows (a second lookup before the first "
-              "layer; its length is not in the counters)" if table else ""))
+    why = "blocks + final norm + a tied (one) or untied (two) V x d embedding and LM head" + (
+        ", + a learned position table of at least T rows (a second lookup before the first "
+        "layer; its length is not in the counters)"
+        if table
+        else ""
+    )
     result.bound("params_total", low, high, min(confidence, 0.5), why)
 
 

@@ -37,8 +37,19 @@ TENSOR_PIPE_COLUMNS = tuple(TENSOR_PATHS[path] for path in ("bf16", "fp16", "tf3
 # The raw page repeats the machine's description and the launch statistics on every kernel row
 # (three quarters of its cells): no counters, so never converted (grid and block are read apart).
 _MACHINE_COLUMNS = ("device__attribute", "nvlink__", "numa__", "launch__", "profiler__")
-_DESCRIPTIVE = {"ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context",
-                "Stream", "Block Size", "Grid Size", "Device", "CC"}
+_DESCRIPTIVE = {
+    "ID",
+    "Process ID",
+    "Process Name",
+    "Host Name",
+    "Kernel Name",
+    "Context",
+    "Stream",
+    "Block Size",
+    "Grid Size",
+    "Device",
+    "CC",
+}
 
 
 @dataclass(frozen=True)
@@ -119,8 +130,10 @@ def parse_text(text: str, source: str = "") -> Capture:
     lines = text.splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith(_HEADER_START)), None)
     if start is None:
-        raise UsageError(f"{source or 'input'}: no ncu raw CSV table (a line starting "
-                         f"{_HEADER_START}) found; was it written with --csv --page raw?")
+        raise UsageError(
+            f"{source or 'input'}: no ncu raw CSV table (a line starting "
+            f"{_HEADER_START}) found; was it written with --csv --page raw?"
+        )
     table = [line for line in lines[start:] if line.startswith('"')]  # drop ==PROF== and output
     try:
         rows = list(csv.reader(io.StringIO("\n".join(table))))
@@ -130,19 +143,23 @@ def parse_text(text: str, source: str = "") -> Capture:
     _check_rows(header, body, source or "input")
     missing = [name for name in REQUIRED_COLUMNS if name not in header]
     if missing:
-        raise UsageError(f"{source or 'input'}: the ncu table lacks the column(s) {', '.join(missing)}; "
-                         "collect it again with `lmperf pmc collect`")
+        raise UsageError(
+            f"{source or 'input'}: the ncu table lacks the column(s) {', '.join(missing)}; "
+            "collect it again with `lmperf pmc collect`"
+        )
     units: dict[str, str] = {}
     if body and body[0][0] == "":  # the units row
         units = dict(zip(header, body.pop(0)))
-    counters = tuple(name for name in header
-                     if name not in _DESCRIPTIVE and not name.startswith(_MACHINE_COLUMNS))
+    counters = tuple(name for name in header if name not in _DESCRIPTIVE and not name.startswith(_MACHINE_COLUMNS))
     kernels = [_record(i, dict(zip(header, row)), counters) for i, row in enumerate(body)]
     if not kernels:
         raise UsageError(f"{source or 'input'}: the ncu table has no kernel rows")
     unseen = [name for name in TENSOR_PIPE_COLUMNS if name not in header]
-    problems = (f"the tensor-pipe column(s) {', '.join(unseen)} are missing: GEMM work on that pipe is "
-                "invisible",) if unseen else ()
+    problems = (
+        (f"the tensor-pipe column(s) {', '.join(unseen)} are missing: GEMM work on that pipe is invisible",)
+        if unseen
+        else ()
+    )
     return Capture(kernels, counters, units, source, problems)
 
 
@@ -152,8 +169,10 @@ def _check_rows(header: list[str], body: list[list[str]], source: str) -> None:
         if len(row) != len(header):
             where = "the last row" if number == len(body) else f"row {number}"
             cause = "the file was cut off" if number == len(body) else "the table is damaged"
-            raise UsageError(f"{source}: {where} of the ncu table has {len(row)} of {len(header)} fields "
-                             f"({cause}); no answer can be trusted from it")
+            raise UsageError(
+                f"{source}: {where} of the ncu table has {len(row)} of {len(header)} fields "
+                f"({cause}); no answer can be trusted from it"
+            )
 
 
 def _record(index: int, row: dict[str, str], counters: tuple[str, ...]) -> KernelRecord:
@@ -162,8 +181,7 @@ def _record(index: int, row: dict[str, str], counters: tuple[str, ...]) -> Kerne
         grid = dims(row["launch__grid_size"])
     if block == (0, 0, 0) and "launch__block_size" in row:
         block = dims(row["launch__block_size"])
-    return KernelRecord(index, row.get("Kernel Name", ""), grid, block,
-                        {name: number(row[name]) for name in counters})
+    return KernelRecord(index, row.get("Kernel Name", ""), grid, block, {name: number(row[name]) for name in counters})
 
 
 def read_capture(path: Path) -> Capture:

@@ -5,8 +5,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-FIELDS = ("mode", "dtype", "batch", "seq_len", "n_layers", "d_model", "n_heads", "n_kv_heads",
-          "head_dim", "d_ff", "mlp", "vocab_size", "params_blocks", "params_total")
+FIELDS = (
+    "mode",
+    "dtype",
+    "batch",
+    "seq_len",
+    "n_layers",
+    "d_model",
+    "n_heads",
+    "n_kv_heads",
+    "head_dim",
+    "d_ff",
+    "mlp",
+    "vocab_size",
+    "params_blocks",
+    "params_total",
+)
 
 
 @dataclass(frozen=True)
@@ -69,18 +83,23 @@ class Inference:
 
     def warnings(self) -> list[str]:
         """One line per missing part, for the report's head and for stderr."""
-        return [f"warning: incomplete capture ({gap.part}): {gap.why}; undetermined: "
-                + ", ".join(name for name in gap.fields if name in self.values)
-                for gap in self.gaps]
+        return [
+            f"warning: incomplete capture ({gap.part}): {gap.why}; undetermined: "
+            + ", ".join(name for name in gap.fields if name in self.values)
+            for gap in self.gaps
+        ]
 
     def to_json(self) -> dict:
         out = dict(self.values)
         for name, (low, high) in self.intervals.items():
             out.update({f"{name}_min": low, f"{name}_max": high})
-        out.update(confidence=self.confidence, evidence=self.evidence,
-                   assumptions=self.assumptions, missing=self.missing,
-                   incomplete=[dict(part=gap.part, why=gap.why, fields=list(gap.fields))
-                               for gap in self.gaps])
+        out.update(
+            confidence=self.confidence,
+            evidence=self.evidence,
+            assumptions=self.assumptions,
+            missing=self.missing,
+            incomplete=[dict(part=gap.part, why=gap.why, fields=list(gap.fields)) for gap in self.gaps],
+        )
         return out
 
     def report(self) -> str:
@@ -93,8 +112,7 @@ class Inference:
             if name in self.intervals:
                 low, high = self.intervals[name]
                 shown = f"[{low:,}, {'?' if high is None else f'{high:,}'}]"
-            lines.append(f"  {name:<{width}}  {shown:>14}  {self.confidence[name]:.2f}  "
-                         f"{self.evidence.get(name, '')}")
+            lines.append(f"  {name:<{width}}  {shown:>14}  {self.confidence[name]:.2f}  {self.evidence.get(name, '')}")
         for title, items in (("Assumptions", self.assumptions), ("Missing evidence", self.missing)):
             if items:
                 lines.append(f"{title}:")

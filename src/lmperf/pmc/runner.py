@@ -23,18 +23,28 @@ from lmperf.pmc.targets import RANGE, Target
 
 def _preset_step(target: Target, device: torch.device) -> tuple[Callable[[], None], dict]:
     config = StepConfig(
-        target.preset, target.seq_len, target.mode, target.dtype, "eager",
-        target.attention, target.batch,
+        target.preset,
+        target.seq_len,
+        target.mode,
+        target.dtype,
+        "eager",
+        target.attention,
+        target.batch,
         model=preset(target.preset, **target.overrides),
     )
     step = ModelStep(config, device)
     model_config = config.model_config()
     truth = dict(
-        family="lmperf", n_layers=model_config.n_layers, d_model=model_config.d_model,
-        n_heads=model_config.n_heads, n_kv_heads=model_config.n_kv_heads,
-        head_dim=model_config.head_dim, d_ff=model_config.d_ff,
+        family="lmperf",
+        n_layers=model_config.n_layers,
+        d_model=model_config.d_model,
+        n_heads=model_config.n_heads,
+        n_kv_heads=model_config.n_kv_heads,
+        head_dim=model_config.head_dim,
+        d_ff=model_config.d_ff,
         mlp="gated" if model_config.mlp == "swiglu" else "gelu",
-        vocab_size=model_config.vocab_size, tied_embeddings=model_config.tie_embeddings,
+        vocab_size=model_config.vocab_size,
+        tied_embeddings=model_config.tie_embeddings,
         position_table=False,
     )
     truth.update(_param_counts(step.model, step.model.blocks))
@@ -63,14 +73,21 @@ def _repeat_kv_for_sdpa() -> None:
 
 def _hf_truth(config, model) -> dict:
     shape = from_fields(config.to_dict()).config
-    layers = max((m for m in model.modules() if isinstance(m, torch.nn.ModuleList)),
-                 key=lambda m: sum(p.numel() for p in m.parameters()))
+    layers = max(
+        (m for m in model.modules() if isinstance(m, torch.nn.ModuleList)),
+        key=lambda m: sum(p.numel() for p in m.parameters()),
+    )
     truth = dict(
-        family=config.model_type, n_layers=shape.n_layers, d_model=shape.d_model,
-        n_heads=shape.n_heads, n_kv_heads=shape.n_kv_heads, head_dim=shape.head_dim,
+        family=config.model_type,
+        n_layers=shape.n_layers,
+        d_model=shape.d_model,
+        n_heads=shape.n_heads,
+        n_kv_heads=shape.n_kv_heads,
+        head_dim=shape.head_dim,
         d_ff=shape.d_ff,
         mlp="gated" if any("gate_proj" in name for name, _ in layers[0].named_modules()) else "gelu",
-        vocab_size=shape.vocab_size, tied_embeddings=shape.tie_embeddings,
+        vocab_size=shape.vocab_size,
+        tied_embeddings=shape.tie_embeddings,
         position_table=config.model_type in ("gpt2", "opt"),
     )
     truth.update(_param_counts(model, layers))
@@ -84,9 +101,15 @@ def _generate_step(model, tokens: torch.Tensor, new_tokens: int) -> Callable[[],
 
     def step() -> None:
         with torch.no_grad():
-            model.generate(input_ids=tokens, attention_mask=mask, max_new_tokens=new_tokens,
-                           min_new_tokens=new_tokens, do_sample=False, use_cache=True,
-                           pad_token_id=0)
+            model.generate(
+                input_ids=tokens,
+                attention_mask=mask,
+                max_new_tokens=new_tokens,
+                min_new_tokens=new_tokens,
+                do_sample=False,
+                use_cache=True,
+                pad_token_id=0,
+            )
 
     return step
 
@@ -97,10 +120,8 @@ def _hf_step(target: Target, device: torch.device) -> tuple[Callable[[], None], 
     dtype = torch_dtype(target.dtype)
     tokens = torch.randint(0, config.vocab_size, (target.batch, target.seq_len), device=device)
     if target.mode == "generate":
-        truth.update(prompt_len=target.seq_len, new_tokens=target.new_tokens,
-                     decode_steps=target.new_tokens - 1)
-        return _generate_step(model.to(device=device, dtype=dtype).eval(), tokens,
-                              target.new_tokens), truth
+        truth.update(prompt_len=target.seq_len, new_tokens=target.new_tokens, decode_steps=target.new_tokens - 1)
+        return _generate_step(model.to(device=device, dtype=dtype).eval(), tokens, target.new_tokens), truth
     if target.mode == "forward":
         model = model.to(device=device, dtype=dtype).eval()
 
@@ -158,8 +179,14 @@ def run_target(target: Target) -> dict:
     step()
     torch.cuda.synchronize()
     torch.cuda.nvtx.range_end(range_id)
-    truth.update(batch=target.batch, seq_len=target.seq_len, mode=target.mode.replace("-", "_"),
-                 dtype=target.dtype, attention=target.attention, sdpa_backend=target.sdpa_backend)
+    truth.update(
+        batch=target.batch,
+        seq_len=target.seq_len,
+        mode=target.mode.replace("-", "_"),
+        dtype=target.dtype,
+        attention=target.attention,
+        sdpa_backend=target.sdpa_backend,
+    )
     return truth
 
 

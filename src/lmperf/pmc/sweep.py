@@ -18,9 +18,14 @@ from lmperf.report import tables
 from lmperf.report.plots import pyplot
 from lmperf.report.rundir import RunDir
 
-COLUMNS = [("axis", "axis", ""), ("value", "value", "d"), ("full square", "full", ".4g"),
-           ("causal half", "half", ".4g"), ("counted (128 tiles)", "counted", ".4g"),
-           ("counted / half", "ratio", ".3f")]
+COLUMNS = [
+    ("axis", "axis", ""),
+    ("value", "value", "d"),
+    ("full square", "full", ".4g"),
+    ("causal half", "half", ".4g"),
+    ("counted (128 tiles)", "counted", ".4g"),
+    ("counted / half", "ratio", ".3f"),
+]
 
 
 def _matmul_flops(model: ModelConfig, batch: int, seq_len: int, fraction: float) -> float:
@@ -31,12 +36,19 @@ def _matmul_flops(model: ModelConfig, batch: int, seq_len: int, fraction: float)
 def _row(axis: str, value: int, model: ModelConfig, batch: int, seq_len: int) -> dict:
     counted = _matmul_flops(model, batch, seq_len, causal_tile_fraction(seq_len))
     half = _matmul_flops(model, batch, seq_len, 0.5)
-    return dict(axis=axis, value=value, full=_matmul_flops(model, batch, seq_len, 1.0),
-                half=half, counted=counted, ratio=counted / half)
+    return dict(
+        axis=axis,
+        value=value,
+        full=_matmul_flops(model, batch, seq_len, 1.0),
+        half=half,
+        counted=counted,
+        ratio=counted / half,
+    )
 
 
-def sweep_rows(model: ModelConfig, batch: int, seq_lens: list[int], layers: list[int],
-               widths: list[int], seq_len: int) -> list[dict]:
+def sweep_rows(
+    model: ModelConfig, batch: int, seq_lens: list[int], layers: list[int], widths: list[int], seq_len: int
+) -> list[dict]:
     """Rows over T (model fixed), n_layers and d_model (T = seq_len, head_dim kept)."""
     rows = [_row("seq_len", t, model, batch, t) for t in seq_lens]
     for n in layers:
@@ -58,8 +70,7 @@ def plot(rows: list[dict], path: Path) -> Path:
     for ax, axis in zip(axes, axes_names):
         points = [r for r in rows if r["axis"] == axis]
         xs = [r["value"] for r in points]
-        for key, label in (("full", "full square"), ("counted", "counted (128 tiles)"),
-                           ("half", "causal half")):
+        for key, label in (("full", "full square"), ("counted", "counted (128 tiles)"), ("half", "causal half")):
             ax.plot(xs, [r[key] for r in points], marker="o", label=label)
         ax.set_xlabel(axis)
         ax.set_ylabel("forward matmul FLOPs")

@@ -51,15 +51,16 @@ class Target:
         if (self.preset is None) == (self.hf_config is None):
             raise UsageError("name exactly one target: an lmperf preset or a Hugging Face config")
         for name, value, allowed in (
-            ("mode", self.mode, MODES), ("precision", self.dtype, DTYPES),
+            ("mode", self.mode, MODES),
+            ("precision", self.dtype, DTYPES),
             ("attention", self.attention, ATTENTIONS),
         ):
             if value not in allowed:
                 raise UsageError(f"unknown {name} {value!r}; choose from {', '.join(allowed)}")
-        if self.sdpa_backend is not None and (self.sdpa_backend not in SDPA_BACKENDS
-                                                or self.attention != "sdpa"):
-            raise UsageError(f"sdpa backend {self.sdpa_backend!r} needs --attention sdpa and one "
-                             f"of {', '.join(SDPA_BACKENDS)}")
+        if self.sdpa_backend is not None and (self.sdpa_backend not in SDPA_BACKENDS or self.attention != "sdpa"):
+            raise UsageError(
+                f"sdpa backend {self.sdpa_backend!r} needs --attention sdpa and one of {', '.join(SDPA_BACKENDS)}"
+            )
         if self.attention == "triton" and self.preset is None:
             raise UsageError("attention 'triton' (lmperf's kernel) runs only with an lmperf preset")
         if (self.mode == "generate") != (self.new_tokens > 0):

@@ -56,8 +56,10 @@ def tma_vocab(head: KernelRecord, tokens: int, size: int) -> tuple[int, str] | N
     rows of V·size bytes start 16-byte aligned, so V is a multiple of 8)."""
     if head.metrics.get(g.STORE_BYTES) != 0:
         return None
-    for metric, scale, how in ((TMA_STORE_BYTES, 1, "its TMA store bytes"),
-                               (L2_WRITE_SECTORS, SECTOR_BYTES, "its L2 write sectors x 32 B")):
+    for metric, scale, how in (
+        (TMA_STORE_BYTES, 1, "its TMA store bytes"),
+        (L2_WRITE_SECTORS, SECTOR_BYTES, "its L2 write sectors x 32 B"),
+    ):
         count = head.metrics.get(metric)
         vocab = _whole(count * scale if count else None, tokens * size)
         if vocab and vocab % 8 == 0:
@@ -69,31 +71,44 @@ def copy_vocabs(followers: list[KernelRecord], tokens: int) -> list[int]:
     """V from each copy kernel after the head whose st.global bytes are a whole number of N·4:
     one of them is the fp32 copy of the logits (the caller keeps the one in the head's bound;
     the others copy small tensors, e.g. generate's growing token ids)."""
-    found = [_whole(k.metrics.get(g.STORE_BYTES), tokens * 4) for k in followers
-             if kernel_category(k.name) != MATMUL and "copy" in k.name.lower()]
+    found = [
+        _whole(k.metrics.get(g.STORE_BYTES), tokens * 4)
+        for k in followers
+        if kernel_category(k.name) != MATMUL and "copy" in k.name.lower()
+    ]
     return [vocab for vocab in found if vocab]
 
 
-def readings(head: KernelRecord, followers: list[KernelRecord], tokens: int,
-             dtype: str | None) -> list[tuple[int, str]]:
+def readings(
+    head: KernelRecord, followers: list[KernelRecord], tokens: int, dtype: str | None
+) -> list[tuple[int, str]]:
     """Every exact reading of V, strongest first, each with how it was read."""
     size = 4 if dtype == "fp32" else 2
-    found = [(loss_vocab(followers[:_FOLLOWERS], tokens), "the loss's log-softmax FFMA count"),
-             (store_vocab(head, tokens, size), f"its global store bytes = N·V·{size} B")]
+    found = [
+        (loss_vocab(followers[:_FOLLOWERS], tokens), "the loss's log-softmax FFMA count"),
+        (store_vocab(head, tokens, size), f"its global store bytes = N·V·{size} B"),
+    ]
     tma = tma_vocab(head, tokens, size)
     if tma:
         found.append(tma)
-    found += [(vocab, "the fp32 copy of the logits after it stores N·V·4 B")
-              for vocab in copy_vocabs(followers[:_FOLLOWERS], tokens)]
+    found += [
+        (vocab, "the fp32 copy of the logits after it stores N·V·4 B")
+        for vocab in copy_vocabs(followers[:_FOLLOWERS], tokens)
+    ]
     return [(v, how) for v, how in found if v]
 
 
-def set_vocab(result: Inference, head: KernelRecord, followers: list[KernelRecord], tokens: int,
-              low: float, bound: float) -> bool:
+def set_vocab(
+    result: Inference, head: KernelRecord, followers: list[KernelRecord], tokens: int, low: float, bound: float
+) -> bool:
     """Set V from the first exact reading inside the head's work bound [low, bound]."""
     for vocab, how in readings(head, followers, tokens, result.values["dtype"]):
         if low <= vocab <= bound * 1.0001:
-            result.set("vocab_size", vocab, 0.9, f"LM head {g.macs(head):,.0f} MACs bound V by "
-                       f"{bound:.0f}; {how} gives V={vocab}")
+            result.set(
+                "vocab_size",
+                vocab,
+                0.9,
+                f"LM head {g.macs(head):,.0f} MACs bound V by {bound:.0f}; {how} gives V={vocab}",
+            )
             return True
     return False

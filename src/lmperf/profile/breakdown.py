@@ -58,8 +58,9 @@ def tensor_parts(step: ModelStep) -> TensorParts:
     step.run("train-step")
     state = tensor_bytes(optimizer_tensors(step.optimizer))
     step.release_grads()
-    return TensorParts(tensor_bytes(model.parameters()), tensor_bytes(model.buffers()), gradients, state,
-                       saved_by_forward(step))
+    return TensorParts(
+        tensor_bytes(model.parameters()), tensor_bytes(model.buffers()), gradients, state, saved_by_forward(step)
+    )
 
 
 def saved_by_forward(step: ModelStep) -> int:
@@ -82,6 +83,7 @@ def saved_by_forward(step: ModelStep) -> int:
 @contextlib.contextmanager
 def _checkpointed_inputs(step: ModelStep, keep):
     """While open, the tensor inputs of each checkpointed block go to `keep`."""
+
     def keep_inputs(module, args):
         for arg in args:
             if isinstance(arg, torch.Tensor):
@@ -126,7 +128,7 @@ def _replay_to_peak(events: list[dict], start: int) -> _Replay:
         if allocated > peak:
             peak, replay.peak_index = allocated, index
     replay.live = {}
-    for index, event in enumerate(events[:replay.peak_index + 1]):
+    for index, event in enumerate(events[: replay.peak_index + 1]):
         if event["action"] == ALLOC:
             replay.live[event["addr"]] = (event["size"], index)
         elif event["action"] == FREED and replay.live.pop(event["addr"], None) is None:
@@ -146,7 +148,9 @@ def peak_parts(events: list[dict], backward_starts: int, start: int, step: Model
     temporaries = sum(size for size, _ in live.values()) - gradients - activations
     parameters = tensor_bytes(step.model.parameters())
     state = tensor_bytes(optimizer_tensors(step.optimizer))
-    return PeakParts(parameters, state, start - replay.freed_before - parameters - state, gradients, activations, temporaries)
+    return PeakParts(
+        parameters, state, start - replay.freed_before - parameters - state, gradients, activations, temporaries
+    )
 
 
 def optimizer_tensors(optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:

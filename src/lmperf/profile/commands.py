@@ -18,8 +18,12 @@ ATTENTION_HELP = ", ".join(ATTENTION_IMPLEMENTATIONS) + "."
 
 @model_options
 def profile(
-    preset: Optional[str] = typer.Option(None, "--preset", "-p", help="Model preset (default: tiny on a CPU, small on a GPU)."),
-    context: Optional[int] = typer.Option(None, "--context", "-t", help="Context length (default: 128 on a CPU, 512 on a GPU)."),
+    preset: Optional[str] = typer.Option(
+        None, "--preset", "-p", help="Model preset (default: tiny on a CPU, small on a GPU)."
+    ),
+    context: Optional[int] = typer.Option(
+        None, "--context", "-t", help="Context length (default: 128 on a CPU, 512 on a GPU)."
+    ),
     modes: str = typer.Option("forward,train-step", help="Comma-separated: forward, forward-backward, train-step."),
     precision: str = typer.Option("fp32", "--precision", help="fp32 or bf16 (bf16 autocast)."),
     compile: str = typer.Option("eager", "--compile", help="eager or compile (torch.compile)."),
@@ -29,9 +33,15 @@ def profile(
     steps: int = typer.Option(3, help="Profiled steps per mode."),
     device: str = typer.Option("auto", help="auto, cpu or cuda."),
     top: int = typer.Option(10, help="Kernels shown per mode on the terminal."),
-    nsys: bool = typer.Option(False, "--nsys", help="Print (and run, where nsys is on the PATH) the nsys command for the same steps."),
+    nsys: bool = typer.Option(
+        False, "--nsys", help="Print (and run, where nsys is on the PATH) the nsys command for the same steps."
+    ),
     under_nsys: bool = typer.Option(False, "--under-nsys", hidden=True, help="Run the steps for an nsys capture."),
-    rebuild: Optional[Path] = typer.Option(None, "--rebuild", help="Recompute the tables of this profile run directory from its trace files, and render them again."),
+    rebuild: Optional[Path] = typer.Option(
+        None,
+        "--rebuild",
+        help="Recompute the tables of this profile run directory from its trace files, and render them again.",
+    ),
     runs_root: Path = typer.Option(Path("runs"), "--runs", help="Where run directories are created."),
     model: ModelChoice = ModelChoice(),
 ) -> None:
@@ -42,6 +52,7 @@ def profile(
     from lmperf.profile.run import ProfileSettings, profile_config, rebuild_from_traces, run_profile
     from lmperf.report import tables
     from lmperf.report.rundir import RunDir
+
     out = console()
 
     if rebuild is not None:
@@ -49,8 +60,17 @@ def profile(
         out.print("wrote " + ", ".join(str(p) for p in [RunDir(rebuild).results, *report.write_reports(rebuild)]))
         return
     device = resolve_device(device)
-    config, mode_list = profile_config(model, preset, context, split_list(modes, "modes"), precision, compile,
-                                       attention, batch, device.startswith("cuda"))
+    config, mode_list = profile_config(
+        model,
+        preset,
+        context,
+        split_list(modes, "modes"),
+        precision,
+        compile,
+        attention,
+        batch,
+        device.startswith("cuda"),
+    )
     settings = ProfileSettings(warmup, steps, device).validate()
     if under_nsys:
         nsys_capture.run_for_nsys(config, mode_list, settings)
@@ -62,31 +82,53 @@ def profile(
         command = nsys_capture.nsys_command(program, run_dir.path / "profile", len(mode_list))
         out.print("nsys command: " + " ".join(command), soft_wrap=True)
         status = nsys_capture.run_nsys(command)
-        out.print("nsys is not on the PATH; run the command above where it is" if status is None else f"nsys exited with status {status}")
-    out.print(f"[bold]lmperf profile[/]: {config.preset} ctx {config.seq_len} {precision} on {device}, rows -> {run_dir.results}")
+        out.print(
+            "nsys is not on the PATH; run the command above where it is"
+            if status is None
+            else f"nsys exited with status {status}"
+        )
+    out.print(
+        f"[bold]lmperf profile[/]: {config.preset} ctx {config.seq_len} {precision} on {device}, rows -> {run_dir.results}"
+    )
     rows = run_profile(config, mode_list, settings, run_dir)
     written = report.write_reports(run_dir.path)
     for row in rows:
         if row["status"] != "ok":
             out.print(f"{row['mode']}: {row['status']} ({row.get('error', '')})")
             continue
-        out.print(f"[bold]{row['mode']}[/]: {row['step_ms']:.2f} ms/step ({row['time_unit']}), matmul share {row['matmul_share']:.1%}")
-        out.print(tables.rich_table(row["kernels"][:top], profile_tables.KERNEL_COLUMNS[:-1], title=f"top kernels, {row['mode']}"))
+        out.print(
+            f"[bold]{row['mode']}[/]: {row['step_ms']:.2f} ms/step ({row['time_unit']}), matmul share {row['matmul_share']:.1%}"
+        )
+        out.print(
+            tables.rich_table(
+                row["kernels"][:top], profile_tables.KERNEL_COLUMNS[:-1], title=f"top kernels, {row['mode']}"
+            )
+        )
         out.print(tables.rich_table(row["regions"], profile_tables.REGION_COLUMNS, title=f"regions, {row['mode']}"))
     out.print("wrote " + ", ".join(str(p) for p in [run_dir.results, *written, *sorted(run_dir.path.glob("trace-*"))]))
 
 
 @model_options
 def memory(
-    preset: Optional[str] = typer.Option(None, "--preset", "-p", help="Model preset (default: small, unless --hf-config)."),
+    preset: Optional[str] = typer.Option(
+        None, "--preset", "-p", help="Model preset (default: small, unless --hf-config)."
+    ),
     contexts: str = typer.Option("128,256,512", "--contexts", "-t", help="Comma-separated context lengths."),
     precisions: str = typer.Option("fp32,bf16", "--precisions", help="Comma-separated: fp32, bf16 (bf16 autocast)."),
     batch: int = typer.Option(4, help="Batch size."),
     attention: str = typer.Option("naive", help=ATTENTION_HELP),
     compile: str = typer.Option("eager", "--compile", help="eager or compile."),
-    snapshot_context: Optional[int] = typer.Option(None, help="Context of the snapshots (default: the longest; first precision)."),
-    checkpoints: str = typer.Option("none", "--checkpoint", help="Activation checkpointing of the repeated blocks: none, full, selective; comma-separated."),
-    render: Optional[Path] = typer.Option(None, "--render", help="Render memory.md of this memory run directory again (no GPU needed)."),
+    snapshot_context: Optional[int] = typer.Option(
+        None, help="Context of the snapshots (default: the longest; first precision)."
+    ),
+    checkpoints: str = typer.Option(
+        "none",
+        "--checkpoint",
+        help="Activation checkpointing of the repeated blocks: none, full, selective; comma-separated.",
+    ),
+    render: Optional[Path] = typer.Option(
+        None, "--render", help="Render memory.md of this memory run directory again (no GPU needed)."
+    ),
     runs_root: Path = typer.Option(Path("runs"), "--runs", help="Where run directories are created."),
     model: ModelChoice = ModelChoice(),
 ) -> None:
@@ -96,13 +138,23 @@ def memory(
     from lmperf.profile.memory_report import PEAK_COLUMNS, breakdown_section, write_memory_report
     from lmperf.report import tables
     from lmperf.report.rundir import RunDir
+
     out = console()
 
     if render is not None:
         out.print("wrote " + ", ".join(str(p) for p in write_memory_report(RunDir.resume(render, "memory").path)))
         return
-    settings = MemorySettings(preset, tuple(split_list(contexts, "contexts", int)), tuple(split_list(precisions, "precisions")),
-                              batch, attention, compile, snapshot_context, model, tuple(split_list(checkpoints, "checkpoint")))
+    settings = MemorySettings(
+        preset,
+        tuple(split_list(contexts, "contexts", int)),
+        tuple(split_list(precisions, "precisions")),
+        batch,
+        attention,
+        compile,
+        snapshot_context,
+        model,
+        tuple(split_list(checkpoints, "checkpoint")),
+    )
     name = settings.configs()[0].preset  # validates before the CUDA check and the run directory
     if not settings.user_module:
         require_cuda()
@@ -119,7 +171,9 @@ def memory(
 
 @model_options
 def precision(
-    preset: Optional[str] = typer.Option(None, "--preset", "-p", help="Model preset (default: tiny, unless --hf-config)."),
+    preset: Optional[str] = typer.Option(
+        None, "--preset", "-p", help="Model preset (default: tiny, unless --hf-config)."
+    ),
     autocast: str = typer.Option("bf16", "--precision", "--autocast", help="bf16 or fp16 (the autocast dtype)."),
     device: str = typer.Option("auto", help="auto, cpu or cuda (fp16 autocast wants CUDA)."),
     model: ModelChoice = ModelChoice(),
@@ -127,6 +181,7 @@ def precision(
     """Each module's parameter, output and gradient dtypes under autocast, and the loss dtype."""
     from lmperf.profile.precision import ACCUMULATION_COLUMNS, DTYPE_COLUMNS, accumulation_demo, dtype_table
     from lmperf.report import tables
+
     out = console()
 
     base = model.base(preset, "tiny")

@@ -68,10 +68,19 @@ class MemorySettings:
         if base.module and self.attention != "naive":
             raise UsageError("--attention picks lmperf's attention implementations; a --module model brings its own")
         return [
-            replace(base, seq_len=ctx, mode="forward", precision=precision, compile=self.compile,
-                    attention=base.attention if base.module else self.attention, batch=self.batch,
-                    checkpoint=checkpoint).validate()
-            for ctx in self.contexts for precision in self.precisions for checkpoint in self.checkpoints
+            replace(
+                base,
+                seq_len=ctx,
+                mode="forward",
+                precision=precision,
+                compile=self.compile,
+                attention=base.attention if base.module else self.attention,
+                batch=self.batch,
+                checkpoint=checkpoint,
+            ).validate()
+            for ctx in self.contexts
+            for precision in self.precisions
+            for checkpoint in self.checkpoints
         ]
 
 
@@ -118,15 +127,23 @@ def measure(step: ModelStep) -> dict[str, int]:
 def peak_rows(config: StepConfig, measured: dict[str, int], env: dict[str, str]) -> list[dict]:
     """One row per mode (forward, train-step): measured peak beside the analytic one; a mode
     with no measured peak ran out of memory. `env`: where it was measured (environment())."""
-    model = memory_model(config.model_config(), config.batch, config.seq_len, config.precision,
-                         checkpoint=config.checkpoint)
+    model = memory_model(
+        config.model_config(), config.batch, config.seq_len, config.precision, checkpoint=config.checkpoint
+    )
     rows = []
     for mode in ("forward", "train-step"):
         peak = measured.get(f"peak_{mode}")
-        row = {**config.to_dict(), "mode": mode, "kind": "peak", "status": "ok" if peak else "oom",
-               "error": "" if peak else "CUDA out of memory", "analytic": model.to_dict(),
-               "analytic_peak_gb": model.peak(mode) / GB, "measured": {k: v / GB for k, v in measured.items()},
-               "env": env}
+        row = {
+            **config.to_dict(),
+            "mode": mode,
+            "kind": "peak",
+            "status": "ok" if peak else "oom",
+            "error": "" if peak else "CUDA out of memory",
+            "analytic": model.to_dict(),
+            "analytic_peak_gb": model.peak(mode) / GB,
+            "measured": {k: v / GB for k, v in measured.items()},
+            "env": env,
+        }
         if peak:
             row.update(measured_peak_gb=peak / GB, difference_gb=peak / GB - model.peak(mode) / GB)
         rows.append(row)
@@ -141,16 +158,25 @@ def breakdown_row(step: ModelStep, run_dir: RunDir) -> dict:
     """A user's module's memory by part (lmperf.profile.breakdown); on CUDA also at the peak of
     one training step, whose snapshot is written beside the rows."""
     config = step.config
-    row = {**config.to_dict(), "kind": "breakdown", "status": "ok", "env": environment(step.device.type),
-           "parts": asdict(tensor_parts(step))}
+    row = {
+        **config.to_dict(),
+        "kind": "breakdown",
+        "status": "ok",
+        "env": environment(step.device.type),
+        "parts": asdict(tensor_parts(step)),
+    }
     if step.device.type == "cuda":
         name = f"snapshot-train-step-{config.seq_len}-{config.precision}-{config.checkpoint}.pickle"
         torch.cuda.reset_peak_memory_stats()
         events, marks, start = _record(lambda: _train_step_with_marks(step), run_dir.path / name)
         peak = peak_parts(events, marks[regions.BACKWARD], start, step)
         step.release_grads()
-        row.update(at_peak=asdict(peak), peak=peak.peak, max_memory_allocated=torch.cuda.max_memory_allocated(),
-                   snapshots=[name])
+        row.update(
+            at_peak=asdict(peak),
+            peak=peak.peak,
+            max_memory_allocated=torch.cuda.max_memory_allocated(),
+            snapshots=[name],
+        )
     return row
 
 
@@ -187,8 +213,10 @@ def residual_stream_tensor(step: ModelStep) -> dict:
     """Size and dtype of one block's output (the residual stream) in a real forward pass."""
     seen = {}
     hook = step.model.blocks[0].register_forward_hook(
-        lambda module, inputs, output: seen.update(shape=list(output.shape), dtype=str(output.dtype),
-                                                   mb=output.numel() * output.element_size() / 1e6))
+        lambda module, inputs, output: seen.update(
+            shape=list(output.shape), dtype=str(output.dtype), mb=output.numel() * output.element_size() / 1e6
+        )
+    )
     try:
         step.run("forward")
     finally:
@@ -206,9 +234,13 @@ def snapshot_row(step: ModelStep, run_dir: RunDir, top: int = 12) -> dict:
     title = f"{config.preset} ctx {config.seq_len} batch {config.batch} {config.precision}: one training step"
     plot_memory_timeline([b / GB for b in series], marks, title, run_dir.path / "memory_timeline.png")
     return {
-        **config.to_dict(), "kind": "snapshot", "status": "ok", "env": environment("cuda"),
+        **config.to_dict(),
+        "kind": "snapshot",
+        "status": "ok",
+        "env": environment("cuda"),
         "snapshots": ["snapshot-forward.pickle", "snapshot-train-step.pickle"],
-        "timeline": "memory_timeline.png", "phase_starts": marks,
+        "timeline": "memory_timeline.png",
+        "phase_starts": marks,
         "largest": [asdict(a) for a in snap.largest_allocations(events, marks, top)],
         "residual_stream": residual_stream_tensor(step),
     }

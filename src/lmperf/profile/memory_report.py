@@ -12,16 +12,29 @@ from lmperf.report.rundir import RunDir
 
 GB = 1e9
 PEAK_COLUMNS: list[tables.Column] = [
-    ("preset", "preset", ""), ("ctx", "seq_len", "d"), ("batch", "batch", "d"), ("prec", "precision", ""),
-    ("attn", "attention", ""), ("mode", "mode", ""), ("status", "status", ""), ("measured peak GB", "measured_peak_gb", ".2f"),
-    ("analytic peak GB", "analytic_peak_gb", ".2f"), ("measured − analytic GB", "difference_gb", "+.2f"),
+    ("preset", "preset", ""),
+    ("ctx", "seq_len", "d"),
+    ("batch", "batch", "d"),
+    ("prec", "precision", ""),
+    ("attn", "attention", ""),
+    ("mode", "mode", ""),
+    ("status", "status", ""),
+    ("measured peak GB", "measured_peak_gb", ".2f"),
+    ("analytic peak GB", "analytic_peak_gb", ".2f"),
+    ("measured − analytic GB", "difference_gb", "+.2f"),
 ]
 COMPONENT_COLUMNS: list[tables.Column] = [
-    ("ctx", "seq_len", "d"), ("prec", "precision", ""), ("part", "part", ""),
-    ("measured GB", "measured", ".3f"), ("analytic GB", "analytic", ".3f"),
+    ("ctx", "seq_len", "d"),
+    ("prec", "precision", ""),
+    ("part", "part", ""),
+    ("measured GB", "measured", ".3f"),
+    ("analytic GB", "analytic", ".3f"),
 ]
 ALLOCATION_COLUMNS: list[tables.Column] = [
-    ("MB", "size_mb", ",.1f"), ("count", "count", "d"), ("phase", "phase", ""), ("Python line", "line", ""),
+    ("MB", "size_mb", ",.1f"),
+    ("count", "count", "d"),
+    ("phase", "phase", ""),
+    ("Python line", "line", ""),
 ]
 EXPLANATION = """The analytic peak (lmperf.analysis.memory) counts parameters, gradients, AdamW state, the
 bf16 weight copies autocast keeps, the activations each layer saves for its backward, and the
@@ -46,8 +59,13 @@ def component_rows(row: dict) -> list[dict]:
         ("saved by forward (casts + activations + head)", "saved_by_forward", saved),
     ]
     return [
-        {"seq_len": row["seq_len"], "precision": row["precision"], "part": name,
-         "measured": measured.get(key), "analytic": value / GB}
+        {
+            "seq_len": row["seq_len"],
+            "precision": row["precision"],
+            "part": name,
+            "measured": measured.get(key),
+            "analytic": value / GB,
+        }
         for name, key, value in parts
     ]
 
@@ -83,8 +101,9 @@ def with_current_model(row: dict) -> dict:
     """The peak row with its analytic figures from the current memory model (the rows keep what
     the model said when they were measured; a corrected model re-renders old measurements)."""
     config = StepConfig.from_dict(row)
-    model = memory_model(config.model_config(), config.batch, config.seq_len, config.precision,
-                         checkpoint=config.checkpoint)
+    model = memory_model(
+        config.model_config(), config.batch, config.seq_len, config.precision, checkpoint=config.checkpoint
+    )
     row = {**row, "analytic": model.to_dict(), "analytic_peak_gb": model.peak(row["mode"]) / GB}
     if row.get("measured_peak_gb") is not None:
         row["difference_gb"] = row["measured_peak_gb"] - row["analytic_peak_gb"]
@@ -95,8 +114,12 @@ MB = 1e6
 TENSOR_PARTS = ("parameters", "buffers", "gradients", "optimizer_state", "activations")
 PEAK_PARTS = ("parameters", "optimizer_state", "other_resident", "gradients", "activations", "temporaries")
 CONFIG_COLUMNS: list[tables.Column] = [
-    ("ctx", "seq_len", "d"), ("batch", "batch", "d"), ("prec", "precision", ""), ("params", "param_dtype", ""),
-    ("checkpoint", "checkpoint", ""), ("status", "status", ""),
+    ("ctx", "seq_len", "d"),
+    ("batch", "batch", "d"),
+    ("prec", "precision", ""),
+    ("params", "param_dtype", ""),
+    ("checkpoint", "checkpoint", ""),
+    ("status", "status", ""),
 ]
 BREAKDOWN_EXPLANATION = """Each part from the tensors' own sizes (lmperf.profile.breakdown): parameters and buffers;
 gradients after a backward; the optimizer's state after a step; activations, the storages one
@@ -117,8 +140,10 @@ def _in_mb(row: dict, parts: dict, names: tuple[str, ...], total: str | None = N
 def module_line(row: dict) -> str:
     module = row["module"]
     arguments = ", ".join(f"{k}={v!r}" for k, v in module["arguments"].items())
-    return (f"Module {module['name']}: `{module['factory']}({arguments})`, {module['params']:,} parameters, "
-            f"source hash {module['source_hash']}.\n")
+    return (
+        f"Module {module['name']}: `{module['factory']}({arguments})`, {module['params']:,} parameters, "
+        f"source hash {module['source_hash']}.\n"
+    )
 
 
 def breakdown_section(rows: list[dict]) -> str:
@@ -128,12 +153,19 @@ def breakdown_section(rows: list[dict]) -> str:
     ok = [row for row in rows if row["status"] == "ok"]
     text = "".join(dict.fromkeys(module_line(row) for row in rows)) + "\n" + BREAKDOWN_EXPLANATION + "\n"
     columns = CONFIG_COLUMNS + [(f"{n.replace('_', ' ')} MB", f"{n}_mb", ",.3f") for n in TENSOR_PARTS]
-    text += tables.markdown([_in_mb(r, r["parts"], TENSOR_PARTS) for r in ok] + [r for r in rows if r["status"] != "ok"], columns)
+    text += tables.markdown(
+        [_in_mb(r, r["parts"], TENSOR_PARTS) for r in ok] + [r for r in rows if r["status"] != "ok"], columns
+    )
     at_peak = [row for row in ok if row.get("at_peak")]
     if at_peak:
-        columns = CONFIG_COLUMNS + [(f"{n.replace('_', ' ')} MB", f"{n}_mb", ",.1f") for n in PEAK_PARTS] + [
-            ("peak MB", "total_mb", ",.1f"), ("max_memory_allocated MB", "max_mb", ",.1f")]
-        peaks = [{**_in_mb(r, r["at_peak"], PEAK_PARTS, "total"), "max_mb": r["max_memory_allocated"] / MB} for r in at_peak]
+        columns = (
+            CONFIG_COLUMNS
+            + [(f"{n.replace('_', ' ')} MB", f"{n}_mb", ",.1f") for n in PEAK_PARTS]
+            + [("peak MB", "total_mb", ",.1f"), ("max_memory_allocated MB", "max_mb", ",.1f")]
+        )
+        peaks = [
+            {**_in_mb(r, r["at_peak"], PEAK_PARTS, "total"), "max_mb": r["max_memory_allocated"] / MB} for r in at_peak
+        ]
         text += "\n" + PEAK_EXPLANATION + "\n" + tables.markdown(peaks, columns)
         text += "\nSnapshots: " + ", ".join(f"`{name}`" for row in at_peak for name in row["snapshots"]) + "\n"
     return text
@@ -149,9 +181,14 @@ def write_memory_report(run_path: Path) -> list[Path]:
     peaks = [with_current_model(row) for row in rows if row["kind"] == "peak"]
     forward_rows = [row for row in peaks if row["mode"] == "forward" and row.get("measured")]
     text = (
-        measured_on(rows) + "".join(dict.fromkeys(model_line(row) for row in peaks)) + "\n"
-        + "Peak memory (torch.cuda.max_memory_allocated):\n\n" + tables.markdown(peaks, PEAK_COLUMNS)
-        + "\n" + EXPLANATION + "\nParts, measured and analytic:\n\n"
+        measured_on(rows)
+        + "".join(dict.fromkeys(model_line(row) for row in peaks))
+        + "\n"
+        + "Peak memory (torch.cuda.max_memory_allocated):\n\n"
+        + tables.markdown(peaks, PEAK_COLUMNS)
+        + "\n"
+        + EXPLANATION
+        + "\nParts, measured and analytic:\n\n"
         + tables.markdown([part for row in forward_rows for part in component_rows(row)], COMPONENT_COLUMNS)
         + "".join(_snapshot_section(row) for row in rows if row["kind"] == "snapshot")
     )

@@ -24,11 +24,18 @@ from lmperf.profile.trace import MEASURED, run_measured
 def nsys_command(program: Sequence[str], output: Path, captures: int) -> list[str]:
     """The nsys command line that profiles `program` from its `captures` measured ranges."""
     return [
-        "nsys", "profile", "--trace=cuda,nvtx,osrt", "--capture-range=nvtx",
-        f"--nvtx-capture={MEASURED}", f"--capture-range-end=repeat-shutdown:{captures}",
+        "nsys",
+        "profile",
+        "--trace=cuda,nvtx,osrt",
+        "--capture-range=nvtx",
+        f"--nvtx-capture={MEASURED}",
+        f"--capture-range-end=repeat-shutdown:{captures}",
         # nsys matches a capture range only against registered NVTX strings unless told otherwise.
         "--env-var=NSYS_NVTX_PROFILER_REGISTER_ONLY=0",
-        "--force-overwrite=true", "-o", str(output), *program,
+        "--force-overwrite=true",
+        "-o",
+        str(output),
+        *program,
     ]
 
 

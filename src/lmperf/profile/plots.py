@@ -32,9 +32,7 @@ def plot_region_time(rows: Sequence[dict], path: Path) -> None:
     plt.close(fig)
 
 
-def plot_memory_timeline(
-    allocated_gb: Sequence[float], phase_starts: dict[str, int], title: str, path: Path
-) -> None:
+def plot_memory_timeline(allocated_gb: Sequence[float], phase_starts: dict[str, int], title: str, path: Path) -> None:
     """Allocated memory after each allocator event, with a line where each phase begins."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(9, 4))

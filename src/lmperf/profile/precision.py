@@ -23,12 +23,17 @@ from lmperf.model.transformer import lm_loss
 
 AUTOCAST_DTYPES = ("bf16", "fp16")
 DTYPE_COLUMNS = [
-    ("module", "module", ""), ("type", "type", ""), ("param dtype", "param_dtype", ""),
-    ("output dtype", "output_dtype", ""), ("output grad dtype", "output_grad_dtype", ""),
+    ("module", "module", ""),
+    ("type", "type", ""),
+    ("param dtype", "param_dtype", ""),
+    ("output dtype", "output_dtype", ""),
+    ("output grad dtype", "output_grad_dtype", ""),
     ("param grad dtype", "param_grad_dtype", ""),
 ]
 ACCUMULATION_COLUMNS = [
-    ("accumulation", "name", ""), ("result", "result", ".6f"), ("abs error", "abs_error", ".2e"),
+    ("accumulation", "name", ""),
+    ("result", "result", ".6f"),
+    ("abs error", "abs_error", ".2e"),
     ("rel error", "rel_error", ".2e"),
 ]
 
@@ -61,13 +66,17 @@ def _attach_hooks(model: torch.nn.Module, seen: dict[str, dict]) -> list:
     return handles
 
 
-def _model_and_loss(config: StepConfig, device: torch.device, batch: int, seq_len: int
-                    ) -> tuple[torch.nn.Module, Callable[[], torch.Tensor]]:
+def _model_and_loss(
+    config: StepConfig, device: torch.device, batch: int, seq_len: int
+) -> tuple[torch.nn.Module, Callable[[], torch.Tensor]]:
     """A fresh model of `config` (lmperf's, or the user's module) and its loss on a random batch."""
     generator = torch.Generator().manual_seed(0)
     if config.module:
         model = config.module.build(device)
-        data, loss_of = config.module.make_batch(batch, seq_len, device, generator), config.module.step_loss(model, "eager")
+        data, loss_of = (
+            config.module.make_batch(batch, seq_len, device, generator),
+            config.module.step_loss(model, "eager"),
+        )
         return model, lambda: loss_of(model, data)
     with device:
         model = TransformerLM(config.model_config())
@@ -99,12 +108,16 @@ def dtype_table(
         if "output_dtype" not in seen.get(name or "(model)", {}):
             continue  # containers such as ModuleList are never called
         params = list(module.parameters(recurse=False))
-        rows.append({
-            "module": name or "(model)", "type": type(module).__name__,
-            "param_dtype": _short(params[0].dtype) if params else "-",
-            "param_grad_dtype": _short(params[0].grad.dtype) if params and params[0].grad is not None else "-",
-            "output_grad_dtype": "-", **seen[name or "(model)"],
-        })
+        rows.append(
+            {
+                "module": name or "(model)",
+                "type": type(module).__name__,
+                "param_dtype": _short(params[0].dtype) if params else "-",
+                "param_grad_dtype": _short(params[0].grad.dtype) if params and params[0].grad is not None else "-",
+                "output_grad_dtype": "-",
+                **seen[name or "(model)"],
+            }
+        )
     return rows, _short(loss.dtype)
 
 

@@ -12,9 +12,15 @@ from lmperf.report.rundir import RunDir
 
 TOP_KERNELS = 15
 MATMUL_COLUMNS: list[tables.Column] = [
-    ("preset", "preset", ""), ("ctx", "seq_len", "d"), ("prec", "precision", ""),
-    ("attn", "attention", ""), ("compile", "compile", ""), ("mode", "mode", ""),
-    ("status", "status", ""), ("ms/step", "step_ms", ".2f"), ("matmul share", "matmul_share", ".1%"),
+    ("preset", "preset", ""),
+    ("ctx", "seq_len", "d"),
+    ("prec", "precision", ""),
+    ("attn", "attention", ""),
+    ("compile", "compile", ""),
+    ("mode", "mode", ""),
+    ("status", "status", ""),
+    ("ms/step", "step_ms", ".2f"),
+    ("matmul share", "matmul_share", ".1%"),
 ]
 
 
@@ -33,10 +39,14 @@ def render_row(row: dict, top: int = TOP_KERNELS) -> str:
         title
         + f"{row['time_unit']}: {row['step_ms']:.2f} ms per step over {row['steps']} profiled steps "
         + f"(after {row['warmup']} warm-up); matmul share {row['matmul_share']:.1%}; trace `{row['trace']}`."
-        + _attribution_check(row) + "\n\n"
-        + "By category:\n\n" + tables.markdown(row["categories"], profile_tables.CATEGORY_COLUMNS)
-        + f"\nTop {top} kernels:\n\n" + tables.markdown(row["kernels"][:top], profile_tables.KERNEL_COLUMNS)
-        + "\nBy region:\n\n" + tables.markdown(row["regions"], profile_tables.REGION_COLUMNS)
+        + _attribution_check(row)
+        + "\n\n"
+        + "By category:\n\n"
+        + tables.markdown(row["categories"], profile_tables.CATEGORY_COLUMNS)
+        + f"\nTop {top} kernels:\n\n"
+        + tables.markdown(row["kernels"][:top], profile_tables.KERNEL_COLUMNS)
+        + "\nBy region:\n\n"
+        + tables.markdown(row["regions"], profile_tables.REGION_COLUMNS)
     )
 
 
@@ -45,6 +55,9 @@ def write_reports(run_path: Path) -> list[Path]:
     rows = RunDir(run_path).rows()
     md, png = run_path / "profile.md", run_path / "region_time.png"
     body = "\n".join(render_row(row) for row in rows)
-    md.write_text(measured_on(rows) + "Matmul share of the step:\n\n" + tables.markdown(rows, MATMUL_COLUMNS) + "\n" + body, encoding="utf-8")
+    md.write_text(
+        measured_on(rows) + "Matmul share of the step:\n\n" + tables.markdown(rows, MATMUL_COLUMNS) + "\n" + body,
+        encoding="utf-8",
+    )
     plot_region_time(rows, png)
     return [md, png]

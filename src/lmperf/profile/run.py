@@ -21,7 +21,14 @@ from lmperf.analysis.flops import region_flops
 from lmperf.analysis.module_flops import counted_flops
 from lmperf.errors import UsageError
 from lmperf.model.choice import ModelChoice
-from lmperf.model.module_tree import ROOT, collapse, is_module_region, module_regions, path_of_region, repeated_containers
+from lmperf.model.module_tree import (
+    ROOT,
+    collapse,
+    is_module_region,
+    module_regions,
+    path_of_region,
+    repeated_containers,
+)
 from lmperf.model.step import ModelStep, StepConfig
 from lmperf.profile import tables
 from lmperf.profile.trace import KernelCall, kernel_calls, profile_steps
@@ -47,20 +54,43 @@ class ProfileSettings:
         return self
 
 
-def profile_config(model: ModelChoice, preset: str | None, context: int | None, modes: Sequence[str],
-                   precision: str, compile: str, attention: str, batch: int, on_gpu: bool) -> tuple[StepConfig, list[str]]:
+def profile_config(
+    model: ModelChoice,
+    preset: str | None,
+    context: int | None,
+    modes: Sequence[str],
+    precision: str,
+    compile: str,
+    attention: str,
+    batch: int,
+    on_gpu: bool,
+) -> tuple[StepConfig, list[str]]:
     """The one configuration `lmperf profile` runs, and its modes: bench's grid with one value on
     every axis but the mode (its defaults: tiny at 128 on a CPU, small at 512 on a GPU)."""
     defaults = SweepOptions().resolved(on_gpu)
     presets = [preset] if preset else None if model.names_own_model else [defaults.presets]
-    configs = grid_configs(model, presets, [int(defaults.contexts) if context is None else context], list(modes), [precision], [compile],
-                           [attention], batch, ["fp32"], ["eager"], ["none"])
+    configs = grid_configs(
+        model,
+        presets,
+        [int(defaults.contexts) if context is None else context],
+        list(modes),
+        [precision],
+        [compile],
+        [attention],
+        batch,
+        ["fp32"],
+        ["eager"],
+        ["none"],
+    )
     return configs[0], [c.mode for c in configs]
 
 
 def _base_row(config: StepConfig, settings: ProfileSettings, status: str) -> dict:
     return {
-        **config.to_dict(), "status": status, "warmup": settings.warmup, "steps": settings.steps,
+        **config.to_dict(),
+        "status": status,
+        "warmup": settings.warmup,
+        "steps": settings.steps,
         "env": environment(settings.device),
     }
 
@@ -115,8 +145,11 @@ def _module_fields(step: ModelStep, mode: str) -> dict:
     compiled = step.config.module.blocks if step.config.compile == "compile" else ""
     flops = counted.by_region(step.config.batch, mode, containers, compiled)
     # (region, FLOPs) pairs: a list keeps the module order in rows written with sorted keys
-    return {"repeated_containers": containers, "region_flops": list(flops.items()),
-            "flop_count": counted.method(step.config.batch)}
+    return {
+        "repeated_containers": containers,
+        "region_flops": list(flops.items()),
+        "flop_count": counted.method(step.config.batch),
+    }
 
 
 def profile_mode(step: ModelStep, mode: str, settings: ProfileSettings, run_dir: RunDir) -> dict:

@@ -58,9 +58,7 @@ def phase_at(index: int, phase_starts: dict[str, int]) -> str:
     return max(started)[1] if started else "-"
 
 
-def largest_allocations(
-    events: Sequence[dict], phase_starts: dict[str, int], top: int = 10
-) -> list[Allocation]:
+def largest_allocations(events: Sequence[dict], phase_starts: dict[str, int], top: int = 10) -> list[Allocation]:
     """The largest allocations, alike ones (same size, phase and line) counted together."""
     groups: Counter = Counter()
     for index, event in enumerate(events):

@@ -20,9 +20,20 @@ from lmperf.profile.trace import PHASES, KernelCall
 from lmperf.report.tables import Column
 
 REGION_ORDER = (
-    regions.EMBEDDING, regions.ATTN_NORM, regions.QKV_PROJ, regions.ROPE, regions.ATTN_SCORES,
-    regions.ATTN_SOFTMAX, regions.ATTN_WEIGHTED_SUM, regions.ATTN_FUSED, regions.OUT_PROJ,
-    regions.FFN_NORM, regions.FFN, regions.FINAL_NORM, regions.LM_HEAD, regions.LOSS,
+    regions.EMBEDDING,
+    regions.ATTN_NORM,
+    regions.QKV_PROJ,
+    regions.ROPE,
+    regions.ATTN_SCORES,
+    regions.ATTN_SOFTMAX,
+    regions.ATTN_WEIGHTED_SUM,
+    regions.ATTN_FUSED,
+    regions.OUT_PROJ,
+    regions.FFN_NORM,
+    regions.FFN,
+    regions.FINAL_NORM,
+    regions.LM_HEAD,
+    regions.LOSS,
     regions.OPTIMIZER,
 )
 ATTENTION_REGIONS = (regions.ATTN_SCORES, regions.ATTN_SOFTMAX, regions.ATTN_WEIGHTED_SUM, regions.ATTN_FUSED)
@@ -66,9 +77,14 @@ def kernel_rows(calls: Sequence[KernelCall], steps: int) -> list[dict]:
     step_us = sum(call.duration_us for call in calls) or 1.0
     rows = [
         {
-            "phase": phase, "kernel": short_name(name), "category": cat, "name": name,
-            "calls_per_step": len(times) / steps, "ms_per_step": sum(times) / steps / 1e3,
-            "mean_us": sum(times) / len(times), "share": sum(times) / step_us,
+            "phase": phase,
+            "kernel": short_name(name),
+            "category": cat,
+            "name": name,
+            "calls_per_step": len(times) / steps,
+            "ms_per_step": sum(times) / steps / 1e3,
+            "mean_us": sum(times) / len(times),
+            "share": sum(times) / step_us,
         }
         for (phase, name, cat), times in groups.items()
     ]
@@ -83,7 +99,9 @@ def _time_by_region(calls: Sequence[KernelCall], steps: int) -> dict[str, dict[s
 
 
 def region_rows(
-    calls: Sequence[KernelCall], steps: int, flops_by_region: dict[str, float],
+    calls: Sequence[KernelCall],
+    steps: int,
+    flops_by_region: dict[str, float],
     order: Sequence[str] = REGION_ORDER,
 ) -> list[dict]:
     """One row per region that has time or FLOPs, in model order (`order`), then the others."""
@@ -114,17 +132,13 @@ def category_rows(calls: Sequence[KernelCall], steps: int) -> list[dict]:
     for call in calls:
         ms[category(call.name, call.region, call.phase)] += call.duration_us / steps / 1e3
     total = sum(ms.values()) or 1.0
-    return [
-        {"category": cat, "ms_per_step": ms[cat], "share": ms[cat] / total}
-        for cat in CATEGORIES if cat in ms
-    ]
+    return [{"category": cat, "ms_per_step": ms[cat], "share": ms[cat] / total} for cat in CATEGORIES if cat in ms]
 
 
 def matmul_share(calls: Sequence[KernelCall]) -> float:
     """Fraction of kernel time spent in matmul kernels (split-K's reduction included)."""
     total = sum(call.duration_us for call in calls)
     matmul = sum(
-        call.duration_us for call in calls
-        if category(call.name, call.region, call.phase) in (MATMUL, MATMUL_AUX)
+        call.duration_us for call in calls if category(call.name, call.region, call.phase) in (MATMUL, MATMUL_AUX)
     )
     return matmul / total if total else 0.0

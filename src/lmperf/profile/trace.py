@@ -28,11 +28,24 @@ from lmperf import regions
 from lmperf.model.module_tree import is_module_region
 
 PHASES = (regions.FORWARD, regions.BACKWARD, regions.OPTIMIZER)
-MODEL_REGIONS = frozenset({
-    regions.EMBEDDING, regions.ATTN_NORM, regions.QKV_PROJ, regions.ROPE, regions.ATTN_SCORES,
-    regions.ATTN_SOFTMAX, regions.ATTN_WEIGHTED_SUM, regions.ATTN_FUSED, regions.OUT_PROJ,
-    regions.FFN_NORM, regions.FFN, regions.FINAL_NORM, regions.LM_HEAD, regions.LOSS,
-})
+MODEL_REGIONS = frozenset(
+    {
+        regions.EMBEDDING,
+        regions.ATTN_NORM,
+        regions.QKV_PROJ,
+        regions.ROPE,
+        regions.ATTN_SCORES,
+        regions.ATTN_SOFTMAX,
+        regions.ATTN_WEIGHTED_SUM,
+        regions.ATTN_FUSED,
+        regions.OUT_PROJ,
+        regions.FFN_NORM,
+        regions.FFN,
+        regions.FINAL_NORM,
+        regions.LM_HEAD,
+        regions.LOSS,
+    }
+)
 BACKWARD_NODE = "autograd::engine::evaluate_function: "
 MEASURED = "lmperf_measured"  # the NVTX range around measured steps (nsys captures only it)
 # Range names: on CUDA kineto also shows them on the GPU timeline, never to be counted as kernels.
@@ -106,33 +119,32 @@ def _region_of(phase: str, region: str, node: FunctionEvent | None, forward: dic
 # the correlation id of the op being launched; torch 2.11 attaches that op's kernels to them as
 # well, which counts the kernels again. Those events are skipped; a kernel list is taken once
 # per correlation id.
-CUPTI_OVERHEAD = frozenset({"Command Buffer Full", "Activity Buffer Request", "CUPTI Buffer Flush",
-                            "CUPTI Instrumentation", "CUPTI Resource", "Driver Compiler"})
+CUPTI_OVERHEAD = frozenset(
+    {
+        "Command Buffer Full",
+        "Activity Buffer Request",
+        "CUPTI Buffer Flush",
+        "CUPTI Instrumentation",
+        "CUPTI Resource",
+        "Driver Compiler",
+    }
+)
 
 
 def _is_profiler_overhead(event: FunctionEvent) -> bool:
-    return (
-        getattr(event, "activity_type", "") == "overhead"
-        or event.name in CUPTI_OVERHEAD
-        or event.thread == 0
-    )
+    return getattr(event, "activity_type", "") == "overhead" or event.name in CUPTI_OVERHEAD or event.thread == 0
 
 
 def _is_cpu_kernel(event: FunctionEvent) -> bool:
     """A CPU op whose own time is work, not a range marker or the autograd engine's wrapper."""
     return not (
-        getattr(event, "is_user_annotation", False)
-        or is_marker(event.name)
-        or event.name.startswith(BACKWARD_NODE)
+        getattr(event, "is_user_annotation", False) or is_marker(event.name) or event.name.startswith(BACKWARD_NODE)
     )
 
 
 def kernel_calls(events: Iterable[FunctionEvent], on_gpu: bool) -> list[KernelCall]:
     """Every kernel (GPU) or ATen op (CPU) in `events`, placed in its phase and region."""
-    cpu_events = [
-        e for e in events
-        if e.device_type == torch.autograd.DeviceType.CPU and not _is_profiler_overhead(e)
-    ]
+    cpu_events = [e for e in events if e.device_type == torch.autograd.DeviceType.CPU and not _is_profiler_overhead(e)]
     placed = [(event, _placement(event)) for event in cpu_events]
     forward = _forward_regions(placed)
     calls, launched = [], set()
@@ -142,8 +154,7 @@ def kernel_calls(events: Iterable[FunctionEvent], on_gpu: bool) -> list[KernelCa
             if event.id not in launched:
                 launched.add(event.id)
                 calls.extend(
-                    KernelCall(k.name, phase, where, k.duration)
-                    for k in event.kernels if not is_marker(k.name)
+                    KernelCall(k.name, phase, where, k.duration) for k in event.kernels if not is_marker(k.name)
                 )
         elif _is_cpu_kernel(event) and event.self_cpu_time_total > 0:
             calls.append(KernelCall(event.name, phase, where, event.self_cpu_time_total))
@@ -161,9 +172,7 @@ def run_measured(step: Callable[[], None], steps: int, device: torch.device) -> 
             torch.cuda.synchronize(device)
 
 
-def profile_steps(
-    step: Callable[[], None], steps: int, device: torch.device
-) -> torch.profiler.profile:
+def profile_steps(step: Callable[[], None], steps: int, device: torch.device) -> torch.profiler.profile:
     """`run_measured` under torch.profiler (CPU ops, and CUDA kernels on a GPU)."""
     activities = [torch.profiler.ProfilerActivity.CPU]
     if device.type == "cuda":

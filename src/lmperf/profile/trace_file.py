@@ -63,9 +63,12 @@ class TraceEvent:
 def _host_event(raw: dict, threads: dict[int, int]) -> TraceEvent:
     args = raw.get("args", {})
     return TraceEvent(
-        name=raw["name"], id=args.get("External id", 0), thread=threads[raw["tid"]],
+        name=raw["name"],
+        id=args.get("External id", 0),
+        thread=threads[raw["tid"]],
         time_range=TimeRange(raw["ts"], raw["ts"] + raw.get("dur", 0.0)),
-        sequence_nr=args.get("Sequence number", -1), fwd_thread=args.get("Fwd thread id", 0),
+        sequence_nr=args.get("Sequence number", -1),
+        fwd_thread=args.get("Fwd thread id", 0),
         is_user_annotation=raw["cat"] == "user_annotation",
     )
 

@@ -51,8 +51,12 @@ def commit_source_hash(commit: str, package: Path = PACKAGE) -> str | None:
         names = [name for name in listing.stdout.splitlines() if name.endswith(".py")]
         if listing.returncode != 0 or not names:
             return None
-        batch = subprocess.run(["git", "-C", str(package), "cat-file", "--batch"], capture_output=True, timeout=30,
-                               input="".join(f"{commit}:./{name}\n" for name in names).encode())
+        batch = subprocess.run(
+            ["git", "-C", str(package), "cat-file", "--batch"],
+            capture_output=True,
+            timeout=30,
+            input="".join(f"{commit}:./{name}\n" for name in names).encode(),
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     contents = _batch_contents(batch.stdout, len(names))
@@ -86,7 +90,7 @@ def _batch_contents(output: bytes, count: int) -> list[bytes] | None:
         if len(header) != 3 or header[1] != b"blob":
             return None
         size = int(header[2])
-        contents.append(output[end + 1:end + 1 + size])
+        contents.append(output[end + 1 : end + 1 + size])
         position = end + 1 + size + 1
     return contents
 
@@ -125,7 +129,10 @@ def _driver_version() -> str:
     try:
         out = subprocess.run(
             ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=10, check=True,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
         )
         return out.stdout.strip().splitlines()[0]
     except (OSError, subprocess.SubprocessError, IndexError):
@@ -172,8 +179,11 @@ def measured_on(rows: Sequence[dict]) -> str:
     env = next((row["env"] for row in reversed(rows) if row.get("env")), None)
     if env is None:
         return ""
-    return ("Measured on {device} (driver {driver}), torch {torch}, triton {triton}, commit {commit}"
-            .format(**env) + _sources_said(env) + f", {env['date']}.\n\n")
+    return (
+        "Measured on {device} (driver {driver}), torch {torch}, triton {triton}, commit {commit}".format(**env)
+        + _sources_said(env)
+        + f", {env['date']}.\n\n"
+    )
 
 
 def _sources_said(env: dict) -> str:

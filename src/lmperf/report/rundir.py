@@ -106,8 +106,10 @@ class RunDir:
             except OSError as error:
                 with contextlib.suppress(OSError):
                     os.ftruncate(descriptor, before)
-                raise UsageError(f"cannot add a row to {self.results}: {error.strerror or error}; "
-                                 "the rows before it are kept (make room, then --resume)") from None
+                raise UsageError(
+                    f"cannot add a row to {self.results}: {error.strerror or error}; "
+                    "the rows before it are kept (make room, then --resume)"
+                ) from None
         finally:
             os.close(descriptor)
 
@@ -119,8 +121,12 @@ class RunDir:
         self._write_manifest(command, arguments)
 
     def _write_manifest(self, command: str, arguments: dict) -> None:
-        manifest = {"command": command, "arguments": arguments, "directory": str(self.path.resolve()),
-                    "created": dt.datetime.now().isoformat(timespec="seconds")}
+        manifest = {
+            "command": command,
+            "arguments": arguments,
+            "directory": str(self.path.resolve()),
+            "created": dt.datetime.now().isoformat(timespec="seconds"),
+        }
         write_text_whole(self.path / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True, default=str) + "\n")
 
     def release(self) -> None:
@@ -154,8 +160,11 @@ class RunDir:
                 aside.write(last + b"\n")
             with open(self.results, "r+b") as f:
                 f.truncate(start)
-            print(f"lmperf: the last row of {self.results} was cut off ({len(last)} bytes); "
-                  f"kept in {SET_ASIDE}, that configuration runs again", file=sys.stderr)
+            print(
+                f"lmperf: the last row of {self.results} was cut off ({len(last)} bytes); "
+                f"kept in {SET_ASIDE}, that configuration runs again",
+                file=sys.stderr,
+            )
             return
         if not data.endswith(b"\n"):  # a whole row whose newline was lost
             with open(self.results, "ab") as f:
@@ -166,7 +175,7 @@ def _write_all(descriptor: int, data: bytes) -> None:
     """os.write until every byte is out (one call may write fewer)."""
     view = memoryview(data)
     while view:
-        view = view[os.write(descriptor, view):]
+        view = view[os.write(descriptor, view) :]
 
 
 def _try_lock(file) -> bool:
@@ -219,8 +228,11 @@ def read_manifest(path: Path) -> dict | None:
         return None
     except (OSError, ValueError):
         raise UsageError(f"{file} is unreadable or not JSON") from None
-    if not (isinstance(manifest, dict) and isinstance(manifest.get("command"), str)
-            and isinstance(manifest.get("arguments", {}), dict)):
+    if not (
+        isinstance(manifest, dict)
+        and isinstance(manifest.get("command"), str)
+        and isinstance(manifest.get("arguments", {}), dict)
+    ):
         raise UsageError(f"{file} is not an lmperf manifest (a JSON object naming a command and its arguments)")
     manifest.setdefault("arguments", {})
     return manifest
@@ -289,14 +301,22 @@ def check_resumable(path: Path, command: str) -> None:
         raise UsageError(f"cannot resume {path}: no {RESULTS} there")
     made_by = command_of(path)
     if made_by is None:
-        raise UsageError(f"{path} has no {MANIFEST} and its rows do not say which command made it; "
-                         f"not resuming it as `lmperf {command}`")
+        raise UsageError(
+            f"{path} has no {MANIFEST} and its rows do not say which command made it; "
+            f"not resuming it as `lmperf {command}`"
+        )
     if made_by != command:
         raise UsageError(f"{path} is a run directory of `lmperf {made_by}`, not of `lmperf {command}`")
 
 
-def open_run_dir(command: str, arguments: dict, resume: Path | None = None, root: Path = Path("runs"),
-                 given: set[str] | None = None, flag_of: Callable[[str], str] | None = None) -> tuple[RunDir, dict]:
+def open_run_dir(
+    command: str,
+    arguments: dict,
+    resume: Path | None = None,
+    root: Path = Path("runs"),
+    given: set[str] | None = None,
+    flag_of: Callable[[str], str] | None = None,
+) -> tuple[RunDir, dict]:
     """A new run directory recording `arguments`, or `resume` continued with its own arguments.
 
     On resume an argument named in `given` (None: every argument) must equal the recorded one: a
@@ -307,8 +327,11 @@ def open_run_dir(command: str, arguments: dict, resume: Path | None = None, root
         return RunDir.create(command, root, arguments), dict(arguments)
     check_resumable(resume, command)
     recorded = read_manifest(resume)
-    effective = (dict(arguments) if recorded is None
-                 else _recorded_arguments(resume, recorded, arguments, given, flag_of or _plain_flag))
+    effective = (
+        dict(arguments)
+        if recorded is None
+        else _recorded_arguments(resume, recorded, arguments, given, flag_of or _plain_flag)
+    )
     run_dir = RunDir.resume(resume, command)
     if recorded is None:
         run_dir.record_arguments(command, arguments)
@@ -319,16 +342,19 @@ def _plain_flag(argument: str) -> str:
     return "--" + argument.rsplit(".", 1)[-1].replace("_", "-")
 
 
-def _recorded_arguments(path: Path, manifest: dict, arguments: dict, given: set[str] | None,
-                        flag_of: Callable[[str], str]) -> dict:
+def _recorded_arguments(
+    path: Path, manifest: dict, arguments: dict, given: set[str] | None, flag_of: Callable[[str], str]
+) -> dict:
     recorded = manifest["arguments"]
     for name in sorted(arguments if given is None else given):
         if name not in recorded:
             continue
         for where, then, now in _differences(name, _comparable(recorded[name]), _comparable(arguments.get(name))):
             flag = flag_of(where)
-            raise UsageError(f"{path} was made with {_shown(flag, then)}, not {_shown(flag, now)}; "
-                             f"resume it without {flag}, or start a new run")
+            raise UsageError(
+                f"{path} was made with {_shown(flag, then)}, not {_shown(flag, now)}; "
+                f"resume it without {flag}, or start a new run"
+            )
     return {**arguments, **recorded}
 
 

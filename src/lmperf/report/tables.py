@@ -93,10 +93,12 @@ def markdown_laid_out(rows: Sequence[dict], columns: Sequence[Column], identifyi
 _RICH_COLUMN_OVERHEAD = 3
 
 
-def fitting_columns(rows: Sequence[dict], columns: Sequence[Column], width: int,
-                    priority: Sequence[str]) -> list[Column]:
+def fitting_columns(
+    rows: Sequence[dict], columns: Sequence[Column], width: int, priority: Sequence[str]
+) -> list[Column]:
     """The columns, in their own order, that fit `width` terminal characters whole (no cell cut
     short), taken by `priority` (column keys, most wanted first; unnamed columns come last)."""
+
     def needed(column: Column) -> int:
         header, key, fmt = column
         return max([len(header), *(len(cell(row, key, fmt)) for row in rows)]) + _RICH_COLUMN_OVERHEAD

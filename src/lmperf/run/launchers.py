@@ -24,4 +24,6 @@ def runner(name: str) -> Callable:
     try:
         return _RUNNERS[name]
     except KeyError:
-        raise UsageError(f"no {name} runner is registered (lmperf.distributed offers it through the lmperf CLI)") from None
+        raise UsageError(
+            f"no {name} runner is registered (lmperf.distributed offers it through the lmperf CLI)"
+        ) from None

@@ -54,17 +54,53 @@ def _option(*spellings: str, help: str) -> Any:
 # The model's own shape: a Hugging Face config instead of presets, and fields laid over either.
 # Each flag's name on the left, the ModelConfig field it sets on the right.
 MODEL_FLAGS = (
-    Flag("module", Annotated[Optional[str], _option(help="Your own nn.Module instead of lmperf's model: PKG.MOD:FACTORY or path/to/file.py:FACTORY, a function returning a module that maps token ids (batch, context) to logits (batch, context, vocab).")]),
-    Flag("module_args", Annotated[Optional[str], _option(help="The --module factory's keyword arguments, a JSON object (e.g. '{\"d_model\": 512}').")]),
-    Flag("hf_config", Annotated[Optional[str], _option(help="A Hugging Face config.json (or its folder, or a model name already in the local HF cache) instead of presets.")]),
+    Flag(
+        "module",
+        Annotated[
+            Optional[str],
+            _option(
+                help="Your own nn.Module instead of lmperf's model: PKG.MOD:FACTORY or path/to/file.py:FACTORY, a function returning a module that maps token ids (batch, context) to logits (batch, context, vocab)."
+            ),
+        ],
+    ),
+    Flag(
+        "module_args",
+        Annotated[
+            Optional[str],
+            _option(help="The --module factory's keyword arguments, a JSON object (e.g. '{\"d_model\": 512}')."),
+        ],
+    ),
+    Flag(
+        "hf_config",
+        Annotated[
+            Optional[str],
+            _option(
+                help="A Hugging Face config.json (or its folder, or a model name already in the local HF cache) instead of presets."
+            ),
+        ],
+    ),
     Flag("d_model", Annotated[Optional[int], _option(help="Model width, over the preset or config.")]),
     Flag("d_ff", Annotated[Optional[int], _option(help="MLP width.")]),
     Flag("layers", Annotated[Optional[int], _option(help="Transformer blocks.")]),
     Flag("heads", Annotated[Optional[int], _option(help="Query heads.")]),
-    Flag("kv_heads", Annotated[Optional[int], _option(help="K/V heads (fewer than --heads: grouped-query; 1: multi-query).")]),
+    Flag(
+        "kv_heads",
+        Annotated[Optional[int], _option(help="K/V heads (fewer than --heads: grouped-query; 1: multi-query).")],
+    ),
     Flag("vocab", Annotated[Optional[int], _option(help="Vocabulary size.")]),
-    Flag("max_seq_len", Annotated[Optional[int], _option("--max-context", "--max-seq-len", help="Longest context (rotary table length).")]),
-    Flag("tie_embeddings", Annotated[Optional[bool], _option("--tie-embeddings/--untie-embeddings", help="LM head shares the embedding matrix (or not).")]),
+    Flag(
+        "max_seq_len",
+        Annotated[
+            Optional[int], _option("--max-context", "--max-seq-len", help="Longest context (rotary table length).")
+        ],
+    ),
+    Flag(
+        "tie_embeddings",
+        Annotated[
+            Optional[bool],
+            _option("--tie-embeddings/--untie-embeddings", help="LM head shares the embedding matrix (or not)."),
+        ],
+    ),
     Flag("mlp", Annotated[Optional[str], _option(help="swiglu or gelu (a two-matrix GELU MLP).")]),
 )
 MODEL_FIELD_OF_FLAG = {"layers": "n_layers", "heads": "n_heads", "kv_heads": "n_kv_heads", "vocab": "vocab_size"}
@@ -74,7 +110,9 @@ NAMED_MODEL_FLAGS = ("hf_config", "module", "module_args")  # the model by name,
 
 
 def _model_choice(values: dict) -> ModelChoice:
-    shape = {MODEL_FIELD_OF_FLAG.get(name, name): value for name, value in values.items() if name not in NAMED_MODEL_FLAGS}
+    shape = {
+        MODEL_FIELD_OF_FLAG.get(name, name): value for name, value in values.items() if name not in NAMED_MODEL_FLAGS
+    }
     return ModelChoice.from_options(values["hf_config"], values["module"], values["module_args"], **shape)
 
 
@@ -120,10 +158,17 @@ class SweepOptions:
         presets = split_list(options.presets, "presets") if options.presets is not None else None
         attentions = [check_runs_here(impl, on_gpu) for impl in split_list(self.attention, "attention")]
         return grid_configs(
-            self.model, presets, split_list(options.contexts, "contexts", int), split_list(self.modes, "modes"),
-            split_list(options.precisions, "precisions"), split_list(self.compile, "compile"),
-            attentions, self.batch, split_list(self.param_dtypes, "param-dtype"),
-            split_list(self.losses, "loss"), split_list(self.checkpoints, "checkpoint"),
+            self.model,
+            presets,
+            split_list(options.contexts, "contexts", int),
+            split_list(self.modes, "modes"),
+            split_list(options.precisions, "precisions"),
+            split_list(self.compile, "compile"),
+            attentions,
+            self.batch,
+            split_list(self.param_dtypes, "param-dtype"),
+            split_list(self.losses, "loss"),
+            split_list(self.checkpoints, "checkpoint"),
         )
 
     def validate(self) -> "SweepOptions":
@@ -137,8 +182,12 @@ class SweepOptions:
         arguments = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("resume", "runs_root")}
         model = self.model
         module = model.user_model.factory if model.user_model else model.module
-        arguments["model"] = {"hf_config": _absolute(model.hf_config), "overrides": dict(model.overrides),
-                              "module": module, "module_args": model.module_args}
+        arguments["model"] = {
+            "hf_config": _absolute(model.hf_config),
+            "overrides": dict(model.overrides),
+            "module": module,
+            "module_args": model.module_args,
+        }
         return arguments
 
     def with_arguments(self, arguments: dict) -> "SweepOptions":
@@ -146,7 +195,11 @@ class SweepOptions:
         changes = {name: arguments[name] for name in self.arguments() if name in arguments}
         if "model" in changes:
             recorded = changes["model"]
-            if self.model.user_model and isinstance(recorded, dict) and recorded.get("module") == self.model.user_model.factory:
+            if (
+                self.model.user_model
+                and isinstance(recorded, dict)
+                and recorded.get("module") == self.model.user_model.factory
+            ):
                 changes["model"] = self.model  # the same module from Python: nothing to rebuild it from
             else:
                 changes["model"] = _recorded_model(recorded)
@@ -160,8 +213,9 @@ class SweepOptions:
             raise UsageError("--leaderboard-warmup-ms and --leaderboard-rep-ms cannot be negative")
         from lmperf.run.sweep import SweepSettings
 
-        return SweepSettings(self.warmup, self.steps, device, self.peak_tflops,
-                             self.leaderboard_warmup_ms, self.leaderboard_rep_ms)
+        return SweepSettings(
+            self.warmup, self.steps, device, self.peak_tflops, self.leaderboard_warmup_ms, self.leaderboard_rep_ms
+        )
 
 
 def _recorded_model(recorded: Any) -> ModelChoice:
@@ -169,8 +223,12 @@ def _recorded_model(recorded: Any) -> ModelChoice:
     when unset); anything else is a UsageError, not a KeyError."""
     if not isinstance(recorded, dict) or not isinstance(recorded.get("overrides") or {}, dict):
         raise UsageError(f"the manifest records the model as {recorded!r}, not as its hf_config and overrides")
-    return ModelChoice(recorded.get("hf_config"), tuple((recorded.get("overrides") or {}).items()),
-                       recorded.get("module"), recorded.get("module_args")).validate()
+    return ModelChoice(
+        recorded.get("hf_config"),
+        tuple((recorded.get("overrides") or {}).items()),
+        recorded.get("module"),
+        recorded.get("module_args"),
+    ).validate()
 
 
 def _absolute(hf_config: str | None) -> str | None:
@@ -179,36 +237,128 @@ def _absolute(hf_config: str | None) -> str | None:
     return str(Path(hf_config).resolve()) if hf_config and Path(hf_config).exists() else hf_config
 
 
-def grid_configs(model: ModelChoice, presets: list[str] | None, contexts: list[int], modes: list[str],
-                 precisions: list[str], compiles: list[str], attentions: list[str], batch: int,
-                 param_dtypes: list[str], losses: list[str], checkpoints: list[str]) -> list[StepConfig]:
+def grid_configs(
+    model: ModelChoice,
+    presets: list[str] | None,
+    contexts: list[int],
+    modes: list[str],
+    precisions: list[str],
+    compiles: list[str],
+    attentions: list[str],
+    batch: int,
+    param_dtypes: list[str],
+    losses: list[str],
+    checkpoints: list[str],
+) -> list[StepConfig]:
     """The grid of the model's bases (presets, or the Hugging Face config) and every other axis."""
     from lmperf.run.sweep import grid
 
-    return grid(model.bases(presets), contexts, modes, precisions, compiles, attentions, batch,
-                param_dtypes, losses, checkpoints)
+    return grid(
+        model.bases(presets),
+        contexts,
+        modes,
+        precisions,
+        compiles,
+        attentions,
+        batch,
+        param_dtypes,
+        losses,
+        checkpoints,
+    )
 
 
 _SWEEP = SweepOptions()
 SWEEP_FLAGS = (
-    Flag("presets", Annotated[Optional[str], _option("--presets", "-p", help="Comma-separated presets (default: tiny on a CPU, small on a GPU).")]),
-    Flag("contexts", Annotated[Optional[str], _option("--contexts", "-t", help="Comma-separated context lengths (default: 128 on a CPU, 512 on a GPU).")]),
+    Flag(
+        "presets",
+        Annotated[
+            Optional[str],
+            _option("--presets", "-p", help="Comma-separated presets (default: tiny on a CPU, small on a GPU)."),
+        ],
+    ),
+    Flag(
+        "contexts",
+        Annotated[
+            Optional[str],
+            _option("--contexts", "-t", help="Comma-separated context lengths (default: 128 on a CPU, 512 on a GPU)."),
+        ],
+    ),
     Flag("modes", Annotated[str, _option(help="forward, forward-backward, train-step.")], _SWEEP.modes),
-    Flag("precisions", Annotated[Optional[str], _option("--precisions", help="fp32, bf16 (bf16 autocast). Default: fp32 on a CPU, fp32,bf16 on a GPU.")]),
-    Flag("compile", Annotated[str, _option("--compile", help="eager, compile (torch.compile), or both.")], _SWEEP.compile),
-    Flag("attention", Annotated[str, _option(help=", ".join(ATTENTION_IMPLEMENTATIONS) + " (comma-separated for several).")], _SWEEP.attention),
+    Flag(
+        "precisions",
+        Annotated[
+            Optional[str],
+            _option("--precisions", help="fp32, bf16 (bf16 autocast). Default: fp32 on a CPU, fp32,bf16 on a GPU."),
+        ],
+    ),
+    Flag(
+        "compile", Annotated[str, _option("--compile", help="eager, compile (torch.compile), or both.")], _SWEEP.compile
+    ),
+    Flag(
+        "attention",
+        Annotated[str, _option(help=", ".join(ATTENTION_IMPLEMENTATIONS) + " (comma-separated for several).")],
+        _SWEEP.attention,
+    ),
     Flag("batch", Annotated[int, _option(help="Batch size.")], _SWEEP.batch),
     Flag("warmup", Annotated[int, _option(help="Warm-up steps before measuring (0 allowed).")], _SWEEP.warmup),
     Flag("steps", Annotated[int, _option(help="Measured steps.")], _SWEEP.steps),
     Flag("device", Annotated[str, _option(help="auto, cpu or cuda.")], _SWEEP.device),
-    Flag("peak_tflops", Annotated[Optional[float], _option(help="Override the GPU's dense peak TFLOP/s used for MFU.")]),
-    Flag("resume", Annotated[Optional[Path], _option(help="Continue the sweep in this run directory, skipping finished rows.")]),
+    Flag(
+        "peak_tflops", Annotated[Optional[float], _option(help="Override the GPU's dense peak TFLOP/s used for MFU.")]
+    ),
+    Flag(
+        "resume",
+        Annotated[Optional[Path], _option(help="Continue the sweep in this run directory, skipping finished rows.")],
+    ),
     Flag("runs_root", Annotated[Path, _option("--runs", help="Where run directories are created.")], _SWEEP.runs_root),
-    Flag("param_dtypes", Annotated[str, _option("--param-dtype", help="fp32 (fp32 master weights, gradients, AdamW state; bf16 via autocast) or bf16 (pure bf16 parameters and optimizer state; needs --precisions bf16); comma-separated.")], _SWEEP.param_dtypes),
-    Flag("losses", Annotated[str, _option("--loss", help="eager (logits, then F.cross_entropy) or fused (lmperf.ops fused linear cross-entropy, no logits); comma-separated.")], _SWEEP.losses),
-    Flag("checkpoints", Annotated[str, _option("--checkpoint", help="Activation checkpointing per block: none, full, selective (keeps the attention outputs), selective:K (the last K blocks keep everything); comma-separated.")], _SWEEP.checkpoints),
-    Flag("leaderboard_warmup_ms", Annotated[float, _option(help="do_bench warm-up budget in ms for the leaderboard_ms figure (the leaderboard: 10000).")], _SWEEP.leaderboard_warmup_ms),
-    Flag("leaderboard_rep_ms", Annotated[float, _option(help="do_bench repetition budget in ms for leaderboard_ms (the leaderboard: 30000); 0 skips it.")], _SWEEP.leaderboard_rep_ms),
+    Flag(
+        "param_dtypes",
+        Annotated[
+            str,
+            _option(
+                "--param-dtype",
+                help="fp32 (fp32 master weights, gradients, AdamW state; bf16 via autocast) or bf16 (pure bf16 parameters and optimizer state; needs --precisions bf16); comma-separated.",
+            ),
+        ],
+        _SWEEP.param_dtypes,
+    ),
+    Flag(
+        "losses",
+        Annotated[
+            str,
+            _option(
+                "--loss",
+                help="eager (logits, then F.cross_entropy) or fused (lmperf.ops fused linear cross-entropy, no logits); comma-separated.",
+            ),
+        ],
+        _SWEEP.losses,
+    ),
+    Flag(
+        "checkpoints",
+        Annotated[
+            str,
+            _option(
+                "--checkpoint",
+                help="Activation checkpointing per block: none, full, selective (keeps the attention outputs), selective:K (the last K blocks keep everything); comma-separated.",
+            ),
+        ],
+        _SWEEP.checkpoints,
+    ),
+    Flag(
+        "leaderboard_warmup_ms",
+        Annotated[
+            float, _option(help="do_bench warm-up budget in ms for the leaderboard_ms figure (the leaderboard: 10000).")
+        ],
+        _SWEEP.leaderboard_warmup_ms,
+    ),
+    Flag(
+        "leaderboard_rep_ms",
+        Annotated[
+            float,
+            _option(help="do_bench repetition budget in ms for leaderboard_ms (the leaderboard: 30000); 0 skips it."),
+        ],
+        _SWEEP.leaderboard_rep_ms,
+    ),
 )
 
 
@@ -231,8 +381,10 @@ def _with_flags(command: Callable, target: str, flags: tuple[Flag, ...], build: 
     `target` from them."""
     signature = inspect.signature(command, eval_str=True)
     own = [p for p in signature.parameters.values() if p.name != target]
-    added = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=f.annotation)
-             for f in flags]
+    added = [
+        inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=f.annotation)
+        for f in flags
+    ]
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):

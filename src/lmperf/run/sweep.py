@@ -26,8 +26,20 @@ from lmperf.report.environment import environment
 from lmperf.report.rows import ResultRow, failure_row
 from lmperf.report.rundir import RunDir, key_of
 
-KEY_FIELDS = ("preset", "model", "seq_len", "mode", "precision", "compile", "attention", "batch",
-              "param_dtype", "loss", "checkpoint", "module")
+KEY_FIELDS = (
+    "preset",
+    "model",
+    "seq_len",
+    "mode",
+    "precision",
+    "compile",
+    "attention",
+    "batch",
+    "param_dtype",
+    "loss",
+    "checkpoint",
+    "module",
+)
 ANALYTIC = "analytic (lmperf.analysis.flops)"
 
 
@@ -113,8 +125,18 @@ def grid(
     if any(base.module for base in bases) and list(attentions) != ["naive"]:
         raise UsageError("--attention picks lmperf's attention implementations; a --module model brings its own")
     configs = [
-        replace(base, seq_len=t, mode=m, precision=pr, compile=c, attention=base.attention if base.module else a,
-                batch=batch, param_dtype=pd, loss=lo, checkpoint=ck)
+        replace(
+            base,
+            seq_len=t,
+            mode=m,
+            precision=pr,
+            compile=c,
+            attention=base.attention if base.module else a,
+            batch=batch,
+            param_dtype=pd,
+            loss=lo,
+            checkpoint=ck,
+        )
         for base, t, pr, pd, c, a, lo, ck, m in itertools.product(
             bases, seq_lens, precisions, param_dtypes, compiles, attentions, losses, checkpoints, modes
         )
@@ -145,7 +167,9 @@ def base_row(config: StepConfig, settings: SweepSettings, status: str) -> BenchR
         return _module_row(config, common)
     model_config = config.model_config()
     flops = step_flops(model_config, config.batch, config.seq_len, config.mode)
-    return BenchRow(**config.to_dict(), **common, params=parameter_count(model_config)["total"], matmul_flops=flops.matmul)
+    return BenchRow(
+        **config.to_dict(), **common, params=parameter_count(model_config)["total"], matmul_flops=flops.matmul
+    )
 
 
 def _module_row(config: StepConfig, common: dict) -> BenchRow:
@@ -154,9 +178,15 @@ def _module_row(config: StepConfig, common: dict) -> BenchRow:
     counted = counted_flops(config.module, config.seq_len)
     matmul = counted.matmul(config.batch, config.mode)
     expected = transformer_flops(config.module, config.batch, config.seq_len, config.mode)
-    return BenchRow(**config.to_dict(), **common, params=config.module.params, matmul_flops=matmul,
-                    flop_count=counted.method(config.batch), transformer_flops=expected,
-                    flops_over_transformer=matmul / expected if expected else None)
+    return BenchRow(
+        **config.to_dict(),
+        **common,
+        params=config.module.params,
+        matmul_flops=matmul,
+        flop_count=counted.method(config.batch),
+        transformer_flops=expected,
+        flops_over_transformer=matmul / expected if expected else None,
+    )
 
 
 def _measure(step: ModelStep, config: StepConfig, settings: SweepSettings) -> BenchRow:
@@ -168,8 +198,9 @@ def _measure(step: ModelStep, config: StepConfig, settings: SweepSettings) -> Be
     row = base_row(config, settings, "ok")
     row.load_start, row.load_end = load_start, load_average()
     if settings.leaderboard_rep_ms:
-        bench = do_bench_ms(lambda: step.run(config.mode), settings.leaderboard_warmup_ms,
-                            settings.leaderboard_rep_ms, device)
+        bench = do_bench_ms(
+            lambda: step.run(config.mode), settings.leaderboard_warmup_ms, settings.leaderboard_rep_ms, device
+        )
         row.leaderboard_ms, row.leaderboard_calls = bench.mean_ms, bench.calls
         row.leaderboard_warmup_ms, row.leaderboard_rep_ms = settings.leaderboard_warmup_ms, settings.leaderboard_rep_ms
     step.release_grads()
@@ -210,8 +241,15 @@ def memory_shortfall(config: StepConfig, device: torch.device) -> str | None:
     have = device_memory_bytes(device)
     if have is None or config.precision not in MEMORY_PRECISIONS or config.module:  # no analytic model of a module
         return None
-    need = memory_model(config.model_config(), config.batch, config.seq_len, config.precision,
-                        config.param_dtype, config.checkpoint, config.loss).peak(config.mode)
+    need = memory_model(
+        config.model_config(),
+        config.batch,
+        config.seq_len,
+        config.precision,
+        config.param_dtype,
+        config.checkpoint,
+        config.loss,
+    ).peak(config.mode)
     if need <= have:
         return None
     where = "GPU memory" if device.type == "cuda" else "host RAM available"
@@ -269,4 +307,14 @@ def run_sweep(
     return run_dir.rows()
 
 
-__all__ = ["BenchRow", "KEY_FIELDS", "MODES", "SweepSettings", "grid", "remaining", "row_key", "run_configs", "run_sweep"]
+__all__ = [
+    "BenchRow",
+    "KEY_FIELDS",
+    "MODES",
+    "SweepSettings",
+    "grid",
+    "remaining",
+    "row_key",
+    "run_configs",
+    "run_sweep",
+]

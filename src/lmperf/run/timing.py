@@ -34,9 +34,7 @@ class Stats:
         if not samples:
             raise ValueError("no samples to summarise")
         std = statistics.stdev(samples) if len(samples) > 1 else 0.0
-        return cls(
-            statistics.fmean(samples), std, statistics.median(samples), min(samples), max(samples)
-        )
+        return cls(statistics.fmean(samples), std, statistics.median(samples), min(samples), max(samples))
 
     @property
     def spread(self) -> float | None:
@@ -108,9 +106,7 @@ def _time_each(step: Callable[[], None], count: int, device: torch.device) -> li
     return [start.elapsed_time(end) for start, end in events]
 
 
-def time_steps(
-    step: Callable[[], None], warmup: int, steps: int, device: torch.device
-) -> StepTimes:
+def time_steps(step: Callable[[], None], warmup: int, steps: int, device: torch.device) -> StepTimes:
     """Run `warmup + steps` steps; the first one is also reported alone as the cold step.
 
     With warmup=0 the cold step is one of the measured steps, so the statistics show what

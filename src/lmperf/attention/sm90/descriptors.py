@@ -23,8 +23,11 @@ def shared_layout(rows: int, columns: int, dtype: torch.dtype) -> gl.NVMMAShared
 
 # TensorDescriptor's fields with defaults (padding; later Tritons add more), as from_tensor
 # leaves them for bf16/fp16/fp32 boxes.
-_DESCRIPTOR_DEFAULTS = {field.name: field.default for field in dataclasses.fields(TensorDescriptor)
-                        if field.default is not dataclasses.MISSING}
+_DESCRIPTOR_DEFAULTS = {
+    field.name: field.default
+    for field in dataclasses.fields(TensorDescriptor)
+    if field.default is not dataclasses.MISSING
+}
 
 
 def descriptor(x: torch.Tensor, rows: int, columns: int | None = None) -> TensorDescriptor:
@@ -44,8 +47,9 @@ def descriptor(x: torch.Tensor, rows: int, columns: int | None = None) -> Tensor
     return desc
 
 
-def block_descriptors(x: torch.Tensor, rows: int,
-                      columns: int | None = None) -> tuple[TensorDescriptor, TensorDescriptor | None]:
+def block_descriptors(
+    x: torch.Tensor, rows: int, columns: int | None = None
+) -> tuple[TensorDescriptor, TensorDescriptor | None]:
     """Descriptors of x's two column blocks (`tma.column_blocks`), as the Gluon kernels take them:
     the first in boxes of `rows` x `columns` (default: the whole block), the tail whole, each a
     view of x (a column view's base stays 16-byte aligned). Without a tail, None for the second:

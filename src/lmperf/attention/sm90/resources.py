@@ -55,16 +55,23 @@ def register_file(tuning: Tuning) -> int:
 
 def check(tuning: Tuning) -> None:
     """ValueError unless every forward and backward configuration of `tuning` fits an SM."""
-    problems = [f"forward head_dim {d} causal {c}: {n} B of shared memory"
-                for d in shape.HEAD_DIMS for c in (False, True)
-                if (n := forward_shared_bytes(tuning, d, c)) > SHARED_BYTES]
-    problems += [f"backward head_dim {d}{' persistent' if p else ''}: {n} B of shared memory"
-                 for d in shape.HEAD_DIMS for p in (False, d in tuning.persistent_backward_from_keys)
-                 if (n := backward_shared_bytes(tuning, d, p)) > SHARED_BYTES]
+    problems = [
+        f"forward head_dim {d} causal {c}: {n} B of shared memory"
+        for d in shape.HEAD_DIMS
+        for c in (False, True)
+        if (n := forward_shared_bytes(tuning, d, c)) > SHARED_BYTES
+    ]
+    problems += [
+        f"backward head_dim {d}{' persistent' if p else ''}: {n} B of shared memory"
+        for d in shape.HEAD_DIMS
+        for p in (False, d in tuning.persistent_backward_from_keys)
+        if (n := backward_shared_bytes(tuning, d, p)) > SHARED_BYTES
+    ]
     if register_file(tuning) > REGISTERS:
         problems.append(f"{register_file(tuning)} registers a program")
     if any(r % 8 or not 24 <= r <= 256 for r in (tuning.consumer_registers, tuning.producer_registers)):
         problems.append("setmaxnreg takes multiples of 8 from 24 to 256")
     if problems:
-        raise ValueError(f"sm90 tuning exceeds an SM ({SHARED_BYTES} B shared, {REGISTERS} registers): "
-                         + "; ".join(problems))
+        raise ValueError(
+            f"sm90 tuning exceeds an SM ({SHARED_BYTES} B shared, {REGISTERS} registers): " + "; ".join(problems)
+        )

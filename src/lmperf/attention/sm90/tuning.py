@@ -19,8 +19,14 @@ import dataclasses
 from collections.abc import Iterator, Mapping
 
 from lmperf.attention.sm90 import resources
-from lmperf.attention.sm90.shape import (BACKWARD_KEYS, COMBINE_ELEMENTS, CONSUMERS, DQ_COLUMNS,  # noqa: F401
-                                         HEAD_DIMS, ROWS)
+
+# The structural constants, read here beside the tuning fields by the kernels' host code
+from lmperf.attention.sm90.shape import BACKWARD_KEYS as BACKWARD_KEYS
+from lmperf.attention.sm90.shape import COMBINE_ELEMENTS as COMBINE_ELEMENTS
+from lmperf.attention.sm90.shape import CONSUMERS as CONSUMERS
+from lmperf.attention.sm90.shape import DQ_COLUMNS as DQ_COLUMNS
+from lmperf.attention.sm90.shape import HEAD_DIMS as HEAD_DIMS
+from lmperf.attention.sm90.shape import ROWS as ROWS
 
 
 def _default(value):
