@@ -32,7 +32,8 @@ export PYTHONPATH="src:$SITE"
 triton.__version__, 'torchtitan', torchtitan.__version__, 'GPUs', torch.cuda.device_count())"
 } > "$OUT/env.txt" 2>&1; cat "$OUT/env.txt"
 
-stage liger 120 env CUDA_VISIBLE_DEVICES=0 python3 benchmarks/scripts/fused_loss_peers.py "$ROWS"
+VISIBLE=${CUDA_VISIBLE_DEVICES:-0,1}  # the GPUs given to this script: Liger takes the first
+stage liger 120 env CUDA_VISIBLE_DEVICES="${VISIBLE%%,*}" python3 benchmarks/scripts/fused_loss_peers.py "$ROWS"
 TITAN=(python3 -m torch.distributed.run --standalone --nproc-per-node 2 benchmarks/scripts/torchtitan_step.py "$ROWS"
        --warmup 1 --steps 3)
 stage torchtitan-op 240 "${TITAN[@]}" --ac op --leaderboard-warmup-ms 2000 --leaderboard-rep-ms 8000

@@ -57,3 +57,16 @@ def test_precision_table_names_the_modules_and_their_dtypes():
     q_proj = [cell.strip() for cell in lines["layers.0.attn.q_proj"].split("│")[1:-1]]
     assert q_proj == ["layers.0.attn.q_proj", "Linear", "float32", "bfloat16", "bfloat16", "float32"]
     assert lines["layers.1.ln2"].split("│")[4].strip() == "float32"  # this RMSNorm returns its input's dtype
+
+
+def test_the_peak_replay_counts_whole_allocator_blocks():
+    # The caching allocator counts 512-byte blocks (max_memory_allocated does too): a 4-byte
+    # optimizer step takes one block, 1000 bytes take two. The replay peaks at the second event:
+    # 1024 bytes before the trace, + 512 + 1024.
+    from lmperf.profile.breakdown import ALLOC, FREED, _replay_to_peak
+
+    events = [{"action": ALLOC, "addr": 1, "size": 4}, {"action": ALLOC, "addr": 2, "size": 1000},
+              {"action": FREED, "addr": 1, "size": 4}, {"action": FREED, "addr": 9, "size": 512}]
+    replay = _replay_to_peak(events, start=1024)
+    assert replay.peak_index == 1
+    assert replay.live == {1: (512, 0), 2: (1024, 1)} and replay.freed_before == 0

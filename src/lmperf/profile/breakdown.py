@@ -121,18 +121,29 @@ class _Replay:
     freed_before: int = 0  # bytes allocated before the trace and freed by the peak
 
 
+BLOCK = 512  # the caching allocator's granularity: max_memory_allocated counts whole blocks
+
+
+def _block_bytes(size: int) -> int:
+    """The bytes the allocator counts for a request of `size`: whole 512-byte blocks, one at least."""
+    return max(BLOCK, -(-size // BLOCK) * BLOCK)
+
+
 def _replay_to_peak(events: list[dict], start: int) -> _Replay:
+    """The trace replayed to its highest allocation, in the allocator's own block sizes (a trace
+    event may carry the size asked for, such as 4 bytes of a one-element optimizer step)."""
     allocated, peak, replay = start, start, _Replay()
     for index, event in enumerate(events):
-        allocated += event["size"] if event["action"] == ALLOC else -event["size"] if event["action"] == FREED else 0
+        size = _block_bytes(event["size"])
+        allocated += size if event["action"] == ALLOC else -size if event["action"] == FREED else 0
         if allocated > peak:
             peak, replay.peak_index = allocated, index
     replay.live = {}
     for index, event in enumerate(events[: replay.peak_index + 1]):
         if event["action"] == ALLOC:
-            replay.live[event["addr"]] = (event["size"], index)
+            replay.live[event["addr"]] = (_block_bytes(event["size"]), index)
         elif event["action"] == FREED and replay.live.pop(event["addr"], None) is None:
-            replay.freed_before += event["size"]
+            replay.freed_before += _block_bytes(event["size"])
     return replay
 
 
