@@ -20,7 +20,7 @@ from lmperf.model.checkpointing import block_policies
 from lmperf.model.transformer import LOSSES
 
 CONFIG = preset("tiny", vocab_size=1000, max_seq_len=128, attention="sdpa")
-CHECKPOINT_POLICIES = ("none", "full", "selective", "selective:1")  # selective:1 mixes the two kinds of block
+CHECKPOINT_POLICIES = ("none", "full", "selective", "selective-mm", "selective:1")  # selective:1 mixes two kinds
 BATCH, CONTEXT = 2, 128
 
 
@@ -106,11 +106,15 @@ def test_selective_checkpointing_recomputes_lmperfs_own_attention(monkeypatch, c
     assert len(calls) == forwards * CONFIG.n_layers
 
 
-@pytest.mark.parametrize("checkpoint, matmuls", [("none", 0), ("selective", 2), ("selective:1", 1), ("selective:2", 0)])
-def test_selective_k_recomputes_the_matmuls_of_all_but_the_last_k_blocks(checkpoint, matmuls):
+@pytest.mark.parametrize(
+    "checkpoint, recomputed",
+    [("none", 0), ("selective", 8), ("selective:1", 4), ("selective:2", 0), ("selective-mm", 2)],
+)
+def test_checkpoint_policies_recompute_the_matmuls_they_do_not_keep(checkpoint, recomputed):
     # Each tiny block runs 5 matmuls (QKV, output, w1, w3, w2) in its forward; a block that keeps
     # everything runs them once, a selectively checkpointed block runs 4 again in the backward:
-    # recomputation stops once every saved tensor is back, and no backward needs w2's output.
+    # recomputation stops once every saved tensor is back, and no backward needs w2's output;
+    # under selective-mm only the output projection runs again (QKV, w1 and w3 are kept).
     torch.manual_seed(0)
     model = TransformerLM(CONFIG, checkpoint)
     inputs, targets = _batch()
@@ -118,7 +122,7 @@ def test_selective_k_recomputes_the_matmuls_of_all_but_the_last_k_blocks(checkpo
         model(inputs, targets).backward()
     forward_only = 5 * CONFIG.n_layers + 1  # the blocks' and the LM head's
     backward = 2 * forward_only  # input and weight gradients of each
-    assert probe.calls == forward_only + backward + 4 * matmuls
+    assert probe.calls == forward_only + backward + recomputed
 
 
 def test_block_policies_put_the_kept_blocks_last():

@@ -65,8 +65,12 @@ def test_the_peak_replay_counts_whole_allocator_blocks():
     # 1024 bytes before the trace, + 512 + 1024.
     from lmperf.profile.breakdown import ALLOC, FREED, _replay_to_peak
 
-    events = [{"action": ALLOC, "addr": 1, "size": 4}, {"action": ALLOC, "addr": 2, "size": 1000},
-              {"action": FREED, "addr": 1, "size": 4}, {"action": FREED, "addr": 9, "size": 512}]
+    events = [
+        {"action": ALLOC, "addr": 1, "size": 4},
+        {"action": ALLOC, "addr": 2, "size": 1000},
+        {"action": FREED, "addr": 1, "size": 4},
+        {"action": FREED, "addr": 9, "size": 512},
+    ]
     replay = _replay_to_peak(events, start=1024)
     assert replay.peak_index == 1
     assert replay.live == {1: (512, 0), 2: (1024, 1)} and replay.freed_before == 0

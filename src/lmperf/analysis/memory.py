@@ -158,8 +158,12 @@ def _saved_per_layer(
     block_input = batch * seq_len * config.d_model * (BF16 if param_dtype == "bf16" else FP32)
     if checkpoint == "full":
         return block_input
+    a = BF16 if precision == "bf16" else FP32
     if checkpoint == "selective":
-        return block_input + _attention_kernel_saves(config, batch, seq_len, BF16 if precision == "bf16" else FP32)
+        return block_input + _attention_kernel_saves(config, batch, seq_len, a)
+    if checkpoint == "selective-mm":  # and the QKV, gate and up outputs
+        widening = config.d_model + 2 * config.kv_width + (2 if config.mlp == "swiglu" else 1) * config.d_ff
+        return block_input + _attention_kernel_saves(config, batch, seq_len, a) + batch * seq_len * widening * a
     return activations_per_layer(config, batch, seq_len, precision, param_dtype)
 
 

@@ -10,7 +10,9 @@ Two options change how a step spends memory, never what it computes:
   elementwise parts but not attention, the costliest part at long context; "selective:K"
   checkpoints all but the last K blocks selectively and lets those K keep everything, trading
   memory for K blocks' recomputed matmuls (the last ones, whose activations the backward frees
-  before any recomputation needs room). Both are torch.utils.checkpoint (non-reentrant;
+  before any recomputation needs room); "selective-mm" keeps, besides attention's outputs, the
+  outputs of the matmuls that widen the residual stream (QKV, gate, up), so that only the output
+  and down projections and the elementwise work run again. All are torch.utils.checkpoint (non-reentrant;
   selective through torch's selective-checkpoint policy), inside the block so a compiled block
   compiles them too. lmperf's PyTorch FlashAttention ("torch") is an autograd.Function, not an
   operator: under "selective" its forward runs again in the backward, as under "full"
@@ -64,11 +66,30 @@ def _keep_attention(ctx, op, *args, **kwargs):
     return CheckpointPolicy.MUST_SAVE if op in attention_ops() else CheckpointPolicy.PREFER_RECOMPUTE
 
 
-def checkpoint_options(policy: str) -> dict:
-    if policy == "selective":
-        from torch.utils.checkpoint import create_selective_checkpoint_contexts
+def _keep_attention_and_widening(d_model: int):
+    """The "selective-mm" policy: attention's outputs and every matmul output whose width is not
+    the model's (QKV, gate, up) are kept; the output and down projections and the elementwise
+    work are recomputed."""
+    from torch.utils.checkpoint import CheckpointPolicy
 
+    def policy(ctx, op, *args, **kwargs):
+        widening = op is torch.ops.aten.mm.default and args[1].shape[-1] != d_model
+        keep = widening or op in attention_ops()
+        return CheckpointPolicy.MUST_SAVE if keep else CheckpointPolicy.PREFER_RECOMPUTE
+
+    return policy
+
+
+def checkpoint_options(policy: str, d_model: int | None = None) -> dict:
+    """torch.utils.checkpoint's keyword arguments for one block's policy (`d_model`: the width by
+    which "selective-mm" tells the widening matmuls)."""
+    from torch.utils.checkpoint import create_selective_checkpoint_contexts
+
+    if policy == "selective":
         return {"context_fn": functools.partial(create_selective_checkpoint_contexts, _keep_attention)}
+    if policy == "selective-mm":
+        keep = _keep_attention_and_widening(d_model)
+        return {"context_fn": functools.partial(create_selective_checkpoint_contexts, keep)}
     return {}
 
 
@@ -166,7 +187,7 @@ class Block(nn.Module):
         if self.checkpoint == "none":
             return self._forward(x)
         return torch.utils.checkpoint.checkpoint(
-            self._forward, x, use_reentrant=False, **checkpoint_options(self.checkpoint)
+            self._forward, x, use_reentrant=False, **checkpoint_options(self.checkpoint, x.shape[-1])
         )
 
     def _forward(self, x: torch.Tensor) -> torch.Tensor:

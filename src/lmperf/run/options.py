@@ -339,7 +339,7 @@ SWEEP_FLAGS = (
             str,
             _option(
                 "--checkpoint",
-                help="Activation checkpointing per block: none, full, selective (keeps the attention outputs), selective:K (the last K blocks keep everything); comma-separated.",
+                help="Activation checkpointing per block: none, full, selective (keeps the attention outputs), selective-mm (also the QKV, gate and up outputs), selective:K (the last K blocks keep everything); comma-separated.",
             ),
         ],
         _SWEEP.checkpoints,
