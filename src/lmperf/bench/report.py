@@ -10,18 +10,9 @@ from lmperf.report.environment import measured_on
 from lmperf.report.files import write_text_whole
 from lmperf.report.plots import pyplot, save_figure
 from lmperf.report.rundir import RunDir
+from lmperf.run.columns import CONFIG_COLUMNS, IDENTIFYING
 
-COLUMNS: list[tables.Column] = [
-    ("preset", "preset", ""),
-    ("ctx", "seq_len", "d"),
-    ("mode", "mode", ""),
-    ("prec", "precision", ""),
-    ("compile", "compile", ""),
-    ("attn", "attention", ""),
-    ("batch", "batch", "d"),
-    ("param dtype", "param_dtype", ""),
-    ("loss", "loss", ""),
-    ("checkpoint", "checkpoint", ""),
+COLUMNS: list[tables.Column] = CONFIG_COLUMNS + [
     ("status", "status", ""),
     ("flag", "flag", ""),
     ("cold ms", "cold_ms", ".1f"),
@@ -36,20 +27,6 @@ COLUMNS: list[tables.Column] = [
     ("MFU", "mfu", ".1%"),
     ("peak GB", "peak_memory_gb", ".2f"),
 ]
-# What tells one row's configuration from another's (the sweep's axes): a table shows those that
-# vary, and says those with one value once, above it.
-IDENTIFYING = (
-    "preset",
-    "seq_len",
-    "mode",
-    "precision",
-    "compile",
-    "attention",
-    "batch",
-    "param_dtype",
-    "loss",
-    "checkpoint",
-)
 # What a narrow terminal shows first; the files always hold every column.
 TERMINAL_PRIORITY = (
     *IDENTIFYING,

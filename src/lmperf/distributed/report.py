@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Sequence
 
 from lmperf.analysis.sharding import DataParallel, state_memory, train_step_peak
+from lmperf.run.columns import CONFIG_COLUMNS
+from lmperf.run.columns import IDENTIFYING as BENCH_IDENTIFYING
 from lmperf.run.sweep import KEY_FIELDS
 from lmperf.errors import UsageError
 from lmperf.model.step import StepConfig
@@ -28,17 +30,7 @@ COMM_COLUMNS: list[tables.Column] = [
     ("busbw GB/s", "busbw_gbps", ".1f"),
 ]
 COMM_IDENTIFYING = ("op", "size_mib", "dtype", "nproc", "backend")
-_CONFIG: list[tables.Column] = [
-    ("preset", "preset", ""),
-    ("ctx", "seq_len", "d"),
-    ("mode", "mode", ""),
-    ("prec", "precision", ""),
-    ("compile", "compile", ""),
-    ("attn", "attention", ""),
-    ("batch", "batch", "d"),
-    ("param dtype", "param_dtype", ""),
-    ("loss", "loss", ""),
-    ("checkpoint", "checkpoint", ""),
+_CONFIG: list[tables.Column] = CONFIG_COLUMNS + [
     ("strategy", "strategy", ""),
     ("GPUs", "nproc", "d"),
     ("bucket MB", "bucket_mb", "g"),
@@ -46,7 +38,7 @@ _CONFIG: list[tables.Column] = [
 ]
 # A run's tables show those of these that vary and say the others once; the strategy and process
 # count, what every data-parallel table compares, always stay.
-IDENTIFYING = tuple(key for _, key, _ in _CONFIG if key not in ("strategy", "nproc"))
+IDENTIFYING = BENCH_IDENTIFYING + ("bucket_mb", "reshard")
 BENCH_COLUMNS: list[tables.Column] = _CONFIG + [
     ("status", "status", ""),
     ("mean ms", "mean_ms", ".1f"),
