@@ -38,40 +38,87 @@ def _attention_point(row: dict) -> tuple:
     return row["head_dim"], row["causal"], row["seq"]
 
 
+CUDNN_METRICS = ("fwd_bwd_ms", "fwd_ms", "bwd_ms")
+CUDNN_HEADERS = ["fwd+bwd: cuDNN / ours", "forward: cuDNN / ours", "backward: cuDNN / ours"]
+
+
+def cudnn_ratios(set_name: str) -> dict[str, dict]:
+    """{metric: {point: [cuDNN's time / ours, one per round]}} of a sweep of triton and sdpa-cudnn."""
+    rows = F.of_set("attention-h100", set_name)
+    return {m: F.ratios(rows, "sdpa-cudnn", "triton", m, "impl", _attention_point) for m in CUDNN_METRICS}
+
+
+def round_times(set_name: str, impl: str, metric: str = "fwd_bwd_ms") -> dict:
+    """{point: [`impl`'s time, one per round]} of a sweep."""
+    by_round = F.per_round(F.of_set("attention-h100", set_name), "impl", metric, _attention_point)
+    return {point: [names[impl] for names in rounds.values()] for point, rounds in by_round.items()}
+
+
 def attention_cudnn() -> str:
-    rows = F.of_set("attention-h100", "sweep-1f651d0")
-    by_metric = {
-        m: F.ratios(rows, "sdpa-cudnn", "triton", m, "impl", _attention_point)
-        for m in ("fwd_bwd_ms", "fwd_ms", "bwd_ms")
-    }
-    ours = F.per_round(rows, "impl", "fwd_bwd_ms", _attention_point)
-    body = []
-    for point in sorted(by_metric["fwd_bwd_ms"]):
-        head_dim, causal, seq = point
-        our_ms = statistics.median(names["triton"] for names in ours[point].values())
-        body.append(
-            [
-                head_dim,
-                mask(causal),
-                F.keys_label(seq),
-                *(F.ratio_cell(by_metric[m][point]) for m in by_metric),
-                f"{our_ms:.3f}",
-                len(by_metric["fwd_bwd_ms"][point]),
-            ]
-        )
+    by_metric = cudnn_ratios("sweep-1f651d0")
+    ours = round_times("sweep-1f651d0", "triton")
+    body = [
+        [
+            point[0],
+            mask(point[1]),
+            F.keys_label(point[2]),
+            *(F.ratio_cell(by_metric[m][point]) for m in CUDNN_METRICS),
+            f"{statistics.median(ours[point]):.3f}",
+            len(by_metric["fwd_bwd_ms"][point]),
+        ]
+        for point in sorted(by_metric["fwd_bwd_ms"])
+    ]
+    return markdown(["head_dim", "mask", "keys", *CUDNN_HEADERS, "ours fwd+bwd ms", "rounds"], body)
+
+
+# ---- attention after the restructure: sweep-7653377 beside sweep-1f651d0 at the same points
+
+AFTER, BEFORE = "sweep-7653377", "sweep-1f651d0"
+
+
+def attention_after_restructure() -> str:
+    after, before = cudnn_ratios(AFTER), cudnn_ratios(BEFORE)
+    ours_after, ours_before = round_times(AFTER, "triton"), round_times(BEFORE, "triton")
+    body = [
+        [
+            point[0],
+            mask(point[1]),
+            F.keys_label(point[2]),
+            F.ratio_cell(after["fwd_bwd_ms"][point]),
+            F.ratio_cell(before["fwd_bwd_ms"][point]),
+            F.span(before["fwd_bwd_ms"][point]),
+            *(
+                cell
+                for m in CUDNN_METRICS[1:]
+                for cell in (F.ratio_cell(after[m][point]), F.ratio_cell(before[m][point]))
+            ),
+            f"{statistics.median(ours_after[point]):.3f}",
+            f"{statistics.median(ours_before[point]):.3f}",
+            len(after["fwd_bwd_ms"][point]),
+        ]
+        for point in sorted(after["fwd_bwd_ms"])
+    ]
     return markdown(
         [
             "head_dim",
             "mask",
             "keys",
             "fwd+bwd: cuDNN / ours",
+            "at 1f651d0",
+            "fwd+bwd: 1f651d0's rounds",
             "forward: cuDNN / ours",
+            "at 1f651d0",
             "backward: cuDNN / ours",
+            "at 1f651d0",
             "ours fwd+bwd ms",
+            "at 1f651d0",
             "rounds",
         ],
         body,
     )
+
+
+# ---- end of attention after the restructure
 
 
 def attention_backends() -> str:
@@ -99,17 +146,23 @@ def attention_backends() -> str:
     )
 
 
+def step_ratios(set_name: str) -> list[float]:
+    """sdpa's median step time / triton's, one per round, of a 2.7B step set."""
+    rows = F.of_set("attention-h100", set_name)
+    (ratio,) = F.ratios(rows, "sdpa", "triton", "median_ms", "attention", lambda r: r["seq_len"]).values()
+    return ratio
+
+
 def attention_step() -> str:
     body = []
-    for set_name in ("step-1024-1f651d0", "step-4096-8b7d99a"):
-        rows = F.of_set("attention-h100", set_name)
-        (ratio,) = F.ratios(rows, "sdpa", "triton", "median_ms", "attention", lambda r: r["seq_len"]).values()
-        first = rows[0]
+    for set_name in ("step-1024-1f651d0", "step-1024-7653377", "step-4096-8b7d99a"):
+        ratio = step_ratios(set_name)
+        first = F.of_set("attention-h100", set_name)[0]
         body.append(
             [
                 first["seq_len"],
                 first["batch"],
-                first["env"]["commit"],
+                first["env"]["commit"][:7],
                 first["env"]["date"][:10],
                 F.ratio_cell(ratio),
                 len(ratio),
@@ -630,6 +683,7 @@ TABLES: dict[str, tuple[str, Callable[[], str]]] = {
     "attention-cudnn": ("benchmarks/attention-h100.md", attention_cudnn),
     "attention-backends": ("benchmarks/attention-h100.md", attention_backends),
     "attention-step": ("benchmarks/attention-h100.md", attention_step),
+    "attention-after-restructure": ("benchmarks/attention-h100.md", attention_after_restructure),
     "bench-sweep": ("benchmarks/bench-h100.md", bench_sweep),
     "bench-warmup": ("benchmarks/bench-h100.md", bench_warmup),
     "bench-agreement": ("benchmarks/bench-h100.md", bench_agreement),
