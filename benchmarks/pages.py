@@ -297,6 +297,117 @@ def bench_hf() -> str:
     )
 
 
+# ---- bench: the user's own module (--module), sets user-module-7653377 and user-module-timer-7653377
+
+USER_MODULE, USER_TIMER = "user-module-7653377", "user-module-timer-7653377"
+
+
+def user_module_rows() -> list[dict]:
+    """The bench rows of the user's modules, in the order the script ran them."""
+    return F.of_set("bench-h100", USER_MODULE)
+
+
+def user_module_train_step(preset: str, compile_: str) -> dict:
+    (row,) = F.of_set("bench-h100", USER_MODULE, preset=preset, mode="train-step", compile=compile_)
+    return row
+
+
+def user_module_name(row: dict) -> str:
+    return f"`{row['module']['factory']}`"
+
+
+def bench_user_module() -> str:
+    body = [
+        [
+            user_module_name(r),
+            f"{r['params'] / 1e9:.3f}B",
+            r["mode"],
+            r["compile"],
+            f"{r['median_ms']:.2f}",
+            f"{r['mean_ms']:.2f}",
+            f"{r['std_ms']:.2f}",
+            f"{r['tokens_per_s']:,.0f}",
+            f"{r['tflops']:.1f}",
+            f"{100 * r['mfu']:.1f}",
+            f"{r['peak_memory_gb']:.2f}",
+        ]
+        for r in user_module_rows()
+    ]
+    return markdown(
+        [
+            "module",
+            "params",
+            "mode",
+            "compile",
+            "median ms",
+            "mean ms",
+            "std ms",
+            "tok/s (mean)",
+            "TFLOP/s (mean)",
+            "MFU % (mean)",
+            "peak GB",
+        ],
+        body,
+    )
+
+
+def bench_user_module_flops() -> str:
+    body = []
+    for preset in dict.fromkeys(r["preset"] for r in user_module_rows()):
+        forward, step = (
+            F.of_set("bench-h100", USER_MODULE, preset=preset, mode=mode, compile="eager")[0]
+            for mode in ("forward", "train-step")
+        )
+        body.append(
+            [
+                user_module_name(step),
+                f"{step['module']['matmul_params'] / 1e9:.3f}B",
+                step["flop_count"],
+                step["causal_attention"],
+                f"{forward['matmul_flops'] / 1e12:.2f}",
+                f"{step['matmul_flops'] / 1e12:.2f}",
+                f"{step['flops_over_transformer']:.4f}",
+            ]
+        )
+    return markdown(
+        [
+            "module",
+            "matmul params",
+            "FLOPs counted by",
+            "attention counted as",
+            "forward TFLOP per step",
+            "train step TFLOP per step",
+            "counted / (6N + 12·L·d·T)",
+        ],
+        body,
+    )
+
+
+def user_module_timers() -> tuple[dict, dict]:
+    """(lmperf's eager train-step row of the scratch model, the independent loop's row)."""
+    (timer,) = F.of_set("bench-h100", USER_TIMER)
+    return user_module_train_step(timer["preset"], timer["compile"]), timer
+
+
+def bench_user_module_timer() -> str:
+    lmperf_row, timer = user_module_timers()
+    body = [
+        [
+            name,
+            r["steps"],
+            r["warmup"],
+            f"{r['mean_ms']:.2f}",
+            f"{r['median_ms']:.2f}",
+            f"{r['median_ms'] / lmperf_row['median_ms']:.3f}",
+        ]
+        for name, r in (("lmperf bench", lmperf_row), (timer["what"], timer))
+    ]
+    return markdown(["timer", "timed steps", "warm-up steps", "mean ms", "median ms", "median / lmperf's"], body)
+
+
+# ---- end of bench: the user's own module
+
+
 # ----------------------------------------------------------------------------------- profile
 
 PROFILE_RUNS = ["small-bf16", "small-fp32", "2.7B-bf16", "2.7B-fp32"]
@@ -688,6 +799,9 @@ TABLES: dict[str, tuple[str, Callable[[], str]]] = {
     "bench-warmup": ("benchmarks/bench-h100.md", bench_warmup),
     "bench-agreement": ("benchmarks/bench-h100.md", bench_agreement),
     "bench-hf": ("benchmarks/bench-h100.md", bench_hf),
+    "bench-user-module": ("benchmarks/bench-h100.md", bench_user_module),
+    "bench-user-module-flops": ("benchmarks/bench-h100.md", bench_user_module_flops),
+    "bench-user-module-timer": ("benchmarks/bench-h100.md", bench_user_module_timer),
     "profile-matmul-share": ("benchmarks/profile-h100.md", profile_matmul_share),
     "profile-top-kernels": ("benchmarks/profile-h100.md", profile_top_kernels),
     "profile-regions": ("benchmarks/profile-h100.md", profile_regions),
