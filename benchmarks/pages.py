@@ -38,40 +38,87 @@ def _attention_point(row: dict) -> tuple:
     return row["head_dim"], row["causal"], row["seq"]
 
 
+CUDNN_METRICS = ("fwd_bwd_ms", "fwd_ms", "bwd_ms")
+CUDNN_HEADERS = ["fwd+bwd: cuDNN / ours", "forward: cuDNN / ours", "backward: cuDNN / ours"]
+
+
+def cudnn_ratios(set_name: str) -> dict[str, dict]:
+    """{metric: {point: [cuDNN's time / ours, one per round]}} of a sweep of triton and sdpa-cudnn."""
+    rows = F.of_set("attention-h100", set_name)
+    return {m: F.ratios(rows, "sdpa-cudnn", "triton", m, "impl", _attention_point) for m in CUDNN_METRICS}
+
+
+def round_times(set_name: str, impl: str, metric: str = "fwd_bwd_ms") -> dict:
+    """{point: [`impl`'s time, one per round]} of a sweep."""
+    by_round = F.per_round(F.of_set("attention-h100", set_name), "impl", metric, _attention_point)
+    return {point: [names[impl] for names in rounds.values()] for point, rounds in by_round.items()}
+
+
 def attention_cudnn() -> str:
-    rows = F.of_set("attention-h100", "sweep-1f651d0")
-    by_metric = {
-        m: F.ratios(rows, "sdpa-cudnn", "triton", m, "impl", _attention_point)
-        for m in ("fwd_bwd_ms", "fwd_ms", "bwd_ms")
-    }
-    ours = F.per_round(rows, "impl", "fwd_bwd_ms", _attention_point)
-    body = []
-    for point in sorted(by_metric["fwd_bwd_ms"]):
-        head_dim, causal, seq = point
-        our_ms = statistics.median(names["triton"] for names in ours[point].values())
-        body.append(
-            [
-                head_dim,
-                mask(causal),
-                F.keys_label(seq),
-                *(F.ratio_cell(by_metric[m][point]) for m in by_metric),
-                f"{our_ms:.3f}",
-                len(by_metric["fwd_bwd_ms"][point]),
-            ]
-        )
+    by_metric = cudnn_ratios("sweep-1f651d0")
+    ours = round_times("sweep-1f651d0", "triton")
+    body = [
+        [
+            point[0],
+            mask(point[1]),
+            F.keys_label(point[2]),
+            *(F.ratio_cell(by_metric[m][point]) for m in CUDNN_METRICS),
+            f"{statistics.median(ours[point]):.3f}",
+            len(by_metric["fwd_bwd_ms"][point]),
+        ]
+        for point in sorted(by_metric["fwd_bwd_ms"])
+    ]
+    return markdown(["head_dim", "mask", "keys", *CUDNN_HEADERS, "ours fwd+bwd ms", "rounds"], body)
+
+
+# ---- attention after the restructure: sweep-7653377 beside sweep-1f651d0 at the same points
+
+AFTER, BEFORE = "sweep-7653377", "sweep-1f651d0"
+
+
+def attention_after_restructure() -> str:
+    after, before = cudnn_ratios(AFTER), cudnn_ratios(BEFORE)
+    ours_after, ours_before = round_times(AFTER, "triton"), round_times(BEFORE, "triton")
+    body = [
+        [
+            point[0],
+            mask(point[1]),
+            F.keys_label(point[2]),
+            F.ratio_cell(after["fwd_bwd_ms"][point]),
+            F.ratio_cell(before["fwd_bwd_ms"][point]),
+            F.span(before["fwd_bwd_ms"][point]),
+            *(
+                cell
+                for m in CUDNN_METRICS[1:]
+                for cell in (F.ratio_cell(after[m][point]), F.ratio_cell(before[m][point]))
+            ),
+            f"{statistics.median(ours_after[point]):.3f}",
+            f"{statistics.median(ours_before[point]):.3f}",
+            len(after["fwd_bwd_ms"][point]),
+        ]
+        for point in sorted(after["fwd_bwd_ms"])
+    ]
     return markdown(
         [
             "head_dim",
             "mask",
             "keys",
             "fwd+bwd: cuDNN / ours",
+            "at 1f651d0",
+            "fwd+bwd: 1f651d0's rounds",
             "forward: cuDNN / ours",
+            "at 1f651d0",
             "backward: cuDNN / ours",
+            "at 1f651d0",
             "ours fwd+bwd ms",
+            "at 1f651d0",
             "rounds",
         ],
         body,
     )
+
+
+# ---- end of attention after the restructure
 
 
 def attention_backends() -> str:
@@ -99,17 +146,23 @@ def attention_backends() -> str:
     )
 
 
+def step_ratios(set_name: str) -> list[float]:
+    """sdpa's median step time / triton's, one per round, of a 2.7B step set."""
+    rows = F.of_set("attention-h100", set_name)
+    (ratio,) = F.ratios(rows, "sdpa", "triton", "median_ms", "attention", lambda r: r["seq_len"]).values()
+    return ratio
+
+
 def attention_step() -> str:
     body = []
-    for set_name in ("step-1024-1f651d0", "step-4096-8b7d99a"):
-        rows = F.of_set("attention-h100", set_name)
-        (ratio,) = F.ratios(rows, "sdpa", "triton", "median_ms", "attention", lambda r: r["seq_len"]).values()
-        first = rows[0]
+    for set_name in ("step-1024-1f651d0", "step-1024-7653377", "step-4096-8b7d99a"):
+        ratio = step_ratios(set_name)
+        first = F.of_set("attention-h100", set_name)[0]
         body.append(
             [
                 first["seq_len"],
                 first["batch"],
-                first["env"]["commit"],
+                first["env"]["commit"][:7],
                 first["env"]["date"][:10],
                 F.ratio_cell(ratio),
                 len(ratio),
@@ -242,6 +295,117 @@ def bench_hf() -> str:
         ["config", "ctx", "attention", "median ms", "mean ms", "std ms", "TFLOP/s (mean)", "MFU % (mean)", "peak GB"],
         body,
     )
+
+
+# ---- bench: the user's own module (--module), sets user-module-7653377 and user-module-timer-7653377
+
+USER_MODULE, USER_TIMER = "user-module-7653377", "user-module-timer-7653377"
+
+
+def user_module_rows() -> list[dict]:
+    """The bench rows of the user's modules, in the order the script ran them."""
+    return F.of_set("bench-h100", USER_MODULE)
+
+
+def user_module_train_step(preset: str, compile_: str) -> dict:
+    (row,) = F.of_set("bench-h100", USER_MODULE, preset=preset, mode="train-step", compile=compile_)
+    return row
+
+
+def user_module_name(row: dict) -> str:
+    return f"`{row['module']['factory']}`"
+
+
+def bench_user_module() -> str:
+    body = [
+        [
+            user_module_name(r),
+            f"{r['params'] / 1e9:.3f}B",
+            r["mode"],
+            r["compile"],
+            f"{r['median_ms']:.2f}",
+            f"{r['mean_ms']:.2f}",
+            f"{r['std_ms']:.2f}",
+            f"{r['tokens_per_s']:,.0f}",
+            f"{r['tflops']:.1f}",
+            f"{100 * r['mfu']:.1f}",
+            f"{r['peak_memory_gb']:.2f}",
+        ]
+        for r in user_module_rows()
+    ]
+    return markdown(
+        [
+            "module",
+            "params",
+            "mode",
+            "compile",
+            "median ms",
+            "mean ms",
+            "std ms",
+            "tok/s (mean)",
+            "TFLOP/s (mean)",
+            "MFU % (mean)",
+            "peak GB",
+        ],
+        body,
+    )
+
+
+def bench_user_module_flops() -> str:
+    body = []
+    for preset in dict.fromkeys(r["preset"] for r in user_module_rows()):
+        forward, step = (
+            F.of_set("bench-h100", USER_MODULE, preset=preset, mode=mode, compile="eager")[0]
+            for mode in ("forward", "train-step")
+        )
+        body.append(
+            [
+                user_module_name(step),
+                f"{step['module']['matmul_params'] / 1e9:.3f}B",
+                step["flop_count"],
+                step["causal_attention"],
+                f"{forward['matmul_flops'] / 1e12:.2f}",
+                f"{step['matmul_flops'] / 1e12:.2f}",
+                f"{step['flops_over_transformer']:.4f}",
+            ]
+        )
+    return markdown(
+        [
+            "module",
+            "matmul params",
+            "FLOPs counted by",
+            "attention counted as",
+            "forward TFLOP per step",
+            "train step TFLOP per step",
+            "counted / (6N + 12·L·d·T)",
+        ],
+        body,
+    )
+
+
+def user_module_timers() -> tuple[dict, dict]:
+    """(lmperf's eager train-step row of the scratch model, the independent loop's row)."""
+    (timer,) = F.of_set("bench-h100", USER_TIMER)
+    return user_module_train_step(timer["preset"], timer["compile"]), timer
+
+
+def bench_user_module_timer() -> str:
+    lmperf_row, timer = user_module_timers()
+    body = [
+        [
+            name,
+            r["steps"],
+            r["warmup"],
+            f"{r['mean_ms']:.2f}",
+            f"{r['median_ms']:.2f}",
+            f"{r['median_ms'] / lmperf_row['median_ms']:.3f}",
+        ]
+        for name, r in (("lmperf bench", lmperf_row), (timer["what"], timer))
+    ]
+    return markdown(["timer", "timed steps", "warm-up steps", "mean ms", "median ms", "median / lmperf's"], body)
+
+
+# ---- end of bench: the user's own module
 
 
 # ----------------------------------------------------------------------------------- profile
@@ -630,10 +794,14 @@ TABLES: dict[str, tuple[str, Callable[[], str]]] = {
     "attention-cudnn": ("benchmarks/attention-h100.md", attention_cudnn),
     "attention-backends": ("benchmarks/attention-h100.md", attention_backends),
     "attention-step": ("benchmarks/attention-h100.md", attention_step),
+    "attention-after-restructure": ("benchmarks/attention-h100.md", attention_after_restructure),
     "bench-sweep": ("benchmarks/bench-h100.md", bench_sweep),
     "bench-warmup": ("benchmarks/bench-h100.md", bench_warmup),
     "bench-agreement": ("benchmarks/bench-h100.md", bench_agreement),
     "bench-hf": ("benchmarks/bench-h100.md", bench_hf),
+    "bench-user-module": ("benchmarks/bench-h100.md", bench_user_module),
+    "bench-user-module-flops": ("benchmarks/bench-h100.md", bench_user_module_flops),
+    "bench-user-module-timer": ("benchmarks/bench-h100.md", bench_user_module_timer),
     "profile-matmul-share": ("benchmarks/profile-h100.md", profile_matmul_share),
     "profile-top-kernels": ("benchmarks/profile-h100.md", profile_top_kernels),
     "profile-regions": ("benchmarks/profile-h100.md", profile_regions),
