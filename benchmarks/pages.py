@@ -121,6 +121,52 @@ def attention_after_restructure() -> str:
 # ---- end of attention after the restructure
 
 
+# ---- attention before and after, A/B: the two trees in alternating processes on one H100
+
+AB, BEFORE_TREE, AFTER_TREE = "ab-79509b2-7be7ac0", "before (79509b2)", "after (7be7ac0)"
+
+
+def attention_before_after() -> str:
+    """Ours before / ours after per round (same process pair, same round index), fwd+bwd."""
+    times: dict = {}
+    for row in F.of_set("attention-h100", AB):
+        if row["impl"] == "triton" and row.get("status", "ok") == "ok":
+            rounds = times.setdefault(_attention_point(row), {})
+            rounds.setdefault((row["pair"], row["round"]), {})[row["tree"]] = row["fwd_bwd_ms"]
+    body = []
+    for point in sorted(times):
+        both = [t for t in times[point].values() if len(t) == 2]
+        before, after = [t[BEFORE_TREE] for t in both], [t[AFTER_TREE] for t in both]
+        body.append(
+            [
+                point[0],
+                mask(point[1]),
+                F.keys_label(point[2]),
+                F.ratio_cell([b / a for b, a in zip(before, after)]),
+                f"{statistics.median(before):.3f}",
+                F.span(before),
+                f"{statistics.median(after):.3f}",
+                F.span(after),
+                len(both),
+            ]
+        )
+    headers = [
+        "head_dim",
+        "mask",
+        "keys",
+        "fwd+bwd: before / after",
+        "before ms",
+        "before's rounds",
+        "after ms",
+        "after's rounds",
+        "rounds",
+    ]
+    return markdown(headers, body)
+
+
+# ---- end of attention before and after
+
+
 def attention_backends() -> str:
     rows = F.of_set("attention-h100", "backends-7661679")
     ratio = {
@@ -795,6 +841,7 @@ TABLES: dict[str, tuple[str, Callable[[], str]]] = {
     "attention-backends": ("benchmarks/attention-h100.md", attention_backends),
     "attention-step": ("benchmarks/attention-h100.md", attention_step),
     "attention-after-restructure": ("benchmarks/attention-h100.md", attention_after_restructure),
+    "attention-before-after": ("benchmarks/attention-h100.md", attention_before_after),
     "bench-sweep": ("benchmarks/bench-h100.md", bench_sweep),
     "bench-warmup": ("benchmarks/bench-h100.md", bench_warmup),
     "bench-agreement": ("benchmarks/bench-h100.md", bench_agreement),
