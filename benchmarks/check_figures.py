@@ -472,6 +472,167 @@ ALLOWED: dict[str, set[str]] = {
 }
 
 
+# ==================================================================== distributed-h200x4 (begin)
+# The figures of benchmarks/distributed-h200x4.md, from its rows (and, for comparisons, from
+# distributed-h200x2's).
+
+H200X4_PAGE = "benchmarks/distributed-h200x4.md"
+
+
+def _x4_comm(n: int, op: str, mib: int) -> dict:
+    (row,) = F.of_set(pages.H200X4, f"comm{n}", op=op, size_bytes=mib << 20)
+    return row
+
+
+def _x4_busbw_1gib() -> tuple:
+    four = [_x4_comm(4, op, 1024)["busbw_gbps"] for op in pages.OPS]
+    two = [_x4_comm(2, op, 1024)["busbw_gbps"] for op in pages.OPS]
+    share = [gbps / pages.NVLINK_ONE_WAY_GBPS * 100 for gbps in four]
+    return (
+        f"{four[0]:.0f}",
+        f"{share[0]:.0f}",
+        f"{four[1]:.0f}",
+        f"{four[2]:.0f}",
+        F.span(share[1:], 0),
+        *(f"{gbps:.0f}" for gbps in two),
+    )
+
+
+def _x4_latency_1mib() -> tuple:
+    spans = [F.span([_x4_comm(n, op, 1)["median_us"] for op in pages.OPS], 1) for n in (2, 4)]
+    their = [F.of_set("distributed-h200x2", "comm", op=op, size_bytes=1 << 20)[0]["median_us"] for op in pages.OPS]
+    return (*spans, F.span(their, 1))
+
+
+def _x4_one_gpu() -> tuple:
+    reduce = [r["median_us"] for r in F.of_set(pages.H200X4, "comm1", op="all-reduce")]
+    copies = [_x4_comm(1, op, 1024)["median_us"] for op in ("all-gather", "reduce-scatter")]
+    return F.span(reduce, 1), F.span(copies, 1)
+
+
+def _x4_step(set_name: str, strategy: str) -> dict:
+    (row,) = F.of_set(pages.H200X4, set_name, strategy=strategy)
+    return row
+
+
+def _x4_scaling() -> tuple:
+    values = []
+    for preset, strategy in (("b27", "ddp"), ("b27", "fsdp"), ("b8", "fsdp")):
+        one = _x4_step(f"{preset}-1", "none")
+        values += [f"{pages.h200x4_scaling(_x4_step(f'{preset}-{n}', strategy), one):.3f}" for n in (2, 4)]
+    return tuple(values)
+
+
+def _x4_extra_on_four() -> tuple:
+    one_27, one_8 = _x4_step("b27-1", "none"), _x4_step("b8-1", "none")
+    return (
+        f"{_x4_step('b27-4', 'ddp')['median_ms'] - one_27['median_ms']:.1f}",
+        f"{_x4_step('b27-4', 'fsdp')['median_ms'] - one_27['median_ms']:.1f}",
+        f"{_x4_step('b8-4', 'fsdp')['median_ms'] - one_8['median_ms']:.1f}",
+    )
+
+
+def _x4_memory() -> tuple:
+    rows = pages.h200x4_step_rows()
+    gap = {id(r): r["model_peak_gb"] - max(r["peak_memory_gb_ranks"]) for r in rows}
+    small = max(abs(gap[id(r)]) for r in rows if r["preset"] == "2.7B")
+    large = [gap[id(r)] for r in rows if r["preset"] == "cs336-8b"]
+    ddp = _x4_step("b27-4", "ddp")["peak_memory_gb_ranks"]
+    return f"{small:.1f}", F.span(large, 1), f"{min(ddp):.1f}", f"{max(ddp) - min(ddp):.1f}"
+
+
+def _x4_against_x2(strategy: str) -> tuple:
+    (theirs,) = F.of_set("distributed-h200x2", "steps", preset="2.7B", seq_len=1024, strategy=strategy)
+    return f"{_x4_step('b27-2', strategy)['median_ms']:.1f}", f"{theirs['median_ms']:.1f}"
+
+
+def _x4_profiled() -> tuple:
+    rows = pages.h200x4_profiled()
+    return (
+        F.span([100 * r["hidden_ms"] / r["comm_ms"] for r in rows], 0),
+        F.span([r["exposed_ms"] for r in rows], 1),
+        F.span([pages.h200x4_extra_ms(r) for r in rows], 1),
+    )
+
+
+def _x4_plan_check() -> tuple:
+    """The largest |error| of `lmperf plan-check` over this page's steps, collectives fitted to comm4."""
+    from lmperf.plan.check import check, pair_rows
+    from lmperf.plan.collectives import Network, fit_links
+
+    network = Network(fit_links(F.of_set(pages.H200X4, "comm4"), "comm4"))
+    pairs, _ = pair_rows(r for name in pages.H200X4_STEPS for r in F.of_set(pages.H200X4, name))
+    return (f"{max(abs(row.relative_error) for row in check(pairs, network)) * 100:.1f}",)
+
+
+def _x4_nodes() -> tuple:
+    (_, one_node), (_, two_nodes) = pages.h200x4_layouts()
+    ranks = two_nodes["peak_memory_gb_ranks"]
+    return (
+        f"{two_nodes['median_ms']:.1f}",
+        f"{one_node['median_ms']:.1f}",
+        f"{abs(two_nodes['median_ms'] / one_node['median_ms'] - 1) * 100:.1f}",
+        f"{min(ranks):.1f}",
+        f"{max(ranks):.1f}",
+    )
+
+
+QUOTES += [
+    Quote(
+        H200X4_PAGE,
+        "On four GPUs all-reduce reaches {} GB/s bus bandwidth at 1 GiB, {}% of the 450 GB/s peak; "
+        "all-gather {} GB/s and reduce-scatter {} GB/s ({}%). On two GPUs the same collectives reach "
+        "{}, {} and {} GB/s at 1 GiB",
+        _x4_busbw_1gib,
+    ),
+    Quote(
+        H200X4_PAGE,
+        "the collectives take {} us on two GPUs and {} us on four, against {} us on the two-GPU page's host",
+        _x4_latency_1mib,
+    ),
+    Quote(
+        H200X4_PAGE,
+        "its all-reduce is the call alone ({} us at every size), its all-gather and reduce-scatter copy the "
+        "buffer within the GPU's memory (1 GiB in {} us)",
+        _x4_one_gpu,
+    ),
+    Quote(
+        H200X4_PAGE,
+        "Scaling, two GPUs then four: 2.7B DDP {} and {}, 2.7B FSDP2 {} and {}, the 8B step (FSDP2) {} and {}.",
+        _x4_scaling,
+    ),
+    Quote(
+        H200X4_PAGE,
+        "The 2.7B step on four GPUs costs {} ms more than on one with DDP and {} ms with FSDP2 (medians); "
+        "the 8B step {} ms more",
+        _x4_extra_on_four,
+    ),
+    Quote(
+        H200X4_PAGE,
+        "the analytic model is within {} GB of the largest rank's peak of every 2.7B row, and {} GB above "
+        "the 8B step's measured peaks. Two of the four DDP ranks peak at {} GB, {} GB below the other two",
+        _x4_memory,
+    ),
+    Quote(H200X4_PAGE, "FSDP2's 2.7B step on two GPUs takes {} ms here, {} ms on", lambda: _x4_against_x2("fsdp")),
+    Quote(H200X4_PAGE, "step is the same on both pages ({} ms here, {} ms there)", lambda: _x4_against_x2("ddp")),
+    Quote(
+        H200X4_PAGE,
+        "The profiler counts {}% of the NCCL time as hidden, and {} ms as exposed; the steps cost {} ms more "
+        "than one GPU's.",
+        _x4_profiled,
+    ),
+    Quote(H200X4_PAGE, "predicts every two- and four-GPU step of this page within {}%", _x4_plan_check),
+    Quote(
+        H200X4_PAGE,
+        "Two nodes of two give the row of one node of four: {} ms median against {} ms ({}% less), the same "
+        "peaks per rank (two at {} GB, two at {} GB",
+        _x4_nodes,
+    ),
+]
+ALLOWED[H200X4_PAGE] = {"900 GB/s", "450 GB/s"}  # NVIDIA's datasheet figure and its one-way half
+# ====================================================================== distributed-h200x4 (end)
+
+
 # ----------------------------------------------------------------------------------------- check
 
 

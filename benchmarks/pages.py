@@ -869,3 +869,194 @@ TABLES: dict[str, tuple[str, Callable[[], str]]] = {
     "pmc-infer-time": ("benchmarks/pmc-accuracy.md", pmc_infer_time),
     "attention-tuning": ("docs/attention-tuning.md", tuning_table),
 }
+
+
+# ======================================================================= distributed-h200x4 (begin)
+# The tables of benchmarks/distributed-h200x4.md: collectives on 1, 2 and 4 GPUs, weak scaling of
+# the 2.7B and 8B steps, communication from the profiled steps, two "nodes" against one.
+
+H200X4 = "distributed-h200x4"
+# NVIDIA's H200 SXM datasheet: NVLink 900 GB/s per GPU, both directions together. nccl-tests'
+# bus bandwidth counts the bytes each rank sends (doc/PERFORMANCE.md), so its peak is one
+# direction: 450 GB/s. The vendor's figure, not a measurement.
+NVLINK_ONE_WAY_GBPS = 450.0
+H200X4_STEPS = ["b27-1", "b27-2", "b27-4", "b8-1", "b8-2", "b8-4"]
+
+
+def h200x4_comm() -> str:
+    by_count = {n: {(r["op"], r["size_bytes"]): r for r in F.of_set(H200X4, f"comm{n}")} for n in (1, 2, 4)}
+    body = []
+    for op, size in sorted(by_count[4], key=lambda key: (OPS.index(key[0]), key[1])):
+        one, two, four = (by_count[n][op, size] for n in (1, 2, 4))
+        body.append(
+            [
+                op,
+                f"{size / 2**20:,.0f}",
+                f"{one['median_us']:,.1f}",
+                f"{two['median_us']:,.1f}",
+                f"{two['busbw_gbps']:.1f}",
+                f"{two['busbw_gbps'] / NVLINK_ONE_WAY_GBPS:.0%}",
+                f"{four['median_us']:,.1f}",
+                f"{four['busbw_gbps']:.1f}",
+                f"{four['busbw_gbps'] / NVLINK_ONE_WAY_GBPS:.0%}",
+            ]
+        )
+    return markdown(
+        [
+            "collective",
+            "MiB",
+            "1 GPU median us",
+            "2 GPUs median us",
+            "2 GPUs busbw GB/s",
+            "2 GPUs busbw / 450",
+            "4 GPUs median us",
+            "4 GPUs busbw GB/s",
+            "4 GPUs busbw / 450",
+        ],
+        body,
+    )
+
+
+def h200x4_step_rows() -> list[dict]:
+    """The weak-scaling rows with lmperf's analytic memory per rank beside the measured."""
+    from lmperf.distributed.report import with_memory_model  # the model the bench-dist report uses
+
+    return with_memory_model([r for name in H200X4_STEPS for r in F.of_set(H200X4, name)])
+
+
+def h200x4_one_gpu(rows: list[dict]) -> dict[str, dict]:
+    return {r["preset"]: r for r in rows if r["nproc"] == 1}
+
+
+def h200x4_scaling(row: dict, one: dict) -> float:
+    """One GPU's median step over the N-GPU median, the batch per GPU the same."""
+    return one["median_ms"] / row["median_ms"]
+
+
+def _ranks_gb(row: dict) -> str:
+    return F.span(row["peak_memory_gb_ranks"], 1)
+
+
+def h200x4_weak() -> str:
+    rows = h200x4_step_rows()
+    one = h200x4_one_gpu(rows)
+    order = {"none": 0, "ddp": 1, "fsdp": 2}
+    body = [
+        [
+            r["preset"],
+            r["strategy"],
+            r["nproc"],
+            f"{r['median_ms']:,.1f}",
+            f"{r['min_ms']:,.1f}",
+            f"{r['max_ms']:,.1f}",
+            "-" if r["nproc"] == 1 else f"{h200x4_scaling(r, one[r['preset']]):.3f}",
+            f"{r['tokens_per_s_total']:,.0f}",
+            _ranks_gb(r),
+            f"{r['model_peak_gb']:.1f}",
+            f"{r['persistent_memory_gb']:.1f}",
+            f"{r['model_persistent_gb']:.1f}",
+        ]
+        for r in sorted(rows, key=lambda r: (r["preset"] != "2.7B", order[r["strategy"]], r["nproc"]))
+    ]
+    return markdown(
+        [
+            "preset",
+            "strategy",
+            "GPUs",
+            "median ms",
+            "min ms",
+            "max ms",
+            "scaling: 1 GPU / N GPUs",
+            "tok/s total (mean step)",
+            "peak GB per rank",
+            "model: peak GB",
+            "between steps GB",
+            "model: between steps GB",
+        ],
+        body,
+    )
+
+
+def h200x4_profiled() -> list[dict]:
+    return [r for name in ("b27-2", "b27-4") for r in F.of_set(H200X4, name) if r["profiled_steps"]]
+
+
+def h200x4_extra_ms(row: dict) -> float:
+    """What the N-GPU step costs beyond the one-GPU step of the same configuration (medians)."""
+    (one,) = F.of_set(H200X4, "b27-1")
+    return row["median_ms"] - one["median_ms"]
+
+
+def h200x4_exposed() -> str:
+    body = [
+        [
+            r["strategy"],
+            r["nproc"],
+            f"{r['median_ms']:.1f}",
+            f"{h200x4_extra_ms(r):.1f}",
+            f"{r['comm_ms']:.1f}",
+            f"{r['hidden_ms']:.1f}",
+            f"{r['exposed_ms']:.1f}",
+            f"{r['hidden_ms'] / r['comm_ms']:.0%}",
+        ]
+        for r in sorted(h200x4_profiled(), key=lambda r: (r["strategy"], r["nproc"]))
+    ]
+    return markdown(
+        [
+            "strategy",
+            "GPUs",
+            "median ms",
+            "beyond 1 GPU ms",
+            "NCCL ms",
+            "hidden ms",
+            "exposed ms",
+            "hidden share",
+        ],
+        body,
+    )
+
+
+def h200x4_layouts() -> list[tuple[str, dict]]:
+    (one_node,) = F.of_set(H200X4, "b27-4", strategy="ddp")
+    (two_nodes,) = F.of_set(H200X4, "nodes0")
+    return [("one node of four (b27-4)", one_node), ("two nodes of two (nodes0)", two_nodes)]
+
+
+def h200x4_nodes() -> str:
+    body = [
+        [
+            name,
+            r["nproc"],
+            f"{r['median_ms']:.1f}",
+            f"{r['min_ms']:.1f}",
+            f"{r['max_ms']:.1f}",
+            f"{r['tokens_per_s_total']:,.0f}",
+            ", ".join(f"{gb:.1f}" for gb in r["peak_memory_gb_ranks"]),
+            f"{r['persistent_memory_gb']:.1f}",
+        ]
+        for name, r in h200x4_layouts()
+    ]
+    return markdown(
+        [
+            "layout (set)",
+            "GPUs",
+            "median ms",
+            "min ms",
+            "max ms",
+            "tok/s total (mean step)",
+            "peak GB, ranks 0-3",
+            "between steps GB",
+        ],
+        body,
+    )
+
+
+TABLES.update(
+    {
+        "h200x4-comm": ("benchmarks/distributed-h200x4.md", h200x4_comm),
+        "h200x4-weak": ("benchmarks/distributed-h200x4.md", h200x4_weak),
+        "h200x4-exposed": ("benchmarks/distributed-h200x4.md", h200x4_exposed),
+        "h200x4-nodes": ("benchmarks/distributed-h200x4.md", h200x4_nodes),
+    }
+)
+# ========================================================================= distributed-h200x4 (end)

@@ -33,14 +33,14 @@ def plan(
     ),
     comm: Optional[Path] = typer.Option(
         None,
-        help="`lmperf comm` run directory or results.jsonl to fit the collectives to (default: built-in 2 x H200 fit).",
+        help="`lmperf comm` run directory or results.jsonl to fit the collectives to (default: built-in 4 x H200 fit).",
     ),
     from_row: Optional[Path] = typer.Option(
         None, help="Run directory or results.jsonl holding the measured one-GPU step of this configuration."
     ),
     mfu: float = typer.Option(0.5, help="Assumed MFU of the compute, without --from-row."),
     overlap: Optional[float] = typer.Option(
-        None, help="Share of the communication compute hides (default: fitted on 2 x H200)."
+        None, help="Share of the communication compute hides (default: fitted on 4 x H200)."
     ),
     peak_tflops: Optional[float] = typer.Option(None, help="Dense peak TFLOP/s (default: the comm rows' GPU's)."),
     runs_root: Path = RUNS,
