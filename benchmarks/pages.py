@@ -11,6 +11,7 @@ import statistics
 from typing import Callable
 
 import figures as F
+import leaderboard as L
 from tuning import tuning_table
 
 MODES = ["forward", "forward-backward", "train-step"]
@@ -563,52 +564,181 @@ def profile_memory_hf() -> str:
 # --------------------------------------------------------------------------- leaderboard, loss
 
 
-def leaderboard_step() -> str:
-    rows = [r for r in F.of_set("leaderboard-h200x2", "step-c74c5ac") if r.get("nproc") == 2]
+def leaderboard_headline() -> str:
+    r = L.headline()
     body = [
         [
-            r["param_dtype"],
             f"{r['leaderboard_ms']:,.1f}",
+            r["leaderboard_calls"],
             f"{r['median_ms']:,.1f}",
-            f"{r['min_ms']:,.1f}",
-            f"{r['max_ms']:,.1f}",
+            f"{r['mean_ms']:,.1f}",
+            f"{r['min_ms']:,.1f}-{r['max_ms']:,.1f}",
             r["steps"],
             f"{r['peak_memory_gb']:.1f}",
-            f"{r['cold_ms'] / 1000:.1f}",
+            f"{r['persistent_memory_gb']:.1f}",
+            f"{100 * L.mfu(r, r['leaderboard_ms']):.1f}",
+            f"{r['cold_ms'] / 1e3:.1f}",
         ]
-        for r in sorted(rows, key=lambda r: r["param_dtype"])
     ]
-    return markdown(
-        [
-            "parameters and AdamW state",
-            "leaderboard_ms",
-            "median ms",
-            "min ms",
-            "max ms",
-            "timed steps",
-            "peak GB per rank",
-            "cold first step s",
-        ],
-        body,
-    )
+    headers = [
+        "leaderboard_ms",
+        "do_bench calls",
+        "median ms",
+        "mean ms",
+        "min-max ms",
+        "timed steps",
+        "peak GB per rank",
+        "between steps GB",
+        "MFU % (causal PaLM count, leaderboard_ms)",
+        "cold first step s",
+    ]
+    return markdown(headers, body)
 
 
-def leaderboard_options() -> str:
+def _leaderboard_peer(name: str, checkpoint: str, r: dict) -> list:
+    return [
+        name,
+        checkpoint,
+        f"{r['median_ms']:,.1f}",
+        f"{r['mean_ms']:,.1f}",
+        number(r.get("leaderboard_ms"), ",.1f"),
+        r["steps"],
+        f"{r['peak_memory_gb']:.1f}",
+        f"{100 * L.mfu(r, r['median_ms']):.1f}",
+        f"{r['cold_ms'] / 1e3:.1f}",
+    ]
+
+
+def leaderboard_peers() -> str:
+    body = [_leaderboard_peer("torchtitan 0.2.2", ac, L.titan(ac)) for ac in ("selective:op", "full")]
+    body += [
+        _leaderboard_peer(f"lmperf, {r['attention']}", r["checkpoint"], r)
+        for r in F.of_set(L.PAGE, "step-83e214f", param_dtype="bf16")
+    ]
+    headers = [
+        "step",
+        "checkpointing",
+        "median ms",
+        "mean ms",
+        "leaderboard_ms",
+        "timed steps",
+        "peak GB per rank",
+        "MFU % (causal PaLM count, median step)",
+        "cold first step s",
+    ]
+    return markdown(headers, body)
+
+
+def leaderboard_titan_settings() -> str:
+    r, full = L.titan("selective:op"), L.titan("full")
     body = [
-        [r["loss"], r["checkpoint"], f"{r['median_ms']:,.1f}", r["steps"], f"{r['peak_memory_gb']:.1f}"]
-        for r in F.of_set("leaderboard-h200x2", "options-e584e6b")
+        ["activation checkpointing", f"`{r['activation_checkpoint']}`, `{full['activation_checkpoint']}`"],
+        ["training dtype (parameters, gradients, AdamW state)", r["training_dtype"]],
+        ["FSDP2 parameters / gradient reduction", f"{r['fsdp_param_dtype']} / {r['fsdp_reduce_dtype']}"],
+        ["FSDP2 reshard after forward", r["fsdp_reshard_after_forward"]],
+        ["torch.compile", f"{', '.join(r['compile']['components'])} ({r['compile']['backend']})"],
+        ["optimizer", f"{r['optimizer']['name']}, {r['optimizer']['implementation']}"],
+        ["attention", r["attention"]],
+        ["loss", r["loss"]],
+        ["allocator", f"`{r['alloc_conf']}`"],
     ]
-    return markdown(["loss", "checkpointing", "median ms", "timed steps", "peak GB per rank"], body)
+    return markdown(["torchtitan setting", "value"], body)
+
+
+def leaderboard_changes() -> str:
+    body = [
+        [
+            what,
+            r["checkpoint"],
+            f"{r['median_ms']:,.1f}",
+            f"{r['mean_ms']:,.1f}",
+            number(r.get("leaderboard_ms"), ",.1f"),
+            f"{r['peak_memory_gb']:.1f}",
+            f"`{set_name}`",
+            L.run_stamp(r),
+        ]
+        for (set_name, _, _, what), r in zip(L.CHANGES, L.change_rows())
+    ]
+    headers = [
+        "change",
+        "checkpointing",
+        "median ms",
+        "mean ms",
+        "leaderboard_ms",
+        "peak GB per rank",
+        "set",
+        "run started (UTC)",
+    ]
+    return markdown(headers, body)
 
 
 def leaderboard_kernels() -> str:
-    (row,) = [r for r in F.of_set("leaderboard-h200x2", "options-e584e6b") if r["profiled_steps"]]
+    r = L.profiled()
+    flops = L.category_flops(r)
     body = [
-        [category, f"{ms:,.1f}", f"{100 * ms / row['mean_ms']:.1f}"]
-        for category, ms in sorted(row["kernel_ms_by_category"].items(), key=lambda kv: -kv[1])
-        if ms >= 10
+        [
+            category,
+            f"{ms:,.1f}",
+            f"{100 * ms / r['median_ms']:.1f}",
+            number(flops[category] / 1e12 if category in flops else None, ",.1f"),
+            number(L.tflops(flops[category], ms) if category in flops else None, ",.1f"),
+        ]
+        for category, ms in sorted(r["kernel_ms_by_category"].items(), key=lambda kv: -kv[1])
     ]
-    return markdown(["kernel category", "ms per step", "% of the step"], body)
+    headers = ["kernel category", "ms per step (rank 0)", "% of the median step", "TFLOP per GPU (model)", "TFLOP/s"]
+    return markdown(headers, body)
+
+
+def leaderboard_memory() -> str:
+    body = [
+        [
+            r["attention"],
+            r["checkpoint"],
+            r["param_dtype"],
+            f"{r['persistent_memory_gb']:.1f}",
+            f"{L.model_between_steps_gb(r):.1f}",
+            f"{r['peak_memory_gb']:.1f}",
+            f"{L.model_peak_gb(r):.1f}",
+        ]
+        for r in L.memory_rows()
+    ]
+    headers = [
+        "attention",
+        "checkpointing",
+        "parameters",
+        "between steps GB",
+        "model: between steps GB",
+        "peak GB",
+        "model: peak GB",
+    ]
+    return markdown(headers, body)
+
+
+def leaderboard_fp32_master() -> str:
+    body = [
+        [
+            r["param_dtype"],
+            r["checkpoint"],
+            f"{r['median_ms']:,.1f}",
+            f"{r['mean_ms']:,.1f}",
+            f"{r['peak_memory_gb']:.1f}",
+            f"{r['persistent_memory_gb']:.1f}",
+            f"`{r['set']}`",
+            L.run_stamp(r),
+        ]
+        for r in L.fp32_master_pair()
+    ]
+    headers = [
+        "parameters, gradients, AdamW state",
+        "checkpointing",
+        "median ms",
+        "mean ms",
+        "peak GB per rank",
+        "between steps GB",
+        "set",
+        "run started (UTC)",
+    ]
+    return markdown(headers, body)
 
 
 def fused_loss() -> str:
@@ -645,6 +775,55 @@ def fused_loss_step() -> str:
         for r in rows
     ]
     return markdown(["loss", "blocks", "median ms", "min-max ms", "timed steps", "peak GB"], body)
+
+
+LIGER_NAMES = {
+    "lmperf": "lmperf (`lmperf.ops`, dweight summed in fp32)",
+    "liger": "Liger-Kernel as shipped (dweight summed in bf16)",
+    "liger-fp32acc": "Liger-Kernel, `accum_dtype=torch.float32`",
+}
+
+
+def liger_rows(what: str) -> list[dict]:
+    return F.of_set("fused-loss-h200", "liger-83e214f", what=what)
+
+
+def liger_ratios() -> dict[str, list[float]]:
+    """{Liger variant: [its time / lmperf's, per round]} at the 8B head's shapes (one point)."""
+    rows = liger_rows("fused loss forward+backward")
+    out = {}
+    for name in ("liger", "liger-fp32acc"):
+        (out[name],) = F.ratios(rows, name, "lmperf", "ms_median", "variant", lambda r: r["tokens"]).values()
+    return out
+
+
+def fused_loss_liger() -> str:
+    timed = liger_rows("fused loss forward+backward")
+    times = {name: statistics.median(r["ms_median"] for r in timed if r["variant"] == name) for name in LIGER_NAMES}
+    peaks = {r["variant"]: r["peak_gb_above_inputs"] for r in timed}
+    ratios = liger_ratios()
+    body = [
+        [
+            LIGER_NAMES[r["variant"]],
+            f"{times[r['variant']]:.1f}",
+            F.ratio_cell(ratios[r["variant"]]) if r["variant"] in ratios else "-",
+            f"{peaks[r['variant']]:.2f}",
+            f"{r['loss_abs_err']:.1e}",
+            f"{r['dhidden_rel_err']:.2e}",
+            f"{r['dweight_rel_err']:.2e}",
+        ]
+        for r in liger_rows("fused loss correctness vs fp64")
+    ]
+    headers = [
+        "loss",
+        "median ms",
+        "their time / lmperf's",
+        "peak GB above inputs",
+        "loss: absolute error vs float64",
+        "dhidden: relative error",
+        "dweight: relative error",
+    ]
+    return markdown(headers, body)
 
 
 # ------------------------------------------------------------------------------- distributed
@@ -855,11 +1034,16 @@ TABLES: dict[str, tuple[str, Callable[[], str]]] = {
     "profile-memory": ("benchmarks/profile-h100.md", profile_memory),
     "profile-allocations": ("benchmarks/profile-h100.md", profile_allocations),
     "profile-memory-hf": ("benchmarks/profile-h100.md", profile_memory_hf),
-    "leaderboard-step": ("benchmarks/leaderboard-h200x2.md", leaderboard_step),
-    "leaderboard-options": ("benchmarks/leaderboard-h200x2.md", leaderboard_options),
+    "leaderboard-headline": ("benchmarks/leaderboard-h200x2.md", leaderboard_headline),
+    "leaderboard-peers": ("benchmarks/leaderboard-h200x2.md", leaderboard_peers),
+    "leaderboard-titan-settings": ("benchmarks/leaderboard-h200x2.md", leaderboard_titan_settings),
+    "leaderboard-changes": ("benchmarks/leaderboard-h200x2.md", leaderboard_changes),
     "leaderboard-kernels": ("benchmarks/leaderboard-h200x2.md", leaderboard_kernels),
+    "leaderboard-memory": ("benchmarks/leaderboard-h200x2.md", leaderboard_memory),
+    "leaderboard-fp32-master": ("benchmarks/leaderboard-h200x2.md", leaderboard_fp32_master),
     "fused-loss": ("benchmarks/fused-loss-h200.md", fused_loss),
     "fused-loss-step": ("benchmarks/fused-loss-h200.md", fused_loss_step),
+    "fused-loss-liger": ("benchmarks/fused-loss-h200.md", fused_loss_liger),
     "distributed-comm": ("benchmarks/distributed-h200x2.md", distributed_comm),
     "distributed-steps": ("benchmarks/distributed-h200x2.md", distributed_steps),
     "distributed-overlap": ("benchmarks/distributed-h200x2.md", distributed_overlap),

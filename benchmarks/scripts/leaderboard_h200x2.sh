@@ -1,47 +1,47 @@
 #!/usr/bin/env bash
-# The CS336 leaderboard step on 2 H200s (device kind nvidia-h200-x2), one call of at most ~9 min:
-#   A. the GPU tests of the fused loss and the step options;
-#   B. cs336-8b, 34 layers, 32,768 tokens, one sequence per GPU, FSDP2 (bf16 parameters and AdamW
-#      state), selective checkpointing, fused linear cross-entropy, compiled blocks, SDPA: the
-#      usual row plus leaderboard_ms (do_bench of the whole step); if it yields no ok row, the same
-#      eager with full checkpointing;
-#   C. the same step on ONE H200 with 8 layers (for single-GPU comparisons between sessions);
-#   D. if time is left, B with fp32 master weights (bf16 autocast).
-# Each stage has its own limit inside a global deadline; rows are written as they finish.
-# Run from the repository root: `LMPERF_COMMIT=<sha> bash benchmarks/scripts/leaderboard_h200x2.sh`.
+# The CS336 leaderboard step's rows (benchmarks/leaderboard-h200x2.md) on one 4 x H200 machine
+# (device kind nvidia-h200-x4), one call per phase (each under ~6 min); lmperf's step on GPUs 0,1
+# while GPUs 2,3 run the phase's other work at the same time:
+#   1. GPUs 0,1: SDPA with selective checkpointing; then lmperf's attention with selective,
+#      selective:8 and selective:14 in one pair of processes. GPUs 2,3: peers_h200x2.sh (Liger's
+#      fused loss on GPU 2, then torchtitan's step on both).
+#   2. GPUs 0,1: selective:18 with the leaderboard's do_bench (10 s warm-up, 30 s repetitions),
+#      then fp32 master weights with selective:8. (When the page's rows were taken, GPUs 2,3 ran
+#      the distributed page's collectives and steps meanwhile.)
+#   3. GPUs 0,1: selective-mm with the leaderboard's do_bench. GPUs 2,3: selective:20, then one
+#      profiled step of selective-mm (kernel time by category, communication overlap).
+# Every step: cs336-8b, 32,768 tokens, one sequence per GPU, bf16 parameters and AdamW state,
+# FSDP2, fused loss, compiled blocks, one warm-up step and four timed ones. Rows: $OUT/runs/NAME/
+# <stamp>-bench-dist/results.jsonl (and $OUT/peers.jsonl); logs beside them.
+# Run from the repository root: `OUT=$OUT bash benchmarks/scripts/leaderboard_h200x2.sh PHASE`.
 set -u
+PHASE=${1:?usage: leaderboard_h200x2.sh 1|2|3}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export PYTHONUNBUFFERED=1 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
-OUT=${OUT:-out}; DEADLINE=$((SECONDS + ${BUDGET_S:-540}))
-RUNS="$OUT/runs"; mkdir -p "$RUNS"
-LMPERF=(python3 -m lmperf.cli)
-STEP=(-p cs336-8b -t 32768 --batch 1 --modes train-step --precisions bf16 --attention sdpa --loss fused
-      --warmup 1 --steps 3 --leaderboard-warmup-ms 2000 --leaderboard-rep-ms 8000)
-source benchmarks/scripts/stages.sh
-ok_rows() { cat "$RUNS"/$1/*/results.jsonl 2>/dev/null | grep -c '"status": "ok"'; }
-{
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
-  python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, 'GPUs', torch.cuda.device_count())"
-  echo "commit ${LMPERF_COMMIT:-?}"
-} > "$OUT/env.txt" 2>&1; cat "$OUT/env.txt"
-stage gpu-tests 70 python3 -m pytest -q -m gpu tests/ops tests/test_step_options.py
-stage fsdp2-bf16params 330 "${LMPERF[@]}" bench --nproc 2 --strategy fsdp "${STEP[@]}" --compile compile \
-  --param-dtype bf16 --checkpoint selective --runs "$RUNS/main"
-if [ "$(ok_rows main)" = 0 ]; then
-  stage fsdp2-bf16params-eager-full 240 "${LMPERF[@]}" bench --nproc 2 --strategy fsdp "${STEP[@]}" --compile eager \
-    --param-dtype bf16 --checkpoint full --runs "$RUNS/fallback"
-fi
-stage one-gpu-8-layers 110 "${LMPERF[@]}" bench "${STEP[@]}" --layers 8 --compile compile --param-dtype bf16 \
-  --checkpoint selective --runs "$RUNS/one-gpu"
-stage fsdp2-fp32params 200 "${LMPERF[@]}" bench --nproc 2 --strategy fsdp "${STEP[@]}" --compile compile \
-  --param-dtype fp32 --checkpoint selective --runs "$RUNS/fp32params"
-cat "$RUNS"/*/*/results.jsonl > "$OUT/rows.jsonl" 2>/dev/null
-tar -czf "$OUT/runs.tgz" -C "$OUT" runs && rm -rf "$RUNS"
-python3 - "$OUT/rows.jsonl" <<'PY'
-import json, sys
-for line in open(sys.argv[1]):
-    r = json.loads(line)
-    print(r.get("nproc"), r.get("strategy"), r.get("param_dtype"), r.get("checkpoint"), r.get("compile"), r["status"],
-          "mean_ms", r.get("mean_ms"), "leaderboard_ms", r.get("leaderboard_ms"), "peak_GB", r.get("peak_memory_gb"),
-          "cold_ms", r.get("cold_ms"), "mfu", r.get("mfu"), (r.get("error") or "")[:200])
-PY
+export PYTHONUNBUFFERED=1 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True PYTHONPATH=src
+OUT=${OUT:-out}; RUNS="$OUT/runs"; mkdir -p "$RUNS"
+STEP=(python3 -m lmperf.cli bench-dist -p cs336-8b -t 32768 --batch 1 --modes train-step --precisions bf16
+      --loss fused --compile compile --warmup 1 --steps 4 --nproc 2 --strategy fsdp --timeout-s 240)
+LEADERBOARD=(--leaderboard-warmup-ms 10000 --leaderboard-rep-ms 30000)
+on() {  # on GPUS NAME ARGS...: the step on those GPUs, its run directory $RUNS/NAME, its log beside it
+  local gpus=$1 name=$2; shift 2
+  CUDA_VISIBLE_DEVICES=$gpus "${STEP[@]}" "$@" --runs "$RUNS/$name" > "$RUNS/$name.log" 2>&1
+  echo "== $name rc=$? $(date -u +%H:%M:%S)"; grep -E "^\| " "$RUNS/$name.log" | tail -n 4
+}
+
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+case $PHASE in
+  1)
+    CUDA_VISIBLE_DEVICES=2,3 BUDGET_S=300 OUT="$OUT" bash benchmarks/scripts/peers_h200x2.sh > "$OUT/peers.log" 2>&1 &
+    on 0,1 sdpa --param-dtype bf16 --attention sdpa --checkpoint selective
+    on 0,1 triton --param-dtype bf16 --attention triton --checkpoint selective,selective:8,selective:14
+    wait; tail -n 12 "$OUT/peers.log" ;;
+  2)
+    on 0,1 k18 --param-dtype bf16 --attention triton --checkpoint selective:18 "${LEADERBOARD[@]}"
+    on 0,1 fp32-master --param-dtype fp32 --attention triton --checkpoint selective:8 ;;
+  3)
+    on 0,1 mm --param-dtype bf16 --attention triton --checkpoint selective-mm "${LEADERBOARD[@]}" &
+    { on 2,3 k20 --param-dtype bf16 --attention triton --checkpoint selective:20
+      on 2,3 mm-profile --param-dtype bf16 --attention triton --checkpoint selective-mm --steps 2 --profile-steps 1; }
+    wait ;;
+  *) echo "PHASE is 1, 2 or 3" >&2; exit 2 ;;
+esac
