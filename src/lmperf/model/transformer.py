@@ -12,9 +12,9 @@ Two options change how a step spends memory, never what it computes:
   memory for K blocks' recomputed matmuls (the last ones, whose activations the backward frees
   before any recomputation needs room); "selective-mm" keeps, besides attention's outputs, the
   outputs of the matmuls that widen the residual stream (QKV, gate, up), so that only the output
-  and down projections and the elementwise work run again. All are torch.utils.checkpoint (non-reentrant;
-  selective through torch's selective-checkpoint policy), inside the block so a compiled block
-  compiles them too. lmperf's PyTorch FlashAttention ("torch") is an autograd.Function, not an
+  projection and the elementwise work run again (the down projection's output no backward
+  needs). All are torch.utils.checkpoint (non-reentrant; selective through torch's
+  selective-checkpoint policy), inside the block so a compiled block compiles them too. lmperf's PyTorch FlashAttention ("torch") is an autograd.Function, not an
   operator: under "selective" its forward runs again in the backward, as under "full"
   (tests/test_step_options.py counts the calls).
 - `loss`: "eager" forms the (B, T, V) logits and takes F.cross_entropy of them; "fused" computes
@@ -68,8 +68,8 @@ def _keep_attention(ctx, op, *args, **kwargs):
 
 def _keep_attention_and_widening(d_model: int):
     """The "selective-mm" policy: attention's outputs and every matmul output whose width is not
-    the model's (QKV, gate, up) are kept; the output and down projections and the elementwise
-    work are recomputed."""
+    the model's (QKV, gate, up) are kept; the output projection and the elementwise work are
+    recomputed (recomputation stops before the down projection, whose output no backward needs)."""
     from torch.utils.checkpoint import CheckpointPolicy
 
     def policy(ctx, op, *args, **kwargs):
