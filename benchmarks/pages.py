@@ -14,6 +14,8 @@ import figures as F
 import leaderboard as L
 from tuning import tuning_table
 
+from lmperf.pmc.accuracy import STRUCTURE
+
 MODES = ["forward", "forward-backward", "train-step"]
 PRESETS = ["small", "medium", "large", "xl", "2.7B"]
 
@@ -923,20 +925,6 @@ def distributed_overlap() -> str:
 
 
 # ------------------------------------------------------------------------------------ pmc
-
-STRUCTURE = (
-    "mode",
-    "dtype",
-    "batch",
-    "seq_len",
-    "n_layers",
-    "d_model",
-    "n_heads",
-    "n_kv_heads",
-    "head_dim",
-    "d_ff",
-    "mlp",
-)
 
 
 def wrong_fields(row: dict) -> set[str]:

@@ -16,26 +16,10 @@ from typing import Sequence
 from lmperf import regions
 from lmperf.analysis.kernels import CATEGORIES, MATMUL, MATMUL_AUX, short_name
 from lmperf.profile.kernels import category
-from lmperf.profile.trace import PHASES, KernelCall
+from lmperf.profile.trace import KernelCall, MODEL_REGION_ORDER, PHASES
 from lmperf.report.tables import Column
 
-REGION_ORDER = (
-    regions.EMBEDDING,
-    regions.ATTN_NORM,
-    regions.QKV_PROJ,
-    regions.ROPE,
-    regions.ATTN_SCORES,
-    regions.ATTN_SOFTMAX,
-    regions.ATTN_WEIGHTED_SUM,
-    regions.ATTN_FUSED,
-    regions.OUT_PROJ,
-    regions.FFN_NORM,
-    regions.FFN,
-    regions.FINAL_NORM,
-    regions.LM_HEAD,
-    regions.LOSS,
-    regions.OPTIMIZER,
-)
+REGION_ORDER = (*MODEL_REGION_ORDER, regions.OPTIMIZER)
 ATTENTION_REGIONS = (regions.ATTN_SCORES, regions.ATTN_SOFTMAX, regions.ATTN_WEIGHTED_SUM, regions.ATTN_FUSED)
 
 KERNEL_COLUMNS: list[Column] = [

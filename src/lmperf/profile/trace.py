@@ -28,24 +28,24 @@ from lmperf import regions
 from lmperf.model.module_tree import is_module_region
 
 PHASES = (regions.FORWARD, regions.BACKWARD, regions.OPTIMIZER)
-MODEL_REGIONS = frozenset(
-    {
-        regions.EMBEDDING,
-        regions.ATTN_NORM,
-        regions.QKV_PROJ,
-        regions.ROPE,
-        regions.ATTN_SCORES,
-        regions.ATTN_SOFTMAX,
-        regions.ATTN_WEIGHTED_SUM,
-        regions.ATTN_FUSED,
-        regions.OUT_PROJ,
-        regions.FFN_NORM,
-        regions.FFN,
-        regions.FINAL_NORM,
-        regions.LM_HEAD,
-        regions.LOSS,
-    }
+# The model's own regions in the order a step reaches them (profile tables list them so).
+MODEL_REGION_ORDER = (
+    regions.EMBEDDING,
+    regions.ATTN_NORM,
+    regions.QKV_PROJ,
+    regions.ROPE,
+    regions.ATTN_SCORES,
+    regions.ATTN_SOFTMAX,
+    regions.ATTN_WEIGHTED_SUM,
+    regions.ATTN_FUSED,
+    regions.OUT_PROJ,
+    regions.FFN_NORM,
+    regions.FFN,
+    regions.FINAL_NORM,
+    regions.LM_HEAD,
+    regions.LOSS,
 )
+MODEL_REGIONS = frozenset(MODEL_REGION_ORDER)
 BACKWARD_NODE = "autograd::engine::evaluate_function: "
 MEASURED = "lmperf_measured"  # the NVTX range around measured steps (nsys captures only it)
 # Range names: on CUDA kineto also shows them on the GPU timeline, never to be counted as kernels.
