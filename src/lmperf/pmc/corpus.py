@@ -404,6 +404,93 @@ _BLIND = [
 ]
 
 
+# Runs as models are served and trained in earnest (issue 48): torch.compile in its modes, CUDA
+# graphs, Liger-Kernel's fused kernels, lmperf's fused loss. The development set: captured to build
+# the inference on, never scored blind.
+COMPILED, AUTOTUNED, GRAPHED = ({"compile": mode} for mode in ("default", "max-autotune-no-cudagraphs", "reduce-overhead"))
+LIGER = {"kernels": "liger"}
+_SERVED_DEV = [
+    ("r_llama_h16_kv4_t256_compile", llama(2, 1024, 16, 4, 2816, 32000), 2, 256, "forward", "bf16", "sdpa", COMPILED),
+    ("r_gpt2_h12_t200_compile", gpt2(2, 768, 12, 50257), 2, 200, "forward", "fp16", "sdpa", COMPILED),
+    (
+        "r_qwen2_h14_kv2_t128_train_compile",
+        llama(2, 896, 14, 2, 4864, 151936, "qwen2"),
+        2,
+        128,
+        "train-step",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "r_mistral_h20_kv4_t300_autotune",
+        llama(2, 1280, 20, 4, 3456, 32000, "mistral"),
+        1,
+        300,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    (
+        "r_lmperf_h12_t256_train_compile_fused",
+        _small(n_layers=2, d_model=768, n_heads=12, d_ff=2048),
+        2,
+        256,
+        "train-step",
+        "bf16",
+        "triton",
+        {**COMPILED, "loss": "fused"},
+    ),
+    (
+        "r_lmperf_h16_t256_autotune",
+        _small(n_layers=2, d_model=1024, n_heads=16, d_ff=2816),
+        2,
+        256,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    (
+        "r_llama_h16_kv4_p64_static",
+        llama(2, 1024, 16, 4, 2816, 32000),
+        1,
+        64,
+        "generate",
+        "bf16",
+        "sdpa",
+        {"new_tokens": 3, "static_cache": True},
+    ),
+    ("r_llama_h12_kv4_t128_graphs", llama(2, 768, 12, 4, 2048, 32000), 4, 128, "forward", "fp16", "sdpa", GRAPHED),
+    ("r_llama_h16_kv8_t256_train_liger", llama(2, 1024, 16, 8, 2816, 32000), 2, 256, "train-step", "bf16", "sdpa", LIGER),
+    ("r_qwen2_h14_kv2_t200_liger", llama(2, 896, 14, 2, 4864, 151936, "qwen2"), 2, 200, "forward", "bf16", "sdpa", LIGER),
+    (
+        "r_mistral_h12_kv4_t128_eager_compile",
+        llama(2, 768, 12, 4, 2048, 32000, "mistral"),
+        2,
+        128,
+        "forward",
+        "bf16",
+        "naive",
+        COMPILED,
+    ),
+    ("r_neox_h16_t256_compile", neox(2, 1024, 16, 4096, 50304), 2, 256, "forward", "bf16", "sdpa", COMPILED),
+    ("r_opt_h12_t128_train_compile_fp32", opt(2, 768, 12, 3072, 50272), 2, 128, "train-step", "fp32", "sdpa", COMPILED),
+    ("r_lmperf_small_t256_train_fused", _small(n_layers=2), 2, 256, "train-step", "bf16", "sdpa", {"loss": "fused"}),
+    (
+        "r_llama_h16_kv4_t128_train_autotune",
+        llama(2, 1024, 16, 4, 2816, 32000),
+        2,
+        128,
+        "train-step",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+]
+
+
 def _target(
     model: dict, batch: int, seq_len: int, mode: str, dtype: str, attention: str, extra: dict | None = None
 ) -> Target:
@@ -423,6 +510,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
         first
         + [(name, _target(*rest), name in held) for name, *rest in _SWEEP]
         + [(name, _target(*rest), True) for name, *rest in _BLIND]
+        + [(name, _target(*rest), False) for name, *rest in _SERVED_DEV]
     )
 
 

@@ -20,6 +20,8 @@ from lmperf.model.hf_config import from_fields
 from lmperf.model.step import ModelStep, StepConfig
 from lmperf.pmc.targets import RANGE, Target
 
+WARMUP_COMPILED = 3
+
 
 def _preset_step(target: Target, device: torch.device) -> tuple[Callable[[], None], dict]:
     config = StepConfig(
@@ -31,8 +33,11 @@ def _preset_step(target: Target, device: torch.device) -> tuple[Callable[[], Non
         target.attention,
         target.batch,
         model=preset(target.preset, **target.overrides),
+        loss=target.loss,
     )
     step = ModelStep(config, device)
+    if target.compile:
+        step.model.compile(mode=target.compile)
     model_config = config.model_config()
     truth = dict(
         family="lmperf",
@@ -58,8 +63,20 @@ def _hf_model(target: Target):
     config = AutoConfig.for_model(fields.pop("model_type"), **fields)
     if target.sdpa_backend == "efficient_attention":
         _repeat_kv_for_sdpa()
+    if target.kernels == "liger":
+        _patch_with_liger(config.model_type)
     impl = "eager" if target.attention == "naive" else "sdpa"  # Hugging Face's word for naive
     return config, AutoModelForCausalLM.from_config(config, attn_implementation=impl)
+
+
+def _patch_with_liger(family: str) -> None:
+    """Liger-Kernel's kernels in place of the family's modules (they patch the classes, so before
+    the model is built): RMSNorm, SwiGLU MLP, rotary, and the fused linear cross-entropy that a
+    training step's loss runs instead of logits and a cross-entropy."""
+    import liger_kernel.transformers as liger  # not a dependency of lmperf: the capture's program
+
+    patch = getattr(liger, f"apply_liger_kernel_to_{family}")
+    patch(rope=True, rms_norm=True, swiglu=True, cross_entropy=False, fused_linear_cross_entropy=True)
 
 
 def _repeat_kv_for_sdpa() -> None:
@@ -94,10 +111,12 @@ def _hf_truth(config, model) -> dict:
     return truth
 
 
-def _generate_step(model, tokens: torch.Tensor, new_tokens: int) -> Callable[[], None]:
+def _generate_step(model, tokens: torch.Tensor, new_tokens: int, static_cache: bool) -> Callable[[], None]:
     """Greedy generate with the KV cache: one prefill over the prompt, then new_tokens - 1
-    decode steps (the prefill yields the first new token); no early stop at an end token."""
+    decode steps (the prefill yields the first new token); no early stop at an end token. A
+    static cache makes Hugging Face compile the decode step (CUDA graphs replayed)."""
     mask = torch.ones_like(tokens)
+    cache = dict(cache_implementation="static") if static_cache else {}
 
     def step() -> None:
         with torch.no_grad():
@@ -109,6 +128,7 @@ def _generate_step(model, tokens: torch.Tensor, new_tokens: int) -> Callable[[],
                 do_sample=False,
                 use_cache=True,
                 pad_token_id=0,
+                **cache,
             )
 
     return step
@@ -121,9 +141,12 @@ def _hf_step(target: Target, device: torch.device) -> tuple[Callable[[], None], 
     tokens = torch.randint(0, config.vocab_size, (target.batch, target.seq_len), device=device)
     if target.mode == "generate":
         truth.update(prompt_len=target.seq_len, new_tokens=target.new_tokens, decode_steps=target.new_tokens - 1)
-        return _generate_step(model.to(device=device, dtype=dtype).eval(), tokens, target.new_tokens), truth
+        model = model.to(device=device, dtype=dtype).eval()
+        return _generate_step(model, tokens, target.new_tokens, target.static_cache), truth
     if target.mode == "forward":
         model = model.to(device=device, dtype=dtype).eval()
+        if target.compile:
+            model.compile(mode=target.compile)
 
         def step() -> None:
             with torch.no_grad():
@@ -131,6 +154,8 @@ def _hf_step(target: Target, device: torch.device) -> tuple[Callable[[], None], 
 
         return step, truth
     model = model.to(device).train()
+    if target.compile:
+        model.compile(mode=target.compile)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     mixed = target.dtype != "fp32"  # mixed-precision training: fp32 weights, autocast matmuls
 
@@ -171,7 +196,10 @@ def run_target(target: Target) -> dict:
     build = _preset_step if target.preset is not None else _hf_step
     step, truth = build(target.validate(), device)
     step = _pinned_backend(step, target.sdpa_backend)
-    step()  # warm-up, outside the range
+    # Warm-up outside the range; a compiled step needs more: the first compiles, and CUDA graphs
+    # are recorded on a later call and replayed only after that.
+    for _ in range(WARMUP_COMPILED if target.compile or target.static_cache else 1):
+        step()
     torch.cuda.synchronize()
     # A start/end range, not push/pop: push/pop ranges belong to one thread, and autograd runs
     # the backward pass on its own thread, whose kernels a push/pop range would miss.
@@ -186,6 +214,10 @@ def run_target(target: Target) -> dict:
         dtype=target.dtype,
         attention=target.attention,
         sdpa_backend=target.sdpa_backend,
+        compile=target.compile,
+        kernels=target.kernels,
+        loss=target.loss,
+        static_cache=target.static_cache,
     )
     return truth
 

@@ -27,6 +27,13 @@ OLD_ATTENTION_NAMES = {"eager": "naive"}  # what specs and truth files written b
 # as a user's program would.
 SDPA_BACKENDS = (*(f"{backend}_attention" for backend in FUSED_SDPA_BACKENDS), "math")
 RANGE = "lmperf_pmc_step"
+# How the step runs besides eager PyTorch, as a served or trained model often does: compiled by
+# torch.compile in one of its modes ("reduce-overhead" replays CUDA graphs), and for Hugging Face
+# Llama-family models Liger-Kernel's fused RMSNorm, SwiGLU, rotary and linear cross-entropy.
+COMPILE_MODES = ("default", "max-autotune-no-cudagraphs", "reduce-overhead")
+KERNEL_SETS = ("liger",)
+LIGER_FAMILIES = ("llama", "mistral", "qwen2")
+LOSSES = ("eager", "fused")  # lmperf presets' train-step loss: "fused" is lmperf's own
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,10 @@ class Target:
     hf_config: dict | None = None
     sdpa_backend: str | None = None
     new_tokens: int = 0  # generate: tokens generated after a prompt of seq_len tokens
+    compile: str | None = None  # a torch.compile mode for the whole model, None for eager
+    kernels: str | None = None  # "liger": Liger-Kernel's patched Hugging Face model
+    loss: str = "eager"
+    static_cache: bool = False  # generate with a static KV cache (Hugging Face compiles its decode)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "attention", OLD_ATTENTION_NAMES.get(self.attention, self.attention))
@@ -71,9 +82,29 @@ class Target:
             raise UsageError(f"batch and context must be positive, got {self.batch}, {self.seq_len}")
         if self.hf_config is not None and "model_type" not in self.hf_config:
             raise UsageError("the Hugging Face config has no 'model_type'")
+        self._validate_runtime()
         if self.preset is not None and self.dtype == "fp16":
             raise UsageError("lmperf presets run fp32 or bf16 (autocast), not fp16")
         return self
+
+    def _validate_runtime(self) -> None:
+        """The compile mode, kernel set, loss and cache: each only where it can run."""
+        if self.compile is not None and self.compile not in COMPILE_MODES:
+            raise UsageError(f"unknown compile mode {self.compile!r}; choose from {', '.join(COMPILE_MODES)}")
+        if self.kernels is not None:
+            if self.kernels not in KERNEL_SETS:
+                raise UsageError(f"unknown kernel set {self.kernels!r}; choose from {', '.join(KERNEL_SETS)}")
+            family = (self.hf_config or {}).get("model_type")
+            if family not in LIGER_FAMILIES:
+                raise UsageError(f"--kernels liger patches Hugging Face {', '.join(LIGER_FAMILIES)} models only")
+        if self.loss not in LOSSES:
+            raise UsageError(f"unknown loss {self.loss!r}; choose from {', '.join(LOSSES)}")
+        if self.loss == "fused" and (self.preset is None or self.mode != "train-step"):
+            raise UsageError("--loss fused (lmperf's fused linear cross-entropy) runs an lmperf preset's train-step")
+        if self.static_cache and self.mode != "generate":
+            raise UsageError("a static KV cache is for mode generate")
+        if self.static_cache and self.compile is not None:
+            raise UsageError("generate with a static cache compiles its decode itself; give no compile mode")
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
