@@ -205,3 +205,56 @@ def test_on_gpu_the_triton_kernel_runs_and_matches_float64(dtype, reduction, rto
     want = _loss_and_grads(_reference, h64, w64, targets, reduction)
     for g, w in zip(got, want):
         torch.testing.assert_close(g.double(), w, rtol=rtol, atol=rtol * w.abs().max().item())
+
+
+class _HeadAndLoss(torch.nn.Module):
+    """A last norm-free layer and the fused loss, as a model compiled whole calls it."""
+
+    def __init__(self, d: int, v: int) -> None:
+        super().__init__()
+        self.proj = torch.nn.Linear(d, d)
+        self.head = torch.nn.Linear(d, v, bias=False)
+
+    def forward(self, x: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        return fused_linear_cross_entropy(torch.relu(self.proj(x)), self.head.weight, targets)
+
+
+def _compiled_against_eager(device: str, dtype: torch.dtype, backend: str) -> None:
+    torch.manual_seed(0)
+    model = _HeadAndLoss(32, 50).to(device)
+    x = torch.randn(37, 32, device=device)
+    targets = torch.randint(0, 50, (37,), device=device)
+    compiled = torch.compile(model, backend=backend)
+    losses, grads = [], []
+    for run in (model, compiled):
+        model.zero_grad(set_to_none=True)
+        with torch.autocast(device, dtype=dtype, enabled=dtype != torch.float32):
+            loss = run(x, targets)
+        loss.backward()
+        losses.append(loss.detach())
+        grads.append([p.grad.clone() for p in model.parameters()])
+    # the reference: PyTorch's own cross-entropy of the same layers' logits, in fp64
+    logits = (
+        torch.relu(x.double() @ model.proj.weight.double().T + model.proj.bias.double()) @ model.head.weight.double().T
+    )
+    reference = F.cross_entropy(logits, targets)
+    tolerance = 1e-5 if dtype == torch.float32 else 3e-2
+    assert torch.allclose(losses[0].double(), reference, rtol=tolerance)
+    assert torch.allclose(losses[1].double(), reference, rtol=tolerance)
+    for eager, compiled_grad in zip(*grads):
+        assert torch.allclose(eager, compiled_grad, rtol=1e-4, atol=1e-6)
+
+
+def test_a_model_compiled_whole_runs_the_loss_and_its_gradients():
+    """torch.compile traces the model around the loss (a graph break at it) and gets the eager
+    model's loss and gradients."""
+    explained = torch._dynamo.explain(_HeadAndLoss(8, 10))(torch.randn(4, 8), torch.randint(0, 10, (4,)))
+    # the loss runs outside the traced graph: dynamo skips it rather than tracing it
+    assert any("disable" in reason.reason for reason in explained.break_reasons)
+    _compiled_against_eager("cpu", torch.float32, "aot_eager")
+
+
+@pytest.mark.gpu
+def test_a_model_compiled_whole_with_inductor_runs_the_fused_loss_on_gpu():
+    """The bf16 path whose fp32-accumulating addmm dynamo cannot trace, under inductor."""
+    _compiled_against_eager("cuda", torch.bfloat16, "inductor")

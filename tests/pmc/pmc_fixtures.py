@@ -24,10 +24,27 @@ SWEEP_CAPTURES = sorted(
 )
 GENERATE_CAPTURES = sorted(p.name.removesuffix(".truth.json") for p in SWEEP.glob("g_*.truth.json"))
 
+# Issue 48's runs as served and trained in earnest (compiled, CUDA graphs, Liger, fused loss): the
+# development set `r_*`, and the blind batches scored once by the protocol.
+SERVED = FIXTURES / "served"
+SERVED_PREFIXES = ("r_", "x_", "y_")
+SERVED_CAPTURES = sorted(
+    p.name.removesuffix(".truth.json")
+    for p in SERVED.glob("*.truth.json")
+    if json.loads(p.read_text())["mode"] != "generate"
+)
+SERVED_GENERATE = sorted(
+    p.name.removesuffix(".truth.json")
+    for p in SERVED.glob("*.truth.json")
+    if json.loads(p.read_text())["mode"] == "generate"
+)
+
 
 def capture_path(name: str) -> Path:
-    """NAME.csv.gz of a committed capture, in the first corpus or the sweep (s_, g_ and the blind
-    batches b_, c_, d_, e_)."""
+    """NAME.csv.gz of a committed capture, in the first corpus, the sweep (s_, g_ and the blind
+    batches b_, c_, d_, e_) or the served runs (r_, x_, y_)."""
+    if name.startswith(SERVED_PREFIXES):
+        return SERVED / f"{name}.csv.gz"
     return (
         SWEEP / f"{name}.csv.gz"
         if name.startswith(("s_", "g_", "b_", "c_", "d_", "e_"))

@@ -9,12 +9,21 @@ from lmperf.cli import app
 from lmperf.pmc.infer import infer_file
 from lmperf.pmc.result import FIELDS
 
-from pmc_fixtures import FIXTURES, GENERATE_CAPTURES, MODEL_CAPTURES, SWEEP_CAPTURES, capture_path, truth
+from pmc_fixtures import (
+    FIXTURES,
+    GENERATE_CAPTURES,
+    MODEL_CAPTURES,
+    SERVED_CAPTURES,
+    SERVED_GENERATE,
+    SWEEP_CAPTURES,
+    capture_path,
+    truth,
+)
 
 EXACT = ("mode", "dtype", "batch", "seq_len", "n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "mlp")
 
 
-@pytest.mark.parametrize("name", MODEL_CAPTURES + SWEEP_CAPTURES)
+@pytest.mark.parametrize("name", MODEL_CAPTURES + SWEEP_CAPTURES + SERVED_CAPTURES)
 def test_structural_fields_match_the_configuration_that_ran(name):
     result, expected = infer_file(capture_path(name)), truth(name)
     for field in EXACT:
@@ -133,7 +142,7 @@ def test_a_capture_without_the_store_counter_is_still_read():
     assert result.values["d_model"] == 768 and "vocab_size" in result.intervals
 
 
-@pytest.mark.parametrize("name", GENERATE_CAPTURES)
+@pytest.mark.parametrize("name", GENERATE_CAPTURES + SERVED_GENERATE)
 def test_a_generate_capture_gives_prompt_decode_steps_and_the_architecture(name):
     result, expected = infer_file(capture_path(name)), truth(name)
     assert result.values["mode"] == "generate"

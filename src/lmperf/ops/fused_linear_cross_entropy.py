@@ -140,6 +140,10 @@ class FusedLinearCrossEntropy(torch.autograd.Function):
         return grad_hidden, grad_weight, None, None, None
 
 
+# torch.compile of a whole model runs the loss eagerly (a graph break): dynamo cannot trace the
+# in-place fp32-accumulating addmm of the weight gradient (`out=` with `out_dtype=`), and the
+# target check reads values; the chunked loss is one kernel per chunk either way.
+@torch.compiler.disable
 def fused_linear_cross_entropy(
     hidden: torch.Tensor,
     weight: torch.Tensor,

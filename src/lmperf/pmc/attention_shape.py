@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 from lmperf.analysis.tiles import causal_tile_fraction
-from lmperf.pmc.gemms import FADD, FFMA, FMUL, TENSOR_PATHS, macs
+from lmperf.pmc.gemms import FADD, FFMA, FMUL, STORE_BYTES, TENSOR_PATHS, macs
 from lmperf.pmc.parse import KernelRecord
 
 PLAUSIBLE_HEAD_DIMS = (32, 40, 48, 64, 80, 96, 112, 128, 160, 192, 256)
@@ -37,10 +37,17 @@ def _divisors(n: int) -> list[int]:
 
 
 def naive_shape(
-    qk: KernelRecord, softmax: KernelRecord, tokens: int, d: int, scores: list[KernelRecord] = ()
+    qk: KernelRecord,
+    softmax: KernelRecord,
+    tokens: int,
+    d: int,
+    scores: list[KernelRecord] = (),
+    stored_size: int | None = None,
 ) -> AttentionShape | None:
     """`scores`: the elementwise kernels on the score matrix around the softmax (scaling, mask
-    add), which count B·H·T² elements exactly where the warp softmax counts padded rows."""
+    add), which count B·H·T² elements exactly where the warp softmax counts padded rows.
+    `stored_size` (a compiled step, whose softmax fuses the scaling and the mask and counts
+    several ops an element): count the B·H·T² probabilities it stores, of that many bytes each."""
     t_est = macs(qk) / (tokens * d)
     seq_lens = [t for t in _divisors(tokens) if t <= t_est * 1.001]
     if not seq_lens:
@@ -50,7 +57,11 @@ def naive_shape(
     # PyTorch's warp softmax pads each row to a power of two (its template's log2 length) and
     # counts the padded elements too: T=384 rows of 512.
     padded = 1 << (T - 1).bit_length()
-    counts = {k.metric(m) for k in (softmax, *scores) for m in (FMUL, FADD, FFMA)} - {0.0}
+    if stored_size:
+        stored = softmax.metric(STORE_BYTES)  # the kernels around it copy K and V, not scores
+        counts = {stored // stored_size} if stored and stored % stored_size == 0 else set()
+    else:
+        counts = {k.metric(m) for k in (softmax, *scores) for m in (FMUL, FADD, FFMA)} - {0.0}
     for count in sorted(counts):
         for row in sorted({T, padded}):
             heads = count / (B * T * row)
@@ -83,6 +94,9 @@ def _flops_error(kernel: KernelRecord, B: int, H: int, hd: int, T: int, query_ti
     if counted <= 0:
         return _simt_error(kernel, B, H, hd, T, query_tiles)
     areas = [causal_tile_fraction(T, tq, tk) * T * T for tq in query_tiles for tk in _TILES] + [T * T]
+    # A mask passed as a tensor (torch.compile hands SDPA its causal mask as a bias) makes the
+    # kernel run every tile, the last ones padded: the whole padded square.
+    areas += [math.ceil(T / tq) * tq * math.ceil(T / tk) * tk for tq in query_tiles for tk in _TILES]
     # fp32 kernels on TF32 tensor cores split each product into 3 (3xTF32, for fp32 accuracy).
     passes = (1, 3) if kernel.metric(TENSOR_PATHS["tf32"]) > 0 else (1,)
     return min(abs(counted - 4 * B * H * hd * area * n) / counted for area in areas for n in passes)

@@ -12,7 +12,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from lmperf.analysis.kernels import kernel_category, short_name
+from lmperf.analysis.kernels import short_name
+from lmperf.pmc.kernels import category
 from lmperf.pmc import ncu
 from lmperf.pmc.parse import Capture, read_capture
 from lmperf.pmc.targets import RANGE, Target
@@ -49,7 +50,7 @@ def kernel_rows(capture: Capture) -> list[dict]:
     for k in capture.kernels:
         row = {
             "index": k.index,
-            "class": kernel_category(k.name),
+            "class": category(k),
             "kernel": short_name(k.name),
             "grid": "x".join(map(str, k.grid)),
             "block": "x".join(map(str, k.block)),

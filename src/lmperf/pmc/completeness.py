@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import math
 
-from lmperf.analysis.kernels import ATTENTION, COPY, EMBEDDING, LOSS, MATMUL, NORM, REDUCTION, SOFTMAX, kernel_category
+from lmperf.analysis.kernels import ATTENTION, COPY, ELEMENTWISE, EMBEDDING, LOSS, MATMUL, NORM, REDUCTION, SOFTMAX
+from lmperf.pmc.kernels import category
 from lmperf.pmc import gemms as g
 from lmperf.pmc.parse import Capture, KernelRecord
 from lmperf.pmc.result import FIELDS, Gap
@@ -45,7 +46,7 @@ def attention_groups(kernels: list[KernelRecord]) -> int:
     layer's until a GEMM separates them (cuDNN's backward launches helpers beside its kernel)."""
     groups, open_group = 0, False
     for k in kernels:
-        cls = kernel_category(k.name)
+        cls = category(k)
         if cls in (ATTENTION, SOFTMAX):
             groups += not open_group
             open_group = True
@@ -56,7 +57,7 @@ def attention_groups(kernels: list[KernelRecord]) -> int:
 
 def _is_norm(kernel: KernelRecord) -> bool:
     """A LayerNorm kernel, or an RMSNorm's mean of squares (a row reduction)."""
-    return kernel_category(kernel.name) in (NORM, REDUCTION)
+    return category(kernel) in (NORM, REDUCTION)
 
 
 def _same_gemm(a: KernelRecord, b: KernelRecord) -> bool:
@@ -69,7 +70,7 @@ def forward_gaps(phases: g.Phases, layers: g.Layers | None, whole_layer: bool) -
     why = _forward_cut(phases, layers, whole_layer)
     if why:
         return [Gap("forward", why, FORWARD_FIELDS)]
-    losses = [k.index for k in phases.forward if kernel_category(k.name) == LOSS]
+    losses = [k.index for k in phases.forward if category(k) == LOSS]
     went_on = losses and phases.forward[-1].index > losses[-1]
     if went_on and not (phases.backward or phases.optimizer):
         return [
@@ -86,7 +87,7 @@ def forward_gaps(phases: g.Phases, layers: g.Layers | None, whole_layer: bool) -
 
 def _forward_cut(phases: g.Phases, layers: g.Layers | None, whole_layer: bool) -> str | None:
     forward = phases.forward
-    last = kernel_category(forward[-1].name) if forward else None
+    last = category(forward[-1]) if forward else None
     if last in (NORM, ATTENTION) and not (phases.backward or phases.optimizer):
         return (
             f"the range ends with a {last} kernel, which no forward pass ends with (an output "
@@ -126,7 +127,7 @@ def backward_gaps(phases: g.Phases, n_layers: int | None) -> list[Gap]:
     if not backward:
         return []
     why = None
-    if not any(kernel_category(k.name) == EMBEDDING for k in backward):
+    if not any(category(k) == EMBEDDING for k in backward):
         why = "the backward pass never reaches the embedding's gradient, its last layer"
     elif n_layers and attention_groups(backward) < n_layers:
         why = (
@@ -174,16 +175,16 @@ def optimizer_gaps(phases: g.Phases, trained: int | None, least_params: int | No
 def generate_gaps(steps: list[list[KernelRecord]], tail: list[KernelRecord]) -> list[Gap]:
     """Why a generate range does not end after the sampling of its last step, or nothing.
     `steps`: the kernels up to each LM head; `tail`: those after the last one."""
-    work = [k for k in tail if kernel_category(k.name) in (MATMUL, NORM, ATTENTION)]
+    work = [k for k in tail if category(k) in (MATMUL, NORM, ATTENTION)]
     # by category: the same op runs as a vectorized or an unrolled kernel as alignment allows
-    previous = [kernel_category(k.name) for k in steps[-1]]
+    previous = [category(k) for k in steps[-1]]
     start = forward_start(steps[-1])
     why = None
     if work:
         why = f"a next step had begun ({work[0].name[:40]}... after the last LM head)"
     elif not tail:
         why = "nothing follows the last LM head: a whole generate samples its last token"
-    elif [kernel_category(k.name) for k in tail] != previous[: len(tail)] or (
+    elif [category(k) for k in tail] != previous[: len(tail)] or (
         start and not _sampling_ends(previous, len(tail), start)
     ):
         why = (
@@ -196,14 +197,17 @@ def generate_gaps(steps: list[list[KernelRecord]], tail: list[KernelRecord]) -> 
 def _sampling_ends(previous: list[str], tail: int, start: int) -> bool:
     """Whether a tail of `tail` kernels is a whole sampling, given the categories of the step
     before and where its forward began (`start`): all of it, or all but the copies that prepare
-    the next step's inputs (a cache position or attention mask copied before the lookup)."""
-    return tail <= start and all(category == COPY for category in previous[tail:start])
+    the next step's inputs (a cache position or attention mask copied or built before the lookup)."""
+    # The next step's input preparation copies (a cache position, a mask) or, with a static
+    # cache, builds its mask anew elementwise; sampling ends with reductions (the argmax, the
+    # stopping criteria's any/max), so a cut inside it leaves one of them before the lookup.
+    return tail <= start and all(category in (COPY, ELEMENTWISE) for category in previous[tail:start])
 
 
 def forward_start(step: list[KernelRecord]) -> int | None:
     """Where a decode step's own forward begins after the previous step's sampling: the start of
     the last run of embedding lookups before its first norm or GEMM (None without one)."""
-    first_work = next((i for i, k in enumerate(step) if kernel_category(k.name) in (MATMUL, NORM)), len(step))
+    first_work = next((i for i, k in enumerate(step) if category(k) in (MATMUL, NORM)), len(step))
     lookups = [i for i in range(first_work) if is_lookup(step[i])]
     if not lookups:
         return None
@@ -216,11 +220,11 @@ def forward_start(step: list[KernelRecord]) -> int | None:
 def lookups_before_first_gemm(kernels: list[KernelRecord]) -> int:
     """Embedding lookups before the first GEMM: one (the token embedding) in every forward pass,
     two with a learned position table, none in a layer."""
-    first_gemm = next((i for i, k in enumerate(kernels) if kernel_category(k.name) == MATMUL), len(kernels))
+    first_gemm = next((i for i, k in enumerate(kernels) if category(k) == MATMUL), len(kernels))
     return sum(is_lookup(k) for k in kernels[:first_gemm])
 
 
 def is_lookup(kernel: KernelRecord) -> bool:
     """An embedding lookup (an index_select or gather kernel): every forward pass starts so."""
     name = kernel.name.lower()
-    return kernel_category(kernel.name) == EMBEDDING or "gather" in name or "index_select" in name
+    return category(kernel) == EMBEDDING or "gather" in name or "index_select" in name

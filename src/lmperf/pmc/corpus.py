@@ -407,7 +407,9 @@ _BLIND = [
 # Runs as models are served and trained in earnest (issue 48): torch.compile in its modes, CUDA
 # graphs, Liger-Kernel's fused kernels, lmperf's fused loss. The development set: captured to build
 # the inference on, never scored blind.
-COMPILED, AUTOTUNED, GRAPHED = ({"compile": mode} for mode in ("default", "max-autotune-no-cudagraphs", "reduce-overhead"))
+COMPILED, AUTOTUNED, GRAPHED = (
+    {"compile": mode} for mode in ("default", "max-autotune-no-cudagraphs", "reduce-overhead")
+)
 LIGER = {"kernels": "liger"}
 _SERVED_DEV = [
     ("r_llama_h16_kv4_t256_compile", llama(2, 1024, 16, 4, 2816, 32000), 2, 256, "forward", "bf16", "sdpa", COMPILED),
@@ -463,8 +465,26 @@ _SERVED_DEV = [
         {"new_tokens": 3, "static_cache": True},
     ),
     ("r_llama_h12_kv4_t128_graphs", llama(2, 768, 12, 4, 2048, 32000), 4, 128, "forward", "fp16", "sdpa", GRAPHED),
-    ("r_llama_h16_kv8_t256_train_liger", llama(2, 1024, 16, 8, 2816, 32000), 2, 256, "train-step", "bf16", "sdpa", LIGER),
-    ("r_qwen2_h14_kv2_t200_liger", llama(2, 896, 14, 2, 4864, 151936, "qwen2"), 2, 200, "forward", "bf16", "sdpa", LIGER),
+    (
+        "r_llama_h16_kv8_t256_train_liger",
+        llama(2, 1024, 16, 8, 2816, 32000),
+        2,
+        256,
+        "train-step",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    (
+        "r_qwen2_h14_kv2_t200_liger",
+        llama(2, 896, 14, 2, 4864, 151936, "qwen2"),
+        2,
+        200,
+        "forward",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
     (
         "r_mistral_h12_kv4_t128_eager_compile",
         llama(2, 768, 12, 4, 2048, 32000, "mistral"),

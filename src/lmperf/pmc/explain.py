@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from lmperf.analysis.flops import Op, forward_ops
 from lmperf.analysis.tiles import causal_tile_fraction
-from lmperf.analysis.kernels import ATTENTION, MATMUL, kernel_category
+from lmperf.analysis.kernels import ATTENTION, MATMUL
+from lmperf.pmc.kernels import category
 from lmperf.errors import UsageError
 from lmperf.model import ModelConfig, preset
 from lmperf.model.hf_config import from_fields
@@ -43,7 +44,7 @@ def class_rows(capture: Capture, model: ModelConfig, batch: int, seq_len: int) -
     """Forward pass per kernel class: measured vs predicted FLOPs and the residual."""
     forward = g.split_phases(capture).forward
     ops = predicted_ops(model, batch, seq_len)
-    fused = any(kernel_category(k.name) == ATTENTION for k in forward)
+    fused = any(category(k) == ATTENTION for k in forward)
     naive_ops = forward_ops(model, batch, seq_len, 1.0)
     full_square = sum(op.total_forward for op in naive_ops if op.name in _ATTENTION_OPS)
     attention = sum(ops[name].total_forward for name in _ATTENTION_OPS)
@@ -51,7 +52,7 @@ def class_rows(capture: Capture, model: ModelConfig, batch: int, seq_len: int) -
     predicted = {MATMUL: gemm if fused else gemm + full_square, ATTENTION: attention if fused else 0.0}
     rows = []
     for cls, expected in predicted.items():
-        kernels = [k for k in forward if kernel_category(k.name) == cls]
+        kernels = [k for k in forward if category(k) == cls]
         measured = sum(measured_flops(k) for k in kernels)
         rows.append(
             dict(

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from lmperf.analysis.kernels import ATTENTION, MATMUL, OPTIMIZER, SOFTMAX, kernel_category
-from lmperf.pmc.kernels import is_backward
+from lmperf.analysis.kernels import ATTENTION, LOSS, MATMUL, OPTIMIZER, SOFTMAX
+from lmperf.pmc.kernels import category, is_backward, is_generated
 from lmperf.pmc.parse import FFMA, TENSOR_PATHS, Capture, KernelRecord
 
 FADD = "sm__sass_thread_inst_executed_op_fadd_pred_on.sum"
@@ -118,28 +118,44 @@ class Phases:
 def split_phases(capture: Capture) -> Phases:
     """Forward ends at the first gradient or optimizer kernel (AdamW/SGD by name)."""
     kernels = capture.kernels
-    optimizer = [k for k in kernels if kernel_category(k.name) == OPTIMIZER]
-    end = next(
-        (i for i, k in enumerate(kernels) if is_backward(k.name) or kernel_category(k.name) == OPTIMIZER), len(kernels)
-    )
-    backward = [k for k in kernels[end:] if kernel_category(k.name) != OPTIMIZER]
+    optimizer = [k for k in kernels if category(k) == OPTIMIZER]
+    end = next((i for i, k in enumerate(kernels) if is_backward(k.name) or category(k) == OPTIMIZER), len(kernels))
+    # A fused linear cross-entropy (lmperf's) runs the LM head's gradient GEMMs right after its
+    # loss kernel, before any kernel named a gradient: the backward starts at the first GEMM
+    # after the loss.
+    loss = next((i for i, k in enumerate(kernels[:end]) if category(k) == LOSS), None)
+    if loss is not None and end < len(kernels):
+        end = next((i for i in range(loss + 1, end) if category(kernels[i]) == MATMUL), end)
+    backward = [k for k in kernels[end:] if category(k) != OPTIMIZER]
     return Phases(kernels[:end], backward, optimizer)
 
 
 def forward_gemms(forward: list[KernelRecord]) -> list[KernelRecord]:
     """Forward GEMMs big enough to be model layers (drops rotary-table and similar matmuls)."""
-    gemms = [k for k in forward if kernel_category(k.name) == MATMUL and macs(k) > 0]
+    gemms = [k for k in forward if category(k) == MATMUL and macs(k) > 0]
     if not gemms:
         return []
     typical = sorted(macs(k) for k in gemms)[len(gemms) // 2]
     return [k for k in gemms if macs(k) >= _TINY * typical]
 
 
-def layer_period(works: list[float]) -> int | None:
-    """The shortest period p that tiles `works` exactly (len % p == 0), or None."""
+# max-autotune may run one layer's GEMM as a Triton template and the same GEMM of another layer on
+# cuBLAS: the same product in other tiles, so their counted work differs by the padding alone.
+_TEMPLATE_PADDING = 0.25
+
+
+def layer_period(works: list[float], templates: list[bool] | None = None) -> int | None:
+    """The shortest period p that tiles `works` exactly (len % p == 0), or None; where one of two
+    works compared is a generated template's (`templates`), within its tile padding."""
     n = len(works)
+    templates = templates or [False] * n
+
+    def same(i: int, j: int) -> bool:
+        tolerance = _TEMPLATE_PADDING if templates[i] != templates[j] else 1e-6
+        return abs(works[i] - works[j]) <= tolerance * max(works[i], works[j])
+
     for p in range(1, n + 1):
-        if n % p == 0 and all(abs(works[i] - works[i % p]) <= 1e-6 * works[i % p] for i in range(n)):
+        if n % p == 0 and all(same(i, i % p) for i in range(n)):
             return p
     return None
 
@@ -160,7 +176,7 @@ def find_layers(forward: list[KernelRecord]) -> Layers | None:
     if len(gemms) < 2:
         return None
     head, body = gemms[-1], gemms[:-1]
-    period = layer_period([macs(k) for k in body])
+    period = layer_period([macs(k) for k in body], [is_generated(k.name) for k in body])
     if period is None:
         return None
     n_layers = len(body) // period
@@ -173,7 +189,7 @@ def find_layers(forward: list[KernelRecord]) -> Layers | None:
 def attention_marker(kernels: list[KernelRecord]) -> tuple[str, KernelRecord] | None:
     """The fused attention kernel, or the softmax of naive attention, in a layer's kernels."""
     for k in kernels:
-        cls = kernel_category(k.name)
+        cls = category(k)
         if cls in (ATTENTION, SOFTMAX):
             return cls, k
     return None

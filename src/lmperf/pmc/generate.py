@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lmperf.analysis.kernels import COPY, MATMUL, kernel_category
+from lmperf.analysis.kernels import COPY, MATMUL
+from lmperf.pmc.kernels import category
 from lmperf.pmc import gemms as g
 from lmperf.pmc.completeness import attention_groups, forward_start, lookups_before_first_gemm
 from lmperf.pmc.parse import Capture, KernelRecord
@@ -39,7 +40,7 @@ class Steps:
 
 def _rows(kernels: list[KernelRecord]) -> int:
     """The most rows any norm or gather launch of a step covers (its token count B·T)."""
-    return max(token_candidates(kernels) or [0])
+    return max([rows for rows, support in token_candidates(kernels).items() if support >= 1] or [0])
 
 
 def split_steps(capture: Capture) -> Steps | None:
@@ -48,7 +49,7 @@ def split_steps(capture: Capture) -> Steps | None:
     phases = g.split_phases(capture)
     if phases.backward or phases.optimizer:
         return None  # a training step: its backward GEMMs may repeat the LM head's shape
-    where = [i for i, k in enumerate(kernels) if kernel_category(k.name) == MATMUL and g.macs(k) > 0]
+    where = [i for i, k in enumerate(kernels) if category(k) == MATMUL and g.macs(k) > 0]
     keys = [(kernels[i].name, g.macs(kernels[i])) for i in where]
     for key in dict.fromkeys(reversed(keys)):  # the head is the last GEMM of the last whole step
         at = [i for i, other in enumerate(keys) if other == key]
@@ -56,8 +57,12 @@ def split_steps(capture: Capture) -> Steps | None:
         steps = [kernels[lo + 1 : hi + 1] for lo, hi in zip(bounds, bounds[1:])]
         # GEMM launches per step, work or not: a decode step may build its rotary table with
         # cuBLAS's K=1 kernel, which does no FFMA, where the prefill ran a GEMM (Mistral)
-        gemms = [sum(kernel_category(k.name) == MATMUL for k in step) for step in steps]
+        gemms = [sum(category(k) == MATMUL for k in step) for step in steps]
         if len(steps) < 2 or not _whole_steps(steps, gemms):
+            continue
+        # the LM head is a step's largest GEMM, a layer's never: a forward whose layers end in
+        # the same GEMM (compiled, where the norms' row grids vary) is not split at them
+        if any(category(k) == MATMUL and g.macs(k) > keys[at[0]][1] for k in kernels[bounds[-1] + 1 :]):
             continue
         prefill = gemms[0] == gemms[1] and _rows(steps[0]) > _rows(steps[1])
         # decode steps alone must each look up embeddings: a layer's repeated GEMM splits a
@@ -79,10 +84,10 @@ def _one_decode_step(kernels: list[KernelRecord], gemms: list[int]) -> Steps | N
     start = forward_start(step)
     if not tail or start is None:
         return None
-    before = [kernel_category(k.name) for k in step[:start]]
+    before = [category(k) for k in step[:start]]
     while before and before[-1] == COPY:
         before.pop()
-    after = [kernel_category(k.name) for k in tail]
+    after = [category(k) for k in tail]
     if len(before) < _SAMPLING_EVIDENCE or after[-len(before) :] != before:
         return None
     return Steps([step], False, tail)
@@ -117,7 +122,7 @@ def cache_length(layer: list[KernelRecord], batch: int, kv_width: int, size: int
     lengths = [
         int(k.metrics.get(g.STORE_BYTES) // row)
         for k in layer
-        if kernel_category(k.name) != MATMUL
+        if category(k) != MATMUL
         and ("cat" in k.name.lower() or "copy" in k.name.lower())
         and k.metrics.get(g.STORE_BYTES)
         and k.metrics.get(g.STORE_BYTES) % row == 0

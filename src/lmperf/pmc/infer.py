@@ -22,7 +22,8 @@ from pathlib import Path
 from lmperf.pmc import gemms as g
 from lmperf.pmc import vocab
 from lmperf.pmc.attention_shape import PLAUSIBLE_HEAD_DIMS, AttentionShape, fused_shape, naive_shape
-from lmperf.analysis.kernels import ATTENTION, MATMUL, kernel_category
+from lmperf.analysis.kernels import ATTENTION, MATMUL
+from lmperf.pmc.kernels import category, is_generated
 from lmperf.pmc.generate import Steps, cache_length, split_steps
 from lmperf.pmc.completeness import backward_gaps, counter_gaps, forward_gaps, generate_gaps, optimizer_gaps
 from lmperf.pmc.params import add_parameter_counts, optimizer_parameters
@@ -40,13 +41,31 @@ def row_padding(tokens: int) -> float:
     return -(-tokens // ROW_TILE) * ROW_TILE / tokens
 
 
-def element_counts(kernels: list[KernelRecord]) -> Counter:
-    """How often each exact FFMA / FADD / FMUL count occurs among non-GEMM, non-attention kernels."""
+def element_counts(kernels: list[KernelRecord], stored_size: int | None = None) -> Counter:
+    """How often each exact FFMA / FADD / FMUL count occurs among non-GEMM, non-attention kernels.
+
+    With `stored_size` (compiled steps): the elements those kernels store instead, their global
+    store bytes / the activations' element size. torch.compile fuses a residual add into the norm
+    after it and pads a reduction's row to a power of two, so its float counts are sums of ops
+    over padded rows (N·1024 FFMA at d=768), while each fused kernel still stores its N·w outputs
+    once."""
     counts: Counter = Counter()
     for k in kernels:
-        if kernel_category(k.name) not in (MATMUL, ATTENTION):
+        if category(k) in (MATMUL, ATTENTION):
+            continue
+        if stored_size is None:
             counts.update(v for v in (k.metric(g.FFMA), k.metric(g.FADD), k.metric(g.FMUL)) if v)
+        elif k.metric(g.STORE_BYTES) and k.metric(g.STORE_BYTES) % stored_size == 0:
+            counts[k.metric(g.STORE_BYTES) // stored_size] += 1
     return counts
+
+
+def stored_size(result: Inference, forward: list[KernelRecord]) -> int | None:
+    """The element size to count stores in for a compiled step (None for an eager one, whose
+    float counts are exact): 4 bytes for fp32, else 2."""
+    if not any(is_generated(k.name) for k in forward):
+        return None
+    return 4 if result.values["dtype"] == "fp32" else 2
 
 
 def exact_width(bound: float, tokens: int, counts: Counter, slack: float = SLACK) -> int | None:
@@ -105,7 +124,7 @@ def layer_roles(layer: g.Layers) -> dict | None:
     if kind == "softmax":
         # QK^T and PV are the matmuls either side of the softmax, whatever their size: in a
         # decode step they are GEMVs too small to count among the layer GEMMs
-        matmuls = [k for k in layer.first_layer if kernel_category(k.name) == MATMUL]
+        matmuls = [k for k in layer.first_layer if category(k) == MATMUL]
         qk = next((k for k in reversed(matmuls) if k.index < at.index), None)
         pv = next((k for k in matmuls if k.index > at.index), None)
         if qk is None or pv is None:
@@ -114,7 +133,13 @@ def layer_roles(layer: g.Layers) -> dict | None:
         before, after = [k for k in before if k is not qk], [k for k in after if k is not pv]
     if not before or len(after) < 2:
         return None
-    roles.update(qkv=before, out=after[0], ups=after[1:-1], down=after[-1])
+    out = after[0]
+    if any(is_generated(k.name) for k in layer.first_layer):
+        # torch.compile may schedule the output projection after an MLP that does not depend on
+        # it (GPT-NeoX's parallel residual); it is the least work there: N·d·d against N·d·d_ff
+        out = min(after, key=g.macs)
+    rest = [k for k in after if k is not out]
+    roles.update(qkv=before, out=out, ups=rest[:-1], down=rest[-1] if rest else out)
     return roles
 
 
@@ -404,13 +429,14 @@ def _read_fields(
     if roles is None:
         result.missing.append("roles: no attention kernel splits the layer's GEMMs into projections, attention and MLP")
         return
-    counts = element_counts(phases.forward)
+    size = stored_size(result, phases.forward)
+    counts = element_counts(phases.forward, size)
     found = _tokens_and_width(result, phases, roles["out"], counts)
     if found is None:
         result.missing.append("tokens/d_model: no row count and element count explain the output projection")
         return
     tokens, d = found
-    _mlp(result, roles, tokens, d)
+    _mlp(result, roles, tokens, d, size)
     shape = _attention(result, roles, tokens, d)
     if shape:
         _kv_heads(result, roles, tokens, d, shape, counts)
@@ -429,14 +455,14 @@ def _read_fields(
     add_parameter_counts(result, roles, capture, phases)
 
 
-def _d_ff(result: Inference, roles: dict, tokens: int, d: int) -> int:
+def _d_ff(result: Inference, roles: dict, tokens: int, d: int, size: int | None) -> int:
     """d_ff is the down-projection's K; its output (width d) is padded like the out-projection's."""
     down, out = roles["down"], roles["out"]
     bound = g.macs(down) / (tokens * d)
     # The activation between the up- and the down-projection counts N·d_ff exactly; counts from
     # there alone cannot be confused with N·d when row padding widens the search (N=129: 2x).
     first_up = (roles["ups"] or [down])[0]
-    mlp_counts = element_counts([k for k in roles["first_layer"] if first_up.index < k.index < down.index])
+    mlp_counts = element_counts([k for k in roles["first_layer"] if first_up.index < k.index < down.index], size)
     slack = SLACK * row_padding(tokens)
     # Counts elsewhere in the step are not read: a LayerNorm's FMUL count (N·4495 at d=1280)
     # passed for N·d_ff on OPT, whose ReLU (a clamp) counts no FP32 ops.
@@ -512,8 +538,8 @@ def _several_ops_width(
     return (agreed[-1][1], sorted(support[agreed[-1][1]])) if agreed else None
 
 
-def _mlp(result: Inference, roles: dict, tokens: int, d: int) -> None:
-    f = _d_ff(result, roles, tokens, d)
+def _mlp(result: Inference, roles: dict, tokens: int, d: int, size: int | None) -> None:
+    f = _d_ff(result, roles, tokens, d, size)
     ups = roles["ups"]
     up_width = sum(g.macs(k) for k in ups) / (tokens * d)
     gated = len(ups) == 2 or (len(ups) == 1 and up_width > 1.5 * f)
@@ -533,7 +559,8 @@ def _mlp(result: Inference, roles: dict, tokens: int, d: int) -> None:
 def _attention(result: Inference, roles: dict, tokens: int, d: int) -> AttentionShape | None:
     if roles["kind"] == "softmax":
         between = [k for k in roles["first_layer"] if roles["qk"].index < k.index < roles["pv"].index]
-        shape = naive_shape(roles["qk"], roles["marker"], tokens, d, between)
+        size = stored_size(result, roles["first_layer"])
+        shape = naive_shape(roles["qk"], roles["marker"], tokens, d, between, size)
     else:
         shape = fused_shape(roles["marker"], tokens, d)
     if shape is None:

@@ -1,15 +1,63 @@
-"""What pmc reads from a kernel's name beyond lmperf.analysis.kernels (its category and short
-name): whether only a backward pass launches it."""
+"""What pmc reads from a kernel beyond lmperf.analysis.kernels' name rules: its category with the
+counters' correction for generated kernels, and whether only a backward pass launches it.
+
+torch.compile's kernels (`triton_poi_*`, `triton_red_*`, `triton_per_*`, `triton_tem_*`) are named
+after the operators they fuse, so a name can mention attention or a matmul whose work another
+kernel does (`triton_poi_fused__scaled_dot_product_cudnn_attention_...` only lays out Q, K and V
+for cuDNN), while a max-autotune GEMM template is named after its epilogue. The counters decide
+there: a generated kernel with tensor-pipe work is a GEMM (or flex attention), one without is
+elementwise or a reduction whatever operators its name lists.
+"""
 
 from __future__ import annotations
 
 import functools
 import re
 
+from lmperf.analysis.kernels import (
+    ATTENTION,
+    COPY,
+    ELEMENTWISE,
+    MATMUL,
+    MATMUL_AUX,
+    OPTIMIZER,
+    REDUCTION,
+    kernel_category,
+)
+from lmperf.pmc.parse import FFMA, TENSOR_PATHS, KernelRecord
+
 _BACKWARD = re.compile(r"backward|bwd|_grad|grad_|dgrad|wgrad", re.IGNORECASE)
+_GENERATED = re.compile(r"^triton_(poi|red|per|tem)_")
+_FADD = "sm__sass_thread_inst_executed_op_fadd_pred_on.sum"
 
 
 @functools.lru_cache(maxsize=8192)  # a capture repeats a few dozen long names hundreds of times
 def is_backward(name: str) -> bool:
     """True for kernels only a backward pass launches (gradient kernels by name)."""
     return bool(_BACKWARD.search(name))
+
+
+def is_generated(name: str) -> bool:
+    """A kernel torch.compile (inductor) generated: its name lists operators, not its work."""
+    return bool(_GENERATED.match(name))
+
+
+def tensor_work(kernel: KernelRecord) -> float:
+    return sum(kernel.metric(name) for name in TENSOR_PATHS.values())
+
+
+def category(kernel: KernelRecord) -> str:
+    """kernel_category of the name, corrected by the counters where the name misleads: a
+    generated kernel is a GEMM when it did tensor work (flex attention when so named) and never
+    attention or a GEMM otherwise; a multi-tensor kernel without float work (CUDA graphs' input
+    copies) is a copy, not an optimizer."""
+    named = kernel_category(kernel.name)
+    if is_generated(kernel.name):
+        if tensor_work(kernel) > 0:
+            return ATTENTION if "flex_attention" in kernel.name else MATMUL
+        if named in (ATTENTION, MATMUL, MATMUL_AUX):
+            return ELEMENTWISE if kernel.name.startswith("triton_poi_") else REDUCTION
+        return named
+    if named == OPTIMIZER and not (kernel.metric(_FADD) or kernel.metric(FFMA)):
+        return COPY
+    return named

@@ -4,7 +4,8 @@ embeddings, nor a learned position table's length)."""
 
 from __future__ import annotations
 
-from lmperf.analysis.kernels import NORM, kernel_category
+from lmperf.analysis.kernels import NORM
+from lmperf.pmc.kernels import category
 from lmperf.pmc.completeness import lookups_before_first_gemm
 from lmperf.pmc.gemms import FADD, Phases
 from lmperf.pmc.parse import Capture
@@ -53,7 +54,7 @@ def add_parameter_counts(result: Inference, roles: dict, capture: Capture, phase
         return
     layer_gemms = roles["qkv"] + [roles["out"], *roles["ups"], roles["down"]]
     biases = any("bias" in k.name.lower() for k in layer_gemms)
-    layer_norm = any(kernel_category(k.name) == NORM and "layer_norm" in k.name.lower() for k in capture.kernels)
+    layer_norm = any(category(k) == NORM and "layer_norm" in k.name.lower() for k in capture.kernels)
     per_block = block_parameters(
         v["d_model"], v["d_ff"], v["n_heads"], v["n_kv_heads"], v["head_dim"], v["mlp"] == "gated", biases, layer_norm
     )

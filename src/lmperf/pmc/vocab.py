@@ -15,7 +15,8 @@ Each reading counts only when it lies in the head's work bound; else V is an int
 
 from __future__ import annotations
 
-from lmperf.analysis.kernels import MATMUL, kernel_category
+from lmperf.analysis.kernels import MATMUL
+from lmperf.pmc.kernels import category
 from lmperf.pmc import gemms as g
 from lmperf.pmc.parse import KernelRecord
 from lmperf.pmc.result import Inference
@@ -74,7 +75,7 @@ def copy_vocabs(followers: list[KernelRecord], tokens: int) -> list[int]:
     found = [
         _whole(k.metrics.get(g.STORE_BYTES), tokens * 4)
         for k in followers
-        if kernel_category(k.name) != MATMUL and "copy" in k.name.lower()
+        if category(k) != MATMUL and "copy" in k.name.lower()
     ]
     return [vocab for vocab in found if vocab]
 
