@@ -71,3 +71,7 @@ def test_nccl_collectives_and_data_parallel_steps(tmp_path):
         assert row["profiled_steps"] == 2 and 0 <= row["exposed_ms"] <= row["comm_ms"] <= row["mean_ms"] * 1.5
         if nproc > 1:
             assert row["comm_ms"] > 0 and (bench_dir / row["timeline"]).is_file()
+        # rank 0's kernel table: the eager step's GEMMs are aten::mm/addmm, with shapes, also timed alone
+        gemms = [r for r in read_rows(bench_dir / row["kernel_table"]) if r.get("flops")]
+        assert gemms and all(r["m"] and r["tflops"] > 0 for r in gemms) and any(r["alone_tflops"] for r in gemms)
+    assert "## GEMMs in the profiled step" in (bench_dir / "results.md").read_text()

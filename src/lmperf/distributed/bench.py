@@ -1,5 +1,6 @@
 """Bench's sweep over a data-parallel world: per-step time, tokens/s per GPU and in total, MFU,
-memory per rank, and (with `profile_steps`) communication share and overlap.
+memory per rank, and (with `profile_steps`) communication share and overlap, and rank 0's table
+of the profiled step's GEMM and attention kernels, the GEMMs also timed alone.
 
 Each rank runs lmperf.bench's own sweep (`run_configs`, the same timing, rows and OOM handling)
 with a DistModelStep; rank 0 appends the rows. A job is a plain JSON spec, so a launcher can hand
@@ -8,19 +9,22 @@ it to torchrun's workers (worker.py) and a run can be resumed or its missing row
 
 from __future__ import annotations
 
+import json
 import weakref
 from dataclasses import asdict, dataclass, field
-from typing import Callable
+from pathlib import Path
+from typing import Callable, Sequence
 
 import torch
 import torch.distributed as dist
 
 from lmperf.model.step import StepConfig
 from lmperf.run.sweep import KEY_FIELDS, BenchRow, SweepSettings, base_row, run_configs
-from lmperf.distributed import overlap
+from lmperf.distributed import gemm_alone, kernel_table, overlap
 from lmperf.distributed.launch import World
 from lmperf.analysis.sharding import rank_peak
 from lmperf.distributed.strategies import DistModelStep, Strategy
+from lmperf.report.files import write_text_whole
 from lmperf.report.rundir import RunDir, completed_keys, key_of
 
 DIST_KEY_FIELDS = KEY_FIELDS + ("strategy", "nproc", "bucket_mb", "reshard")
@@ -46,6 +50,7 @@ class DistBenchRow(BenchRow):
     exposed_share: float | None = None
     kernel_ms_by_category: dict = field(default_factory=dict)  # rank 0, per profiled step
     timeline: str = ""
+    kernel_table: str = ""  # rank 0's kernels of the last profiled step (kernel_table), a JSONL file
 
 
 @dataclass(frozen=True)
@@ -120,8 +125,19 @@ def _world_figures(row: DistBenchRow, world: World) -> None:
     row.tokens_per_s_total = row.tokens_per_s * world.size
 
 
+def _write_kernel_table(
+    trace: dict, kernels: Sequence[overlap.Kernel], window: overlap.Interval, device: torch.device, path: Path
+) -> str:
+    """The step's kernel table with its GEMMs also timed alone, as JSONL; the file's name."""
+    rows = kernel_table.kernel_rows(kernels, window, kernel_table.launching_ops(trace))
+    gemm_alone.time_alone(rows, device)
+    write_text_whole(path, "".join(json.dumps(row) + "\n" for row in rows))
+    return path.name
+
+
 def _profile(row: DistBenchRow, step: DistModelStep, steps: int, world: World, run_dir: RunDir | None) -> None:
-    """Communication share and overlap from `steps` profiled steps, mean over ranks."""
+    """Communication share and overlap from `steps` profiled steps, mean over ranks; on rank 0 the
+    timeline and the kernel table of the last one."""
     trace = overlap.profile_trace(lambda: step.run(row.mode), steps)
     step.release_grads()
     kernels, windows = overlap.kernels_and_steps(trace)
@@ -139,6 +155,10 @@ def _profile(row: DistBenchRow, step: DistModelStep, steps: int, world: World, r
         path = run_dir.path / f"timeline-{label}.png"
         overlap.plot_timeline(kernels, windows[-1], path, f"rank 0, one step: {label}")
         row.timeline = path.name
+        row.kernel_table = _write_kernel_table(
+            trace, kernels, windows[-1], world.device, run_dir.path / f"kernels-{label}.jsonl"
+        )
+    dist.barrier()  # the other ranks wait here while rank 0 times GEMMs alone
 
 
 def _todo(job: DistBenchJob, world: World, run_dir: RunDir | None) -> list[tuple[StepConfig, Strategy]]:

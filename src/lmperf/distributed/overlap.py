@@ -20,6 +20,7 @@ import torch
 from lmperf.report.plots import pyplot, save_figure
 
 STEP_MARK = "lmperf_step"
+LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
 
 Interval = tuple[float, float]  # (start, end) in microseconds
 
@@ -30,6 +31,7 @@ class Kernel:
     stream: int
     start: float  # microseconds on the trace's clock
     end: float
+    op_id: int | None = None  # the "External id" of the host op that launched it
 
     @property
     def is_comm(self) -> bool:
@@ -88,14 +90,23 @@ def overlap_length(a: Sequence[Interval], b: Sequence[Interval]) -> float:
 
 
 def kernels_and_steps(trace: dict) -> tuple[list[Kernel], list[Interval]]:
-    """GPU kernels and the step windows marked with STEP_MARK, from a Chrome trace."""
+    """GPU kernels and the step windows marked with STEP_MARK, from a Chrome trace.
+
+    A kernel names its launching op by the op's "External id"; where it carries only the
+    "correlation" of its launch, the runtime call with that correlation names the op."""
+    events = [event for event in trace.get("traceEvents", []) if event.get("ph") == "X"]
+    launches = {
+        event["args"]["correlation"]: event["args"].get("External id")
+        for event in events
+        if event.get("cat") in LAUNCH_CATEGORIES and "correlation" in event.get("args", {})
+    }
     kernels, steps = [], []
-    for event in trace.get("traceEvents", []):
-        if event.get("ph") != "X":
-            continue
+    for event in events:
         start, end = float(event["ts"]), float(event["ts"]) + float(event.get("dur", 0))
         if event.get("cat") == "kernel":
-            kernels.append(Kernel(event["name"], int(event.get("args", {}).get("stream", 0)), start, end))
+            args = event.get("args", {})
+            op_id = args.get("External id", launches.get(args.get("correlation")))
+            kernels.append(Kernel(event["name"], int(args.get("stream", 0)), start, end, op_id))
         elif event.get("name") == STEP_MARK and event.get("cat") == "user_annotation":
             steps.append((start, end))
     return kernels, sorted(steps)
@@ -135,11 +146,12 @@ def kernel_ms_by_category(kernels: Sequence[Kernel], steps: Sequence[Interval]) 
 
 
 def profile_trace(step: Callable[[], None], steps: int) -> dict:
-    """Chrome trace of `steps` calls of `step`, each inside a STEP_MARK range."""
+    """Chrome trace of `steps` calls of `step`, each inside a STEP_MARK range, with every op's
+    input shapes and strides (kernel_table reads the GEMMs' shapes from them)."""
     activities = [torch.profiler.ProfilerActivity.CPU]
     if torch.cuda.is_available():
         activities.append(torch.profiler.ProfilerActivity.CUDA)
-    with torch.profiler.profile(activities=activities) as profiler:
+    with torch.profiler.profile(activities=activities, record_shapes=True) as profiler:
         for _ in range(steps):
             with torch.profiler.record_function(STEP_MARK):
                 step()

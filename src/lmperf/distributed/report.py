@@ -1,5 +1,6 @@
-"""Tables and plots of distributed runs, rendered from results.jsonl, and a benchmark page
-(`distributed-<machine>.md`) rendered from a comm run and bench runs."""
+"""Tables and plots of distributed runs, rendered from results.jsonl (and the kernel tables its
+profiled rows name), and a benchmark page (`distributed-<machine>.md`) rendered from a comm run
+and bench runs."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 from typing import Sequence
 
 from lmperf.analysis.sharding import DataParallel, state_memory, train_step_peak
+from lmperf.distributed.kernel_table import attention_summary, gemm_summary
 from lmperf.run.columns import CONFIG_COLUMNS
 from lmperf.run.columns import IDENTIFYING as BENCH_IDENTIFYING
 from lmperf.run.sweep import KEY_FIELDS
@@ -16,7 +18,7 @@ from lmperf.report import tables
 from lmperf.report.environment import measured_on
 from lmperf.report.files import write_text_whole
 from lmperf.report.plots import pyplot, save_figure
-from lmperf.report.rundir import RESULTS, RunDir, command_of, key_of
+from lmperf.report.rundir import RESULTS, RunDir, command_of, key_of, read_rows
 
 COMM_COLUMNS: list[tables.Column] = [
     ("collective", "op", ""),
@@ -57,6 +59,28 @@ OVERLAP_COLUMNS: list[tables.Column] = _CONFIG + [
     ("hidden ms", "hidden_ms", ".1f"),
     ("exposed ms", "exposed_ms", ".1f"),
     ("exposed share", "exposed_share", ".1%"),
+]
+GEMM_COLUMNS: list[tables.Column] = [
+    ("op", "op", ""),
+    ("batch", "batch", "d"),
+    ("M", "m", "d"),
+    ("N", "n", "d"),
+    ("K", "k", "d"),
+    ("layout", "layout", ""),
+    ("dtype", "dtype", ""),
+    ("per step", "count", "d"),
+    ("ms in step", "total_ms", ",.2f"),
+    ("TFLOP/s in step", "step_tflops", ",.0f"),
+    ("TFLOP/s alone", "alone_tflops", ",.0f"),
+    ("alone / in step", "alone_over_step", ".2f"),
+    ("beside NCCL", "nccl_share", ".0%"),
+]
+ATTENTION_KERNEL_COLUMNS: list[tables.Column] = [
+    ("kernel", "name", ""),
+    ("per step", "count", "d"),
+    ("ms in step", "total_ms", ",.2f"),
+    ("mean ms", "mean_ms", ",.3f"),
+    ("beside NCCL", "nccl_share", ".0%"),
 ]
 MEMORY_COLUMNS: list[tables.Column] = _CONFIG + [
     ("between steps GB", "persistent_memory_gb", ".1f"),
@@ -176,18 +200,43 @@ def bench_markdown(rows: Sequence[dict]) -> str:
     return text + "\n## Memory per rank: measured and analytic\n\n" + table(ok, MEMORY_COLUMNS)
 
 
+def kernel_table_markdown(kernel_rows: Sequence[dict], title: str) -> str:
+    """The GEMMs (per distinct shape) and attention kernels (per name) of one kernel table."""
+    text = f"## GEMMs in the profiled step: {title}\n\n"
+    text += "Rank 0, the last profiled step. TFLOP/s alone: the same GEMM (op, shape, strides, dtype) on "
+    text += "fresh random tensors, median of repeated calls. Beside NCCL: the share of its time in which "
+    text += "an NCCL kernel ran too.\n\n"
+    text += tables.markdown(gemm_summary(kernel_rows), GEMM_COLUMNS)
+    attention = attention_summary(kernel_rows)
+    if attention:
+        text += "\n### Attention kernels\n\n" + tables.markdown(attention, ATTENTION_KERNEL_COLUMNS)
+    return text
+
+
+def kernel_tables_markdown(rows: Sequence[dict], run_path: Path) -> str:
+    """A kernel_table_markdown section for every row whose kernel table is in `run_path`."""
+    sections = []
+    for row in rows:
+        path = Path(run_path) / row.get("kernel_table", "")
+        if row.get("kernel_table") and path.is_file():
+            sections.append(kernel_table_markdown(read_rows(path), path.name))
+    return "\n".join(sections)
+
+
 def write_bench_reports(run_path: Path) -> list[Path]:
     rows = RunDir(run_path).rows()
     md, csv_file = run_path / "results.md", run_path / "results.csv"
-    write_text_whole(md, measured_on(rows) + bench_markdown(rows))
+    kernels = kernel_tables_markdown(rows, run_path)
+    write_text_whole(md, measured_on(rows) + bench_markdown(rows) + ("\n" + kernels if kernels else ""))
     write_text_whole(
         csv_file, tables.csv_text(with_memory_model(with_scaling(rows)), BENCH_COLUMNS + MEMORY_COLUMNS[len(_CONFIG) :])
     )
     return [md, csv_file]
 
 
-def benchmark_page(comm: Sequence[dict], bench: Sequence[dict], title: str) -> str:
-    """The committed page: environment, collectives, steps, overlap and memory, from rows alone."""
+def benchmark_page(comm: Sequence[dict], bench: Sequence[dict], title: str, kernels: str = "") -> str:
+    """The committed page: environment, collectives, steps, overlap and memory from rows alone,
+    then `kernels` (kernel_tables_markdown of the bench runs)."""
     text = f"# {title}\n\n" + measured_on([*comm, *bench])
     text += "Rendered by `lmperf dist-report` from the run directories' results.jsonl. Scaling efficiency = "
     text += "total tokens/s on N GPUs / (N x tokens/s of one plain process with the same per-GPU batch).\n\n"
@@ -195,12 +244,12 @@ def benchmark_page(comm: Sequence[dict], bench: Sequence[dict], title: str) -> s
         text += "## Collectives (nccl-tests bus bandwidth)\n\n" + tables.markdown(comm_rows(comm), COMM_COLUMNS) + "\n"
     if bench:
         text += bench_markdown(bench)
-    return text
+    return text + ("\n" + kernels if kernels else "")
 
 
 def write_benchmark_page(run_paths: Sequence[Path], out: Path, title: str) -> Path:
     """The page from comm and bench-dist run directories; anything else is a UsageError."""
-    comm, bench = [], []
+    comm, bench, kernels = [], [], []
     for path in run_paths:
         made_by = command_of(path) if (Path(path) / RESULTS).is_file() else None
         if made_by not in ("comm", "bench-dist"):
@@ -209,8 +258,11 @@ def write_benchmark_page(run_paths: Sequence[Path], out: Path, title: str) -> Pa
         if not rows:
             raise UsageError(f"{path} has no rows yet")
         (comm if made_by == "comm" else bench).extend(rows)
+        if made_by == "bench-dist":
+            kernels.append(kernel_tables_markdown(rows, path))
     try:
-        Path(out).write_text(benchmark_page(comm, bench, title), encoding="utf-8")
+        page = benchmark_page(comm, bench, title, "\n".join(k for k in kernels if k))
+        Path(out).write_text(page, encoding="utf-8")
     except OSError as error:
         raise UsageError(f"cannot write {out}: {error.strerror}") from None
     return Path(out)

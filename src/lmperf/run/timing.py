@@ -124,23 +124,27 @@ def time_steps(step: Callable[[], None], warmup: int, steps: int, device: torch.
 @dataclass(frozen=True)
 class DoBench:
     mean_ms: float
+    median_ms: float
     calls: int  # measured calls after the estimate and the warm-up
 
 
-def do_bench_ms(step: Callable[[], None], warmup_ms: float, rep_ms: float, device: torch.device) -> DoBench:
+def do_bench_ms(
+    step: Callable[[], None], warmup_ms: float, rep_ms: float, device: torch.device, every_rank: bool = True
+) -> DoBench:
     """triton.testing.do_bench's procedure: time 5 calls for an estimate, run warmup_ms / estimate
-    warm-up calls, then time rep_ms / estimate calls one by one; their mean.
+    warm-up calls, then time rep_ms / estimate calls one by one; their mean and median.
 
     Inside a torch.distributed world the estimate is the slowest rank's, so every rank makes the
     same number of calls: do_bench itself would let each rank count its own, and a rank making
-    one call more than the others would wait in that call's collectives for ever. Unlike
-    do_bench it does not overwrite the L2 cache before each call (a step moves ~100 times the L2).
+    one call more than the others would wait in that call's collectives for ever. A step that one
+    rank times on its own (`every_rank=False`) keeps its own estimate. Unlike do_bench it does not
+    overwrite the L2 cache before each call (a step moves ~100 times the L2).
     """
     estimate = statistics.fmean(_time_each(step, 5, device))
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
+    if every_rank and torch.distributed.is_available() and torch.distributed.is_initialized():
         slowest = torch.tensor([estimate], dtype=torch.float64, device=device)
         torch.distributed.all_reduce(slowest, op=torch.distributed.ReduceOp.MAX)
         estimate = slowest.item()
     _time_each(step, max(1, int(warmup_ms / estimate)), device)
     samples = _time_each(step, max(1, int(rep_ms / estimate)), device)
-    return DoBench(statistics.fmean(samples), len(samples))
+    return DoBench(statistics.fmean(samples), statistics.median(samples), len(samples))
