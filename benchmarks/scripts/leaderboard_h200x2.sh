@@ -10,12 +10,16 @@
 #      the distributed page's collectives and steps meanwhile.)
 #   3. GPUs 0,1: selective-mm with the leaderboard's do_bench. GPUs 2,3: selective:20, then one
 #      profiled step of selective-mm (kernel time by category, communication overlap).
+#   4. GPUs 0,1: selective-mm with the leaderboard's do_bench, then the same with NCCL held to 4
+#      channels (4 SMs) instead of its default. GPUs 2,3: one profiled step of selective-mm with
+#      the per-kernel table (each GEMM beside the same GEMM alone), then torchtitan's per-op
+#      checkpointed step (peers_h200x2.sh, PEERS=titan-op).
 # Every step: cs336-8b, 32,768 tokens, one sequence per GPU, bf16 parameters and AdamW state,
 # FSDP2, fused loss, compiled blocks, one warm-up step and four timed ones. Rows: $OUT/runs/NAME/
 # <stamp>-bench-dist/results.jsonl (and $OUT/peers.jsonl); logs beside them.
 # Run from the repository root: `OUT=$OUT bash benchmarks/scripts/leaderboard_h200x2.sh PHASE`.
 set -u
-PHASE=${1:?usage: leaderboard_h200x2.sh 1|2|3}
+PHASE=${1:?usage: leaderboard_h200x2.sh 1|2|3|4}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONUNBUFFERED=1 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True PYTHONPATH=src
 OUT=${OUT:-out}; RUNS="$OUT/runs"; mkdir -p "$RUNS"
@@ -43,5 +47,13 @@ case $PHASE in
     { on 2,3 k20 --param-dtype bf16 --attention triton --checkpoint selective:20
       on 2,3 mm-profile --param-dtype bf16 --attention triton --checkpoint selective-mm --steps 2 --profile-steps 1; }
     wait ;;
-  *) echo "PHASE is 1, 2 or 3" >&2; exit 2 ;;
+  4)
+    { on 2,3 mm-profile --param-dtype bf16 --attention triton --checkpoint selective-mm --steps 2 --profile-steps 1
+      CUDA_VISIBLE_DEVICES=2,3 PEERS=titan-op BUDGET_S=260 OUT="$OUT" bash benchmarks/scripts/peers_h200x2.sh \
+        > "$OUT/peers.log" 2>&1; tail -n 4 "$OUT/peers.log"; } &
+    on 0,1 mm --param-dtype bf16 --attention triton --checkpoint selective-mm "${LEADERBOARD[@]}"
+    NCCL_MAX_NCHANNELS=4 NCCL_MAX_CTAS=4 on 0,1 mm-nccl4 --param-dtype bf16 --attention triton \
+      --checkpoint selective-mm "${LEADERBOARD[@]}"
+    wait ;;
+  *) echo "PHASE is 1, 2, 3 or 4" >&2; exit 2 ;;
 esac

@@ -10,7 +10,8 @@
 # inside a global deadline (BUDGET_S, default 300 s). Two files come back: the rows in
 # $OUT/peers.jsonl and the logs in $OUT/peers-logs.tgz (names that other scripts' files in the
 # same $OUT do not use).
-# Run from the repository root: `OUT=$OUT bash benchmarks/scripts/peers_h200x2.sh`.
+# Run from the repository root: `OUT=$OUT bash benchmarks/scripts/peers_h200x2.sh`; with
+# PEERS=titan-op only B runs (beside lmperf's headline in leaderboard_h200x2.sh's phase 4).
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONUNBUFFERED=1 PYTORCH_ALLOC_CONF=expandable_segments:True  # as torchtitan's run_train.sh
@@ -33,11 +34,11 @@ triton.__version__, 'torchtitan', torchtitan.__version__, 'GPUs', torch.cuda.dev
 } > "$OUT/env.txt" 2>&1; cat "$OUT/env.txt"
 
 VISIBLE=${CUDA_VISIBLE_DEVICES:-0,1}  # the GPUs given to this script: Liger takes the first
-stage liger 120 env CUDA_VISIBLE_DEVICES="${VISIBLE%%,*}" python3 benchmarks/scripts/fused_loss_peers.py "$ROWS"
+[ "${PEERS:-all}" = titan-op ] || stage liger 120 env CUDA_VISIBLE_DEVICES="${VISIBLE%%,*}" python3 benchmarks/scripts/fused_loss_peers.py "$ROWS"
 TITAN=(python3 -m torch.distributed.run --standalone --nproc-per-node 2 benchmarks/scripts/torchtitan_step.py "$ROWS"
        --warmup 1 --steps 3)
 stage torchtitan-op 240 "${TITAN[@]}" --ac op --leaderboard-warmup-ms 2000 --leaderboard-rep-ms 8000
-if [ "$(titan_ok_rows)" = 0 ] || [ "$(left)" -ge 120 ]; then
+if [ "${PEERS:-all}" != titan-op ] && { [ "$(titan_ok_rows)" = 0 ] || [ "$(left)" -ge 120 ]; }; then
   stage torchtitan-full 200 "${TITAN[@]}" --ac full
 fi
 

@@ -134,3 +134,20 @@ def test_generic_kernels_are_placed_by_region_and_phase():
 )
 def test_cpu_aten_ops(op, cat):
     assert category(op) == cat and short_name(op) == op.removeprefix("aten::")
+
+
+@pytest.mark.parametrize(
+    "name, cat",
+    [  # torch.compile's kernels, as named in the pmc captures of compiled and max-autotune steps
+        ("triton_poi_fused__scaled_dot_product_cudnn_attention__to_copy__unsafe_view_3", "elementwise"),
+        ("triton_tem_fused_mm_t_view_2", "matmul"),
+        ("triton_tem_fused__unsafe_view_mm_mul_silu_t_view_8", "matmul"),
+        ("triton_tem_fused__to_copy__unsafe_view_add_mean_mm_mul_pow_rsqrt_t_view_14", "matmul"),
+        ("triton_tem_fused_flex_attention_0", "attention"),
+        ("triton_per_fused__softmax__to_copy_add_arange_bitwise_and_exp_6", "softmax"),
+        ("triton_poi_fused__unsafe_view_mul_silu_8", "elementwise"),
+        ("triton_per_fused__to_copy__unsafe_view_add_mean_mul_pow_rsqrt_11", "reduction"),
+    ],
+)
+def test_compiled_kernels_get_the_category_of_their_work_not_of_every_name_they_list(name, cat):
+    assert kernel_category(name) == cat

@@ -48,6 +48,11 @@ CATEGORIES = (
 _RULES: tuple[tuple[str, re.Pattern], ...] = tuple(
     (category, re.compile(pattern, re.IGNORECASE))
     for category, pattern in (
+        # torch.compile's kernels are named after the operators they fuse: a pointwise kernel
+        # that lays out Q, K and V for a library's attention names that attention, and a GEMM
+        # template (max-autotune) names its epilogue's operators.
+        (ELEMENTWISE, r"^triton_poi_\w*(attention|sdpa|attn)"),
+        (MATMUL, r"^triton_tem_(?!\w*flex_attention)"),
         (COPY, r"^(memcpy|memset)|catarraybatchedcopy|copy_kernel|^aten::(copy_|_to_copy|clone|cat|stack|contiguous)$"),
         (OPTIMIZER, r"adam|multi_tensor_apply|fused_sgd|^aten::_foreach|^aten::_fused"),
         # cuDNN's SDPA backward also launches two helpers: rowsum(dO * O) and dQ's cast to 16 bits.

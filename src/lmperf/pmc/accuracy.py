@@ -3,8 +3,9 @@
 Per field: exact-match rate; parameter counts count as right within 1%; the vocabulary also as
 "exact or in its interval". Held-out captures (the first corpus's every fourth entry, the sweep's
 seeded third) are scored apart from the development ones, and every attention path on its own.
-`python -m lmperf.pmc.accuracy FIXTURE_DIR OUT.md` writes the report's tables, headed by every
-collect call's environment.
+`python -m lmperf.pmc.accuracy FIXTURE_DIR OUT.md [--with-generate]` writes the report's tables,
+headed by every collect call's environment, with a table per kind of run (eager, compiled,
+max-autotune, CUDA graphs, Liger, fused loss).
 """
 
 from __future__ import annotations
@@ -55,19 +56,36 @@ def attention_path(truth: dict) -> str:
     return f"sdpa:{backend.removesuffix('_attention')}" if backend else attention
 
 
-def score_dir(directory: Path) -> list[dict]:
+def run_kind(truth: dict) -> str:
+    """How the captured step ran: eager, compiled in one of torch.compile's modes, replayed as CUDA
+    graphs, with Liger-Kernel's kernels or lmperf's fused loss."""
+    if truth.get("kernels") == "liger":
+        return "Liger"
+    if truth.get("static_cache") or truth.get("compile") == "reduce-overhead":
+        return "CUDA graphs"
+    if truth.get("compile") == "max-autotune-no-cudagraphs":
+        return "max-autotune"
+    if truth.get("compile"):
+        return "compiled"
+    return "fused loss" if truth.get("loss") == "fused" else "eager"
+
+
+def score_dir(directory: Path, with_generate: bool = False) -> list[dict]:
     """One row per forward or training capture with a truth file: its name, split, attention
-    path and right/wrong per field (generate captures are scored on their own)."""
+    path, kind of run and right/wrong per field (generate captures are scored on their own
+    unless `with_generate`: their structure is the prefill's, their seq_len the prompt's)."""
     held = held_out_names()
     rows = []
     for truth_path in sorted(Path(directory).glob("*.truth.json")):
         name = truth_path.name.removesuffix(".truth.json")
         truth = json.loads(truth_path.read_text(encoding="utf-8"))
-        if truth.get("mode") == "generate":
+        if truth.get("mode") == "generate" and not with_generate:
             continue
         result = infer_file(truth_path.with_name(f"{name}.csv.gz"))
         values = result.values
-        row = dict(name=name, split="held-out" if name in held else "dev", path=attention_path(truth))
+        row = dict(
+            name=name, split="held-out" if name in held else "dev", path=attention_path(truth), kind=run_kind(truth)
+        )
         row.update({f: correct(f, values[f], truth.get(f)) for f in FIELDS})
         row[VOCAB_BOUNDED] = row["vocab_size"] or _in_interval(result, "vocab_size", truth["vocab_size"], 0.0)
         row[PARAMS_BOUNDED] = row["params_total"] or _in_interval(
@@ -108,18 +126,22 @@ def field_rates(rows: list[dict]) -> list[dict]:
     return out
 
 
-def path_rates(rows: list[dict]) -> list[dict]:
-    """Per attention path: captures, and the share with every structural field right."""
-    paths = sorted({r["path"] for r in rows})
-    return [
-        {
-            "path": p,
-            "n": sum(r["path"] == p for r in rows),
-            "structure": sum(r["structure"] for r in rows if r["path"] == p) / sum(r["path"] == p for r in rows),
-            "vocab exact": sum(r["vocab_size"] for r in rows if r["path"] == p) / sum(r["path"] == p for r in rows),
-        }
-        for p in paths
-    ]
+def path_rates(rows: list[dict], key: str = "path") -> list[dict]:
+    """Per attention path (or kind of run, `key="kind"`): captures, and the share with every
+    structural field right and with the vocabulary exact."""
+    groups = sorted({r[key] for r in rows})
+    out = []
+    for group in groups:
+        part = [r for r in rows if r[key] == group]
+        out.append(
+            {
+                key: group,
+                "n": len(part),
+                "structure": sum(r["structure"] for r in part) / len(part),
+                "vocab exact": sum(r["vocab_size"] for r in part) / len(part),
+            }
+        )
+    return out
 
 
 RATE_COLUMNS = [
@@ -133,6 +155,7 @@ CAPTURE_COLUMNS = [
     ("capture", "name", ""),
     ("split", "split", ""),
     ("attention", "path", ""),
+    ("run", "kind", ""),
     ("wrong fields", "wrong", ""),
 ]
 PATH_COLUMNS = [
@@ -141,6 +164,7 @@ PATH_COLUMNS = [
     ("all structural fields exact", "structure", ".0%"),
     ("vocab exact", "vocab exact", ".0%"),
 ]
+KIND_COLUMNS = [("run", "kind", ""), *PATH_COLUMNS[1:]]
 
 
 def environment_lines(directory: Path) -> str:
@@ -162,12 +186,16 @@ def environment_lines(directory: Path) -> str:
 
 
 def main(argv: list[str]) -> None:
-    rows = score_dir(Path(argv[0]))
+    with_generate = "--with-generate" in argv
+    argv = [a for a in argv if a != "--with-generate"]
+    rows = score_dir(Path(argv[0]), with_generate)
     text = (
         environment_lines(Path(argv[0]))
         + tables.markdown(field_rates(rows), RATE_COLUMNS)
         + "\n"
         + tables.markdown(path_rates(rows), PATH_COLUMNS)
+        + "\n"
+        + tables.markdown(path_rates(rows, "kind"), KIND_COLUMNS)
         + "\n"
         + tables.markdown(rows, CAPTURE_COLUMNS)
     )

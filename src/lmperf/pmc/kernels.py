@@ -48,13 +48,15 @@ def tensor_work(kernel: KernelRecord) -> float:
 
 def category(kernel: KernelRecord) -> str:
     """kernel_category of the name, corrected by the counters where the name misleads: a
-    generated kernel is a GEMM when it did tensor work (flex attention when so named) and never
-    attention or a GEMM otherwise; a multi-tensor kernel without float work (CUDA graphs' input
+    generated kernel is a GEMM when it did tensor work (flex attention when so named), a template
+    with FFMA work is what its name says, and any other is never attention or a GEMM; a multi-tensor kernel without float work (CUDA graphs' input
     copies) is a copy, not an optimizer."""
     named = kernel_category(kernel.name)
     if is_generated(kernel.name):
         if tensor_work(kernel) > 0:
             return ATTENTION if "flex_attention" in kernel.name else MATMUL
+        if kernel.name.startswith("triton_tem_") and kernel.metric(FFMA):
+            return named  # an fp32 template without tensor cores: its FFMA are the products
         if named in (ATTENTION, MATMUL, MATMUL_AUX):
             return ELEMENTWISE if kernel.name.startswith("triton_poi_") else REDUCTION
         return named
