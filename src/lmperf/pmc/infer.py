@@ -15,6 +15,7 @@ Fields it cannot pin down are reported as missing, not guessed.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,8 +23,8 @@ from pathlib import Path
 from lmperf.pmc import gemms as g
 from lmperf.pmc import vocab
 from lmperf.pmc.attention_shape import PLAUSIBLE_HEAD_DIMS, AttentionShape, fused_shape, naive_shape
-from lmperf.analysis.kernels import ATTENTION, MATMUL
-from lmperf.pmc.kernels import category, is_generated
+from lmperf.analysis.kernels import ATTENTION, LOSS, MATMUL
+from lmperf.pmc.kernels import category, is_generated, is_triton
 from lmperf.pmc.generate import Steps, cache_length, split_steps
 from lmperf.pmc.completeness import backward_gaps, counter_gaps, forward_gaps, generate_gaps, optimizer_gaps
 from lmperf.pmc.params import add_parameter_counts, optimizer_parameters
@@ -49,7 +50,9 @@ def element_counts(kernels: list[KernelRecord], stored_size: int | None = None) 
     after it and pads a reduction's row to a power of two, so its float counts are sums of ops
     over padded rows (N·1024 FFMA at d=768), while each fused kernel still stores its N·w outputs
     once."""
-    counts: Counter = Counter()
+    counts: Counter = Counter() if stored_size is None else StoredCounts()
+    if stored_size is not None:
+        counts.row_extra = 4 // stored_size
     for k in kernels:
         if category(k) in (MATMUL, ATTENTION):
             continue
@@ -68,14 +71,33 @@ def stored_size(result: Inference, forward: list[KernelRecord]) -> int | None:
     return 4 if result.values["dtype"] == "fp32" else 2
 
 
+class StoredCounts(Counter):
+    """Element counts read from store bytes: a norm of a training step stores beside its N·d
+    outputs one fp32 statistic per row (its rstd, for the backward), `row_extra` elements a row."""
+
+    row_extra = 0
+
+
 def exact_width(bound: float, tokens: int, counts: Counter, slack: float = SLACK) -> int | None:
     """The width w in [bound/slack, bound] with N·w an element count seen most often, else None."""
+    extras = {0, getattr(counts, "row_extra", 0)}
     fits = [
-        (n, int(v // tokens))
+        (n, _alignment(w) if len(extras) > 1 else 0, w)
         for v, n in counts.items()
-        if v % tokens == 0 and bound / slack <= v / tokens <= bound * 1.0001
+        for w in {(v - extra * tokens) / tokens for extra in extras}
+        if w == int(w) and bound / slack <= w <= bound * 1.0001
     ]
-    return max(fits)[1] if fits else None
+    # A count read with and without a row statistic gives two widths two apart: the model's is
+    # the one a power of two divides further (1280, not 1282 or 1278).
+    return int(max(fits)[2]) if fits else None
+
+
+def _alignment(width: float) -> int:
+    """How many factors of two divide the width (up to 64-wide alignment)."""
+    width, twos = int(width), 0
+    while width and width % 2 == 0 and twos < 6:
+        width, twos = width // 2, twos + 1
+    return twos
 
 
 def _mode_and_dtype(result: Inference, phases: g.Phases, layer_gemms: list[KernelRecord]) -> None:
@@ -131,16 +153,41 @@ def layer_roles(layer: g.Layers) -> dict | None:
             return None
         roles.update(qk=qk, pv=pv)
         before, after = [k for k in before if k is not qk], [k for k in after if k is not pv]
+    compiled = any(is_generated(k.name) for k in layer.first_layer)
+    if compiled and len(after) < 2:
+        before, after = _mlp_before_attention(layer.first_layer, before, after)
     if not before or len(after) < 2:
         return None
     out = after[0]
-    if any(is_generated(k.name) for k in layer.first_layer):
+    if compiled:
         # torch.compile may schedule the output projection after an MLP that does not depend on
         # it (GPT-NeoX's parallel residual); it is the least work there: N·d·d against N·d·d_ff
         out = min(after, key=g.macs)
     rest = [k for k in after if k is not out]
     roles.update(qkv=before, out=out, ups=rest[:-1], down=rest[-1] if rest else out)
     return roles
+
+
+_ACTIVATION = re.compile(r"gelu|silu|relu|tanh|sigmoid")
+
+
+def _mlp_before_attention(
+    first_layer: list[KernelRecord], before: list[KernelRecord], after: list[KernelRecord]
+) -> tuple[list[KernelRecord], list[KernelRecord]]:
+    """A parallel-residual layer (GPT-NeoX) compiled may run its MLP before its attention: the
+    GEMMs right before the activation kernel (two of equal work: gate and up) and the one right
+    after it (down) move from `before` to `after`, behind the output projection."""
+    act = next((k for k in first_layer if is_generated(k.name) and _ACTIVATION.search(k.name)), None)
+    if act is None or not before or act.index > before[-1].index:
+        return before, after
+    ups = [k for k in before if k.index < act.index][-2:]
+    if len(ups) == 2 and g.macs(ups[0]) != g.macs(ups[1]):
+        ups = ups[1:]
+    down = next((k for k in before if k.index > act.index), None)
+    if down is None or len(ups) == len([k for k in before if k.index < act.index]):
+        return before, after  # no projection would be left before the attention
+    mlp = [*ups, down]
+    return [k for k in before if k not in mlp], [*after, *mlp]
 
 
 def _tokens_and_width(result: Inference, phases: g.Phases, out: KernelRecord, counts: Counter):
@@ -447,12 +494,24 @@ def _read_fields(
             0.8,
             f"a decode step runs one token per sequence: B = the {tokens} token rows of its norms and lookups",
         )
-    head_rows = result.values["batch"] if last_position_logits else tokens
+    head_rows = result.values["batch"] if last_position_logits else -(-tokens // loss_chunks(capture, layer.lm_head))
     if head_rows:
         _vocab(result, layer.lm_head, phases, head_rows, d, list(followers))
     else:
         result.unknown("vocab_size", "the LM head's rows (the batch) are not determined")
     add_parameter_counts(result, roles, capture, phases)
+
+
+def loss_chunks(capture: Capture, head: KernelRecord) -> int:
+    """How many row chunks a fused linear cross-entropy (Liger-Kernel's, lmperf's) splits the
+    tokens into: its loss kernel and the LM head's GEMM run once per chunk, so the head seen
+    last in the forward multiplies ceil(N / chunks) rows. 1 for a loss over the whole logits."""
+    losses = [k for k in capture.kernels if category(k) == LOSS and k.index > head.index]
+    if not losses:
+        return 1
+    chunks = sum(k.name == losses[0].name for k in capture.kernels)
+    heads = sum(k.name == head.name and g.macs(k) == g.macs(head) for k in capture.kernels)
+    return chunks if chunks > 1 and heads >= chunks - 1 else 1  # the last chunk may be smaller
 
 
 def _d_ff(result: Inference, roles: dict, tokens: int, d: int, size: int | None) -> int:
@@ -462,7 +521,10 @@ def _d_ff(result: Inference, roles: dict, tokens: int, d: int, size: int | None)
     # The activation between the up- and the down-projection counts N·d_ff exactly; counts from
     # there alone cannot be confused with N·d when row padding widens the search (N=129: 2x).
     first_up = (roles["ups"] or [down])[0]
-    mlp_counts = element_counts([k for k in roles["first_layer"] if first_up.index < k.index < down.index], size)
+    between = [k for k in roles["first_layer"] if first_up.index < k.index < down.index]
+    if size is None and any(is_triton(k.name) for k in between):  # Liger's SwiGLU: padded rows
+        size = 4 if result.values["dtype"] == "fp32" else 2
+    mlp_counts = element_counts(between, size)
     slack = SLACK * row_padding(tokens)
     # Counts elsewhere in the step are not read: a LayerNorm's FMUL count (N·4495 at d=1280)
     # passed for N·d_ff on OPT, whose ReLU (a clamp) counts no FP32 ops.

@@ -42,6 +42,18 @@ def is_generated(name: str) -> bool:
     return bool(_GENERATED.match(name))
 
 
+# A Triton kernel (Liger-Kernel's, lmperf's, inductor's) has a bare identifier for a name, where
+# CUDA C++ kernels carry a signature and the libraries' own prefixes.
+_BARE_NAME = re.compile(r"[A-Za-z_]\w*")
+_LIBRARY = re.compile(r"^(nvjet|cudnn|cutlass|sm\d+_|ampere_|volta_|turing_|flash_|fmha|gemv|gemm)", re.IGNORECASE)
+
+
+def is_triton(name: str) -> bool:
+    """A Triton kernel, whose float counts cover its block's padded lanes (a 3072-wide row runs in
+    a 4096-wide block) while its stores are the true elements."""
+    return bool(_BARE_NAME.fullmatch(name)) and not _LIBRARY.match(name)
+
+
 def tensor_work(kernel: KernelRecord) -> float:
     return sum(kernel.metric(name) for name in TENSOR_PATHS.values())
 
