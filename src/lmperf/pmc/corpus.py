@@ -581,6 +581,67 @@ _SERVED_BLIND = [
 ]
 
 
+# Blind batch y, written down after batch x's scoring and its fixes, before any capture; every
+# entry held out. The max-autotune entries come first: they take longest to capture.
+_SERVED_BLIND_Y = [
+    (
+        "y_mistral_h12_kv4_t256_autotune",
+        llama(2, 768, 12, 4, 2048, 32768, "mistral"),
+        1,
+        256,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    ("y_neox_h20_t128_autotune", neox(2, 1280, 20, 5120, 50304), 2, 128, "forward", "bf16", "sdpa", AUTOTUNED),
+    ("y_llama_h20_kv4_t144_compile", llama(2, 1280, 20, 4, 3456, 32000), 2, 144, "forward", "bf16", "sdpa", COMPILED),
+    (
+        "y_qwen2_h14_kv2_t100_graphs",
+        llama(2, 896, 14, 2, 4864, 151936, "qwen2"),
+        2,
+        100,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("y_gpt2_h16_t160_train_compile", gpt2(2, 1024, 16, 50257), 2, 160, "train-step", "bf16", "sdpa", COMPILED),
+    (
+        "y_mistral_h20_kv4_t128_train_liger",
+        llama(2, 1280, 20, 4, 3456, 32768, "mistral"),
+        2,
+        128,
+        "train-step",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    ("y_llama_h16_kv8_t300_liger", llama(2, 1024, 16, 8, 2816, 32000), 1, 300, "forward", "bf16", "sdpa", LIGER),
+    (
+        "y_lmperf_h16_t256_compile_triton",
+        _small(n_layers=2, d_model=1024, n_heads=16, d_ff=2816),
+        2,
+        256,
+        "forward",
+        "bf16",
+        "triton",
+        COMPILED,
+    ),
+    ("y_opt_h12_t200_eager_compile", opt(2, 768, 12, 3072, 50272), 2, 200, "forward", "fp16", "naive", COMPILED),
+    (
+        "y_qwen2_h16_kv4_p40_static",
+        llama(2, 1024, 16, 4, 2816, 151936, "qwen2"),
+        1,
+        40,
+        "generate",
+        "bf16",
+        "sdpa",
+        {"new_tokens": 3, "static_cache": True},
+    ),
+]
+
+
 def _target(
     model: dict, batch: int, seq_len: int, mode: str, dtype: str, attention: str, extra: dict | None = None
 ) -> Target:
@@ -601,7 +662,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
         + [(name, _target(*rest), name in held) for name, *rest in _SWEEP]
         + [(name, _target(*rest), True) for name, *rest in _BLIND]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_DEV]
-        + [(name, _target(*rest), True) for name, *rest in _SERVED_BLIND]
+        + [(name, _target(*rest), True) for name, *rest in _SERVED_BLIND + _SERVED_BLIND_Y]
     )
 
 
