@@ -154,6 +154,19 @@ def test_collect_on_a_gpu_captures_forward_backward_and_optimizer(tmp_path):
         (dict(hf_config={"model_type": "gpt2"}, mode="generate"), "new tokens > 0"),
         (dict(hf_config={"model_type": "gpt2"}, new_tokens=4), "new tokens > 0"),
         (dict(preset="tiny", mode="generate", new_tokens=4), "Hugging Face config"),
+        (dict(preset="tiny", compile="max-autotune"), "unknown compile mode"),
+        (dict(hf_config={"model_type": "gpt2"}, kernels="liger"), "llama, mistral, qwen2"),
+        (dict(preset="tiny", kernels="liger"), "llama, mistral, qwen2"),
+        (dict(hf_config={"model_type": "llama"}, kernels="apex"), "unknown kernel set"),
+        (dict(preset="tiny", loss="fused"), "train-step"),
+        (dict(hf_config={"model_type": "llama"}, mode="train-step", loss="fused"), "lmperf preset"),
+        (dict(hf_config={"model_type": "llama"}, static_cache=True), "mode generate"),
+        (
+            dict(
+                hf_config={"model_type": "llama"}, mode="generate", new_tokens=2, static_cache=True, compile="default"
+            ),
+            "compiles its decode itself",
+        ),
     ],
 )
 def test_a_target_that_cannot_run_is_refused_with_its_reason(fields, message):
@@ -165,6 +178,14 @@ def test_generate_and_pinned_backends_are_valid_targets():
     Target(hf_config={"model_type": "llama"}, mode="generate", new_tokens=4, seq_len=37).validate()
     Target(hf_config={"model_type": "gpt2"}, sdpa_backend="cudnn_attention").validate()
     Target(preset="tiny", attention="triton").validate()
+    Target(preset="tiny", mode="train-step", loss="fused", compile="default").validate()
+    Target(hf_config={"model_type": "qwen2"}, kernels="liger", compile="reduce-overhead").validate()
+    Target(hf_config={"model_type": "llama"}, mode="generate", new_tokens=2, static_cache=True).validate()
+
+
+def test_collect_names_a_bad_compile_mode_in_one_line():
+    out = CliRunner().invoke(app, ["pmc", "collect", "--preset", "tiny", "--compile", "fast"])
+    assert out.exit_code == 2 and "unknown compile mode 'fast'" in out.stderr
 
 
 def lmperf_attention_kernel_names() -> list[str]:

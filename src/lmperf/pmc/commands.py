@@ -55,6 +55,18 @@ def collect(
         None, help="Pin SDPA to flash_attention, efficient_attention, cudnn_attention or math."
     ),
     new_tokens: int = typer.Option(0, help="generate: tokens to generate after a --context prompt."),
+    compile_mode: Optional[str] = typer.Option(
+        None,
+        "--compile",
+        help="torch.compile the whole model: default, max-autotune-no-cudagraphs or reduce-overhead (CUDA graphs).",
+    ),
+    kernels: Optional[str] = typer.Option(
+        None, help="liger: Liger-Kernel's RMSNorm, SwiGLU, rotary and fused loss (Hugging Face Llama, Mistral, Qwen2)."
+    ),
+    loss: str = typer.Option("eager", help="A preset's train-step loss: eager or fused (lmperf's)."),
+    static_cache: bool = typer.Option(
+        False, "--static-cache", help="generate with a static KV cache (Hugging Face compiles the decode step)."
+    ),
     range_name: str = typer.Option("step", "--range", help="NVTX range of the step, for -- CMD."),
     ncu_path: Optional[str] = typer.Option(None, "--ncu", help="The ncu executable (default: ncu on the PATH)."),
     out: Path = typer.Option(Path("capture.csv.gz"), "--out", "-o", help="Raw CSV to write (.gz to compress)."),
@@ -79,6 +91,10 @@ def collect(
             attention=attention,
             sdpa_backend=sdpa_backend,
             new_tokens=new_tokens,
+            compile=compile_mode,
+            kernels=kernels,
+            loss=loss,
+            static_cache=static_cache,
             preset=preset,
             overrides=_overrides(set_) if set_ else {},
             hf_config=read_fields(hf_config)[0] if hf_config else None,
