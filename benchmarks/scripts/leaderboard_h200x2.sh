@@ -14,12 +14,17 @@
 #      channels (4 SMs) instead of its default. GPUs 2,3: one profiled step of selective-mm with
 #      the per-kernel table (each GEMM beside the same GEMM alone), then torchtitan's per-op
 #      checkpointed step (peers_h200x2.sh, PEERS=titan-op).
+#   5. GPUs 0,1: selective-mm with the leaderboard's do_bench, then the same with inductor's
+#      coordinate-descent tuning of its generated kernels. GPUs 2,3: the profiled step with the
+#      per-kernel table, then Liger's loss and torchtitan's per-op step with the leaderboard's
+#      10 s / 30 s do_bench (peers_h200x2.sh, PEERS=liger-titan-op). The run directories come
+#      back packed in $OUT/runs.tgz.
 # Every step: cs336-8b, 32,768 tokens, one sequence per GPU, bf16 parameters and AdamW state,
 # FSDP2, fused loss, compiled blocks, one warm-up step and four timed ones. Rows: $OUT/runs/NAME/
 # <stamp>-bench-dist/results.jsonl (and $OUT/peers.jsonl); logs beside them.
 # Run from the repository root: `OUT=$OUT bash benchmarks/scripts/leaderboard_h200x2.sh PHASE`.
 set -u
-PHASE=${1:?usage: leaderboard_h200x2.sh 1|2|3|4}
+PHASE=${1:?usage: leaderboard_h200x2.sh 1|2|3|4|5}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONUNBUFFERED=1 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True PYTHONPATH=src
 OUT=${OUT:-out}; RUNS="$OUT/runs"; mkdir -p "$RUNS"
@@ -55,5 +60,15 @@ case $PHASE in
     NCCL_MAX_NCHANNELS=4 NCCL_MAX_CTAS=4 on 0,1 mm-nccl4 --param-dtype bf16 --attention triton \
       --checkpoint selective-mm "${LEADERBOARD[@]}"
     wait ;;
-  *) echo "PHASE is 1, 2, 3 or 4" >&2; exit 2 ;;
+  5)
+    { on 2,3 mm-profile --param-dtype bf16 --attention triton --checkpoint selective-mm --steps 2 --profile-steps 1
+      CUDA_VISIBLE_DEVICES=2,3 PEERS=liger-titan-op BUDGET_S=330 TITAN_WARMUP_MS=10000 TITAN_REP_MS=30000 \
+        OUT="$OUT" bash benchmarks/scripts/peers_h200x2.sh > "$OUT/peers.log" 2>&1; tail -n 6 "$OUT/peers.log"; } &
+    on 0,1 mm --param-dtype bf16 --attention triton --checkpoint selective-mm "${LEADERBOARD[@]}"
+    TORCHINDUCTOR_COORDINATE_DESCENT_TUNING=1 on 0,1 mm-cdt --param-dtype bf16 --attention triton \
+      --checkpoint selective-mm
+    wait
+    grep -h '"leaderboard_ms"' "$RUNS"/*/*/results.jsonl | python3 -c "import json,sys; [print(r['checkpoint'], r.get('leaderboard_ms'), r['mean_ms']) for r in map(json.loads, sys.stdin)]"
+    tar -czf "$OUT/runs.tgz" -C "$OUT" runs && rm -rf "$RUNS" ;;
+  *) echo "PHASE is 1 to 5" >&2; exit 2 ;;
 esac

@@ -11,7 +11,8 @@
 # $OUT/peers.jsonl and the logs in $OUT/peers-logs.tgz (names that other scripts' files in the
 # same $OUT do not use).
 # Run from the repository root: `OUT=$OUT bash benchmarks/scripts/peers_h200x2.sh`; with
-# PEERS=titan-op only B runs (beside lmperf's headline in leaderboard_h200x2.sh's phase 4).
+# PEERS=titan-op only B runs, with PEERS=liger-titan-op A and B (beside lmperf's headline in
+# leaderboard_h200x2.sh's phases 4 and 5).
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONUNBUFFERED=1 PYTORCH_ALLOC_CONF=expandable_segments:True  # as torchtitan's run_train.sh
@@ -37,8 +38,9 @@ VISIBLE=${CUDA_VISIBLE_DEVICES:-0,1}  # the GPUs given to this script: Liger tak
 [ "${PEERS:-all}" = titan-op ] || stage liger 120 env CUDA_VISIBLE_DEVICES="${VISIBLE%%,*}" python3 benchmarks/scripts/fused_loss_peers.py "$ROWS"
 TITAN=(python3 -m torch.distributed.run --standalone --nproc-per-node 2 benchmarks/scripts/torchtitan_step.py "$ROWS"
        --warmup 1 --steps 3)
-stage torchtitan-op 240 "${TITAN[@]}" --ac op --leaderboard-warmup-ms 2000 --leaderboard-rep-ms 8000
-if [ "${PEERS:-all}" != titan-op ] && { [ "$(titan_ok_rows)" = 0 ] || [ "$(left)" -ge 120 ]; }; then
+stage torchtitan-op 240 "${TITAN[@]}" --ac op --leaderboard-warmup-ms "${TITAN_WARMUP_MS:-2000}" \
+  --leaderboard-rep-ms "${TITAN_REP_MS:-8000}"
+if [ "${PEERS:-all}" = all ] && { [ "$(titan_ok_rows)" = 0 ] || [ "$(left)" -ge 120 ]; }; then
   stage torchtitan-full 200 "${TITAN[@]}" --ac full
 fi
 

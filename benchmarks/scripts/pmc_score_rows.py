@@ -1,6 +1,6 @@
 """Rows for benchmarks/rows/pmc-accuracy.jsonl.gz from a score file of `python -m lmperf.pmc.accuracy`
 (or from `pmc_infer_time.py`'s record): one row per capture (its split, attention path and wrong
-fields), per field rate and per attention path, each with the scoring's commit and the captures'
+fields), per field rate, per attention path and per kind of run, each with the scoring's commit and the captures'
 environment. Append them with benchmarks/rows.py:
 
     python benchmarks/scripts/pmc_score_rows.py score-16-sweep-blind6-abc1234.md > /tmp/rows.jsonl
@@ -56,14 +56,14 @@ def score_rows(path: Path) -> list[dict]:
         "scoring": name,
         "scoring_number": number,
         "env": environment(lines, commit),
-        "corpus": "first-corpus" if "first-corpus" in name or number <= 2 else "sweep",
+        "corpus": "served" if "served" in name else "first-corpus" if "first-corpus" in name or number <= 2 else "sweep",
     }
     rows, header = [], ""
     for line in lines:
         if not line.startswith("|") or line.startswith("|---"):
             continue
         cells = [cell.strip() for cell in line.strip("|").split("|")]
-        if cells[0] in ("field", "attention path", "capture"):
+        if cells[0] in ("field", "attention path", "run", "capture"):
             header = cells[0]
         elif header == "field":
             rows.append(
@@ -77,12 +77,12 @@ def score_rows(path: Path) -> list[dict]:
                     "dev_n": int(cells[4]),
                 }
             )
-        elif header == "attention path":
+        elif header in ("attention path", "run"):
             rows.append(
                 {
                     **base,
-                    "kind": "path",
-                    "path": cells[0],
+                    "kind": "path" if header == "attention path" else "run",
+                    "path" if header == "attention path" else "run": cells[0],
                     "captures": int(cells[1]),
                     "structure": cells[2],
                     "vocab_exact": cells[3],
@@ -96,7 +96,8 @@ def score_rows(path: Path) -> list[dict]:
                     "capture": cells[0],
                     "split": cells[1],
                     "wrong": cells[-1],
-                    **({"attention": cells[2]} if len(cells) == 4 else {}),
+                    **({"attention": cells[2]} if len(cells) >= 4 else {}),
+                    **({"run": cells[3]} if len(cells) == 5 else {}),
                 }
             )
     return rows
