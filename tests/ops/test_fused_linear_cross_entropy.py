@@ -241,8 +241,10 @@ def _compiled_against_eager(device: str, dtype: torch.dtype, backend: str) -> No
     tolerance = 1e-5 if dtype == torch.float32 else 3e-2
     assert torch.allclose(losses[0].double(), reference, rtol=tolerance)
     assert torch.allclose(losses[1].double(), reference, rtol=tolerance)
+    # bf16: inductor fuses the projection's epilogue and rounds where eager does not
+    rtol = 1e-4 if dtype == torch.float32 else 3e-2
     for eager, compiled_grad in zip(*grads):
-        assert torch.allclose(eager, compiled_grad, rtol=1e-4, atol=1e-6)
+        torch.testing.assert_close(compiled_grad, eager, rtol=rtol, atol=rtol * eager.abs().max().item())
 
 
 def test_a_model_compiled_whole_runs_the_loss_and_its_gradients():

@@ -151,6 +151,13 @@ def layer_roles(layer: g.Layers) -> dict | None:
         pv = next((k for k in matmuls if k.index > at.index), None)
         if qk is None or pv is None:
             return None
+        if any(is_generated(k.name) for k in layer.first_layer) and g.macs(qk) > 0:
+            # torch.compile may run the V projection after the softmax, which only P V needs: P V
+            # is the matmul after the softmax with QK^T's work (B·H·T²·hd both), and a projection
+            # before it belongs with Q and K
+            pv = min((k for k in matmuls if k.index > at.index), key=lambda k: abs(g.macs(k) - g.macs(qk)))
+            before = before + [k for k in after if k.index < pv.index]
+            after = [k for k in after if k.index > pv.index]
         roles.update(qk=qk, pv=pv)
         before, after = [k for k in before if k is not qk], [k for k in after if k is not pv]
     compiled = any(is_generated(k.name) for k in layer.first_layer)
