@@ -750,7 +750,8 @@ ALLOWED: dict[str, set[str]] = {
     "benchmarks/profile-h100.md": set(),
     "benchmarks/attention-h100.md": set(),
     "benchmarks/README.md": {"200 KB"},  # the gzip threshold
-    "benchmarks/pmc-accuracy.md": {"1%"},  # the tolerance of the scoring
+    # the tolerance of the scoring, issue 48's targets, the capture time limit
+    "benchmarks/pmc-accuracy.md": {"1%", "95%", "90%", "420 s"},
 }
 
 

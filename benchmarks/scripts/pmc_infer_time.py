@@ -115,6 +115,7 @@ def cli_wall(path: Path) -> list[str]:
 
 def main(out: Path) -> None:
     captures = sorted(FIXTURES.glob("*.csv.gz")) + sorted((FIXTURES / "sweep").glob("*.csv.gz"))
+    captures += sorted((FIXTURES / "served").glob("*.csv.gz"))
     timed = []
     for path in captures:
         try:

@@ -56,7 +56,11 @@ def score_rows(path: Path) -> list[dict]:
         "scoring": name,
         "scoring_number": number,
         "env": environment(lines, commit),
-        "corpus": "served" if "served" in name else "first-corpus" if "first-corpus" in name or number <= 2 else "sweep",
+        "corpus": "served"
+        if "served" in name
+        else "first-corpus"
+        if "first-corpus" in name or number <= 2
+        else "sweep",
     }
     rows, header = [], ""
     for line in lines:
