@@ -30,6 +30,8 @@ CHANGES = [
     ("k20-39b5797", "triton", "selective:20", "+ the last 20 blocks"),
     ("mm-39b5797", "triton", "selective-mm", "selective-mm instead: every block keeps QKV, gate, up"),
 ]
+# The tries of the headline's call that did not help, each beside its own baseline run of the call.
+HEADLINE, PROFILED, SAME_CALL_TITAN = "mm-06e1beb", "mm-profile-06e1beb", "torchtitan-06e1beb"
 
 
 # ----------------------------------------------------------------------------------------- rows
@@ -41,15 +43,58 @@ def step(set_name: str, **where) -> dict:
 
 
 def headline() -> dict:
-    return step("mm-39b5797")
+    return step(HEADLINE)
 
 
 def profiled() -> dict:
-    return step("mm-profile-39b5797")
+    return step(PROFILED)
 
 
-def titan(checkpoint: str) -> dict:
-    return step("torchtitan-83e214f", activation_checkpoint=checkpoint)
+def titan(checkpoint: str, set_name: str = "torchtitan-83e214f") -> dict:
+    return step(set_name, activation_checkpoint=checkpoint)
+
+
+def titan_same_call() -> dict:
+    """torchtitan's per-op step in the headline's call, with the leaderboard's own do_bench."""
+    return titan("selective:op", SAME_CALL_TITAN)
+
+
+def kernel_rows(category: str) -> list[dict]:
+    """The profiled step's kernels of one category (rank 0, one step)."""
+    return F.of_set(PAGE, "kernels-06e1beb", row="kernel", category=category)
+
+
+def gemm_shapes() -> list[dict]:
+    """The profiled step's GEMMs grouped by (op, M, N, K, layout): calls, time in the step, FLOPs,
+    the same GEMM's time alone, and the time an NCCL kernel ran beside them."""
+    groups: dict[tuple, dict] = {}
+    for r in kernel_rows("matmul"):
+        if r.get("m") is None:
+            continue
+        key = (r["op"].removeprefix("aten::"), r["m"], r["n"], r["k"], r["layout"])
+        g = groups.setdefault(key, dict(calls=0, ms=0.0, flops=0.0, nccl_ms=0.0, alone_ms=r.get("alone_ms"), ops=set()))
+        g["ms"] += r["duration_ms"]
+        g["nccl_ms"] += r.get("nccl_overlap_ms") or 0.0
+        if r["op_id"] not in g["ops"]:  # one op may launch several kernels (split-K and its reduction)
+            g["ops"].add(r["op_id"])
+            g["calls"] += 1
+            g["flops"] += r["flops"]
+    return [dict(zip(("op", "m", "n", "k", "layout"), key), **g) for key, g in groups.items()]
+
+
+def attention_in_step() -> dict[str, tuple[int, float]]:
+    """Attention kernel name -> (launches, total ms) in the profiled step."""
+    out: dict[str, tuple[int, float]] = {}
+    for r in kernel_rows("attention"):
+        n, ms = out.get(r["name"], (0, 0.0))
+        out[r["name"]] = (n + 1, ms + r["duration_ms"])
+    return out
+
+
+def attention_alone(impl: str = "triton") -> list[dict]:
+    """lmperf's attention (or cuDNN's) alone at the step's shape: one sequence, 32 heads of 128,
+    32,768 keys, causal, bf16, on one H200 (three rounds)."""
+    return F.of_set(PAGE, "attention-alone-06bde5a", impl=impl, seq=32768)
 
 
 def run_stamp(row: dict) -> str:
@@ -132,9 +177,9 @@ def model_peak_gb(row: dict) -> float:
 
 
 def standalone_attention_tflops() -> float:
-    """lmperf's attention alone, forward+backward, at the longest causal head_dim-128 point of
-    attention-h100.md's sweep (an H100: the H200's SMs and clocks), from the median time."""
-    rows = F.of_set("attention-h100", "sweep-1f651d0", impl="triton", head_dim=128, causal=True, seq=16384)
+    """lmperf's attention alone at the step's own shape (one sequence, 32 heads of 128, 32,768
+    keys, causal, bf16, one H200), forward and backward, from the median of its rounds."""
+    rows = attention_alone()
     first = rows[0]
     flops = attention_kernel_flops(first["batch"] * first["heads"], first["seq"], first["seq"], 128, True)
     return tflops(flops["forward_backward"], statistics.median(r["fwd_bwd_ms"] for r in rows))

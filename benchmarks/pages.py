@@ -612,9 +612,16 @@ def _leaderboard_peer(name: str, checkpoint: str, r: dict) -> list:
 
 
 def leaderboard_peers() -> str:
-    body = [_leaderboard_peer("torchtitan 0.2.2", ac, L.titan(ac)) for ac in ("selective:op", "full")]
+    body = [
+        [*_leaderboard_peer("torchtitan 0.2.2", "selective:op", L.titan_same_call()), f"`{L.SAME_CALL_TITAN}`"],
+        [*_leaderboard_peer("lmperf, triton", "selective-mm", L.headline()), f"`{L.HEADLINE}`"],
+    ]
     body += [
-        _leaderboard_peer(f"lmperf, {r['attention']}", r["checkpoint"], r)
+        [*_leaderboard_peer("torchtitan 0.2.2", ac, L.titan(ac)), "`torchtitan-83e214f`"]
+        for ac in ("selective:op", "full")
+    ]
+    body += [
+        [*_leaderboard_peer(f"lmperf, {r['attention']}", r["checkpoint"], r), "`step-83e214f`"]
         for r in F.of_set(L.PAGE, "step-83e214f", param_dtype="bf16")
     ]
     headers = [
@@ -627,7 +634,96 @@ def leaderboard_peers() -> str:
         "peak GB per rank",
         "MFU % (causal PaLM count, median step)",
         "cold first step s",
+        "set",
     ]
+    return markdown(headers, body)
+
+
+def leaderboard_gemms() -> str:
+    shapes = sorted(L.gemm_shapes(), key=lambda g: -g["ms"])
+    body = [
+        [
+            g["op"],
+            f"{g['m']:,}",
+            f"{g['n']:,}",
+            f"{g['k']:,}",
+            g["layout"],
+            g["calls"],
+            f"{g['ms']:,.1f}",
+            f"{L.tflops(g['flops'], g['ms']):,.0f}",
+            number(L.tflops(g["flops"] / g["calls"], g["alone_ms"]) if g["alone_ms"] else None, ",.0f"),
+            f"{100 * g['nccl_ms'] / g['ms']:.0f}",
+        ]
+        for g in shapes
+    ]
+    headers = [
+        "op",
+        "M",
+        "N",
+        "K",
+        "layout",
+        "calls per step",
+        "ms in step",
+        "TFLOP/s in step",
+        "TFLOP/s alone",
+        "% of its time beside NCCL",
+    ]
+    return markdown(headers, body)
+
+
+def leaderboard_attention() -> str:
+    in_step = L.attention_in_step()
+    alone = {impl: L.attention_alone(impl) for impl in ("triton", "sdpa-cudnn")}
+
+    def median(impl: str, field: str) -> float:
+        return statistics.median(r[field] for r in alone[impl])
+
+    body = []
+    for name, field, what in (("_fwd_kernel", "fwd_ms", "forward"), ("_bwd_kernel", "bwd_ms", "backward")):
+        n, ms = in_step[name]
+        body.append(
+            [
+                what,
+                n,
+                f"{ms / n:.2f}",
+                f"{median('triton', field):.2f}",
+                f"{median('triton', field) / (ms / n):.3f}",
+                f"{median('sdpa-cudnn', field):.2f}",
+            ]
+        )
+    headers = [
+        "lmperf's attention, one layer",
+        "launches per step",
+        "mean ms in the step",
+        "ms alone (median of 3 rounds)",
+        "alone / in the step",
+        "cuDNN alone, ms",
+    ]
+    return markdown(headers, body)
+
+
+def leaderboard_tries() -> str:
+    cdt, base = L.step("mm-cdt-06e1beb"), L.headline()
+    nccl = F.of_set(L.PAGE, "nccl4-3d8b4cd")
+    default = next(r for r in nccl if r["nccl"] == "default")
+    limited = next(r for r in nccl if r["nccl"] != "default")
+    body = [
+        [
+            "NCCL held to 4 channels (`NCCL_MAX_NCHANNELS=4`, `NCCL_MAX_CTAS=4`)",
+            f"{default['mean_ms']:,.1f}",
+            f"{limited['mean_ms']:,.1f}",
+            f"{default['mean_ms'] / limited['mean_ms']:.3f}",
+            "`nccl4-3d8b4cd`",
+        ],
+        [
+            "inductor's coordinate-descent tuning (`TORCHINDUCTOR_COORDINATE_DESCENT_TUNING=1`)",
+            f"{base['mean_ms']:,.1f}",
+            f"{cdt['mean_ms']:,.1f}",
+            f"{base['mean_ms'] / cdt['mean_ms']:.3f}",
+            f"`{L.HEADLINE}`, `mm-cdt-06e1beb`",
+        ],
+    ]
+    headers = ["try", "without: mean ms", "with: mean ms", "without / with", "sets"]
     return markdown(headers, body)
 
 
@@ -787,7 +883,7 @@ LIGER_NAMES = {
 
 
 def liger_rows(what: str) -> list[dict]:
-    return F.of_set("fused-loss-h200", "liger-83e214f", what=what)
+    return F.of_set("fused-loss-h200", "peers-06e1beb", what=what)
 
 
 def liger_ratios() -> dict[str, list[float]]:
@@ -1085,6 +1181,9 @@ TABLES: dict[str, tuple[str, Callable[[], str]]] = {
     "leaderboard-peers": ("benchmarks/leaderboard-h200x2.md", leaderboard_peers),
     "leaderboard-titan-settings": ("benchmarks/leaderboard-h200x2.md", leaderboard_titan_settings),
     "leaderboard-changes": ("benchmarks/leaderboard-h200x2.md", leaderboard_changes),
+    "leaderboard-gemms": ("benchmarks/leaderboard-h200x2.md", leaderboard_gemms),
+    "leaderboard-attention": ("benchmarks/leaderboard-h200x2.md", leaderboard_attention),
+    "leaderboard-tries": ("benchmarks/leaderboard-h200x2.md", leaderboard_tries),
     "leaderboard-kernels": ("benchmarks/leaderboard-h200x2.md", leaderboard_kernels),
     "leaderboard-memory": ("benchmarks/leaderboard-h200x2.md", leaderboard_memory),
     "leaderboard-fp32-master": ("benchmarks/leaderboard-h200x2.md", leaderboard_fp32_master),
