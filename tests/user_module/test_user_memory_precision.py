@@ -74,3 +74,26 @@ def test_the_peak_replay_counts_whole_allocator_blocks():
     replay = _replay_to_peak(events, start=1024)
     assert replay.peak_index == 1
     assert replay.live == {1: (512, 0), 2: (1024, 1)} and replay.freed_before == 0
+
+
+def test_a_temporary_whose_address_a_later_gradient_takes_is_no_gradient():
+    # At the peak (event 2) a 256 KiB temporary of the backward lives at address 7; it is freed
+    # after the peak and a 1 KiB gradient is allocated at the same address. Only that gradient's
+    # address matches a .grad after the step, and it was not alive at the peak: no gradient
+    # bytes at the peak, the temporary counts as a temporary.
+    from types import SimpleNamespace
+
+    from lmperf.profile.breakdown import ALLOC, FREED, gradient_blocks, _replay_to_peak
+
+    events = [
+        {"action": ALLOC, "addr": 3, "size": 4096},  # forward activation
+        {"action": ALLOC, "addr": 7, "size": 262144},  # backward temporary
+        {"action": ALLOC, "addr": 8, "size": 1024},  # a gradient, alive at the peak
+        {"action": FREED, "addr": 7, "size": 262144},
+        {"action": ALLOC, "addr": 7, "size": 1024},  # a gradient allocated after the peak
+    ]
+    grads = [SimpleNamespace(grad=SimpleNamespace(data_ptr=lambda addr=addr: addr)) for addr in (7, 8)]
+    step = SimpleNamespace(model=SimpleNamespace(parameters=lambda: grads))
+    replay = _replay_to_peak(events, start=0)
+    assert replay.peak_index == 2
+    assert gradient_blocks(events, replay, backward_starts=1, step=step) == {8: (1024, 2)}

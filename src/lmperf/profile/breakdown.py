@@ -152,9 +152,8 @@ def peak_parts(events: list[dict], backward_starts: int, start: int, step: Model
     the backward starts, bytes allocated before it), split into parts; `step` still holds the
     step's gradients and optimizer state."""
     replay = _replay_to_peak(events, start)
-    grads = {p.grad.data_ptr() for p in step.model.parameters() if p.grad is not None}
     live = replay.live
-    gradients = sum(size for addr, (size, index) in live.items() if addr in grads and index >= backward_starts)
+    gradients = sum(size for addr, (size, _) in gradient_blocks(events, replay, backward_starts, step).items())
     activations = sum(size for size, index in live.values() if index < backward_starts)
     temporaries = sum(size for size, _ in live.values()) - gradients - activations
     parameters = tensor_bytes(step.model.parameters())
@@ -162,6 +161,19 @@ def peak_parts(events: list[dict], backward_starts: int, start: int, step: Model
     return PeakParts(
         parameters, state, start - replay.freed_before - parameters - state, gradients, activations, temporaries
     )
+
+
+def gradient_blocks(events: list[dict], replay: _Replay, backward_starts: int, step: ModelStep) -> dict:
+    """The blocks alive at the peak that hold a parameter's gradient after the step: allocated
+    in the backward at the address a .grad has now, and never freed after the peak. A temporary
+    alive at the peak and freed later can leave its address to a gradient allocated after it."""
+    grads = {p.grad.data_ptr() for p in step.model.parameters() if p.grad is not None}
+    freed_later = {e["addr"] for e in events[replay.peak_index + 1 :] if e["action"] == FREED}
+    return {
+        addr: block
+        for addr, block in replay.live.items()
+        if addr in grads and block[1] >= backward_starts and addr not in freed_later
+    }
 
 
 def optimizer_tensors(optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:
