@@ -15,10 +15,15 @@ from lmperf.cli import app
 from lmperf.pmc.infer import infer
 from lmperf.pmc.parse import read_capture
 
-from pmc_fixtures import FIXTURES, SWEEP, capture_path, truth
+from pmc_fixtures import FIXTURES, SERVED, SWEEP, capture_path, truth
 
 ALL_CAPTURES = sorted(
-    p.name.removesuffix(".truth.json") for folder in (FIXTURES, SWEEP) for p in folder.glob("*.truth.json")
+    p.name.removesuffix(".truth.json") for folder in (FIXTURES, SWEEP, SERVED) for p in folder.glob("*.truth.json")
+)
+SERVED_FORWARDS = sorted(
+    p.name.removesuffix(".truth.json")
+    for p in SERVED.glob("*.truth.json")
+    if truth(p.name.removesuffix(".truth.json"))["mode"] == "forward"
 )
 TRAINING = [name for name in ALL_CAPTURES if truth(name)["mode"] == "train_step"]
 SHAPE_FIELDS = (
@@ -94,6 +99,16 @@ def test_a_forward_cut_anywhere_inside_its_layers_is_detected(name):
     gemms = _gemm_indices(capture.kernels)
     head = gemms[-1]  # the whole forward's LM head: the last GEMM it launches
     _assert_forward_cuts_detected(capture, range(gemms[0] + 1, head + 1), name)  # every kernel
+
+
+@pytest.mark.parametrize("name", SERVED_FORWARDS)
+def test_a_compiled_graphed_or_fused_forward_cut_inside_its_layers_is_detected(name):
+    """The served kinds' forwards cut after every kernel from their first GEMM: a max-autotune
+    template of a layer GEMM is no LM head, and compiled layers (whose norms look up embeddings)
+    are no decode steps."""
+    capture = read_capture(capture_path(name))
+    gemms = _gemm_indices(capture.kernels)
+    _assert_forward_cuts_detected(capture, range(gemms[0] + 1, gemms[-1] + 1), name)
 
 
 @pytest.mark.parametrize("name", ["lmperf_small_l2", "llama_l4_d512_gqa", "gpt2_l6_d384", "qwen2_l3_d768_gqa"])

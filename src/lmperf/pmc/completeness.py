@@ -60,10 +60,6 @@ def _is_norm(kernel: KernelRecord) -> bool:
     return category(kernel) in (NORM, REDUCTION)
 
 
-def _same_gemm(a: KernelRecord, b: KernelRecord) -> bool:
-    return a.name == b.name and abs(g.macs(a) - g.macs(b)) <= 1e-6 * g.macs(b)
-
-
 def forward_gaps(phases: g.Phases, layers: g.Layers | None, whole_layer: bool) -> list[Gap]:
     """Why the forward pass ends before its step's LM head, or (with no backward in the range)
     why the step went on past its loss; nothing when it is whole."""
@@ -102,7 +98,7 @@ def _forward_cut(phases: g.Phases, layers: g.Layers | None, whole_layer: bool) -
         )
     head = layers.lm_head
     body = [k for k in g.forward_gemms(forward) if k.index < head.index]
-    if any(_same_gemm(head, k) for k in body):
+    if any(g.same_layer_gemm(head, k) for k in body):
         return (
             f"the last forward GEMM ({head.name[:40]}...) repeats a layer GEMM's kernel and "
             "work: it is a layer's, not an LM head, so the range ends inside a layer"

@@ -144,6 +144,14 @@ def forward_gemms(forward: list[KernelRecord]) -> list[KernelRecord]:
 _TEMPLATE_PADDING = 0.25
 
 
+def same_layer_gemm(a: KernelRecord, b: KernelRecord) -> bool:
+    """Whether two GEMM launches are the same layer GEMM: the same kernel and work, or (one a
+    max-autotune template, the other not) the same work up to the tile padding."""
+    if is_generated(a.name) != is_generated(b.name):
+        return abs(macs(a) - macs(b)) <= _TEMPLATE_PADDING * max(macs(a), macs(b))
+    return a.name == b.name and abs(macs(a) - macs(b)) <= 1e-6 * macs(b)
+
+
 def layer_period(works: list[float], templates: list[bool] | None = None) -> int | None:
     """The shortest period p that tiles `works` exactly (len % p == 0), or None; where one of two
     works compared is a generated template's (`templates`), within its tile padding."""

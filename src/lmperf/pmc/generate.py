@@ -67,7 +67,7 @@ def split_steps(capture: Capture) -> Steps | None:
         prefill = gemms[0] == gemms[1] and _rows(steps[0]) > _rows(steps[1])
         # decode steps alone must each look up embeddings: a layer's repeated GEMM splits a
         # forward range cut after a layer into look-alike steps
-        if prefill or all(_embeds(step) for step in steps[1:]):
+        if prefill or (all(_embeds(step) for step in steps[1:]) and _head_is_largest(steps[1:])):
             return Steps(steps, prefill, kernels[bounds[-1] + 1 :])
     return _one_decode_step(kernels, where)
 
@@ -104,6 +104,17 @@ def _whole_steps(steps: list[list[KernelRecord]], gemms: list[int]) -> bool:
         and 0 < layers[1]
         and layers[0] <= layers[1]
     )
+
+
+def _head_is_largest(steps: list[list[KernelRecord]]) -> bool:
+    """Whether each step's last GEMM, its LM head (V columns), does more work than any other GEMM
+    of the step: a compiled forward's layers look up embeddings too (inductor fuses the lookup
+    into every norm it feeds), and end in a GEMM whose twin (up and down) does as much."""
+    for step in steps:
+        gemms = [k for k in step if category(k) == MATMUL]
+        if any(g.macs(k) >= g.macs(gemms[-1]) for k in gemms[:-1]):
+            return False
+    return True
 
 
 def _embeds(step: list[KernelRecord]) -> bool:
