@@ -10,7 +10,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from lmperf.analysis.kernels import ATTENTION, EMBEDDING, MATMUL, NORM, OPTIMIZER, SOFTMAX, kernel_category
+from lmperf.analysis.kernels import ATTENTION, EMBEDDING, LOSS, MATMUL, NORM, OPTIMIZER, SOFTMAX, kernel_category
 from lmperf.cli import app
 from lmperf.pmc.infer import infer
 from lmperf.pmc.parse import read_capture
@@ -19,6 +19,11 @@ from pmc_fixtures import FIXTURES, SERVED, SWEEP, capture_path, truth
 
 ALL_CAPTURES = sorted(
     p.name.removesuffix(".truth.json") for folder in (FIXTURES, SWEEP, SERVED) for p in folder.glob("*.truth.json")
+)
+SERVED_TRAINING = sorted(
+    p.name.removesuffix(".truth.json")
+    for p in SERVED.glob("*.truth.json")
+    if truth(p.name.removesuffix(".truth.json"))["mode"] == "train_step"
 )
 SERVED_FORWARDS = sorted(
     p.name.removesuffix(".truth.json")
@@ -144,6 +149,22 @@ def test_a_training_step_cut_inside_its_backward_is_detected(name):
         assert [gap.part for gap in result.gaps] == ["backward"], (name, n, result.missing)
         assert result.values["mode"] is None
         assert result.values["n_layers"] == truth(name)["n_layers"]  # the forward is whole
+
+
+@pytest.mark.parametrize("name", SERVED_TRAINING)
+def test_a_served_training_step_cut_after_its_loss_is_a_cut_backward(name):
+    """From the first GEMM after the loss (a fused loss's LM-head gradient, or the first backward
+    GEMM) to the embedding's gradient: the range ends inside the backward, the forward is whole."""
+    capture = read_capture(capture_path(name))
+    kernels = capture.kernels
+    loss = next(k.index for k in kernels if kernel_category(k.name) == LOSS)
+    start = next(i for i in _gemm_indices(kernels) if i > loss)
+    embedding_grad = next(k.index for k in kernels[start:] if _category(k) == EMBEDDING)
+    for n in range(start + 1, embedding_grad + 1, 5):
+        result = infer(_cut(capture, n))
+        assert [gap.part for gap in result.gaps] == ["backward"], (name, n, result.missing)
+        assert result.values["mode"] is None
+        assert result.values["n_layers"] == truth(name)["n_layers"]
 
 
 @pytest.mark.parametrize("name", TRAINING)

@@ -120,11 +120,12 @@ def split_phases(capture: Capture) -> Phases:
     kernels = capture.kernels
     optimizer = [k for k in kernels if category(k) == OPTIMIZER]
     end = next((i for i, k in enumerate(kernels) if is_backward(k.name) or category(k) == OPTIMIZER), len(kernels))
-    # A fused linear cross-entropy (lmperf's) runs the LM head's gradient GEMMs right after its
-    # loss kernel, before any kernel named a gradient: the backward starts at the first GEMM
-    # after the loss.
+    # A fused linear cross-entropy (lmperf's, Liger's) runs the LM head's gradient GEMMs right
+    # after its loss kernel, before any kernel named a gradient: the backward starts at the first
+    # GEMM after the loss, whether or not the range reaches a named gradient kernel (no forward
+    # runs a GEMM after its loss).
     loss = next((i for i, k in enumerate(kernels[:end]) if category(k) == LOSS), None)
-    if loss is not None and end < len(kernels):
+    if loss is not None:
         end = next((i for i in range(loss + 1, end) if category(kernels[i]) == MATMUL), end)
     backward = [k for k in kernels[end:] if category(k) != OPTIMIZER]
     return Phases(kernels[:end], backward, optimizer)
