@@ -215,6 +215,24 @@ def test_a_generate_cut_inside_its_prefill_is_detected():
     _assert_forward_cuts_detected(capture, range(gemms[0] + 1, prefill_head + 1), "prefill")
 
 
+@pytest.mark.parametrize("name", ["g_gpt2_h12_p37", "g_llama_h14_kv2_p64", "x_llama_h16_kv4_p48_static"])
+def test_a_generate_cut_in_its_first_sampling_is_no_forward_pass(name):
+    """Cut inside the sampling after the prefill's LM head, once its argmax has run:
+    no forward pass runs a reduction after its head without a loss, so the mode is undetermined;
+    the architecture, whole in the prefill, still reads."""
+    capture = read_capture(capture_path(name))
+    gemms = _gemm_indices(capture.kernels)
+    head_name = capture.kernels[gemms[-1]].name  # the LM head: the same GEMM every step
+    prefill_head = next(i for i in gemms if capture.kernels[i].name == head_name)
+    argmax = next(k.index for k in capture.kernels if k.index > prefill_head and "ArgMax" in k.name)
+    # the sampling ends where the next step's forward begins: its embedding lookup or first norm
+    next_step = next(k.index for k in capture.kernels if k.index > argmax and _category(k) in (EMBEDDING, NORM))
+    for n in range(argmax + 1, next_step + 1):
+        result = infer(_cut(capture, n))
+        assert result.values["mode"] is None, (name, n, result.values["mode"])
+        assert result.values["d_model"] == truth(name)["d_model"]
+
+
 def test_cli_reports_a_cut_capture_in_text_json_and_stderr(tmp_path):
     lines = gzip.open(FIXTURES / "llama_l2_d256.csv.gz", "rt").read().splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith('"ID",'))

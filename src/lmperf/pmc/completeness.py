@@ -68,6 +68,17 @@ def forward_gaps(phases: g.Phases, layers: g.Layers | None, whole_layer: bool) -
         return [Gap("forward", why, FORWARD_FIELDS)]
     losses = [k.index for k in phases.forward if category(k) == LOSS]
     went_on = losses and phases.forward[-1].index > losses[-1]
+    if layers and not (losses or phases.backward or phases.optimizer):
+        after_head = [k for k in phases.forward if k.index > layers.lm_head.index]
+        if any(category(k) == REDUCTION for k in after_head):
+            return [
+                Gap(
+                    "forward",
+                    "a reduction runs after the LM head and no loss: the range went on into "
+                    "sampling (a generate cut after its prefill), not a forward pass alone",
+                    ("mode",),
+                )
+            ]
     if went_on and not (phases.backward or phases.optimizer):
         return [
             Gap(
