@@ -82,6 +82,15 @@ def gemm_shapes() -> list[dict]:
     return [dict(zip(("op", "m", "n", "k", "layout"), key), **g) for key, g in groups.items()]
 
 
+def per_layer_ms(name: str | None = None, m: int | None = None, n: int | None = None) -> list[float]:
+    """Durations in launch order of the profiled step's forward kernels of one kind: an attention
+    kernel by name, or a GEMM by shape (its forward launches: the first one per layer)."""
+    if name:
+        return [r["duration_ms"] for r in kernel_rows("attention") if r["name"] == name]
+    rows = [r for r in kernel_rows("matmul") if (r.get("m"), r.get("n")) == (m, n)]
+    return [r["duration_ms"] for r in rows]
+
+
 def attention_in_step() -> dict[str, tuple[int, float]]:
     """Attention kernel name -> (launches, total ms) in the profiled step."""
     out: dict[str, tuple[int, float]] = {}
