@@ -262,17 +262,5 @@ def test_the_blind_batches_misses_are_read_now(name):
     split-KV grid, exact GELU, a LayerNorm count taken for OPT's ReLU width): every structural
     field against the configuration that ran."""
     result, expected = infer_file(capture_path(name)), truth(name)
-    for field in (
-        "mode",
-        "dtype",
-        "batch",
-        "seq_len",
-        "n_layers",
-        "d_model",
-        "n_heads",
-        "n_kv_heads",
-        "head_dim",
-        "d_ff",
-        "mlp",
-    ):
+    for field in EXACT:
         assert result.values[field] == expected[field], (field, result.evidence.get(field))

@@ -11,10 +11,10 @@ import re
 from dataclasses import dataclass
 
 from lmperf.analysis.kernels import ATTENTION, LOSS, MATMUL, OPTIMIZER, SOFTMAX
-from lmperf.pmc.kernels import category, is_backward, is_generated
+from lmperf.pmc.kernels import category, is_backward, is_generated, tensor_work
+from lmperf.pmc.parse import FADD as FADD
 from lmperf.pmc.parse import FFMA, TENSOR_PATHS, Capture, KernelRecord
 
-FADD = "sm__sass_thread_inst_executed_op_fadd_pred_on.sum"
 FMUL = "sm__sass_thread_inst_executed_op_fmul_pred_on.sum"
 STORE_BYTES = "sm__sass_data_bytes_mem_global_op_st.sum"  # absent from older captures
 # A GEMM this much smaller than the typical one is bookkeeping (rotary tables), not a layer.
@@ -29,7 +29,7 @@ def tensor_path(kernel: KernelRecord) -> str | None:
 
 def macs(kernel: KernelRecord) -> float:
     """Multiply-adds a GEMM kernel executed (tile padding included)."""
-    tensor = sum(kernel.metric(name) for name in TENSOR_PATHS.values())
+    tensor = tensor_work(kernel)
     return tensor / 2 if tensor > 0 else kernel.metric(FFMA)
 
 

@@ -65,10 +65,17 @@ def element_counts(kernels: list[KernelRecord], stored_size: int | None = None) 
 
 def stored_size(result: Inference, forward: list[KernelRecord]) -> int | None:
     """The element size to count stores in for a compiled step (None for an eager one, whose
-    float counts are exact): 4 bytes for fp32, else 2."""
-    if not any(is_generated(k.name) for k in forward):
-        return None
+    float counts are exact)."""
+    return _element_size(result) if _compiled(forward) else None
+
+
+def _element_size(result: Inference) -> int:
+    """Bytes of one activation: 4 for fp32, else 2."""
     return 4 if result.values["dtype"] == "fp32" else 2
+
+
+def _compiled(kernels: Sequence[KernelRecord]) -> bool:
+    return any(is_generated(k.name) for k in kernels)
 
 
 class StoredCounts(Counter):
@@ -143,6 +150,7 @@ def layer_roles(layer: g.Layers) -> dict | None:
     before = [k for k in layer.layer_gemms if k.index < at.index]
     after = [k for k in layer.layer_gemms if k.index > at.index]
     roles = dict(kind=kind, marker=at, qk=None, pv=None, first_layer=layer.first_layer)
+    compiled = _compiled(layer.first_layer)
     if kind == "softmax":
         # QK^T and PV are the matmuls either side of the softmax, whatever their size: in a
         # decode step they are GEMVs too small to count among the layer GEMMs
@@ -151,7 +159,7 @@ def layer_roles(layer: g.Layers) -> dict | None:
         pv = next((k for k in matmuls if k.index > at.index), None)
         if qk is None or pv is None:
             return None
-        if any(is_generated(k.name) for k in layer.first_layer) and g.macs(qk) > 0:
+        if compiled and g.macs(qk) > 0:
             # torch.compile may run the V projection after the softmax, which only P V needs: P V
             # is the matmul after the softmax with QK^T's work (B·H·T²·hd both), and a projection
             # before it belongs with Q and K
@@ -160,7 +168,6 @@ def layer_roles(layer: g.Layers) -> dict | None:
             after = [k for k in after if k.index > pv.index]
         roles.update(qk=qk, pv=pv)
         before, after = [k for k in before if k is not qk], [k for k in after if k is not pv]
-    compiled = any(is_generated(k.name) for k in layer.first_layer)
     if compiled and len(after) < 2:
         before, after = _mlp_before_attention(layer.first_layer, before, after)
     if not before or len(after) < 2:
@@ -530,7 +537,7 @@ def _d_ff(result: Inference, roles: dict, tokens: int, d: int, size: int | None)
     first_up = (roles["ups"] or [down])[0]
     between = [k for k in roles["first_layer"] if first_up.index < k.index < down.index]
     if size is None and any(is_triton(k.name) for k in between):  # Liger's SwiGLU: padded rows
-        size = 4 if result.values["dtype"] == "fp32" else 2
+        size = _element_size(result)
     mlp_counts = element_counts(between, size)
     slack = SLACK * row_padding(tokens)
     # Counts elsewhere in the step are not read: a LayerNorm's FMUL count (N·4495 at d=1280)

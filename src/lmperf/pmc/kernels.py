@@ -24,11 +24,10 @@ from lmperf.analysis.kernels import (
     REDUCTION,
     kernel_category,
 )
-from lmperf.pmc.parse import FFMA, TENSOR_PATHS, KernelRecord
+from lmperf.pmc.parse import FADD, FFMA, TENSOR_PATHS, KernelRecord
 
 _BACKWARD = re.compile(r"backward|bwd|_grad|grad_|dgrad|wgrad", re.IGNORECASE)
 _GENERATED = re.compile(r"^triton_(poi|red|per|tem)_")
-_FADD = "sm__sass_thread_inst_executed_op_fadd_pred_on.sum"
 
 
 @functools.lru_cache(maxsize=8192)  # a capture repeats a few dozen long names hundreds of times
@@ -55,14 +54,16 @@ def is_triton(name: str) -> bool:
 
 
 def tensor_work(kernel: KernelRecord) -> float:
+    """Tensor-pipe ops of every source type (two per multiply-add)."""
     return sum(kernel.metric(name) for name in TENSOR_PATHS.values())
 
 
 def category(kernel: KernelRecord) -> str:
     """kernel_category of the name, corrected by the counters where the name misleads: a
     generated kernel is a GEMM when it did tensor work (flex attention when so named), a template
-    with FFMA work is what its name says, and any other is never attention or a GEMM; a multi-tensor kernel without float work (CUDA graphs' input
-    copies) is a copy, not an optimizer."""
+    with FFMA work is what its name says, and any other is never attention or a GEMM; a
+    multi-tensor kernel without float work (CUDA graphs' input copies) is a copy, not an
+    optimizer."""
     named = kernel_category(kernel.name)
     if is_generated(kernel.name):
         if tensor_work(kernel) > 0:
@@ -72,6 +73,6 @@ def category(kernel: KernelRecord) -> str:
         if named in (ATTENTION, MATMUL, MATMUL_AUX):
             return ELEMENTWISE if kernel.name.startswith("triton_poi_") else REDUCTION
         return named
-    if named == OPTIMIZER and not (kernel.metric(_FADD) or kernel.metric(FFMA)):
+    if named == OPTIMIZER and not (kernel.metric(FADD) or kernel.metric(FFMA)):
         return COPY
     return named

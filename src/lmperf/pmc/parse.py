@@ -30,6 +30,7 @@ TENSOR_PATHS = {
     "fp8": "sm__ops_path_tensor_src_fp8.sum",
 }
 FFMA = "sm__sass_thread_inst_executed_op_ffma_pred_on.sum"
+FADD = "sm__sass_thread_inst_executed_op_fadd_pred_on.sum"
 # What every answer rests on: kernel names (phases, roles), and the counters of GEMM work.
 REQUIRED_COLUMNS = ("Kernel Name", FFMA)
 # The tensor pipes every GPU since Ampere offers (fp8 is newer, so its absence says nothing).

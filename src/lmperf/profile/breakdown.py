@@ -153,7 +153,7 @@ def peak_parts(events: list[dict], backward_starts: int, start: int, step: Model
     step's gradients and optimizer state."""
     replay = _replay_to_peak(events, start)
     live = replay.live
-    gradients = sum(size for addr, (size, _) in gradient_blocks(events, replay, backward_starts, step).items())
+    gradients = sum(size for size, _ in gradient_blocks(events, replay, backward_starts, step).values())
     activations = sum(size for size, index in live.values() if index < backward_starts)
     temporaries = sum(size for size, _ in live.values()) - gradients - activations
     parameters = tensor_bytes(step.model.parameters())
