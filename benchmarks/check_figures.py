@@ -407,13 +407,7 @@ def _remeasured() -> tuple[str]:
 
 def _attention_in_step() -> tuple[str, str]:
     """How much slower than alone lmperf's forward and backward kernels run in the step, %."""
-    in_step = L.attention_in_step()
-    out = []
-    for name, field in (("_fwd_kernel", "fwd_ms"), ("_bwd_kernel", "bwd_ms")):
-        n, ms = in_step[name]
-        alone = statistics.median(r[field] for r in L.attention_alone())
-        out.append(f"{100 * (1 - alone / (ms / n)):.0f}")
-    return tuple(out)
+    return tuple(f"{100 * (1 - a['alone_ms'] / a['step_ms']):.0f}" for a in L.attention_beside_alone())
 
 
 def _layer_drift() -> tuple[str, ...]:

@@ -13,6 +13,7 @@ import statistics
 
 import figures as F
 from lmperf.analysis.flops import attention_kernel_flops, forward_ops
+from lmperf.distributed import kernel_table
 from lmperf.analysis.sharding import DataParallel, state_memory, train_step_peak
 from lmperf.model.config import ModelConfig
 
@@ -32,6 +33,7 @@ CHANGES = [
 ]
 # The tries of the headline's call that did not help, each beside its own baseline run of the call.
 HEADLINE, PROFILED, SAME_CALL_TITAN = "mm-06e1beb", "mm-profile-06e1beb", "torchtitan-06e1beb"
+KERNELS = "kernels-06e1beb"  # the profiled step's per-kernel rows
 
 
 # ----------------------------------------------------------------------------------------- rows
@@ -61,25 +63,14 @@ def titan_same_call() -> dict:
 
 def kernel_rows(category: str) -> list[dict]:
     """The profiled step's kernels of one category (rank 0, one step)."""
-    return F.of_set(PAGE, "kernels-06e1beb", row="kernel", category=category)
+    return F.of_set(PAGE, KERNELS, row="kernel", category=category)
 
 
 def gemm_shapes() -> list[dict]:
-    """The profiled step's GEMMs grouped by (op, M, N, K, layout): calls, time in the step, FLOPs,
-    the same GEMM's time alone, and the time an NCCL kernel ran beside them."""
-    groups: dict[tuple, dict] = {}
-    for r in kernel_rows("matmul"):
-        if r.get("m") is None:
-            continue
-        key = (r["op"].removeprefix("aten::"), r["m"], r["n"], r["k"], r["layout"])
-        g = groups.setdefault(key, dict(calls=0, ms=0.0, flops=0.0, nccl_ms=0.0, alone_ms=r.get("alone_ms"), ops=set()))
-        g["ms"] += r["duration_ms"]
-        g["nccl_ms"] += r.get("nccl_overlap_ms") or 0.0
-        if r["op_id"] not in g["ops"]:  # one op may launch several kernels (split-K and its reduction)
-            g["ops"].add(r["op_id"])
-            g["calls"] += 1
-            g["flops"] += r["flops"]
-    return [dict(zip(("op", "m", "n", "k", "layout"), key), **g) for key, g in groups.items()]
+    """The profiled step's GEMMs with a shape, one row per distinct GEMM (kernel_table's summary:
+    calls, time and TFLOP/s in the step and alone, share of its time beside NCCL)."""
+    summary = kernel_table.gemm_summary(F.of_set(PAGE, KERNELS, row="kernel"))
+    return [g for g in summary if g["m"] is not None]
 
 
 def per_layer_ms(name: str | None = None, m: int | None = None, n: int | None = None) -> list[float]:
@@ -91,13 +82,21 @@ def per_layer_ms(name: str | None = None, m: int | None = None, n: int | None = 
     return [r["duration_ms"] for r in rows]
 
 
-def attention_in_step() -> dict[str, tuple[int, float]]:
-    """Attention kernel name -> (launches, total ms) in the profiled step."""
-    out: dict[str, tuple[int, float]] = {}
-    for r in kernel_rows("attention"):
-        n, ms = out.get(r["name"], (0, 0.0))
-        out[r["name"]] = (n + 1, ms + r["duration_ms"])
-    return out
+def attention_beside_alone() -> list[dict]:
+    """lmperf's attention forward and backward in the profiled step (launches, mean ms) beside
+    the same kernels alone at the step's shape and cuDNN's, medians over the rounds."""
+    in_step = {a["name"]: a for a in kernel_table.attention_summary(F.of_set(PAGE, KERNELS, row="kernel"))}
+    alone = {impl: attention_alone(impl) for impl in ("triton", "sdpa-cudnn")}
+    return [
+        {
+            "what": what,
+            "launches": in_step[name]["count"],
+            "step_ms": in_step[name]["mean_ms"],
+            "alone_ms": statistics.median(r[field] for r in alone["triton"]),
+            "cudnn_ms": statistics.median(r[field] for r in alone["sdpa-cudnn"]),
+        }
+        for name, field, what in (("_fwd_kernel", "fwd_ms", "forward"), ("_bwd_kernel", "bwd_ms", "backward"))
+    ]
 
 
 def attention_alone(impl: str = "triton") -> list[dict]:

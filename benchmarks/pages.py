@@ -640,7 +640,6 @@ def leaderboard_peers() -> str:
 
 
 def leaderboard_gemms() -> str:
-    shapes = sorted(L.gemm_shapes(), key=lambda g: -g["ms"])
     body = [
         [
             g["op"],
@@ -648,13 +647,13 @@ def leaderboard_gemms() -> str:
             f"{g['n']:,}",
             f"{g['k']:,}",
             g["layout"],
-            g["calls"],
-            f"{g['ms']:,.1f}",
-            f"{L.tflops(g['flops'], g['ms']):,.0f}",
-            number(L.tflops(g["flops"] / g["calls"], g["alone_ms"]) if g["alone_ms"] else None, ",.0f"),
-            f"{100 * g['nccl_ms'] / g['ms']:.0f}",
+            g["count"],
+            f"{g['total_ms']:,.1f}",
+            f"{g['step_tflops']:,.0f}",
+            number(g["alone_tflops"], ",.0f"),
+            f"{100 * g['nccl_share']:.0f}",
         ]
-        for g in shapes
+        for g in L.gemm_shapes()
     ]
     headers = [
         "op",
@@ -672,25 +671,17 @@ def leaderboard_gemms() -> str:
 
 
 def leaderboard_attention() -> str:
-    in_step = L.attention_in_step()
-    alone = {impl: L.attention_alone(impl) for impl in ("triton", "sdpa-cudnn")}
-
-    def median(impl: str, field: str) -> float:
-        return statistics.median(r[field] for r in alone[impl])
-
-    body = []
-    for name, field, what in (("_fwd_kernel", "fwd_ms", "forward"), ("_bwd_kernel", "bwd_ms", "backward")):
-        n, ms = in_step[name]
-        body.append(
-            [
-                what,
-                n,
-                f"{ms / n:.2f}",
-                f"{median('triton', field):.2f}",
-                f"{median('triton', field) / (ms / n):.3f}",
-                f"{median('sdpa-cudnn', field):.2f}",
-            ]
-        )
+    body = [
+        [
+            a["what"],
+            a["launches"],
+            f"{a['step_ms']:.2f}",
+            f"{a['alone_ms']:.2f}",
+            f"{a['alone_ms'] / a['step_ms']:.3f}",
+            f"{a['cudnn_ms']:.2f}",
+        ]
+        for a in L.attention_beside_alone()
+    ]
     headers = [
         "lmperf's attention, one layer",
         "launches per step",
