@@ -74,4 +74,5 @@ def test_nccl_collectives_and_data_parallel_steps(tmp_path):
         # rank 0's kernel table: the eager step's GEMMs are aten::mm/addmm, with shapes, also timed alone
         gemms = [r for r in read_rows(bench_dir / row["kernel_table"]) if r.get("flops")]
         assert gemms and all(r["m"] and r["tflops"] > 0 for r in gemms) and any(r["alone_tflops"] for r in gemms)
+        assert all(r["env"] == row["env"] for r in gemms)  # each row names the run's GPU and commit
     assert "## GEMMs in the profiled step" in (bench_dir / "results.md").read_text()

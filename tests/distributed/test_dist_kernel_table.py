@@ -206,9 +206,11 @@ def test_time_alone_times_the_longest_gemms_first():
 def test_rank_0_writes_the_table_and_the_report_shows_it(tmp_path):
     trace = _cpu_rows()
     kernels, steps = overlap.kernels_and_steps(trace)
-    name = _write_kernel_table(trace, kernels, steps[-1], torch.device("cpu"), tmp_path / "kernels-a.jsonl")
+    env = {"device": "cpu", "commit": "abc1234"}
+    name = _write_kernel_table(trace, kernels, steps[-1], torch.device("cpu"), tmp_path / "kernels-a.jsonl", env)
     rows = read_rows(tmp_path / name)
     assert name == "kernels-a.jsonl" and all(r["alone_ms"] > 0 for r in rows if r.get("flops"))
+    assert all(r["env"] == env for r in rows)  # every row names the run it came from
     text = kernel_tables_markdown([{"kernel_table": name}, {"kernel_table": ""}], tmp_path)
     assert text.count("## GEMMs in the profiled step") == 1 and "| bmm | 8 | 128 | 256 | 64 | nn | fp32 |" in text
     json.dumps(rows)  # every field is plain JSON

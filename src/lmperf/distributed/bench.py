@@ -126,12 +126,18 @@ def _world_figures(row: DistBenchRow, world: World) -> None:
 
 
 def _write_kernel_table(
-    trace: dict, kernels: Sequence[overlap.Kernel], window: overlap.Interval, device: torch.device, path: Path
+    trace: dict,
+    kernels: Sequence[overlap.Kernel],
+    window: overlap.Interval,
+    device: torch.device,
+    path: Path,
+    env: dict,
 ) -> str:
-    """The step's kernel table with its GEMMs also timed alone, as JSONL; the file's name."""
+    """The step's kernel table with its GEMMs also timed alone, as JSONL, each row with the run's
+    environment (GPU, versions, commit) as every result row has; the file's name."""
     rows = kernel_table.kernel_rows(kernels, window, kernel_table.launching_ops(trace))
     gemm_alone.time_alone(rows, device)
-    write_text_whole(path, "".join(json.dumps(row) + "\n" for row in rows))
+    write_text_whole(path, "".join(json.dumps({**row, "env": env}) + "\n" for row in rows))
     return path.name
 
 
@@ -156,7 +162,7 @@ def _profile(row: DistBenchRow, step: DistModelStep, steps: int, world: World, r
         overlap.plot_timeline(kernels, windows[-1], path, f"rank 0, one step: {label}")
         row.timeline = path.name
         row.kernel_table = _write_kernel_table(
-            trace, kernels, windows[-1], world.device, run_dir.path / f"kernels-{label}.jsonl"
+            trace, kernels, windows[-1], world.device, run_dir.path / f"kernels-{label}.jsonl", row.env
         )
     dist.barrier()  # the other ranks wait here while rank 0 times GEMMs alone
 
