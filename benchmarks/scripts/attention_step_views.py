@@ -3,12 +3,12 @@ it (issue 46: the kernels run 6-12% slower inside the step than alone, and the s
 one difference not yet timed). One GPU, one process, rounds in alternating order:
 
 - contiguous: q, k, v and dO contiguous (B, H, T, hd), as `lmperf attention` times them;
-- step views: q, k, v split from one fused QKV output (B, T, 3·H·hd) viewed (B, H, T, hd), so that
-  a row of one head is 3·H·hd values from the next, and dO the transpose of a contiguous
-  (B, T, H, hd) gradient, as the output projection's backward hands it.
-
-Rotary embedding is left out: in the compiled step it writes q and k anew in inductor's layout,
-so the views here bound the step's case from the strided side. Usage (a GPU machine, from the
+- step: q and k contiguous, as the rotary embedding writes them anew; v a view of one fused QKV
+  output (B, T, 3·H·hd) viewed (B, H, T, hd), so that a row of one head is 3·H·hd values from
+  the next; dO the transpose of a contiguous (B, T, H, hd) gradient, as the output projection's
+  backward hands it. This is what lmperf's model hands the kernels;
+- step views: q and k views of the fused output too, bounding the step's case from the strided
+  side. Usage (a GPU machine, from the
 repository root): `PYTHONPATH=src python benchmarks/scripts/attention_step_views.py OUT.jsonl
 [--heads 32 --seq 32768 --rounds 4]`; one JSON row per layout and round (forward and backward
 ms, do_bench medians) with the environment.
@@ -36,6 +36,12 @@ def step_views(batch: int, heads: int, seq: int, head_dim: int) -> tuple[torch.T
     q, k, v = views.split((heads, heads, heads), dim=1)
     grad = torch.randn(batch, seq, heads, head_dim, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
     return q, k, v, grad
+
+
+def step_inputs(batch: int, heads: int, seq: int, head_dim: int) -> tuple[torch.Tensor, ...]:
+    """q, k contiguous (the rotary embedding's outputs), v and dO the step's views."""
+    q, k, v, grad = step_views(batch, heads, seq, head_dim)
+    return q.contiguous(), k.contiguous(), v, grad
 
 
 def time_layout(inputs: tuple[torch.Tensor, ...], rep_ms: int) -> dict:
@@ -77,7 +83,7 @@ def main(argv: list[str]) -> int:
     from lmperf.report.environment import environment
 
     shape = (args.batch, args.heads, args.seq, args.head_dim)
-    layouts = {"contiguous": contiguous_inputs(*shape), "step views": step_views(*shape)}
+    layouts = {"contiguous": contiguous_inputs(*shape), "step": step_inputs(*shape), "step views": step_views(*shape)}
     env = environment("cuda")
     with open(args.out, "a", encoding="utf-8") as out:
         for round_ in range(args.rounds):
