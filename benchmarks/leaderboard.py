@@ -145,8 +145,10 @@ def attention_flops(row: dict) -> float:
 
 def recomputed_matmul_flops(row: dict) -> float:
     """The matmul FLOPs selective-mm runs again in the backward: the output projection's forward
-    once per block (no backward needs the down projection's output; tests/test_step_options.py
-    counts the recomputed matmuls)."""
+    once per block (no backward needs the down projection's output); selective-mm-out runs none
+    again (tests/test_step_options.py counts the recomputed matmuls)."""
+    if row["checkpoint"] == "selective-mm-out":
+        return 0.0
     if row["checkpoint"] != "selective-mm":
         raise ValueError(f"the recomputed matmuls of {row['checkpoint']!r} are not counted here")
     return sum(
@@ -155,7 +157,7 @@ def recomputed_matmul_flops(row: dict) -> float:
 
 
 def matmul_flops(row: dict) -> float:
-    """The step's matmul FLOPs per GPU besides attention's under selective-mm: QKV, output,
+    """The step's matmul FLOPs per GPU besides attention's under selective-mm(-out): QKV, output,
     gate/up and down projections and the LM head, forward and backward (3x the forward), and the
     recomputed output projections."""
     ops = forward_ops(model_of(row), row["batch"], row["seq_len"])

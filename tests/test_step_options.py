@@ -20,7 +20,15 @@ from lmperf.model.checkpointing import block_policies
 from lmperf.model.transformer import LOSSES
 
 CONFIG = preset("tiny", vocab_size=1000, max_seq_len=128, attention="sdpa")
-CHECKPOINT_POLICIES = ("none", "full", "selective", "selective-mm", "selective:1")  # selective:1 mixes two kinds
+CHECKPOINT_POLICIES = (
+    "none",
+    "full",
+    "selective",
+    "selective-mm",
+    "selective-mm-out",
+    "selective:1",
+    "selective-mm:1",
+)  # ":1" mixes two kinds
 BATCH, CONTEXT = 2, 128
 
 
@@ -108,13 +116,22 @@ def test_selective_checkpointing_recomputes_lmperfs_own_attention(monkeypatch, c
 
 @pytest.mark.parametrize(
     "checkpoint, recomputed",
-    [("none", 0), ("selective", 8), ("selective:1", 4), ("selective:2", 0), ("selective-mm", 2)],
+    [
+        ("none", 0),
+        ("selective", 8),
+        ("selective:1", 4),
+        ("selective:2", 0),
+        ("selective-mm", 2),
+        ("selective-mm:1", 1),
+        ("selective-mm-out", 0),
+    ],
 )
 def test_checkpoint_policies_recompute_the_matmuls_they_do_not_keep(checkpoint, recomputed):
     # Each tiny block runs 5 matmuls (QKV, output, w1, w3, w2) in its forward; a block that keeps
     # everything runs them once, a selectively checkpointed block runs 4 again in the backward:
     # recomputation stops once every saved tensor is back, and no backward needs w2's output;
-    # under selective-mm only the output projection runs again (QKV, w1 and w3 are kept).
+    # under selective-mm only the output projection runs again (QKV, w1 and w3 are kept), and
+    # under selective-mm-out none does.
     torch.manual_seed(0)
     model = TransformerLM(CONFIG, checkpoint)
     inputs, targets = _batch()
@@ -128,7 +145,8 @@ def test_checkpoint_policies_recompute_the_matmuls_they_do_not_keep(checkpoint, 
 def test_block_policies_put_the_kept_blocks_last():
     assert block_policies("selective:2", 5) == ["selective"] * 3 + ["none"] * 2
     assert block_policies("full", 2) == ["full", "full"]
-    for bad in ("selective:6", "selective:-1", "full:1", "selective:x"):
+    assert block_policies("selective-mm-out:1", 3) == ["selective-mm-out"] * 2 + ["none"]
+    for bad in ("selective:6", "selective:-1", "full:1", "selective:x", "selective-mm-out:6", "none:0"):
         with pytest.raises(UsageError, match="unknown checkpoint policy"):
             block_policies(bad, 5)
 

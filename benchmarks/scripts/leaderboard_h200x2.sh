@@ -19,12 +19,17 @@
 #      per-kernel table, then Liger's loss and torchtitan's per-op step with the leaderboard's
 #      10 s / 30 s do_bench (peers_h200x2.sh, PEERS=liger-titan-op). The run directories come
 #      back packed in $OUT/runs.tgz.
+#   6. GPUs 0,1: selective-mm-out (the output projection's output kept too), then selective-mm,
+#      each with the leaderboard's do_bench, one pair of processes after the other. GPUs 2,3:
+#      Liger's loss and torchtitan's per-op step with the 10 s / 30 s do_bench, then the profiled
+#      step of selective-mm-out with the per-kernel table. nvidia-smi logs every GPU's SM clock,
+#      power and throttle reasons each half second ($OUT/smi.csv). Packed as in phase 5.
 # Every step: cs336-8b, 32,768 tokens, one sequence per GPU, bf16 parameters and AdamW state,
 # FSDP2, fused loss, compiled blocks, one warm-up step and four timed ones. Rows: $OUT/runs/NAME/
 # <stamp>-bench-dist/results.jsonl (and $OUT/peers.jsonl); logs beside them.
 # Run from the repository root: `OUT=$OUT bash benchmarks/scripts/leaderboard_h200x2.sh PHASE`.
 set -u
-PHASE=${1:?usage: leaderboard_h200x2.sh 1|2|3|4|5}
+PHASE=${1:?usage: leaderboard_h200x2.sh 1|2|3|4|5|6}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONUNBUFFERED=1 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True PYTHONPATH=src
 OUT=${OUT:-out}; RUNS="$OUT/runs"; mkdir -p "$RUNS"
@@ -70,5 +75,17 @@ case $PHASE in
     wait
     grep -h '"leaderboard_ms"' "$RUNS"/*/*/results.jsonl | python3 -c "import json,sys; [print(r['checkpoint'], r.get('leaderboard_ms'), r['mean_ms']) for r in map(json.loads, sys.stdin)]"
     tar -czf "$OUT/runs.tgz" -C "$OUT" runs && rm -rf "$RUNS" ;;
-  *) echo "PHASE is 1 to 5" >&2; exit 2 ;;
+  6)
+    nvidia-smi --query-gpu=timestamp,index,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active \
+      --format=csv -lms 500 > "$OUT/smi.csv" 2>&1 &
+    SMI=$!
+    { CUDA_VISIBLE_DEVICES=2,3 PEERS=liger-titan-op BUDGET_S=330 TITAN_WARMUP_MS=10000 TITAN_REP_MS=30000 \
+        OUT="$OUT" bash benchmarks/scripts/peers_h200x2.sh > "$OUT/peers.log" 2>&1; tail -n 6 "$OUT/peers.log"
+      on 2,3 out-profile --param-dtype bf16 --attention triton --checkpoint selective-mm-out --steps 2 --profile-steps 1; } &
+    on 0,1 out --param-dtype bf16 --attention triton --checkpoint selective-mm-out "${LEADERBOARD[@]}"
+    on 0,1 mm --param-dtype bf16 --attention triton --checkpoint selective-mm "${LEADERBOARD[@]}"
+    wait; kill $SMI
+    grep -h '"leaderboard_ms"' "$RUNS"/*/*/results.jsonl | python3 -c "import json,sys; [print(r['checkpoint'], r.get('leaderboard_ms'), r['mean_ms'], r['peak_memory_gb'], r.get('peak_reserved_gb'), r.get('alloc_retries')) for r in map(json.loads, sys.stdin)]"
+    tar -czf "$OUT/runs.tgz" -C "$OUT" runs && rm -rf "$RUNS" ;;
+  *) echo "PHASE is 1 to 6" >&2; exit 2 ;;
 esac

@@ -68,6 +68,7 @@ def test_nccl_collectives_and_data_parallel_steps(tmp_path):
         # model says, plus what it leaves out: cuBLAS workspaces and the last batch (under 0.1 GB).
         assert row["persistent_memory_gb"] == pytest.approx(row["model_persistent_gb"], rel=0.1, abs=0.1)
         assert row["peak_memory_gb"] > row["persistent_memory_gb"] and len(row["peak_memory_gb_ranks"]) == nproc
+        assert row["peak_reserved_gb"] >= row["peak_memory_gb"] and row["alloc_retries"] == 0
         assert row["profiled_steps"] == 2 and 0 <= row["exposed_ms"] <= row["comm_ms"] <= row["mean_ms"] * 1.5
         if nproc > 1:
             assert row["comm_ms"] > 0 and (bench_dir / row["timeline"]).is_file()

@@ -191,3 +191,18 @@ def test_selective_k_lies_between_selective_and_keeping_everything():
     step = run("selective:3").activations - run("selective:2").activations
     per_block_saves = (selective.activations - selective.activations_per_layer) / config.n_layers
     assert step == selective.activations_per_layer - per_block_saves
+
+
+def test_selective_mm_out_keeps_one_more_model_wide_tensor_per_block():
+    # selective-mm-out keeps, besides selective-mm's tensors, the output projection's output:
+    # one (batch, context, d_model) bf16 tensor per block, 2 x 8 x 64 x 2 bytes in tiny.
+    from lmperf.analysis.memory import memory_model
+    from lmperf.model import preset
+
+    config = preset("tiny")
+    run = lambda checkpoint: memory_model(config, 2, 8, "bf16", "bf16", checkpoint)  # noqa: E731
+    assert run("selective-mm-out").activations - run("selective-mm").activations == config.n_layers * 2 * 8 * 64 * 2
+    assert (
+        run("selective-mm-out:1").activations - run("selective-mm:1").activations
+        == (config.n_layers - 1) * 2 * 8 * 64 * 2
+    )

@@ -161,9 +161,10 @@ def _saved_per_layer(
     a = BF16 if precision == "bf16" else FP32
     if checkpoint == "selective":
         return block_input + _attention_kernel_saves(config, batch, seq_len, a)
-    if checkpoint == "selective-mm":  # and the QKV, gate and up outputs
+    if checkpoint in ("selective-mm", "selective-mm-out"):  # and the QKV, gate and up outputs
         widening = config.d_model + 2 * config.kv_width + (2 if config.mlp == "swiglu" else 1) * config.d_ff
-        return block_input + _attention_kernel_saves(config, batch, seq_len, a) + batch * seq_len * widening * a
+        kept = widening + (config.d_model if checkpoint == "selective-mm-out" else 0)  # the output projection's
+        return block_input + _attention_kernel_saves(config, batch, seq_len, a) + batch * seq_len * kept * a
     return activations_per_layer(config, batch, seq_len, precision, param_dtype)
 
 

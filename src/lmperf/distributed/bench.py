@@ -116,12 +116,14 @@ def _gather(value, world: World) -> list:
 def _world_figures(row: DistBenchRow, world: World) -> None:
     """Per-rank times and memory onto rank 0's row (a collective: every rank calls it)."""
     persistent = torch.cuda.memory_allocated(world.device) / 1e9 if world.device.type == "cuda" else None
-    ranks = _gather((row.mean_ms, row.peak_memory_gb, persistent), world)
+    ranks = _gather((row.mean_ms, row.peak_memory_gb, persistent, row.peak_reserved_gb, row.alloc_retries), world)
     row.mean_ms_ranks = [r[0] for r in ranks]
     if persistent is not None:
         row.peak_memory_gb_ranks = [r[1] for r in ranks]
         row.peak_memory_gb = max(row.peak_memory_gb_ranks)
         row.persistent_memory_gb = max(r[2] for r in ranks)
+        row.peak_reserved_gb = max(r[3] for r in ranks)
+        row.alloc_retries = max(r[4] for r in ranks)
     row.tokens_per_s_total = row.tokens_per_s * world.size
 
 

@@ -13,7 +13,9 @@ Two options change how a step spends memory, never what it computes:
   before any recomputation needs room); "selective-mm" keeps, besides attention's outputs, the
   outputs of the matmuls that widen the residual stream (QKV, gate, up), so that only the output
   projection and the elementwise work run again (the down projection's output no backward
-  needs). All are torch.utils.checkpoint (non-reentrant; selective through torch's
+  needs); "selective-mm-out" keeps the output projection's output as well, so that only the
+  elementwise work runs again, for one more (B, T, d_model) tensor per block. Each selective
+  policy takes ":K" (the last K blocks keep everything). All are torch.utils.checkpoint (non-reentrant; selective through torch's
   selective-checkpoint policy), inside the block so a compiled block compiles them too. lmperf's PyTorch FlashAttention ("torch") is an autograd.Function, not an
   operator: under "selective" its forward runs again in the backward, as under "full"
   (tests/test_step_options.py counts the calls).
@@ -66,29 +68,34 @@ def _keep_attention(ctx, op, *args, **kwargs):
     return CheckpointPolicy.MUST_SAVE if op in attention_ops() else CheckpointPolicy.PREFER_RECOMPUTE
 
 
-def _keep_attention_and_widening(d_model: int):
+def _keep_attention_and_matmuls(d_model: int, d_ff: int | None):
     """The "selective-mm" policy: attention's outputs and every matmul output whose width is not
     the model's (QKV, gate, up) are kept; the output projection and the elementwise work are
-    recomputed (recomputation stops before the down projection, whose output no backward needs)."""
+    recomputed (recomputation stops before the down projection, whose output no backward needs).
+    `d_ff` ("selective-mm-out"): every matmul output but the down projection's, told by its input
+    width d_ff, so the output projection's too (a model with d_ff equal to the attention's width
+    would keep neither; none of lmperf's presets is such)."""
     from torch.utils.checkpoint import CheckpointPolicy
 
     def policy(ctx, op, *args, **kwargs):
-        widening = op is torch.ops.aten.mm.default and args[1].shape[-1] != d_model
-        keep = widening or op in attention_ops()
+        matmul = op is torch.ops.aten.mm.default
+        widening = matmul and args[1].shape[-1] != d_model
+        projection = d_ff is not None and matmul and args[0].shape[-1] != d_ff
+        keep = widening or projection or op in attention_ops()
         return CheckpointPolicy.MUST_SAVE if keep else CheckpointPolicy.PREFER_RECOMPUTE
 
     return policy
 
 
-def checkpoint_options(policy: str, d_model: int | None = None) -> dict:
-    """torch.utils.checkpoint's keyword arguments for one block's policy (`d_model`: the width by
-    which "selective-mm" tells the widening matmuls)."""
+def checkpoint_options(policy: str, d_model: int | None = None, d_ff: int | None = None) -> dict:
+    """torch.utils.checkpoint's keyword arguments for one block's policy (`d_model`, `d_ff`: the
+    widths by which "selective-mm" and "selective-mm-out" tell the matmuls apart)."""
     from torch.utils.checkpoint import create_selective_checkpoint_contexts
 
     if policy == "selective":
         return {"context_fn": functools.partial(create_selective_checkpoint_contexts, _keep_attention)}
-    if policy == "selective-mm":
-        keep = _keep_attention_and_widening(d_model)
+    if policy in ("selective-mm", "selective-mm-out"):
+        keep = _keep_attention_and_matmuls(d_model, d_ff if policy == "selective-mm-out" else None)
         return {"context_fn": functools.partial(create_selective_checkpoint_contexts, keep)}
     return {}
 
@@ -178,6 +185,7 @@ class Block(nn.Module):
     def __init__(self, config: ModelConfig, checkpoint: str = "none"):
         super().__init__()
         self.checkpoint = checkpoint
+        self.d_ff = config.d_ff
         self.attn_norm = RMSNorm(config.d_model, config.norm_eps)
         self.attn = CausalSelfAttention(config)
         self.ffn_norm = RMSNorm(config.d_model, config.norm_eps)
@@ -187,7 +195,7 @@ class Block(nn.Module):
         if self.checkpoint == "none":
             return self._forward(x)
         return torch.utils.checkpoint.checkpoint(
-            self._forward, x, use_reentrant=False, **checkpoint_options(self.checkpoint, x.shape[-1])
+            self._forward, x, use_reentrant=False, **checkpoint_options(self.checkpoint, x.shape[-1], self.d_ff)
         )
 
     def _forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -84,6 +84,10 @@ class BenchRow(ResultRow):
     tflops: float | None = None
     mfu: float | None = None
     peak_memory_gb: float | None = None
+    # The caching allocator's peak reservation and how often it freed its cache to retry an
+    # allocation during the row: near the card's capacity a step slows down by these retries.
+    peak_reserved_gb: float | None = None
+    alloc_retries: int | None = None
     # triton.testing.do_bench's procedure over the whole step (timing.do_bench_ms), when asked
     leaderboard_ms: float | None = None
     leaderboard_calls: int | None = None
@@ -193,6 +197,7 @@ def _measure(step: ModelStep, config: StepConfig, settings: SweepSettings) -> Be
     device = step.device
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
+        retries_before = torch.cuda.memory_stats(device).get("num_alloc_retries", 0)
     load_start = load_average()
     times = time_steps(lambda: step.run(config.mode), settings.warmup, settings.steps, device)
     row = base_row(config, settings, "ok")
@@ -215,6 +220,8 @@ def _measure(step: ModelStep, config: StepConfig, settings: SweepSettings) -> Be
     row.mfu = row.tflops / peak if peak else None
     if device.type == "cuda":
         row.peak_memory_gb = torch.cuda.max_memory_allocated(device) / 1e9
+        row.peak_reserved_gb = torch.cuda.max_memory_reserved(device) / 1e9
+        row.alloc_retries = torch.cuda.memory_stats(device).get("num_alloc_retries", 0) - retries_before
     return row
 
 
