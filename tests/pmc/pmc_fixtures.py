@@ -25,9 +25,8 @@ SWEEP_CAPTURES = sorted(
 GENERATE_CAPTURES = sorted(p.name.removesuffix(".truth.json") for p in SWEEP.glob("g_*.truth.json"))
 
 # Issue 48's runs as served and trained in earnest (compiled, CUDA graphs, Liger, fused loss): the
-# development set `r_*`, and the blind batches scored once by the protocol.
+# development set `r_*`, and the blind batches scored once by the protocol (x_, y_, z_, ...).
 SERVED = FIXTURES / "served"
-SERVED_PREFIXES = ("r_", "x_", "y_")
 SERVED_CAPTURES = sorted(
     p.name.removesuffix(".truth.json")
     for p in SERVED.glob("*.truth.json")
@@ -41,9 +40,10 @@ SERVED_GENERATE = sorted(
 
 
 def capture_path(name: str) -> Path:
-    """NAME.csv.gz of a committed capture, in the first corpus, the sweep (s_, g_ and the blind
-    batches b_, c_, d_, e_) or the served runs (r_, x_, y_)."""
-    if name.startswith(SERVED_PREFIXES):
+    """NAME.csv.gz of a committed capture: the served runs (every blind batch in that folder,
+    whatever its letter), the sweep (s_, g_ and the blind batches b_, c_, d_, e_) or the first
+    corpus."""
+    if (SERVED / f"{name}.csv.gz").exists():
         return SERVED / f"{name}.csv.gz"
     return (
         SWEEP / f"{name}.csv.gz"
