@@ -264,3 +264,37 @@ def test_the_blind_batches_misses_are_read_now(name):
     result, expected = infer_file(capture_path(name)), truth(name)
     for field in EXACT:
         assert result.values[field] == expected[field], (field, result.evidence.get(field))
+
+
+def _served(name: str) -> tuple:
+    """A served capture's kernels and the configuration that ran."""
+    from lmperf.pmc.parse import read_capture
+
+    path = FIXTURES / "served" / f"{name}.csv.gz"
+    return read_capture(path), json.loads(path.with_name(f"{name}.truth.json").read_text())
+
+
+def test_a_compiled_norm_grid_allows_a_last_program_of_fewer_rows():
+    """torch.compile's norms run 2 (or 4) rows a program: 116 programs hold 231 rows or 232."""
+    from lmperf.pmc.parse import KernelRecord
+    from lmperf.pmc.tokens import token_candidates
+
+    norm = KernelRecord(0, "triton_red_fused__to_copy_add_embedding_mean_mul_pow_rsqrt_0", (116, 1, 1), (512, 1, 1))
+    rows = token_candidates([norm])
+    assert rows[231] == rows[232] > 0 and rows[230] == 0
+
+
+def test_a_compiled_step_of_odd_token_rows_reads_its_attention():
+    """Blind batch z's Llama under CUDA graphs: B·T = 3·77 = 231 token rows, an odd count its
+    compiled norms (2 rows a program, 116 programs) share with 232, and its LM head multiplies
+    232 rows (the input padded to 8). The attention's grid fits B·T = 231 alone, and the head's
+    stores hold V over the padded rows: every field against the configuration that ran."""
+    from lmperf.pmc.infer import infer
+
+    capture, expected = _served("z_llama_h24_kv8_t77_graphs")
+    result = infer(capture)
+    for field in (*EXACT, "vocab_size"):
+        assert result.values[field] == expected[field], (field, result.evidence.get(field))
+    assert result.values["params_blocks"] == pytest.approx(expected["params_blocks"], rel=0.01)
+    low, high = result.intervals["params_total"]
+    assert low <= expected["params_total"] <= high

@@ -205,15 +205,17 @@ def _mlp_before_attention(
 
 
 def _tokens_and_width(result: Inference, phases: g.Phases, out: KernelRecord, counts: Counter):
-    """(N, d): the row count and exact width that explain the attention output projection."""
+    """(N, d): the row count and exact width that explain the attention output projection.
+    Between row counts the launches support equally (a compiled norm's grid of 116 programs of
+    2 rows: N=231 or 232), the one whose N·d more kernels count wins."""
     best = None
     for tokens, support in token_candidates(phases.forward).most_common():
         width = exact_width((g.macs(out) / tokens) ** 0.5, tokens, counts, (SLACK * row_padding(tokens)) ** 0.5)
-        if width and (best is None or support > best[2]):
-            best = (tokens, width, support)
+        if width and (best is None or (support, counts[tokens * width]) > best[2:]):
+            best = (tokens, width, support, counts[tokens * width])
     if best is None:
         return None
-    tokens, d, support = best
+    tokens, d, support, _ = best
     result.evidence["_tokens"] = f"N={tokens} rows seen in {support} norm/gather/reduction launches"
     result.set(
         "d_model",
@@ -508,12 +510,32 @@ def _read_fields(
             0.8,
             f"a decode step runs one token per sequence: B = the {tokens} token rows of its norms and lookups",
         )
-    head_rows = result.values["batch"] if last_position_logits else -(-tokens // loss_chunks(capture, layer.lm_head))
+    if last_position_logits:
+        head_rows = result.values["batch"]
+    else:
+        head_rows = padded_rows(
+            phases.forward, layer.lm_head, -(-tokens // loss_chunks(capture, layer.lm_head)), d, size
+        )
     if head_rows:
         _vocab(result, layer.lm_head, phases, head_rows, d, list(followers))
+        if not last_position_logits and head_rows > tokens:
+            result.evidence["vocab_size"] += f" (N: the head's {head_rows} rows, its input padded from {tokens})"
     else:
         result.unknown("vocab_size", "the LM head's rows (the batch) are not determined")
     add_parameter_counts(result, roles, capture, phases)
+
+
+def padded_rows(forward: list[KernelRecord], gemm: KernelRecord, rows: int, width: int, size: int | None) -> int:
+    """The rows a compiled step's GEMM multiplies: `rows`, or rows padded up to 16 bytes of
+    elements (torch.compile pads a matmul's input so its tiles load aligned: N=231 runs as 232
+    in fp16), which the kernel feeding it stores as padded rows of `width`. `size`: the stored
+    element size of a compiled step, None for an eager one (no padding)."""
+    feeder = next((k for k in reversed(forward) if k.index < gemm.index and category(k) != MATMUL), None)
+    if size is None or feeder is None:
+        return rows
+    stored = (feeder.metric(g.STORE_BYTES) or 0) / (width * size)
+    aligned = -(-rows // (16 // size)) * (16 // size)
+    return int(stored) if stored == int(stored) and rows < stored <= aligned else rows
 
 
 def loss_chunks(capture: Capture, head: KernelRecord) -> int:

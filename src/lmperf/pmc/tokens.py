@@ -14,7 +14,8 @@ from lmperf.pmc.parse import KernelRecord
 
 
 # torch.compile's row reductions (a norm, fused with the residual add and the embedding lookup
-# before it) run XBLOCK rows a program: one for wide rows, a few for narrow ones.
+# before it) run XBLOCK rows a program: one for wide rows, a few for narrow ones. The last program
+# may hold fewer rows: N=231 in programs of 2 runs a grid of 116, as N=232 does.
 _GENERATED_NORM = re.compile(r"^triton_(red|per)_\w*(mean|rsqrt|norm|var)")
 _ROWS_A_PROGRAM = (2, 4)
 _MULTIPLE_SUPPORT = 0.25  # a grid times XBLOCK is a weaker reading than the grid itself
@@ -22,14 +23,15 @@ _MULTIPLE_SUPPORT = 0.25  # a grid times XBLOCK is a weaker reading than the gri
 
 def token_candidates(forward: list[KernelRecord]) -> Counter:
     """Row counts = N: LayerNorm and embedding-gather grids, row-reduction FMUL counts, and the
-    grids of compiled norms (times a few rows a program)."""
+    grids of compiled norms (times a few rows a program, the last program full or not)."""
     rows: Counter = Counter()
     for k in forward:
         cls = category(k)
         if _GENERATED_NORM.match(k.name):
             rows[k.grid[0]] += 1
             for per_program in _ROWS_A_PROGRAM:
-                rows[k.grid[0] * per_program] += _MULTIPLE_SUPPORT
+                for last_rows in range(1, per_program + 1):
+                    rows[(k.grid[0] - 1) * per_program + last_rows] += _MULTIPLE_SUPPORT
             continue
         if (cls == NORM and "layer_norm" in k.name.lower()) or is_lookup(k):
             rows[k.grid[0]] += 1
