@@ -298,3 +298,34 @@ def test_a_compiled_step_of_odd_token_rows_reads_its_attention():
     assert result.values["params_blocks"] == pytest.approx(expected["params_blocks"], rel=0.01)
     low, high = result.intervals["params_total"]
     assert low <= expected["params_total"] <= high
+
+
+def test_a_fused_qkv_of_two_fitting_widths_is_read_from_its_rotated_q_and_k():
+    """Blind batch z's GPT-NeoX, eager attention compiled: its fused QKV GEMM's tiles fit 1536
+    (4 K/V heads) or 3072 (16) columns, and a norm storing two N·d rows counts N·2048, a width
+    between the two readings that read as 8 K/V heads. The rotary kernel after the GEMM stores q
+    and k, N·(d + K/V width) elements: 16 heads, as ran."""
+    from lmperf.pmc.infer import infer
+
+    capture, expected = _served("z_neox_h16_t150_eager_compile")
+    result = infer(capture)
+    assert result.values["n_kv_heads"] == expected["n_kv_heads"], result.evidence["n_kv_heads"]
+    assert "q and k" in result.evidence["n_kv_heads"]
+    assert result.values["params_blocks"] == pytest.approx(expected["params_blocks"], rel=0.01)
+
+
+def test_a_fused_qkv_of_two_fitting_widths_and_no_rotary_store_is_only_bounded():
+    """The same capture without its rotary kernels: nothing picks one of the widths the tiles
+    allow, so the K/V heads, and the parameters resting on them, are intervals holding the
+    configuration that ran, not a guess."""
+    import dataclasses
+
+    from lmperf.pmc.infer import infer
+
+    capture, expected = _served("z_neox_h16_t150_eager_compile")
+    unrotated = [k for k in capture.kernels if not ("cos" in k.name and "sin" in k.name)]
+    result = infer(dataclasses.replace(capture, kernels=unrotated))
+    for field in ("n_kv_heads", "params_blocks", "params_total"):
+        low, high = result.intervals[field]
+        assert result.values[field] is None and low <= expected[field] <= high, (field, result.evidence[field])
+    assert result.to_json()["n_kv_heads_min"] < expected["n_kv_heads"]

@@ -237,22 +237,26 @@ def _width(
     what: str,
     multiple: int = 1,
     allowed: tuple = (),
+    witnessed: dict[int, str] | None = None,
 ) -> int | None:
-    """The output width of a projection GEMM with inner size d (a multiple of `multiple`)."""
+    """The output width of a projection GEMM with inner size d (a multiple of `multiple`).
+    `witnessed`: allowed widths that a store elsewhere confirms, and how. Where the GEMM's tile
+    readings leave several allowed widths and no count picks one of them, the width is only
+    bounded: None, with the interval recorded under `name`."""
     bound = g.macs(kernel) / (tokens * d)
     span = g.width_interval(kernel, tokens, d)
     readings = g.width_readings(kernel, tokens, d)
     fitting = sorted({w for w in allowed for low, high in readings if low <= w <= high})
+    tiles = f"{what}: {g.macs(kernel):,.0f} MACs of {kernel.name[:40]} tiles put the width in {readings}"
     if len(fitting) == 1:
         result.set(
-            name,
-            fitting[0],
-            0.9,
-            f"{what}: {g.macs(kernel):,.0f} MACs of "
-            f"{kernel.name[:40]} tiles put the width in {readings}; of the widths whole "
-            f"K/V head counts allow, only {fitting[0]} lies there",
+            name, fitting[0], 0.9, f"{tiles}; of the widths whole K/V head counts allow, only {fitting[0]} lies there"
         )
         return fitting[0]
+    seen = [w for w in fitting if w in (witnessed or {})]
+    if len(seen) == 1:
+        result.set(name, seen[0], 0.9, f"{tiles}; of the widths {fitting} there, {witnessed[seen[0]]}")
+        return seen[0]
     simt = g.simt_widths(kernel, tokens, d)
     simt = [w for w in simt if w % multiple == 0]
     if len(simt) == 1:
@@ -277,7 +281,9 @@ def _width(
         )
         return heads[0]
     exact = exact_width(bound, tokens, counts, SLACK * row_padding(tokens))
-    if exact and (not span or span[0] <= exact <= span[1]):
+    # a count of another tensor (a norm storing two N·d rows: N·2048 at d=1024) can lie between
+    # the tile readings: with allowed widths in them, only one of those can be the width
+    if exact and (exact in fitting if fitting else not span or span[0] <= exact <= span[1]):
         result.set(
             name,
             exact,
@@ -286,6 +292,11 @@ def _width(
             f"elementwise counts {tokens * exact:,} = N·{exact}",
         )
         return exact
+    if fitting:
+        result.bound(
+            name, fitting[0], fitting[-1], 0.5, f"{tiles}; the widths {fitting} there all fit, no count picks one"
+        )
+        return None
     result.set(
         name,
         int(round(bound)),
@@ -679,31 +690,51 @@ def _attention(result: Inference, roles: dict, tokens: int, d: int) -> Attention
 def _kv_heads(result, roles, tokens, d, shape: AttentionShape, counts: Counter) -> None:
     qkv = roles["qkv"]
     hd = shape.head_dim
-    kv_widths = [kv * hd for kv in range(1, shape.n_heads + 1) if shape.n_heads % kv == 0]
+    heads = [kv for kv in range(1, shape.n_heads + 1) if shape.n_heads % kv == 0]
     if len(qkv) >= 3:
-        kv_width = _width(result, "n_kv_heads", qkv[1], tokens, d, counts, "K projection", hd, tuple(kv_widths))
+        kernel, what, q_width = qkv[1], "K projection", 0
+        kv_of = {kv * hd: kv for kv in heads}
     else:
+        kernel, what = qkv[-1], "fused QKV projection"
         q_width = d if len(qkv) == 1 else 0  # one fused GEMM, or Q apart and K, V fused
-        total = _width(
-            result,
-            "n_kv_heads",
-            qkv[-1],
-            tokens,
-            d,
-            counts,
-            "fused QKV projection",
-            hd,
-            tuple(q_width + 2 * w for w in kv_widths),
-        )
-        kv_width = (total - (d if len(qkv) == 1 else 0)) // 2
-    kv_heads = max(1, min(shape.n_heads, kv_width // shape.head_dim))
+        kv_of = {q_width + 2 * kv * hd: kv for kv in heads}
+    rotated = _rotated_widths(roles, tokens, _element_size(result))
+    q = shape.n_heads * hd
+    witnessed = {
+        width: f"only {width} has a kernel after it store N·{q + kv * hd} = N·(q + k) elements: "
+        f"q and k of {kv} K/V heads (rotated)"
+        for width, kv in kv_of.items()
+        if q + kv * hd in rotated
+    }
+    width = _width(result, "n_kv_heads", kernel, tokens, d, counts, what, hd, tuple(kv_of), witnessed)
+    if width is None:
+        low, high = result.intervals.pop("n_kv_heads")
+        result.bound("n_kv_heads", kv_of[low], kv_of[high], 0.5, result.evidence["n_kv_heads"])
+        return
+    kv_width = width if len(qkv) >= 3 else (width - q_width) // 2
+    kv_heads = max(1, min(shape.n_heads, kv_width // hd))
     confidence = result.confidence["n_kv_heads"]
     result.set(
         "n_kv_heads",
         kv_heads,
         confidence,
-        f"K/V width {kv_width} / head_dim {shape.head_dim}; " + result.evidence["n_kv_heads"],
+        f"K/V width {kv_width} / head_dim {hd}; " + result.evidence["n_kv_heads"],
     )
+
+
+def _rotated_widths(roles: dict, tokens: int, size: int) -> set[int]:
+    """The widths w of N·w elements that kernels between the Q/K/V projections and the attention
+    store: the rotary embedding, which stores q and k rotated (one kernel when fused, eager
+    Liger's or compiled), stores N·(q + k) of them. The MLP's activation, which a compiled
+    parallel-residual layer may run in between, is left out."""
+    attention = roles["qk"] or roles["marker"]
+    widths = set()
+    for k in roles["first_layer"]:
+        if roles["qkv"][-1].index < k.index < attention.index and category(k) != MATMUL:
+            if not _ACTIVATION.search(k.name.lower()):
+                width = (k.metric(g.STORE_BYTES) or 0) / (tokens * size)
+                widths |= {int(width)} if width == int(width) and width > 0 else set()
+    return widths
 
 
 def _vocab(

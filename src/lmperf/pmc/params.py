@@ -55,19 +55,31 @@ def add_parameter_counts(result: Inference, roles: dict, capture: Capture, phase
     layer_gemms = roles["qkv"] + [roles["out"], *roles["ups"], roles["down"]]
     biases = any("bias" in k.name.lower() for k in layer_gemms)
     layer_norm = any(category(k) == NORM and "layer_norm" in k.name.lower() for k in capture.kernels)
-    per_block = block_parameters(
-        v["d_model"], v["d_ff"], v["n_heads"], v["n_kv_heads"], v["head_dim"], v["mlp"] == "gated", biases, layer_norm
+    # K/V heads the counters only bound (several widths fit the K projection) bound the blocks
+    kv_low, kv_high = result.intervals.get("n_kv_heads") or (v["n_kv_heads"], v["n_kv_heads"])
+    per_block, most_per_block = (
+        block_parameters(
+            v["d_model"], v["d_ff"], v["n_heads"], kv, v["head_dim"], v["mlp"] == "gated", biases, layer_norm
+        )
+        for kv in (kv_low, kv_high)
     )
-    blocks = v["n_layers"] * per_block
+    blocks, most_blocks = v["n_layers"] * per_block, v["n_layers"] * most_per_block
     confidence = min(result.confidence[name] for name in _NEEDED if name != "vocab_size")
-    result.set(
-        "params_blocks",
-        blocks,
-        confidence,
+    why = (
         f"{v['n_layers']} x {per_block:,} ({'with' if biases else 'no'} biases: GEMM "
         f"epilogues {'add' if biases else 'add no'} bias; "
-        f"{'LayerNorm' if layer_norm else 'RMSNorm'} by kernel names)",
+        f"{'LayerNorm' if layer_norm else 'RMSNorm'} by kernel names)"
     )
+    if most_blocks == blocks:
+        result.set("params_blocks", blocks, confidence, why)
+    else:
+        result.bound(
+            "params_blocks",
+            blocks,
+            most_blocks,
+            min(confidence, 0.5),
+            f"{why}, up to {v['n_layers']} x {most_per_block:,}: K/V heads in [{kv_low}, {kv_high}]",
+        )
     trained = optimizer_parameters(phases)
     if trained and trained[1]:
         result.set(
@@ -95,7 +107,7 @@ def add_parameter_counts(result: Inference, roles: dict, capture: Capture, phase
     # interval, from one V x d matrix to two, and open above when a position table is looked up.
     table = position_table(phases)
     low = blocks + low_v * d + final_norm + (v["seq_len"] or 0) * d * table
-    high = None if table else blocks + 2 * high_v * d + final_norm
+    high = None if table else most_blocks + 2 * high_v * d + final_norm
     why = "blocks + final norm + a tied (one) or untied (two) V x d embedding and LM head" + (
         ", + a learned position table of at least T rows (a second lookup before the first "
         "layer; its length is not in the counters)"

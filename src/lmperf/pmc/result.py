@@ -48,6 +48,8 @@ class Inference:
     gaps: list[Gap] = field(default_factory=list)  # what the capture lacks (see `retract`)
 
     def set(self, name: str, value: Any, confidence: float, evidence: str) -> None:
+        """A point value for `name`; it replaces any interval recorded before."""
+        self.intervals.pop(name, None)
         self.values[name] = value
         self.confidence[name] = round(confidence, 2)
         self.evidence[name] = evidence
