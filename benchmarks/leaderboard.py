@@ -34,6 +34,10 @@ CHANGES = [
 # The tries of the headline's call that did not help, each beside its own baseline run of the call.
 HEADLINE, PROFILED, SAME_CALL_TITAN = "mm-06e1beb", "mm-profile-06e1beb", "torchtitan-06e1beb"
 KERNELS = "kernels-06e1beb"  # the profiled step's per-kernel rows
+# A later call: selective-mm-out beside selective-mm on GPUs 0,1 (rows from the runs' logs),
+# torchtitan and then the profiled selective-mm-out step on GPUs 2,3, every GPU's clock logged.
+LATER_CALL, LATER_PROFILED, LATER_TITAN = "out-92a73be", "out-profile-92a73be", "torchtitan-92a73be"
+CLOCK_SETS = ("clocks-92a73be", "clocks-6bd415b")
 
 
 # ----------------------------------------------------------------------------------------- rows
@@ -59,6 +63,42 @@ def titan(checkpoint: str, set_name: str = "torchtitan-83e214f") -> dict:
 def titan_same_call() -> dict:
     """torchtitan's per-op step in the headline's call, with the leaderboard's own do_bench."""
     return titan("selective:op", SAME_CALL_TITAN)
+
+
+def later_call(checkpoint: str) -> dict:
+    """lmperf's step of the later call (from its log: mean, std and memory only) by policy."""
+    return step(LATER_CALL, checkpoint=checkpoint)
+
+
+def clocks(window: str | None = None) -> list[dict]:
+    """nvidia-smi's SM clock and power while busy, one row per run window of the two calls."""
+    rows = [r for s in CLOCK_SETS for r in F.of_set(PAGE, s)]
+    return [r for r in rows if window is None or r["window"] == window]
+
+
+def attention_layouts() -> dict[str, dict[str, float]]:
+    """lmperf's attention alone at the step's shape by input layout (attention_step_views.py, one
+    H200, four rounds in alternating order): median and lowest forward and backward ms."""
+    rows = F.of_set(PAGE, "attention-views-6bd415b")
+    out = {}
+    for layout in ("contiguous", "step", "step views"):
+        mine = [r for r in rows if r["layout"] == layout]
+        out[layout] = {
+            f"{pass_}_{stat.__name__}": stat(r[f"{pass_}_ms"] for r in mine)
+            for pass_ in ("fwd", "bwd")
+            for stat in (statistics.median, min)
+        }
+        out[layout]["rounds"] = len(mine)
+    return out
+
+
+def layout_ab() -> tuple[list[float], list[float]]:
+    """The 4-layer one-GPU step's mean ms per process, with the model's views and with v and dO
+    copied contiguous before lmperf's attention (two processes each, alternating)."""
+    rows = F.of_set(PAGE, "layout-ab-6bd415b")
+    views = [r["mean_ms"] for r in rows if r["attention_inputs"] == "views"]
+    copies = [r["mean_ms"] for r in rows if r["attention_inputs"] != "views"]
+    return views, copies
 
 
 def kernel_rows(category: str) -> list[dict]:

@@ -598,16 +598,18 @@ def leaderboard_headline() -> str:
 
 
 def _leaderboard_peer(name: str, checkpoint: str, r: dict) -> list:
+    """A peers-table row; a row read from a run's log has no median, step count or cold step."""
+    median = r.get("median_ms")
     return [
         name,
         checkpoint,
-        f"{r['median_ms']:,.1f}",
+        number(median, ",.1f"),
         f"{r['mean_ms']:,.1f}",
         number(r.get("leaderboard_ms"), ",.1f"),
-        r["steps"],
+        r.get("steps", "-"),
         f"{r['peak_memory_gb']:.1f}",
-        f"{100 * L.mfu(r, r['median_ms']):.1f}",
-        f"{r['cold_ms'] / 1e3:.1f}",
+        "-" if median is None else f"{100 * L.mfu(r, median):.1f}",
+        number(r["cold_ms"] / 1e3 if "cold_ms" in r else None, ".1f"),
     ]
 
 
@@ -615,6 +617,11 @@ def leaderboard_peers() -> str:
     body = [
         [*_leaderboard_peer("torchtitan 0.2.2", "selective:op", L.titan_same_call()), f"`{L.SAME_CALL_TITAN}`"],
         [*_leaderboard_peer("lmperf, triton", "selective-mm", L.headline()), f"`{L.HEADLINE}`"],
+        [
+            *_leaderboard_peer("torchtitan 0.2.2", "selective:op", L.titan("selective:op", L.LATER_TITAN)),
+            f"`{L.LATER_TITAN}`",
+        ],
+        [*_leaderboard_peer("lmperf, triton", "selective-mm", L.later_call("selective-mm")), f"`{L.LATER_CALL}`"],
     ]
     body += [
         [*_leaderboard_peer("torchtitan 0.2.2", ac, L.titan(ac)), "`torchtitan-83e214f`"]
@@ -695,6 +702,8 @@ def leaderboard_attention() -> str:
 
 def leaderboard_tries() -> str:
     cdt, base = L.step("mm-cdt-06e1beb"), L.headline()
+    mm, out = L.later_call("selective-mm"), L.later_call("selective-mm-out")
+    views, copies = L.layout_ab()
     nccl = F.of_set(L.PAGE, "nccl4-3d8b4cd")
     default = next(r for r in nccl if r["nccl"] == "default")
     limited = next(r for r in nccl if r["nccl"] != "default")
@@ -713,8 +722,72 @@ def leaderboard_tries() -> str:
             f"{base['mean_ms'] / cdt['mean_ms']:.3f}",
             f"`{L.HEADLINE}`, `mm-cdt-06e1beb`",
         ],
+        [
+            "`--checkpoint selective-mm-out`: the output projection's output kept too, nothing recomputed but "
+            "elementwise work",
+            f"{mm['mean_ms']:,.1f}",
+            f"{out['mean_ms']:,.1f}",
+            f"{mm['mean_ms'] / out['mean_ms']:.3f}",
+            f"`{L.LATER_CALL}`",
+        ],
+        [
+            "v and dO copied contiguous before lmperf's attention (one H200, 4 layers at the 8B widths; "
+            "median of two processes each)",
+            f"{statistics.median(views):,.1f}",
+            f"{statistics.median(copies):,.1f}",
+            f"{statistics.median(views) / statistics.median(copies):.3f}",
+            "`layout-ab-6bd415b`",
+        ],
     ]
     headers = ["try", "without: mean ms", "with: mean ms", "without / with", "sets"]
+    return markdown(headers, body)
+
+
+def leaderboard_clocks() -> str:
+    body = [
+        [
+            r["window"],
+            r["gpus"],
+            r["samples"],
+            f"{r['sm_mhz_median']:,.0f}",
+            f"{r['sm_mhz_p10']:,.0f}-{r['sm_mhz_p90']:,.0f}",
+            f"{r['power_w_median']:.0f}",
+            f"{100 * r['power_capped_share']:.0f}",
+            r["env"]["commit"],
+        ]
+        for r in L.clocks()
+    ]
+    headers = [
+        "what ran",
+        "GPUs",
+        "busy samples",
+        "SM clock MHz, median",
+        "p10-p90 MHz",
+        "power W, median",
+        "% of samples at the power cap",
+        "commit",
+    ]
+    return markdown(headers, body)
+
+
+def leaderboard_layouts() -> str:
+    layouts = L.attention_layouts()
+    body = [
+        [
+            name,
+            what,
+            f"{v['fwd_median']:.2f} ({v['fwd_min']:.2f})",
+            f"{v['bwd_median']:.2f} ({v['bwd_min']:.2f})",
+            v["rounds"],
+        ]
+        for name, what in (
+            ("contiguous", "q, k, v, dO contiguous (B, H, T, hd)"),
+            ("step", "q, k contiguous; v a view of the fused QKV output; dO transposed"),
+            ("step views", "q, k, v views of the fused QKV output; dO transposed"),
+        )
+        for v in [layouts[name]]
+    ]
+    headers = ["layout", "inputs", "forward ms, median (lowest)", "backward ms, median (lowest)", "rounds"]
     return markdown(headers, body)
 
 
@@ -1175,6 +1248,8 @@ TABLES: dict[str, tuple[str, Callable[[], str]]] = {
     "leaderboard-gemms": ("benchmarks/leaderboard-h200x2.md", leaderboard_gemms),
     "leaderboard-attention": ("benchmarks/leaderboard-h200x2.md", leaderboard_attention),
     "leaderboard-tries": ("benchmarks/leaderboard-h200x2.md", leaderboard_tries),
+    "leaderboard-clocks": ("benchmarks/leaderboard-h200x2.md", leaderboard_clocks),
+    "leaderboard-layouts": ("benchmarks/leaderboard-h200x2.md", leaderboard_layouts),
     "leaderboard-kernels": ("benchmarks/leaderboard-h200x2.md", leaderboard_kernels),
     "leaderboard-memory": ("benchmarks/leaderboard-h200x2.md", leaderboard_memory),
     "leaderboard-fp32-master": ("benchmarks/leaderboard-h200x2.md", leaderboard_fp32_master),
