@@ -1,12 +1,14 @@
 """ncu command, failure lines, metric filtering, kernel classes, collect's CLI bad input."""
 
+import sys
+
 import pytest
 from typer.testing import CliRunner
 
 from lmperf.cli import app
 from lmperf.errors import UsageError
-from lmperf.pmc import ncu
-from lmperf.pmc.collect import kernel_rows, sibling
+from lmperf.pmc import collect, ncu
+from lmperf.pmc.collect import compiled_once, kernel_rows, sibling
 from lmperf.analysis.kernels import ATTENTION, LOSS, MATMUL, NORM, OPTIMIZER, SOFTMAX, kernel_category, short_name
 from lmperf.pmc.parse import read_capture
 from lmperf.pmc.targets import Target
@@ -212,3 +214,48 @@ def test_lmperfs_attention_kernels_are_found_and_are_attention():
     names = lmperf_attention_kernel_names()
     assert {"_fwd_kernel", "_bwd_dkdv_kernel", "_bwd_dq_kernel", "_bwd_preprocess_kernel"} <= set(names)
     assert {name: kernel_category(name) for name in names} == {name: ATTENTION for name in names}
+
+
+def _script(tmp_path, body: str) -> list[str]:
+    path = tmp_path / "target.py"
+    path.write_text(body, encoding="utf-8")
+    return [sys.executable, str(path)]
+
+
+def test_a_compiling_target_runs_once_into_its_own_inductor_cache(tmp_path):
+    # The run without ncu sees the cache it is given; the profiled run gets the same cache and
+    # compiles in its own process.
+    seen = tmp_path / "seen.txt"
+    program = _script(tmp_path, f"import os; open({str(seen)!r}, 'w').write(os.environ['TORCHINDUCTOR_CACHE_DIR'])")
+    env = compiled_once(program, tmp_path / "cache", timeout_s=60)
+    assert seen.read_text() == str(tmp_path / "cache") == env["TORCHINDUCTOR_CACHE_DIR"]
+    assert env["TORCHINDUCTOR_COMPILE_THREADS"] == "1"
+
+
+def test_a_target_failing_or_hanging_before_ncu_is_one_usage_error(tmp_path):
+    failing = _script(tmp_path, "import sys; print('no GPU here'); sys.exit(3)")
+    with pytest.raises(UsageError, match=r"failed before profiling \(exit 3\): no GPU here"):
+        compiled_once(failing, tmp_path / "cache", timeout_s=60)
+    hanging = _script(tmp_path, "import time; time.sleep(30)")
+    with pytest.raises(UsageError, match="did not finish within 1 s"):
+        compiled_once(hanging, tmp_path / "cache", timeout_s=1)
+
+
+@pytest.mark.parametrize(
+    "target, warmed",
+    [
+        (Target(preset="tiny"), False),
+        (Target(preset="tiny", compile="max-autotune-no-cudagraphs"), True),
+        (Target(hf_config={"model_type": "llama"}, mode="generate", new_tokens=4, static_cache=True), True),
+    ],
+)
+def test_only_compiling_targets_run_before_ncu_and_share_the_cache(tmp_path, monkeypatch, target, warmed):
+    calls = []
+    monkeypatch.setattr(
+        collect, "compiled_once", lambda program, cache, timeout: calls.append(cache) or {"C": str(cache)}
+    )
+    monkeypatch.setattr(collect.ncu, "find_ncu", lambda path=None: "ncu")
+    monkeypatch.setattr(collect, "collect_command", lambda *args: args[-1])
+    env = collect.collect_target(target, tmp_path / "x.csv.gz", timeout_s=100)
+    assert bool(calls) == warmed
+    assert env == ({"C": str(calls[0])} if warmed else None)

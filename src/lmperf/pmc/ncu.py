@@ -135,15 +135,16 @@ def failure_message(output: str, range_name: str) -> str | None:
     return None
 
 
-def run(spec: NcuRun, raw_csv: Path, timeout_s: float | None = None) -> Path:
-    """Profile `spec.program` and write ncu's raw CSV (gzipped if the name ends in .gz)."""
+def run(spec: NcuRun, raw_csv: Path, timeout_s: float | None = None, env: dict | None = None) -> Path:
+    """Profile `spec.program` and write ncu's raw CSV (gzipped if the name ends in .gz); `env`:
+    variables set for the program over the current environment."""
     try:
         done = subprocess.run(
             spec.command(),
             capture_output=True,
             text=True,
             timeout=timeout_s,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
         )
     except subprocess.TimeoutExpired:
         raise UsageError(f"ncu did not finish within {timeout_s:.0f} s") from None
