@@ -12,3 +12,13 @@ def test_every_collect_calls_environment_heads_the_score(tmp_path):
     assert [line.split(":")[0] for line in lines if line] == ["- environment-2.json", "- environment.json"]
     assert "commit bbb" in lines[0] and "commit aaa" in lines[1]
     assert environment_lines(tmp_path / "none") == ""
+
+
+def test_scoring_without_its_arguments_is_one_line_and_exit_2(tmp_path, capsys):
+    from lmperf.pmc.accuracy import main
+
+    assert main([]) == 2
+    assert main([str(tmp_path / "missing"), str(tmp_path / "out.md")]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2 and "usage" in lines[0] and "not a folder of captures" in lines[1]
+    assert not (tmp_path / "out.md").exists()

@@ -185,9 +185,16 @@ def environment_lines(directory: Path) -> str:
     return "".join(lines) + "\n" if lines else ""
 
 
-def main(argv: list[str]) -> None:
+USAGE = "usage: python -m lmperf.pmc.accuracy CAPTURE_DIR OUT.md [--with-generate]"
+
+
+def main(argv: list[str]) -> int:
     with_generate = "--with-generate" in argv
     argv = [a for a in argv if a != "--with-generate"]
+    if len(argv) != 2 or not Path(argv[0]).is_dir():
+        problem = USAGE if len(argv) != 2 else f"not a folder of captures: {argv[0]}"
+        print(f"lmperf.pmc.accuracy: {problem}", file=sys.stderr)
+        return 2
     rows = score_dir(Path(argv[0]), with_generate)
     text = (
         environment_lines(Path(argv[0]))
@@ -201,7 +208,8 @@ def main(argv: list[str]) -> None:
     )
     Path(argv[1]).write_text(text, encoding="utf-8")
     print(text)
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main(sys.argv[1:]))
