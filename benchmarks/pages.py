@@ -1130,15 +1130,21 @@ def pmc_blind() -> str:
     return markdown(["scoring", "code at", "blind captures", "every structural field exact", "vocab_size exact"], body)
 
 
-SERVED_BLIND = ("score-16-served-blindx-1f0230b", "score-17-served-blindy-73fb399")
-SERVED_NOW = "score-18-served-all-9fd8317"
+# Each blind batch of the served kinds (its letter) and its one scoring, at its capture commit.
+SERVED_BLIND = {
+    "x": "score-16-served-blindx-1f0230b",
+    "y": "score-17-served-blindy-73fb399",
+    "z": "score-24-served-blindz-6bd415b",
+}
+SERVED_NOW = "score-25-served-all-533e9f7"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
+SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
 
 def pmc_served_blind() -> str:
     """Each blind batch of the served kinds at its one scoring, by kind of run, then all of them."""
     body, total = [], [0, 0, 0]
-    for scoring in SERVED_BLIND:
+    for scoring in SERVED_BLIND.values():
         rows = F.of_set("pmc-accuracy", scoring, kind="capture")
         for run in SERVED_KINDS:
             part = [r for r in rows if r["run"] == run]
@@ -1150,26 +1156,53 @@ def pmc_served_blind() -> str:
                 ]
                 total = [a + b for a, b in zip(total, counts)]
                 body.append([f"`{scoring}`", rows[0]["env"]["commit"], run, *counts])
-    body.append(["both blind batches", "", "", *total])
+    body.append(["all blind batches", "", "", *total])
     return markdown(
         ["scoring", "code at", "run", "blind captures", "every structural field exact", "vocab_size exact"], body
     )
 
 
+def served_field_counts(scoring: str, split: str = "held_out") -> dict[str, tuple[int, int]]:
+    """field -> (captures right, captures) of a served scoring's `split`, from its field rates: a
+    whole percentage of fewer than 50 captures names one count."""
+    counts = {}
+    for row in F.of_set("pmc-accuracy", scoring, kind="field"):
+        n = row[f"{split}_n"]
+        counts[row["field"]] = (round(float(row[f"{split}_exact"].rstrip("%")) * n / 100) if n else 0, n)
+    return counts
+
+
+def served_blind_totals() -> dict[str, tuple[int, int]]:
+    """field -> (captures right, captures) over every blind batch of the served kinds."""
+    batches = [served_field_counts(s) for s in SERVED_BLIND.values()]
+    return {field: tuple(map(sum, zip(*(b[field] for b in batches)))) for field in SERVED_TARGETS}
+
+
 def pmc_served_fields() -> str:
-    """The blind batches' rates of the fields the issue sets targets for, beside the re-score."""
-    wanted = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
-    sets = [*SERVED_BLIND, SERVED_NOW]
-    rates = {s: {r["field"]: r for r in F.of_set("pmc-accuracy", s, kind="field")} for s in sets}
+    """The blind batches' counts of the fields the issue sets targets for, their total, and the re-score."""
+    batches = [served_field_counts(s) for s in SERVED_BLIND.values()]
+    totals = served_blind_totals()
+    now, now_dev = served_field_counts(SERVED_NOW), served_field_counts(SERVED_NOW, "dev")
 
-    def cell(scoring: str, field: str) -> str:
-        row = rates[scoring][field]
-        if scoring != SERVED_NOW:
-            return f"{row['held_out_exact']} of {row['held_out_n']}"
-        return f"{row['held_out_exact']} of {row['held_out_n']} held out, {row['dev_exact']} of {row['dev_n']} dev"
+    def count(right: int, n: int) -> str:
+        return f"{right} of {n}"
 
-    body = [[field, *(cell(s, field) for s in sets)] for field in wanted]
-    return markdown(["field", "batch x, blind", "batch y, blind", "every served capture now (not blind)"], body)
+    body = [
+        [
+            field,
+            *(count(*b[field]) for b in batches),
+            f"{count(*totals[field])} ({100 * totals[field][0] / totals[field][1]:.0f}%)",
+            f"{count(*now[field])} held out, {count(*now_dev[field])} dev",
+        ]
+        for field in SERVED_TARGETS
+    ]
+    header = [
+        "field",
+        *(f"batch {letter}, blind" for letter in SERVED_BLIND),
+        "all blind batches",
+        "every served capture now (not blind)",
+    ]
+    return markdown(header, body)
 
 
 def pmc_served_now() -> str:
