@@ -28,7 +28,8 @@ CHECKPOINT_POLICIES = (
     "selective-mm-out",
     "selective:1",
     "selective-mm:1",
-)  # ":1" mixes two kinds
+    "selective-mm-out*1+selective-mm*1",
+)  # ":1" and "*1+..." mix two kinds of block
 BATCH, CONTEXT = 2, 128
 
 
@@ -124,6 +125,8 @@ def test_selective_checkpointing_recomputes_lmperfs_own_attention(monkeypatch, c
         ("selective-mm", 2),
         ("selective-mm:1", 1),
         ("selective-mm-out", 0),
+        ("selective-mm-out*1+selective-mm*1", 1),
+        ("full*1+none*1", 4),
     ],
 )
 def test_checkpoint_policies_recompute_the_matmuls_they_do_not_keep(checkpoint, recomputed):
@@ -146,6 +149,10 @@ def test_block_policies_put_the_kept_blocks_last():
     assert block_policies("selective:2", 5) == ["selective"] * 3 + ["none"] * 2
     assert block_policies("full", 2) == ["full", "full"]
     assert block_policies("selective-mm-out:1", 3) == ["selective-mm-out"] * 2 + ["none"]
+    assert block_policies("selective-mm-out*2+selective-mm*3", 5) == ["selective-mm-out"] * 2 + ["selective-mm"] * 3
+    for bad in ("selective*2+full*2", "selective*2+nonsense*3", "selective*x+full*3", "selective*5+"):
+        with pytest.raises(UsageError, match="checkpoint"):
+            block_policies(bad, 5)
     for bad in ("selective:6", "selective:-1", "full:1", "selective:x", "selective-mm-out:6", "none:0"):
         with pytest.raises(UsageError, match="unknown checkpoint policy"):
             block_policies(bad, 5)

@@ -17,19 +17,22 @@
 #   5. GPUs 0,1: selective-mm with the leaderboard's do_bench, then the same with inductor's
 #      coordinate-descent tuning of its generated kernels. GPUs 2,3: the profiled step with the
 #      per-kernel table, then Liger's loss and torchtitan's per-op step with the leaderboard's
-#      10 s / 30 s do_bench (peers_h200x2.sh, PEERS=liger-titan-op). The run directories come
-#      back packed in $OUT/runs.tgz.
+#      10 s / 30 s do_bench (peers_h200x2.sh, PEERS=liger-titan-op).
 #   6. GPUs 0,1: selective-mm-out (the output projection's output kept too), then selective-mm,
 #      each with the leaderboard's do_bench, one pair of processes after the other. GPUs 2,3:
 #      Liger's loss and torchtitan's per-op step with the 10 s / 30 s do_bench, then the profiled
 #      step of selective-mm-out with the per-kernel table. nvidia-smi logs every GPU's SM clock,
-#      power and throttle reasons each half second ($OUT/smi.csv). Packed as in phase 5.
+#      power and throttle reasons each half second ($OUT/smi.csv).
+#   7. How many blocks can keep the output projection's output before the memory cliff: GPUs 0,1
+#      selective-mm, then 12 blocks of selective-mm-out; GPUs 2,3 8 blocks, then 20; each with the
+#      leaderboard's do_bench, the rows with the allocator's retries, clocks logged as in phase 6.
 # Every step: cs336-8b, 32,768 tokens, one sequence per GPU, bf16 parameters and AdamW state,
 # FSDP2, fused loss, compiled blocks, one warm-up step and four timed ones. Rows: $OUT/runs/NAME/
-# <stamp>-bench-dist/results.jsonl (and $OUT/peers.jsonl); logs beside them.
+# <stamp>-bench-dist/results.jsonl (and $OUT/peers.jsonl); logs beside them; each run directory
+# and its log packed in $OUT/run-NAME.tgz as soon as the run ends.
 # Run from the repository root: `OUT=$OUT bash benchmarks/scripts/leaderboard_h200x2.sh PHASE`.
 set -u
-PHASE=${1:?usage: leaderboard_h200x2.sh 1|2|3|4|5|6}
+PHASE=${1:?usage: leaderboard_h200x2.sh 1|2|3|4|5|6|7}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONUNBUFFERED=1 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True PYTHONPATH=src
 OUT=${OUT:-out}; RUNS="$OUT/runs"; mkdir -p "$RUNS"
@@ -40,6 +43,9 @@ on() {  # on GPUS NAME ARGS...: the step on those GPUs, its run directory $RUNS/
   local gpus=$1 name=$2; shift 2
   CUDA_VISIBLE_DEVICES=$gpus "${STEP[@]}" "$@" --runs "$RUNS/$name" > "$RUNS/$name.log" 2>&1
   echo "== $name rc=$? $(date -u +%H:%M:%S)"; grep -E "^\| " "$RUNS/$name.log" | tail -n 4
+  # Packed as soon as it ends: a run directory lies too deep to come back from the device by
+  # itself, and a call that runs out of time never reaches a packing step at its end.
+  tar -czf "$OUT/run-$name.tgz" -C "$OUT" "runs/$name" "runs/$name.log"
 }
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
@@ -74,7 +80,7 @@ case $PHASE in
       --checkpoint selective-mm
     wait
     grep -h '"leaderboard_ms"' "$RUNS"/*/*/results.jsonl | python3 -c "import json,sys; [print(r['checkpoint'], r.get('leaderboard_ms'), r['mean_ms']) for r in map(json.loads, sys.stdin)]"
-    tar -czf "$OUT/runs.tgz" -C "$OUT" runs && rm -rf "$RUNS" ;;
+    rm -rf "$RUNS" ;;  # each run is packed in $OUT/run-NAME.tgz
   6)
     nvidia-smi --query-gpu=timestamp,index,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active \
       --format=csv -lms 500 > "$OUT/smi.csv" 2>&1 &
@@ -86,6 +92,17 @@ case $PHASE in
     on 0,1 mm --param-dtype bf16 --attention triton --checkpoint selective-mm "${LEADERBOARD[@]}"
     wait; kill $SMI
     grep -h '"leaderboard_ms"' "$RUNS"/*/*/results.jsonl | python3 -c "import json,sys; [print(r['checkpoint'], r.get('leaderboard_ms'), r['mean_ms'], r['peak_memory_gb'], r.get('peak_reserved_gb'), r.get('alloc_retries')) for r in map(json.loads, sys.stdin)]"
-    tar -czf "$OUT/runs.tgz" -C "$OUT" runs && rm -rf "$RUNS" ;;
-  *) echo "PHASE is 1 to 6" >&2; exit 2 ;;
+    rm -rf "$RUNS" ;;  # each run is packed in $OUT/run-NAME.tgz
+  7)
+    nvidia-smi --query-gpu=timestamp,index,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active \
+      --format=csv -lms 500 > "$OUT/smi.csv" 2>&1 &
+    SMI=$!
+    { on 2,3 out8 --param-dtype bf16 --attention triton --checkpoint "selective-mm-out*8+selective-mm*26" "${LEADERBOARD[@]}"
+      on 2,3 out20 --param-dtype bf16 --attention triton --checkpoint "selective-mm-out*20+selective-mm*14" \
+        "${LEADERBOARD[@]}"; } &
+    on 0,1 mm --param-dtype bf16 --attention triton --checkpoint selective-mm "${LEADERBOARD[@]}"
+    on 0,1 out12 --param-dtype bf16 --attention triton --checkpoint "selective-mm-out*12+selective-mm*22" "${LEADERBOARD[@]}"
+    wait; kill $SMI
+    rm -rf "$RUNS" ;;  # each run is packed in $OUT/run-NAME.tgz
+  *) echo "PHASE is 1 to 7" >&2; exit 2 ;;
 esac

@@ -206,3 +206,6 @@ def test_selective_mm_out_keeps_one_more_model_wide_tensor_per_block():
         run("selective-mm-out:1").activations - run("selective-mm:1").activations
         == (config.n_layers - 1) * 2 * 8 * 64 * 2
     )
+    # counted out block by block: one block keeping the output projection's output, one tensor more
+    mixed = run(f"selective-mm-out*1+selective-mm*{config.n_layers - 1}")
+    assert mixed.activations - run("selective-mm").activations == 2 * 8 * 64 * 2

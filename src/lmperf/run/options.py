@@ -339,7 +339,7 @@ SWEEP_FLAGS = (
             str,
             _option(
                 "--checkpoint",
-                help="Activation checkpointing per block: none, full, selective (keeps the attention outputs), selective-mm (also the QKV, gate and up outputs), selective-mm-out (and the output projection's), any selective one with :K (its last K blocks keep everything, e.g. selective:8); comma-separated.",
+                help="Activation checkpointing per block: none, full, selective (keeps the attention outputs), selective-mm (also the QKV, gate and up outputs), selective-mm-out (and the output projection's), any selective one with :K (its last K blocks keep everything, e.g. selective:8), or blocks counted out from the first (e.g. selective-mm-out*12+selective-mm*22); comma-separated.",
             ),
         ],
         _SWEEP.checkpoints,
