@@ -15,6 +15,7 @@ import figures as F
 from lmperf.analysis.flops import attention_kernel_flops, forward_ops
 from lmperf.distributed import kernel_table
 from lmperf.analysis.sharding import DataParallel, state_memory, train_step_peak
+from lmperf.model.checkpointing import block_policies
 from lmperf.model.config import ModelConfig
 
 PAGE = "leaderboard-h200x2"
@@ -90,15 +91,6 @@ def attention_layouts() -> dict[str, dict[str, float]]:
         }
         out[layout]["rounds"] = len(mine)
     return out
-
-
-def layout_ab() -> tuple[list[float], list[float]]:
-    """The 4-layer one-GPU step's mean ms per process, with the model's views and with v and dO
-    copied contiguous before lmperf's attention (two processes each, alternating)."""
-    rows = F.of_set(PAGE, "layout-ab-6bd415b")
-    views = [r["mean_ms"] for r in rows if r["attention_inputs"] == "views"]
-    copies = [r["mean_ms"] for r in rows if r["attention_inputs"] != "views"]
-    return views, copies
 
 
 def kernel_rows(category: str) -> list[dict]:
@@ -187,13 +179,14 @@ def recomputed_matmul_flops(row: dict) -> float:
     """The matmul FLOPs selective-mm runs again in the backward: the output projection's forward
     once per block (no backward needs the down projection's output); selective-mm-out runs none
     again (tests/test_step_options.py counts the recomputed matmuls)."""
-    if row["checkpoint"] == "selective-mm-out":
-        return 0.0
-    if row["checkpoint"] != "selective-mm":
+    config = model_of(row)
+    policies = block_policies(row["checkpoint"], config.n_layers)
+    if not set(policies) <= {"selective-mm", "selective-mm-out"}:
         raise ValueError(f"the recomputed matmuls of {row['checkpoint']!r} are not counted here")
-    return sum(
-        op.total_forward for op in forward_ops(model_of(row), row["batch"], row["seq_len"]) if op.name == "out_proj"
+    out_proj = sum(
+        op.total_forward for op in forward_ops(config, row["batch"], row["seq_len"]) if op.name == "out_proj"
     )
+    return out_proj * policies.count("selective-mm") / config.n_layers  # out_proj: every layer's
 
 
 def matmul_flops(row: dict) -> float:

@@ -150,10 +150,26 @@ def test_block_policies_put_the_kept_blocks_last():
     assert block_policies("full", 2) == ["full", "full"]
     assert block_policies("selective-mm-out:1", 3) == ["selective-mm-out"] * 2 + ["none"]
     assert block_policies("selective-mm-out*2+selective-mm*3", 5) == ["selective-mm-out"] * 2 + ["selective-mm"] * 3
-    for bad in ("selective*2+full*2", "selective*2+nonsense*3", "selective*x+full*3", "selective*5+"):
+    for bad in (
+        "selective*2+full*2",
+        "selective*2+nonsense*3",
+        "selective*x+full*3",
+        "selective*5+",
+        "selective*²+none*3",
+    ):
         with pytest.raises(UsageError, match="checkpoint"):
             block_policies(bad, 5)
-    for bad in ("selective:6", "selective:-1", "full:1", "selective:x", "selective-mm-out:6", "none:0"):
+
+
+@pytest.mark.parametrize("checkpoint", ["selective-mm", "selective-mm-out", "selective*1+selective-mm*1"])
+def test_policies_by_width_refuse_an_mlp_as_wide_as_the_model(checkpoint):
+    # With d_ff = d_model the gate and up outputs have the model's width and the down projection
+    # takes it as input: no width tells them from the output projection.
+    square = dataclasses.replace(CONFIG, d_ff=CONFIG.d_model)
+    with pytest.raises(UsageError, match="d_ff equals its d_model"):
+        TransformerLM(square, checkpoint)
+    TransformerLM(square, "selective")  # attention's outputs are told by operator, not width
+    for bad in ("selective:6", "selective:-1", "full:1", "selective:x", "selective-mm-out:6", "none:0", "selective:²"):
         with pytest.raises(UsageError, match="unknown checkpoint policy"):
             block_policies(bad, 5)
 

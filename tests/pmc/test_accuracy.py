@@ -19,6 +19,9 @@ def test_scoring_without_its_arguments_is_one_line_and_exit_2(tmp_path, capsys):
 
     assert main([]) == 2
     assert main([str(tmp_path / "missing"), str(tmp_path / "out.md")]) == 2
+    assert main([str(tmp_path), str(tmp_path / "out.md")]) == 2  # a folder without captures
+    (tmp_path / "a.truth.json").write_text("{}")
+    assert main([str(tmp_path), str(tmp_path / "no" / "out.md")]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 2 and "usage" in lines[0] and "not a folder of captures" in lines[1]
+    assert len(lines) == 4 and "usage" in lines[0] and "no captures" in lines[1] and "no folder" in lines[3]
     assert not (tmp_path / "out.md").exists()

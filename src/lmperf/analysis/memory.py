@@ -44,8 +44,10 @@ Step options (lmperf.model.step.StepConfig) change these counts:
 - bf16 parameters (`param_dtype="bf16"`): parameters, gradients and both AdamW moments take 2
   bytes each, autocast makes no weight copies, and the residual stream is bf16.
 - Checkpointing keeps per layer only the block input (full), or the block input and the fused
-  attention kernel's output and log-sum-exp (selective); the backward recomputes one block at a
-  time, so one layer's full activations come on top.
+  attention kernel's output and log-sum-exp (selective), and the QKV, gate and up outputs
+  (selective-mm), and the output projection's (selective-mm-out); a model's policy may differ
+  block by block (lmperf.model.checkpointing); the backward recomputes one block at a time, so
+  one layer's full activations come on top.
 - The fused loss (`loss="fused"`) keeps no log-probabilities: its working set is one (chunk, V)
   block of logits in `a` bytes, which its Triton kernel overwrites with their gradient (the CPU
   path holds an fp32 copy too), and it holds dhidden (N·d·a) and an fp32 dweight (V·d·4) from
@@ -68,7 +70,7 @@ import torch
 from lmperf.analysis.flops import MODES
 from lmperf.attention import sdpa_repeats_kv
 from lmperf.errors import UsageError
-from lmperf.model.checkpointing import block_policies
+from lmperf.model.checkpointing import model_block_policies
 from lmperf.model.config import ModelConfig, block_matmul_parameters, parameter_count
 from lmperf.ops.fused_linear_cross_entropy import default_chunk_size
 
@@ -199,7 +201,7 @@ def memory_model(
     param_bytes = BF16 if param_dtype == "bf16" else FP32
     tokens = batch * seq_len
     per_layer = activations_per_layer(config, batch, seq_len, precision, param_dtype)
-    policies = block_policies(checkpoint, config.n_layers)
+    policies = model_block_policies(checkpoint, config.n_layers, config.d_model, config.d_ff)
     saved = sum(_saved_per_layer(config, batch, seq_len, precision, param_dtype, p) for p in policies)
     recomputed = per_layer if set(policies) != {"none"} else 0  # one block at a time in the backward
     head, working = _head(config, tokens, BF16 if bf16 else FP32, loss)

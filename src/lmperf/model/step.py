@@ -12,7 +12,7 @@ from lmperf import regions
 from lmperf.dtypes import torch_dtype
 from lmperf.errors import UsageError
 from lmperf.model import ModelConfig, TransformerLM, check_context, preset
-from lmperf.model.checkpointing import block_policies
+from lmperf.model.checkpointing import model_block_policies
 from lmperf.model.module_tree import repeated_blocks
 from lmperf.model.transformer import LOSSES
 from lmperf.model.user import UserModel
@@ -57,8 +57,9 @@ class StepConfig:
             if value not in allowed:
                 raise UsageError(f"unknown {name} {value!r}; choose from {', '.join(allowed)}")
         if self.module is None:
-            check_context(self.model_config(), self.seq_len)
-            block_policies(self.checkpoint, self.model_config().n_layers)
+            config = self.model_config()
+            check_context(config, self.seq_len)
+            model_block_policies(self.checkpoint, config.n_layers, config.d_model, config.d_ff)
         elif self.seq_len <= 0:
             raise UsageError(f"context length must be positive, got {self.seq_len}")
         else:

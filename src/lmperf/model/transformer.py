@@ -15,10 +15,12 @@ Two options change how a step spends memory, never what it computes:
   projection and the elementwise work run again (the down projection's output no backward
   needs); "selective-mm-out" keeps the output projection's output as well, so that only the
   elementwise work runs again, for one more (B, T, d_model) tensor per block. Each selective
-  policy takes ":K" (the last K blocks keep everything). All are torch.utils.checkpoint (non-reentrant; selective through torch's
-  selective-checkpoint policy), inside the block so a compiled block compiles them too. lmperf's PyTorch FlashAttention ("torch") is an autograd.Function, not an
-  operator: under "selective" its forward runs again in the backward, as under "full"
-  (tests/test_step_options.py counts the calls).
+  policy takes ":K" (the last K blocks keep everything), and "POLICY*N+POLICY*M" gives blocks
+  their policies counted out from the first (lmperf.model.checkpointing). All are
+  torch.utils.checkpoint (non-reentrant; selective through torch's selective-checkpoint policy),
+  inside the block so a compiled block compiles them too. lmperf's PyTorch FlashAttention
+  ("torch") is an autograd.Function, not an operator: under "selective" its forward runs again in
+  the backward, as under "full" (tests/test_step_options.py counts the calls).
 - `loss`: "eager" forms the (B, T, V) logits and takes F.cross_entropy of them; "fused" computes
   the same loss chunk by chunk without the logits (lmperf.ops.fused_linear_cross_entropy).
 """
@@ -35,7 +37,7 @@ import torch.utils.checkpoint
 
 from lmperf import regions
 from lmperf.attention import attention, load
-from lmperf.model.checkpointing import block_policies
+from lmperf.model.checkpointing import model_block_policies
 from lmperf.model.config import ModelConfig
 from lmperf.ops import fused_linear_cross_entropy
 
@@ -216,7 +218,8 @@ class TransformerLM(nn.Module):
         self.config = config.validate()
         self.loss = loss
         self.embedding = nn.Embedding(config.vocab_size, config.d_model)
-        self.blocks = nn.ModuleList(Block(config, policy) for policy in block_policies(checkpoint, config.n_layers))
+        policies = model_block_policies(checkpoint, config.n_layers, config.d_model, config.d_ff)
+        self.blocks = nn.ModuleList(Block(config, policy) for policy in policies)
         self.final_norm = RMSNorm(config.d_model, config.norm_eps)
         self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         self.apply(self._init_weights)

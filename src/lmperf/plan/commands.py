@@ -9,6 +9,7 @@ import typer
 
 from lmperf.attention_names import ATTENTION_IMPLEMENTATIONS
 from lmperf.cli_support import clean_errors, split_list
+from lmperf.model.checkpointing import CHECKPOINT_FORMS
 
 RUNS = typer.Option(Path("runs"), "--runs", help="Where run directories are created.")
 
@@ -23,7 +24,7 @@ def plan(
     param_dtype: str = typer.Option("fp32", help="fp32 or bf16: the stored parameters, gradients and AdamW state."),
     attention: str = typer.Option("sdpa", help=f"Attention: {', '.join(ATTENTION_IMPLEMENTATIONS)} (memory model)."),
     loss: str = typer.Option("eager", help="eager or fused (memory model)."),
-    checkpoint: str = typer.Option("none", help="none, full or selective (memory model)."),
+    checkpoint: str = typer.Option("none", help=f"Activation checkpointing: {CHECKPOINT_FORMS} (memory model)."),
     compile: str = typer.Option("eager", "--compile", help="eager or compile (to find the --from-row step)."),
     reshard: bool = typer.Option(True, "--reshard/--no-reshard", help="FSDP2 reshard_after_forward of the blocks."),
     bucket_mb: float = typer.Option(25.0, help="DDP gradient bucket size in MiB."),

@@ -191,8 +191,14 @@ USAGE = "usage: python -m lmperf.pmc.accuracy CAPTURE_DIR OUT.md [--with-generat
 def main(argv: list[str]) -> int:
     with_generate = "--with-generate" in argv
     argv = [a for a in argv if a != "--with-generate"]
-    if len(argv) != 2 or not Path(argv[0]).is_dir():
-        problem = USAGE if len(argv) != 2 else f"not a folder of captures: {argv[0]}"
+    problem = None
+    if len(argv) != 2:
+        problem = USAGE
+    elif not Path(argv[0]).is_dir() or not any(Path(argv[0]).glob("*.truth.json")):
+        problem = f"no captures with their truth files in {argv[0]}"
+    elif not Path(argv[1]).resolve().parent.is_dir():
+        problem = f"no folder for the score file: {Path(argv[1]).parent}"
+    if problem:
         print(f"lmperf.pmc.accuracy: {problem}", file=sys.stderr)
         return 2
     rows = score_dir(Path(argv[0]), with_generate)

@@ -702,8 +702,8 @@ _SERVED_BLIND_Z = [
     ),
     ("z_neox_h16_t150_eager_compile", neox(2, 1024, 16, 4096, 50304), 2, 150, "forward", "fp16", "naive", COMPILED),
 ]
-# Written after batch z's scoring and fixes, before any of it is captured: the first batch whose
-# compiling targets are compiled once without ncu (lmperf.pmc.collect.compiled_once).
+# Blind batch w: written after batch z's scoring and fixes; its compiling targets are compiled
+# once without ncu (lmperf.pmc.collect.compiled_once).
 _SERVED_BLIND_W = [
     ("w_llama_h12_kv4_t96_autotune", llama(2, 768, 12, 4, 2048, 32000), 2, 96, "forward", "bf16", "sdpa", AUTOTUNED),
     (

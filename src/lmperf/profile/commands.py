@@ -11,6 +11,7 @@ import typer
 from lmperf.attention_names import ATTENTION_IMPLEMENTATIONS
 from lmperf.cli_support import clean_errors, console, resolve_device, split_list
 from lmperf.model.choice import ModelChoice
+from lmperf.model.checkpointing import CHECKPOINT_FORMS
 from lmperf.run.options import model_options
 
 ATTENTION_HELP = ", ".join(ATTENTION_IMPLEMENTATIONS) + "."
@@ -124,7 +125,7 @@ def memory(
     checkpoints: str = typer.Option(
         "none",
         "--checkpoint",
-        help="Activation checkpointing of the repeated blocks: none, full, selective; comma-separated.",
+        help=f"Activation checkpointing of the repeated blocks: {CHECKPOINT_FORMS}; comma-separated.",
     ),
     render: Optional[Path] = typer.Option(
         None, "--render", help="Render memory.md of this memory run directory again (no GPU needed)."

@@ -196,6 +196,7 @@ def _module_row(config: StepConfig, common: dict) -> BenchRow:
 def _measure(step: ModelStep, config: StepConfig, settings: SweepSettings) -> BenchRow:
     device = step.device
     if device.type == "cuda":
+        _release(device)  # the peak reservation is this row's, not a cache an earlier row left
         torch.cuda.reset_peak_memory_stats(device)
         retries_before = torch.cuda.memory_stats(device).get("num_alloc_retries", 0)
     load_start = load_average()
