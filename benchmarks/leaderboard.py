@@ -15,7 +15,7 @@ import figures as F
 from lmperf.analysis.flops import attention_kernel_flops, forward_ops
 from lmperf.distributed import kernel_table
 from lmperf.analysis.sharding import DataParallel, state_memory, train_step_peak
-from lmperf.model.checkpointing import block_policies
+from lmperf.model.checkpointing import BY_WIDTH, block_policies
 from lmperf.model.config import ModelConfig
 
 PAGE = "leaderboard-h200x2"
@@ -181,7 +181,7 @@ def recomputed_matmul_flops(row: dict) -> float:
     again (tests/test_step_options.py counts the recomputed matmuls)."""
     config = model_of(row)
     policies = block_policies(row["checkpoint"], config.n_layers)
-    if not set(policies) <= {"selective-mm", "selective-mm-out"}:
+    if not set(policies) <= set(BY_WIDTH):
         raise ValueError(f"the recomputed matmuls of {row['checkpoint']!r} are not counted here")
     out_proj = sum(
         op.total_forward for op in forward_ops(config, row["batch"], row["seq_len"]) if op.name == "out_proj"

@@ -762,21 +762,20 @@ def leaderboard_clocks() -> str:
 
 
 def leaderboard_layouts() -> str:
-    layouts = L.attention_layouts()
+    inputs = {
+        "contiguous": "q, k, v, dO contiguous (B, H, T, hd)",
+        "step": "q, k contiguous; v a view of the fused QKV output; dO transposed",
+        "step views": "q, k, v views of the fused QKV output; dO transposed",
+    }
     body = [
         [
             name,
-            what,
+            inputs[name],
             f"{v['fwd_median']:.2f} ({v['fwd_min']:.2f})",
             f"{v['bwd_median']:.2f} ({v['bwd_min']:.2f})",
             v["rounds"],
         ]
-        for name, what in (
-            ("contiguous", "q, k, v, dO contiguous (B, H, T, hd)"),
-            ("step", "q, k contiguous; v a view of the fused QKV output; dO transposed"),
-            ("step views", "q, k, v views of the fused QKV output; dO transposed"),
-        )
-        for v in [layouts[name]]
+        for name, v in L.attention_layouts().items()
     ]
     headers = ["layout", "inputs", "forward ms, median (lowest)", "backward ms, median (lowest)", "rounds"]
     return markdown(headers, body)

@@ -70,7 +70,7 @@ import torch
 from lmperf.analysis.flops import MODES
 from lmperf.attention import sdpa_repeats_kv
 from lmperf.errors import UsageError
-from lmperf.model.checkpointing import model_block_policies
+from lmperf.model.checkpointing import BY_WIDTH, model_block_policies
 from lmperf.model.config import ModelConfig, block_matmul_parameters, parameter_count
 from lmperf.ops.fused_linear_cross_entropy import default_chunk_size
 
@@ -163,7 +163,7 @@ def _saved_per_layer(
     a = BF16 if precision == "bf16" else FP32
     if checkpoint == "selective":
         return block_input + _attention_kernel_saves(config, batch, seq_len, a)
-    if checkpoint in ("selective-mm", "selective-mm-out"):  # and the QKV, gate and up outputs
+    if checkpoint in BY_WIDTH:  # and the QKV, gate and up outputs
         widening = config.d_model + 2 * config.kv_width + (2 if config.mlp == "swiglu" else 1) * config.d_ff
         kept = widening + (config.d_model if checkpoint == "selective-mm-out" else 0)  # the output projection's
         return block_input + _attention_kernel_saves(config, batch, seq_len, a) + batch * seq_len * kept * a

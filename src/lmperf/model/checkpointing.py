@@ -27,8 +27,9 @@ def block_policies(checkpoint: str, n_layers: int) -> list[str]:
     name, _, kept = checkpoint.partition(":")
     if name in BLOCK_POLICIES and not kept:
         return [name] * n_layers
-    if name in SELECTIVE_POLICIES and _count(kept) is not None and _count(kept) <= n_layers:
-        return [name] * (n_layers - _count(kept)) + ["none"] * _count(kept)
+    count = _count(kept)
+    if name in SELECTIVE_POLICIES and count is not None and count <= n_layers:
+        return [name] * (n_layers - count) + ["none"] * count
     raise UsageError(f"unknown checkpoint policy {checkpoint!r} for {n_layers} blocks; choose from {CHECKPOINT_FORMS}")
 
 

@@ -37,7 +37,7 @@ import torch.utils.checkpoint
 
 from lmperf import regions
 from lmperf.attention import attention, load
-from lmperf.model.checkpointing import model_block_policies
+from lmperf.model.checkpointing import BY_WIDTH, model_block_policies
 from lmperf.model.config import ModelConfig
 from lmperf.ops import fused_linear_cross_entropy
 
@@ -96,7 +96,7 @@ def checkpoint_options(policy: str, d_model: int | None = None, d_ff: int | None
 
     if policy == "selective":
         return {"context_fn": functools.partial(create_selective_checkpoint_contexts, _keep_attention)}
-    if policy in ("selective-mm", "selective-mm-out"):
+    if policy in BY_WIDTH:
         keep = _keep_attention_and_matmuls(d_model, d_ff if policy == "selective-mm-out" else None)
         return {"context_fn": functools.partial(create_selective_checkpoint_contexts, keep)}
     return {}

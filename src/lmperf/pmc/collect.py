@@ -122,6 +122,6 @@ def compiled_once(program: list[str], cache_dir: Path, timeout_s: float | None) 
     except subprocess.TimeoutExpired:
         raise UsageError(f"the target's compiling run (without ncu) did not finish within {timeout_s:.0f} s") from None
     if done.returncode != 0:
-        tail = " | ".join((done.stdout + done.stderr).strip().splitlines()[-3:]) or "no output"
-        raise UsageError(f"the target failed before profiling (exit {done.returncode}): {tail[-400:]}")
+        tail = ncu.output_tail(done.stdout + done.stderr)
+        raise UsageError(f"the target failed before profiling (exit {done.returncode}): {tail}")
     return {**env, "TORCHINDUCTOR_COMPILE_THREADS": "1"}

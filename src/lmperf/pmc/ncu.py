@@ -126,6 +126,11 @@ def supported(metrics: tuple[str, ...], known: set[str] | None) -> tuple[tuple[s
     return tuple(kept), dropped
 
 
+def output_tail(output: str) -> str:
+    """The last lines of a program's output, one line short enough for an error message."""
+    return (" | ".join(output.strip().splitlines()[-3:]) or "no output")[-400:]
+
+
 def failure_message(output: str, range_name: str) -> str | None:
     """The one-line reason a run produced no usable capture, or None when it did."""
     for marker, message in _FAILURES:
@@ -151,8 +156,7 @@ def run(spec: NcuRun, raw_csv: Path, timeout_s: float | None = None, env: dict |
     output = done.stdout + done.stderr
     problem = failure_message(output, spec.range_name)
     if problem is None and '"ID"' not in done.stdout:
-        tail = " | ".join(output.strip().splitlines()[-3:]) or "no output"
-        problem = f"ncu wrote no CSV (exit {done.returncode}): {tail[-400:]}"
+        problem = f"ncu wrote no CSV (exit {done.returncode}): {output_tail(output)}"
     if problem:
         raise UsageError(problem)
     raw_csv = Path(raw_csv)
