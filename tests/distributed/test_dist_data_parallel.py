@@ -1,5 +1,6 @@
 """An N-process DDP or FSDP2 step (N = 2 and 4 Gloo ranks) equals one process stepping on all the
-ranks' batches together, also with the fused loss and activation checkpointing under FSDP2."""
+ranks' batches together, also with the fused loss and activation checkpointing under FSDP2, and
+with lmperf's AdamW updating FSDP2's DTensor shards against PyTorch's AdamW in the one process."""
 
 from dataclasses import replace
 from pathlib import Path
@@ -21,6 +22,7 @@ CASES = [
     (Strategy("fsdp", reshard=False), CONFIG),
     (Strategy("fsdp", reshard=True), replace(FSDP_OPTIONS, checkpoint="selective")),
     (Strategy("fsdp", reshard=False), replace(FSDP_OPTIONS, checkpoint="full")),
+    (Strategy("fsdp", reshard=True), replace(CONFIG, optimizer="lmperf")),
 ]
 CASE_IDS = [
     "ddp-small-buckets",
@@ -29,6 +31,7 @@ CASE_IDS = [
     "fsdp-keep-gathered",
     "fsdp-fused-loss-selective-checkpoint",
     "fsdp-fused-loss-full-checkpoint",
+    "fsdp-lmperf-adamw-on-shards",
 ]
 
 
@@ -53,9 +56,9 @@ def _rank(out: Path) -> None:
 
 
 def _single_process_on_all_batches(nproc: int, config: StepConfig = CONFIG) -> dict:
-    """The plain eager model (no fused loss, no checkpointing) on every rank's batch."""
+    """The plain eager model (no fused loss, no checkpointing, PyTorch's AdamW) on every rank's batch."""
     torch.manual_seed(WEIGHT_SEED)
-    plain = replace(config, loss="eager", checkpoint="none")
+    plain = replace(config, loss="eager", checkpoint="none", optimizer="torch")
     ranks = [ModelStep(plain, torch.device("cpu"), seed=rank) for rank in range(nproc)]  # rank r's batch
     step = ranks[0]
     step.inputs = torch.cat([r.inputs for r in ranks])

@@ -23,6 +23,8 @@ PRECISIONS = ("fp32", "bf16")
 # bf16: the model created in bf16, so its gradients and AdamW state are bf16 too.
 PARAM_DTYPES = ("fp32", "bf16")
 COMPILE_MODES = ("eager", "compile")
+# torch: torch.optim.AdamW (fused on CUDA); lmperf: lmperf.ops.AdamW (one Triton pass per tensor)
+OPTIMIZERS = ("torch", "lmperf")
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,7 @@ class StepConfig:
     loss: str = "eager"
     checkpoint: str = "none"
     module: UserModel | None = None
+    optimizer: str = "torch"
 
     def validate(self) -> "StepConfig":
         for name, value, allowed in (
@@ -53,6 +56,7 @@ class StepConfig:
             ("param dtype", self.param_dtype, PARAM_DTYPES),
             ("compile", self.compile, COMPILE_MODES),
             ("loss", self.loss, LOSSES),
+            ("optimizer", self.optimizer, OPTIMIZERS),
         ):
             if value not in allowed:
                 raise UsageError(f"unknown {name} {value!r}; choose from {', '.join(allowed)}")
@@ -160,7 +164,12 @@ class ModelStep:
             self.inputs, self.targets = data[:, :-1], data[:, 1:]  # next-token prediction
 
     def build_optimizer(self) -> torch.optim.Optimizer:
-        """AdamW over the model's current parameters (fused on CUDA); its state comes lazily."""
+        """AdamW over the model's current parameters, PyTorch's (fused on CUDA) or lmperf's (its
+        `optimizer`), with the same hyperparameters; its state comes lazily."""
+        if self.config.optimizer == "lmperf":
+            from lmperf.ops.adamw import AdamW
+
+            return AdamW(self.model.parameters(), lr=1e-4)
         return torch.optim.AdamW(self.model.parameters(), lr=1e-4, fused=self.device.type == "cuda")
 
     def loss(self) -> torch.Tensor:

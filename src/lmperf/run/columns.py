@@ -16,5 +16,6 @@ CONFIG_COLUMNS: list[tables.Column] = [
     ("param dtype", "param_dtype", ""),
     ("loss", "loss", ""),
     ("checkpoint", "checkpoint", ""),
+    ("optimizer", "optimizer", ""),
 ]
 IDENTIFYING = tuple(key for _, key, _ in CONFIG_COLUMNS)

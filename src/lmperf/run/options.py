@@ -137,6 +137,7 @@ class SweepOptions:
     param_dtypes: str = "fp32"
     losses: str = "eager"
     checkpoints: str = "none"
+    optimizers: str = "torch"
     leaderboard_warmup_ms: float = 0.0
     leaderboard_rep_ms: float = 0.0
 
@@ -169,6 +170,7 @@ class SweepOptions:
             split_list(self.param_dtypes, "param-dtype"),
             split_list(self.losses, "loss"),
             split_list(self.checkpoints, "checkpoint"),
+            split_list(self.optimizers, "optimizer"),
         )
 
     def validate(self) -> "SweepOptions":
@@ -249,6 +251,7 @@ def grid_configs(
     param_dtypes: list[str],
     losses: list[str],
     checkpoints: list[str],
+    optimizers: list[str] = ("torch",),
 ) -> list[StepConfig]:
     """The grid of the model's bases (presets, or the Hugging Face config) and every other axis."""
     from lmperf.run.sweep import grid
@@ -264,6 +267,7 @@ def grid_configs(
         param_dtypes,
         losses,
         checkpoints,
+        optimizers,
     )
 
 
@@ -343,6 +347,17 @@ SWEEP_FLAGS = (
             ),
         ],
         _SWEEP.checkpoints,
+    ),
+    Flag(
+        "optimizers",
+        Annotated[
+            str,
+            _option(
+                "--optimizer",
+                help="torch (torch.optim.AdamW, fused on CUDA) or lmperf (lmperf.ops.AdamW: one Triton pass per tensor); the same AdamW hyperparameters; comma-separated.",
+            ),
+        ],
+        _SWEEP.optimizers,
     ),
     Flag(
         "leaderboard_warmup_ms",

@@ -39,6 +39,7 @@ KEY_FIELDS = (
     "loss",
     "checkpoint",
     "module",
+    "optimizer",
 )
 ANALYTIC = "analytic (lmperf.analysis.flops)"
 
@@ -62,6 +63,7 @@ class BenchRow(ResultRow):
     params: int
     matmul_flops: float
     module: dict | None = None  # the user's module: factory, arguments, source hash, shape read
+    optimizer: str = "torch"  # whose AdamW (lmperf.model.step.OPTIMIZERS)
     flop_count: str = ANALYTIC  # how matmul_flops were counted
     causal_attention: str = CAUSAL_ATTENTION  # how attention's masked half is counted in them
     # a user's module that looks like a Transformer: 6·N + attention (lmperf.analysis.module_flops)
@@ -118,6 +120,7 @@ def grid(
     param_dtypes: Iterable[str] = ("fp32",),
     losses: Iterable[str] = ("eager",),
     checkpoints: Iterable[str] = ("none",),
+    optimizers: Iterable[str] = ("torch",),
 ) -> list[StepConfig]:
     """All configurations, validated up front so bad input fails before anything runs.
 
@@ -140,9 +143,10 @@ def grid(
             param_dtype=pd,
             loss=lo,
             checkpoint=ck,
+            optimizer=op,
         )
-        for base, t, pr, pd, c, a, lo, ck, m in itertools.product(
-            bases, seq_lens, precisions, param_dtypes, compiles, attentions, losses, checkpoints, modes
+        for base, t, pr, pd, c, a, lo, ck, op, m in itertools.product(
+            bases, seq_lens, precisions, param_dtypes, compiles, attentions, losses, checkpoints, optimizers, modes
         )
         if not (pd == "bf16" and pr == "fp32")
     ]

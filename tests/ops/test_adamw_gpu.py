@@ -1,0 +1,32 @@
+"""lmperf's Triton AdamW on a GPU, bf16 included: beside PyTorch's fused AdamW over several steps.
+
+Both compute in fp32 and round once to the storage dtype, in the same order of operations, so
+they may differ only where fp32 rounding differs: at most one unit in the last place of the
+stored dtype."""
+
+import pytest
+import torch
+
+from lmperf.ops import AdamW
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("shape", [(1,), (4097,), (257, 131), (2048, 4096)])
+def test_steps_match_pytorch_fused_adamw(dtype, shape):
+    generator = torch.Generator(device="cuda").manual_seed(sum(shape))
+    start = torch.randn(shape, device="cuda", generator=generator).to(dtype)
+    ours, theirs = torch.nn.Parameter(start.clone()), torch.nn.Parameter(start.clone())
+    hyper = dict(lr=1e-3, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
+    optimizers = AdamW([ours], **hyper), torch.optim.AdamW([theirs], fused=True, **hyper)
+    for _ in range(3):
+        grad = (torch.randn(shape, device="cuda", generator=generator) * 1e-2).to(dtype)
+        for param, optimizer in zip((ours, theirs), optimizers):
+            param.grad = grad.clone()
+            optimizer.step()
+    ulp = torch.finfo(dtype).eps * ours.detach().abs().float().clamp_min(1e-3)
+    assert ((ours.detach().float() - theirs.detach().float()).abs() <= ulp).all()
+    assert not torch.equal(ours.detach(), start)  # it moved
+    for key in ("exp_avg", "exp_avg_sq"):
+        torch.testing.assert_close(optimizers[0].state[ours][key], optimizers[1].state[theirs][key])
