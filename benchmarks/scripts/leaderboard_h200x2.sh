@@ -29,15 +29,16 @@
 #   8. On a 2 x H200 machine (device kind nvidia-h200-x2, GPUs 0,1 only): AdamW alone over one
 #      rank's shards (benchmarks/scripts/adamw_alone.py: PyTorch's fused and foreach, lmperf's);
 #      then selective-mm with PyTorch's fused AdamW and with lmperf's (--optimizer torch,lmperf:
-#      one pair of processes, the leaderboard's do_bench for each); then 12 and 20 blocks of
-#      selective-mm-out with lmperf's AdamW in a second pair. Clocks logged as in phase 6.
+#      one pair of processes, the leaderboard's do_bench for each). Clocks logged as in phase 6.
+#   9. The same machine, the next call: 12 and 20 blocks of selective-mm-out with lmperf's AdamW
+#      in one pair of processes, the leaderboard's do_bench for each, clocks logged.
 # Every step: cs336-8b, 32,768 tokens, one sequence per GPU, bf16 parameters and AdamW state,
 # FSDP2, fused loss, compiled blocks, one warm-up step and four timed ones. Rows: $OUT/runs/NAME/
 # <stamp>-bench-dist/results.jsonl (and $OUT/peers.jsonl); logs beside them; each run directory
 # and its log packed in $OUT/run-NAME.tgz as soon as the run ends.
 # Run from the repository root: `OUT=$OUT bash benchmarks/scripts/leaderboard_h200x2.sh PHASE`.
 set -u
-PHASE=${1:?usage: leaderboard_h200x2.sh 1|2|3|4|5|6|7|8}
+PHASE=${1:?usage: leaderboard_h200x2.sh 1|2|3|4|5|6|7|8|9}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONUNBUFFERED=1 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True PYTHONPATH=src
 OUT=${OUT:-out}; RUNS="$OUT/runs"; mkdir -p "$RUNS"
@@ -116,9 +117,15 @@ case $PHASE in
     CUDA_VISIBLE_DEVICES=0 python3 benchmarks/scripts/adamw_alone.py "$OUT/adamw.jsonl" --rounds 4 2>&1 | tail -n 12
     on 0,1 mm-adamw --param-dtype bf16 --attention triton --checkpoint selective-mm --optimizer torch,lmperf \
       "${LEADERBOARD[@]}"
+    kill $SMI
+    rm -rf "$RUNS" ;;  # each run is packed in $OUT/run-NAME.tgz
+  9)
+    nvidia-smi --query-gpu=timestamp,index,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active \
+      --format=csv -lms 500 > "$OUT/smi.csv" 2>&1 &
+    SMI=$!
     on 0,1 out-adamw --param-dtype bf16 --attention triton --optimizer lmperf \
       --checkpoint "selective-mm-out*12+selective-mm*22,selective-mm-out*20+selective-mm*14" "${LEADERBOARD[@]}"
     kill $SMI
     rm -rf "$RUNS" ;;  # each run is packed in $OUT/run-NAME.tgz
-  *) echo "PHASE is 1 to 8" >&2; exit 2 ;;
+  *) echo "PHASE is 1 to 9" >&2; exit 2 ;;
 esac
