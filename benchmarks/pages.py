@@ -1125,6 +1125,7 @@ SERVED_BLIND = {
     "x": "score-16-served-blindx-1f0230b",
     "y": "score-17-served-blindy-73fb399",
     "z": "score-24-served-blindz-6bd415b",
+    "w": "score-26-served-blindw-5207cc3",
 }
 SERVED_NOW = "score-25-served-all-533e9f7"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")

@@ -63,3 +63,26 @@ def test_output_bytes_that_are_no_whole_number_of_rows_leave_an_interval():
     assert result.values["vocab_size"] is None
     low, high = result.intervals["vocab_size"]
     assert low <= expected["vocab_size"] <= high
+
+
+def test_lmperf_fused_loss_row_kernel_pins_the_vocabulary():
+    """lmperf's fused loss writes each row's gradient over its logits (V values) and one fp32 loss:
+    7 rows of V = 1,000 bf16 logits store 7·(1,000·2 + 4) bytes; bytes that are no whole number of
+    such rows pin nothing."""
+    from lmperf.pmc.parse import KernelRecord
+    from lmperf.pmc.vocab import fused_loss_vocab
+
+    def loss_kernel(stored: float) -> KernelRecord:
+        return KernelRecord(0, "_cross_entropy_rows_kernel", (7, 1, 1), (256, 1, 1), metrics={g.STORE_BYTES: stored})
+
+    assert fused_loss_vocab([loss_kernel(7 * (1000 * 2 + 4))], 2) == 1000
+    assert fused_loss_vocab([loss_kernel(7 * (1000 * 4 + 4))], 4) == 1000
+    assert fused_loss_vocab([loss_kernel(7 * (1000 * 2 + 4) + 2)], 2) is None
+    assert fused_loss_vocab([loss_kernel(7 * 4)], 2) is None  # losses alone: no logits stored
+
+
+def test_a_compiled_lmperf_step_reads_the_vocabulary_from_its_fused_loss():
+    """Blind batch w's compiled lmperf training step: its LM head stores with TMA more bytes than
+    N·V·2 (no whole number of rows), so only the fused loss's row kernel pins V."""
+    name = "w_lmperf_h16_t160_train_compile_fused"
+    assert infer(read_capture(capture_path(name))).values["vocab_size"] == truth(name)["vocab_size"]

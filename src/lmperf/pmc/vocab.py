@@ -3,6 +3,8 @@
 Tensor-pipe work counts padded tiles, so the LM head's work only bounds V (by rows x columns of
 padding). Counters of bytes pin it when one of them sees the N·V logits exactly:
 - the loss's log-softmax FFMA count (training steps);
+- lmperf's fused loss's row kernel, one program per row of logits: it overwrites each row with
+  its gradient and stores the row's fp32 loss, st.global bytes = rows·(V·size + 4);
 - the head's requested st.global bytes: fp32 GEMMs and 16-bit ones whose V is no multiple of 8
   (F.linear probes show it; a split-K cutlass head, grid z = 2, stores 2·N·V·2 B plus 9,432 B,
   which pins nothing);
@@ -37,6 +39,21 @@ def loss_vocab(kernels: list[KernelRecord], tokens: int) -> int | None:
             vocab = (k.metric(g.FFMA) / tokens - 11 * k.threads_per_block) / 5
             if vocab == int(vocab) and vocab > 0:
                 return int(vocab)
+    return None
+
+
+FUSED_LOSS_ROWS_KERNEL = "_cross_entropy_rows_kernel"  # lmperf.ops.cross_entropy_rows_triton
+LOSS_BYTES_PER_ROW = 4
+
+
+def fused_loss_vocab(kernels: list[KernelRecord], size: int) -> int | None:
+    """V from lmperf's fused loss's row kernel: (st.global bytes / rows - 4) / size, its rows
+    the kernel's programs (a chunk of the N token rows)."""
+    for k in kernels:
+        if k.name.startswith(FUSED_LOSS_ROWS_KERNEL) and k.grid[0]:
+            row_bytes = _whole(k.metrics.get(g.STORE_BYTES), k.grid[0])
+            if row_bytes and row_bytes > LOSS_BYTES_PER_ROW:
+                return _whole(row_bytes - LOSS_BYTES_PER_ROW, size)
     return None
 
 
@@ -87,6 +104,10 @@ def readings(
     size = 4 if dtype == "fp32" else 2
     found = [
         (loss_vocab(followers[:_FOLLOWERS], tokens), "the loss's log-softmax FFMA count"),
+        (
+            fused_loss_vocab(followers[:_FOLLOWERS], size),
+            f"lmperf's fused loss stores rows·(V·{size} + 4) B",
+        ),
         (store_vocab(head, tokens, size), f"its global store bytes = N·V·{size} B"),
     ]
     tma = tma_vocab(head, tokens, size)
