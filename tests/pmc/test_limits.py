@@ -1,28 +1,36 @@
 """Issue 48's limits: the serving targets (padded requests, a draft model, quantised weights, a
-tensor-parallel rank) and the truth each writes.
+tensor-parallel rank), the truth each writes, and the claims about what pmc reads from each.
 
 Expected shapes are worked out by hand from the configs (a Megatron shard of each GEMM), never
-read from the code under test."""
+read from the code under test. The claims are checked against captures once they are committed
+in tests/pmc/fixtures/limits/; until then those tests skip."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
 
 from lmperf.errors import UsageError
-from lmperf.pmc.corpus import llama
+from lmperf.pmc.corpus import corpus, llama
+from lmperf.pmc.limits import LIMIT_CLAIMS, VERDICTS, LimitClaim, broken_claims
 from lmperf.pmc.quantized import Fp8Linear, Int8Linear, Int8WeightOnlyLinear
 from lmperf.pmc.runner import build_step, decoder_layers
 from lmperf.pmc.serving import DRAFT_TOKENS, left_padded
 from lmperf.pmc.targets import Target
 from lmperf.pmc.tensor_parallel import VocabShardEmbedding
 
+LIMIT_CAPTURES = Path(__file__).parent / "fixtures" / "limits"
 CPU = torch.device("cpu")
 # A tiny Llama: d 128, 4 heads of 32, 2 K/V heads, d_ff 256, vocabulary 512.
 TINY = llama(2, 128, 4, 2, 256, 512)
 TINY_DRAFT = llama(1, 64, 2, 1, 128, 512)
+
+
+def _limit_entries() -> dict[str, Target]:
+    return {name: target for name, target, _ in corpus() if name.startswith("m_")}
 
 
 def _step(target: Target):
@@ -115,7 +123,7 @@ def test_a_tensor_parallel_rank_runs_the_megatron_shard_of_every_gemm():
         n_heads=2, n_kv_heads=1, head_dim=32, d_model=128, d_ff=128, vocab_size=256
     )
     assert (truth["params_blocks"], truth["params_total"]) == (2 * 73984, 213632)
-    tp = truth["tensor_parallel"]
+    tp = truth["tp_rank"]
     assert (tp["degree"], tp["rank"], tp["how"]) == (2, 0, "emulated TP rank (no communication kernels)")
     full = tp["full_model"]
     assert (full["n_heads"], full["n_kv_heads"], full["d_ff"], full["vocab_size"]) == (4, 2, 256, 512)
@@ -173,3 +181,78 @@ def test_a_speculative_step_records_the_passes_of_both_models_in_the_last_call()
     assert spec["draft_passes"][0] == [1, 16] and spec["target_passes"][0] == [1, 16 + DRAFT_TOKENS]
     # one call's passes only: 3 new tokens need at most 3 verifying passes
     assert 1 <= len(spec["target_passes"]) <= 3 and truth["decode_steps"] is None
+
+
+def test_every_limit_entry_is_a_valid_target_with_a_claim():
+    entries = _limit_entries()
+    assert set(entries) == set(LIMIT_CLAIMS)
+    for name, target in entries.items():
+        target.validate()
+        claim = LIMIT_CLAIMS[name]
+        assert claim.verdict in VERDICTS and claim.claim and (claim.reads or claim.neither), name
+
+
+def test_the_batch_script_selects_exactly_the_limit_entries():
+    # pmc_served_batch.sh names what it collects by prefix, with this expression
+    names = [n for n, *_ in corpus() if n.startswith("m_")]
+    assert names and len(names) == len(set(names)) == len(LIMIT_CLAIMS)
+
+
+def test_a_claim_is_broken_by_a_wrong_field_or_by_reading_a_model_it_must_not():
+    truth = dict(mode="forward", n_layers=2, d_model=512, speculative=dict(draft=dict(n_layers=1, d_model=256)))
+    claim = LimitClaim("x", "defeats", "", {"mode": "truth", "d_model": None})
+    assert broken_claims(claim, dict(mode="forward", d_model=None), truth) == []
+    assert broken_claims(claim, dict(mode="generate", d_model=512), truth) == [
+        "mode: read 'generate', claimed 'forward'",
+        "d_model: read 512, claimed None",
+    ]
+    draft = dict(n_layers=1, d_model=256, n_heads=None, n_kv_heads=None, head_dim=None, d_ff=None)
+    neither = LimitClaim("x", "defeats", "", neither=("speculative.draft",))
+    assert broken_claims(neither, draft, {**truth, "speculative": {"draft": draft}}) != []
+
+
+@pytest.mark.parametrize("name", sorted(LIMIT_CLAIMS))
+def test_each_limit_capture_holds_its_claim(name):
+    from lmperf.pmc.infer import infer_file
+
+    capture = LIMIT_CAPTURES / f"{name}.csv.gz"
+    if not capture.exists():
+        pytest.skip(f"{name} not captured yet (benchmarks/scripts/pmc_served_batch.sh m)")
+    truth = json.loads(capture.with_name(f"{name}.truth.json").read_text(encoding="utf-8"))
+    result = infer_file(capture)
+    assert broken_claims(LIMIT_CLAIMS[name], result.values, truth) == []
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(LIMIT_CLAIMS))
+def test_each_limit_entry_runs_its_step_on_a_gpu_and_writes_its_truth(name):
+    from lmperf.pmc.runner import run_target
+
+    target = _limit_entries()[name]
+    truth = run_target(target)
+    assert truth["batch"] == target.batch and truth["seq_len"] == target.seq_len
+    assert (truth["quantize"], truth["tensor_parallel"]) == (target.quantize, target.tensor_parallel)
+    if target.request_lengths:
+        assert truth["padding"]["request_lengths"] == list(target.request_lengths)
+    if target.draft_config:
+        assert truth["speculative"]["target_passes"] and truth["speculative"]["draft_passes"]
+    if target.quantize:
+        assert truth["quantization"]["linears"] == 14
+    if target.tensor_parallel > 1:
+        assert truth["n_heads"] * 2 == truth["tp_rank"]["full_model"]["n_heads"]
+
+
+@pytest.mark.parametrize(
+    "truth, kind",
+    [
+        ({"padding": {"padded_len": 128}}, "padded"),
+        ({"speculative": {"draft_tokens": 2}}, "speculative"),
+        ({"quantization": {"scheme": "fp8"}, "compile": None}, "fp8 weights"),
+        ({"tensor_parallel": 2, "tp_rank": {"degree": 2}}, "TP rank (emulated)"),
+        ({"quantize": None, "tensor_parallel": 1}, "eager"),
+    ],
+)
+def test_a_score_names_the_serving_limit_a_capture_ran(truth, kind):
+    from lmperf.pmc.accuracy import run_kind
+
+    assert run_kind(truth) == kind

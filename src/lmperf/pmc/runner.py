@@ -136,11 +136,11 @@ def _hf_truth(config, model) -> dict:
 def _rank_truth(target: Target, shard: torch.nn.Module) -> dict:
     """A tensor-parallel rank's truth: the full model's shape (counted on the meta device) with
     the sharded sizes divided by the degree, the parameters the shard's modules hold, and the
-    full model under `tensor_parallel`."""
+    full model under `tp_rank` (`tensor_parallel` holds the degree, as for every target)."""
     _, full = _hf_build(target.hf_config, target.attention, torch.device("meta"))
     whole, degree = _hf_truth(full.config, full), target.tensor_parallel
     truth = {**whole, **{name: whole[name] // degree for name in SHARDED_FIELDS}}
-    truth.update(_param_counts(shard, decoder_layers(shard)), tensor_parallel=shard_truth(whole, degree))
+    truth.update(_param_counts(shard, decoder_layers(shard)), tp_rank=shard_truth(whole, degree))
     return truth
 
 
