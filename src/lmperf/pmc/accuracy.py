@@ -58,7 +58,16 @@ def attention_path(truth: dict) -> str:
 
 def run_kind(truth: dict) -> str:
     """How the captured step ran: eager, compiled in one of torch.compile's modes, replayed as CUDA
-    graphs, with Liger-Kernel's kernels or lmperf's fused loss."""
+    graphs, with Liger-Kernel's kernels or lmperf's fused loss; or under a serving limit (padded
+    requests, a draft model, quantised weights, a tensor-parallel rank)."""
+    if truth.get("padding"):
+        return "padded"
+    if truth.get("speculative"):
+        return "speculative"
+    if truth.get("quantization"):
+        return f"{truth['quantization']['scheme']} weights"
+    if truth.get("tensor_parallel", 1) > 1:
+        return "TP rank (emulated)"
     if truth.get("kernels") == "liger":
         return "Liger"
     if truth.get("static_cache") or truth.get("compile") == "reduce-overhead":

@@ -771,6 +771,67 @@ _SERVED_BLIND_W = [
     ),
 ]
 
+# The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
+# Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
+# plain forward of it as the control. What pmc is expected to read from each is claimed in
+# lmperf.pmc.limits.LIMIT_CLAIMS. Generate entries come first: they take longest to capture.
+_LIMIT_MODEL = llama(2, 512, 8, 2, 1408, 32000)
+_SERVED_LIMITS = [
+    (
+        "m_llama_h8_kv2_p64_speculative",
+        _LIMIT_MODEL,
+        1,
+        64,
+        "generate",
+        "bf16",
+        "sdpa",
+        {"new_tokens": 3, "draft_config": llama(1, 256, 4, 1, 688, 32000)},
+    ),
+    (
+        "m_llama_h8_kv2_p64_b4_static",
+        _LIMIT_MODEL,
+        4,
+        64,
+        "generate",
+        "bf16",
+        "sdpa",
+        {"new_tokens": 3, "static_cache": True},
+    ),
+    (
+        "m_llama_h16_kv4_t128_tp2",
+        llama(2, 1024, 16, 4, 2816, 32000),
+        2,
+        128,
+        "forward",
+        "bf16",
+        "sdpa",
+        {"tensor_parallel": 2},
+    ),
+    ("m_llama_h8_kv2_t128_fp8", _LIMIT_MODEL, 2, 128, "forward", "bf16", "sdpa", {"quantize": "fp8"}),
+    ("m_llama_h8_kv2_t128_int8", _LIMIT_MODEL, 2, 128, "forward", "bf16", "sdpa", {"quantize": "int8"}),
+    (
+        "m_llama_h8_kv2_t128_int8_weight_only",
+        _LIMIT_MODEL,
+        2,
+        128,
+        "forward",
+        "bf16",
+        "sdpa",
+        {"quantize": "int8-weight-only"},
+    ),
+    (
+        "m_llama_h8_kv2_t128_padded",
+        _LIMIT_MODEL,
+        4,
+        128,
+        "forward",
+        "bf16",
+        "sdpa",
+        {"request_lengths": (37, 64, 90, 111)},
+    ),
+    ("m_llama_h8_kv2_t128_plain", _LIMIT_MODEL, 2, 128, "forward", "bf16", "sdpa", {}),
+]
+
 
 def _target(
     model: dict, batch: int, seq_len: int, mode: str, dtype: str, attention: str, extra: dict | None = None
@@ -783,7 +844,8 @@ def _target(
 
 def corpus() -> list[tuple[str, Target, bool]]:
     """(name, target, held_out) for every entry, in collection order: the first corpus, then the
-    sweep. Generate captures are scored on their own, never held out."""
+    sweep. Generate captures are scored on their own, never held out; nor are the limits, which
+    test claims (lmperf.pmc.limits) rather than accuracy."""
     first = [(name, _target(*rest), (i + 1) % HELD_OUT_EVERY == 0) for i, (name, *rest) in enumerate(_ENTRIES)]
     forward_or_train = [name for name, *rest in _SWEEP if rest[3] != "generate"]
     held = set(random.Random(SWEEP_SEED).sample(forward_or_train, len(forward_or_train) // 3))
@@ -796,6 +858,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             (name, _target(*rest), True)
             for name, *rest in _SERVED_BLIND + _SERVED_BLIND_Y + _SERVED_BLIND_Z + _SERVED_BLIND_W
         ]
+        + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
 
 

@@ -18,7 +18,10 @@ from lmperf.dtypes import torch_dtype
 from lmperf.model import preset
 from lmperf.model.hf_config import from_fields
 from lmperf.model.step import ModelStep, StepConfig
+from lmperf.pmc.quantized import DESCRIPTIONS, quantize_linears
+from lmperf.pmc.serving import DRAFT_TOKENS, PAD_ID, as_draft, left_padded, padding_truth, with_passes_recorded
 from lmperf.pmc.targets import RANGE, Target
+from lmperf.pmc.tensor_parallel import SHARDED_FIELDS, VocabShardEmbedding, shard_fields, shard_truth
 
 WARMUP_COMPILED = 3
 
@@ -57,16 +60,30 @@ def _preset_step(target: Target, device: torch.device) -> tuple[Callable[[], Non
 
 
 def _hf_model(target: Target):
-    from transformers import AutoConfig, AutoModelForCausalLM  # the optional `hf` extra
-
-    fields = dict(target.hf_config)
-    config = AutoConfig.for_model(fields.pop("model_type"), **fields)
+    """The config and model that run: for a tensor-parallel target, rank 0's shard."""
     if target.sdpa_backend == "efficient_attention":
         _repeat_kv_for_sdpa()
     if target.kernels == "liger":
-        _patch_with_liger(config.model_type)
-    impl = "eager" if target.attention == "naive" else "sdpa"  # Hugging Face's word for naive
-    return config, AutoModelForCausalLM.from_config(config, attn_implementation=impl)
+        _patch_with_liger(target.hf_config["model_type"])
+    fields = target.hf_config
+    if target.tensor_parallel > 1:
+        fields = shard_fields(fields, target.tensor_parallel)
+    config, model = _hf_build(fields, target.attention)
+    if target.tensor_parallel > 1:
+        model.set_input_embeddings(VocabShardEmbedding(model.get_input_embeddings()))
+    return config, model
+
+
+def _hf_build(fields: dict, attention: str, device: torch.device | None = None):
+    """A Hugging Face config and its model with random weights (on `device`, "meta" to count
+    parameters without allocating them)."""
+    from transformers import AutoConfig, AutoModelForCausalLM  # the optional `hf` extra
+
+    fields = dict(fields)
+    config = AutoConfig.for_model(fields.pop("model_type"), **fields)
+    impl = "eager" if attention == "naive" else "sdpa"  # Hugging Face's word for naive
+    with device or torch.device("cpu"):
+        return config, AutoModelForCausalLM.from_config(config, attn_implementation=impl)
 
 
 def _patch_with_liger(family: str) -> None:
@@ -88,12 +105,17 @@ def _repeat_kv_for_sdpa() -> None:
     sdpa_attention.use_gqa_in_sdpa = lambda *args, **kwargs: False
 
 
-def _hf_truth(config, model) -> dict:
-    shape = from_fields(config.to_dict()).config
-    layers = max(
+def decoder_layers(model: torch.nn.Module) -> torch.nn.ModuleList:
+    """The decoder blocks: the module list that holds the most parameters."""
+    return max(
         (m for m in model.modules() if isinstance(m, torch.nn.ModuleList)),
         key=lambda m: sum(p.numel() for p in m.parameters()),
     )
+
+
+def _hf_truth(config, model) -> dict:
+    shape = from_fields(config.to_dict()).config
+    layers = decoder_layers(model)
     truth = dict(
         family=config.model_type,
         n_layers=shape.n_layers,
@@ -111,11 +133,24 @@ def _hf_truth(config, model) -> dict:
     return truth
 
 
-def _generate_step(model, tokens: torch.Tensor, new_tokens: int, static_cache: bool) -> Callable[[], None]:
+def _rank_truth(target: Target, shard: torch.nn.Module) -> dict:
+    """A tensor-parallel rank's truth: the full model's shape (counted on the meta device) with
+    the sharded sizes divided by the degree, the parameters the shard's modules hold, and the
+    full model under `tp_rank` (`tensor_parallel` holds the degree, as for every target)."""
+    _, full = _hf_build(target.hf_config, target.attention, torch.device("meta"))
+    whole, degree = _hf_truth(full.config, full), target.tensor_parallel
+    truth = {**whole, **{name: whole[name] // degree for name in SHARDED_FIELDS}}
+    truth.update(_param_counts(shard, decoder_layers(shard)), tp_rank=shard_truth(whole, degree))
+    return truth
+
+
+def _generate_step(
+    model, tokens: torch.Tensor, mask: torch.Tensor, new_tokens: int, static_cache: bool, **assisted
+) -> Callable[[], None]:
     """Greedy generate with the KV cache: one prefill over the prompt, then new_tokens - 1
     decode steps (the prefill yields the first new token); no early stop at an end token. A
-    static cache makes Hugging Face compile the decode step (CUDA graphs replayed)."""
-    mask = torch.ones_like(tokens)
+    static cache makes Hugging Face compile the decode step (CUDA graphs replayed). `assisted`:
+    `assistant_model=draft` for speculative decoding."""
     cache = dict(cache_implementation="static") if static_cache else {}
 
     def step() -> None:
@@ -127,8 +162,9 @@ def _generate_step(model, tokens: torch.Tensor, new_tokens: int, static_cache: b
                 min_new_tokens=new_tokens,
                 do_sample=False,
                 use_cache=True,
-                pad_token_id=0,
+                pad_token_id=PAD_ID,
                 **cache,
+                **assisted,
             )
 
     return step
@@ -136,21 +172,31 @@ def _generate_step(model, tokens: torch.Tensor, new_tokens: int, static_cache: b
 
 def _hf_step(target: Target, device: torch.device) -> tuple[Callable[[], None], dict]:
     config, model = _hf_model(target)
-    truth = _hf_truth(config, model)
+    truth = _hf_truth(config, model) if target.tensor_parallel == 1 else _rank_truth(target, model)
     dtype = torch_dtype(target.dtype)
-    tokens = torch.randint(0, config.vocab_size, (target.batch, target.seq_len), device=device)
+    # a tensor-parallel rank's ids span the whole vocabulary, of which it holds the first rows
+    vocab = config.vocab_size * target.tensor_parallel
+    tokens = torch.randint(0, vocab, (target.batch, target.seq_len), device=device)
+    inputs = dict(input_ids=tokens)
+    if target.request_lengths:
+        tokens, mask, positions = left_padded(tokens, target.request_lengths)
+        inputs = dict(input_ids=tokens, attention_mask=mask, position_ids=positions)
+        truth["padding"] = padding_truth(target.batch, target.seq_len, target.request_lengths)
     if target.mode == "generate":
-        truth.update(prompt_len=target.seq_len, new_tokens=target.new_tokens, decode_steps=target.new_tokens - 1)
-        model = model.to(device=device, dtype=dtype).eval()
-        return _generate_step(model, tokens, target.new_tokens, target.static_cache), truth
+        return _hf_generate(target, model.to(device=device, dtype=dtype).eval(), inputs, truth)
     if target.mode == "forward":
         model = model.to(device=device, dtype=dtype).eval()
+        if target.quantize:
+            linears = quantize_linears(decoder_layers(model), target.quantize)
+            truth["quantization"] = dict(
+                scheme=target.quantize, how=DESCRIPTIONS[target.quantize], linears=len(linears)
+            )
         if target.compile:
             model.compile(mode=target.compile)
 
         def step() -> None:
             with torch.no_grad():
-                model(input_ids=tokens)
+                model(**inputs)
 
         return step, truth
     model = model.to(device).train()
@@ -167,6 +213,22 @@ def _hf_step(target: Target, device: torch.device) -> tuple[Callable[[], None], 
         optimizer.step()
 
     return train_step, truth
+
+
+def _hf_generate(target: Target, model, inputs: dict, truth: dict) -> tuple[Callable[[], None], dict]:
+    """Greedy generate, or with a draft model proposing tokens (speculative decoding)."""
+    tokens = inputs["input_ids"]
+    mask = inputs.get("attention_mask", torch.ones_like(tokens))
+    truth.update(prompt_len=target.seq_len, new_tokens=target.new_tokens, decode_steps=target.new_tokens - 1)
+    if target.draft_config is None:
+        return _generate_step(model, tokens, mask, target.new_tokens, target.static_cache), truth
+    config, draft = _hf_build(target.draft_config, target.attention)
+    truth["speculative"] = dict(draft=_hf_truth(config, draft), draft_tokens=DRAFT_TOKENS)
+    truth["decode_steps"] = None  # the target verifies several tokens a pass: its passes say how many
+    draft = as_draft(draft.to(device=tokens.device, dtype=model.dtype).eval())
+    step = _generate_step(model, tokens, mask, target.new_tokens, False, assistant_model=draft)
+    models = dict(target_passes=model, draft_passes=draft)
+    return with_passes_recorded(step, models, truth["speculative"]), truth
 
 
 def _param_counts(model: torch.nn.Module, blocks: torch.nn.Module) -> dict:
@@ -189,12 +251,18 @@ def _pinned_backend(step: Callable[[], None], backend: str | None) -> Callable[[
     return pinned
 
 
+def build_step(target: Target, device: torch.device) -> tuple[Callable[[], None], dict]:
+    """The step a target runs, on `device`, and its true configuration so far (a step of a
+    speculative target records its passes into it when called)."""
+    build = _preset_step if target.preset is not None else _hf_step
+    return build(target, device)
+
+
 def run_target(target: Target) -> dict:
     """Warm up, then run one step inside the NVTX range; returns the true configuration."""
     device = torch.device("cuda")
     torch.manual_seed(0)
-    build = _preset_step if target.preset is not None else _hf_step
-    step, truth = build(target.validate(), device)
+    step, truth = build_step(target.validate(), device)
     step = _pinned_backend(step, target.sdpa_backend)
     # Warm-up outside the range; a compiled step needs more: the first compiles, and CUDA graphs
     # are recorded on a later call and replayed only after that.
@@ -218,6 +286,8 @@ def run_target(target: Target) -> dict:
         kernels=target.kernels,
         loss=target.loss,
         static_cache=target.static_cache,
+        quantize=target.quantize,
+        tensor_parallel=target.tensor_parallel,
     )
     return truth
 

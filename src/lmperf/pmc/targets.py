@@ -34,6 +34,13 @@ COMPILE_MODES = ("default", "max-autotune-no-cudagraphs", "reduce-overhead")
 KERNEL_SETS = ("liger",)
 LIGER_FAMILIES = ("llama", "mistral", "qwen2")
 LOSSES = ("eager", "fused")  # lmperf presets' train-step loss: "fused" is lmperf's own
+# What a server may do that pmc must read through (issue 48's limits), each a Hugging Face run:
+# padded requests, a draft model (speculative decoding), quantised weights (lmperf.pmc.quantized),
+# one rank of tensor parallelism (lmperf.pmc.tensor_parallel).
+QUANTIZATIONS = ("fp8", "int8", "int8-weight-only")
+QUANTIZED_FAMILIES = ("llama", "mistral", "qwen2", "gpt_neox", "opt")  # layers of nn.Linear (GPT-2's are Conv1D)
+TP_FAMILIES = ("llama", "mistral", "qwen2")  # configs that take an explicit head_dim
+TP_EMULATION = "emulated TP rank (no communication kernels)"
 
 
 @dataclass(frozen=True)
@@ -54,9 +61,14 @@ class Target:
     kernels: str | None = None  # "liger": Liger-Kernel's patched Hugging Face model
     loss: str = "eager"
     static_cache: bool = False  # generate with a static KV cache (Hugging Face compiles its decode)
+    request_lengths: tuple[int, ...] = ()  # each request's true length, left-padded to seq_len
+    draft_config: dict | None = None  # generate: a draft model's config.json dict (speculative)
+    quantize: str | None = None  # one of QUANTIZATIONS: the decoder's Linear layers in 8 bits
+    tensor_parallel: int = 1  # > 1: rank 0's shard of every attention and MLP GEMM
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "attention", OLD_ATTENTION_NAMES.get(self.attention, self.attention))
+        object.__setattr__(self, "request_lengths", tuple(self.request_lengths))  # a JSON list
 
     def validate(self) -> "Target":
         if (self.preset is None) == (self.hf_config is None):
@@ -83,6 +95,7 @@ class Target:
         if self.hf_config is not None and "model_type" not in self.hf_config:
             raise UsageError("the Hugging Face config has no 'model_type'")
         self._validate_runtime()
+        self._validate_serving()
         if self.preset is not None and self.dtype == "fp16":
             raise UsageError("lmperf presets run fp32 or bf16 (autocast), not fp16")
         return self
@@ -105,6 +118,78 @@ class Target:
             raise UsageError("a static KV cache is for mode generate")
         if self.static_cache and self.compile is not None:
             raise UsageError("generate with a static cache compiles its decode itself; give no compile mode")
+
+    def serving_limits(self) -> list[str]:
+        """The serving limits this target runs (at most one is valid)."""
+        return [
+            name
+            for name, used in (
+                ("request lengths", bool(self.request_lengths)),
+                ("a draft model", self.draft_config is not None),
+                ("quantised weights", self.quantize is not None),
+                ("tensor parallelism", self.tensor_parallel != 1),
+            )
+            if used
+        ]
+
+    def _validate_serving(self) -> None:
+        """Padded requests, a draft model, quantised weights, a TP rank: one per target, each an
+        eager Hugging Face run where it can run."""
+        used = self.serving_limits()
+        if not used:
+            return
+        if len(used) > 1:
+            raise UsageError(f"one serving limit per target: {' and '.join(used)} given together")
+        if self.hf_config is None or self.compile is not None or self.kernels is not None:
+            raise UsageError(
+                f"{used[0]}: only with an eager Hugging Face config (no preset, compile mode or kernel set)"
+            )
+        if self.request_lengths:
+            self._validate_padding()
+        if self.draft_config is not None:
+            self._validate_draft()
+        if self.quantize is not None:
+            self._validate_quantized()
+        if self.tensor_parallel != 1:
+            self._validate_tensor_parallel()
+
+    def _validate_padding(self) -> None:
+        lengths = self.request_lengths
+        if self.mode == "train-step" or len(lengths) != self.batch:
+            raise UsageError(f"request lengths: one per request of the batch ({self.batch}), forward or generate")
+        if not all(isinstance(n, int) and 1 <= n <= self.seq_len for n in lengths) or min(lengths) == self.seq_len:
+            raise UsageError(f"request lengths must lie in 1..{self.seq_len} (the padded length), one of them shorter")
+
+    def _validate_draft(self) -> None:
+        draft = self.draft_config
+        if self.mode != "generate" or self.batch != 1 or self.static_cache:
+            raise UsageError(
+                "a draft model runs Hugging Face's assisted generate: mode generate, batch 1, no static cache"
+            )
+        if (draft.get("model_type"), draft.get("vocab_size")) != (
+            self.hf_config["model_type"],
+            self.hf_config.get("vocab_size"),
+        ):
+            raise UsageError("the draft model must be of the target's family and vocabulary (model_type, vocab_size)")
+
+    def _validate_quantized(self) -> None:
+        if self.quantize not in QUANTIZATIONS:
+            raise UsageError(f"unknown quantisation {self.quantize!r}; choose from {', '.join(QUANTIZATIONS)}")
+        if self.mode != "forward" or self.dtype != "bf16":
+            raise UsageError("quantised weights run a bf16 forward (their GEMMs return bf16)")
+        if self.hf_config["model_type"] not in QUANTIZED_FAMILIES:
+            raise UsageError(f"quantised weights replace nn.Linear layers: {', '.join(QUANTIZED_FAMILIES)} models")
+
+    def _validate_tensor_parallel(self) -> None:
+        degree, fields = self.tensor_parallel, self.hf_config
+        if not isinstance(degree, int) or degree < 1 or self.mode != "forward":
+            raise UsageError(f"tensor parallel degree {degree!r}: a whole number >= 1, for a forward")
+        if fields["model_type"] not in TP_FAMILIES:
+            raise UsageError(f"a tensor-parallel rank is built for {', '.join(TP_FAMILIES)} configs")
+        heads = fields.get("num_attention_heads", 0)
+        sizes = (heads, fields.get("num_key_value_heads", heads), fields.get("intermediate_size", 0))
+        if not all(size and size % degree == 0 for size in (*sizes, fields.get("vocab_size", 0))):
+            raise UsageError(f"tensor parallel degree {degree} must divide heads, K/V heads, d_ff and the vocabulary")
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)

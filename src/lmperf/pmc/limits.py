@@ -1,0 +1,125 @@
+"""What a server can do to defeat pmc, and what pmc is claimed to read from each: issue 48's
+limits, written down before any capture of them (the corpus's `m_` entries).
+
+Each claim says which kind of limit it is — pmc *detects* it (a field of its report shows it),
+*reads through* it (the architecture comes out right, and the limit leaves no trace), or is
+*defeated* (fields come out wrong or undetermined) — and the fields pmc is expected to report:
+the truth file's value (`TRUTH`), a value of its own, or None (reported as not determined). A
+speculative capture is claimed to read as neither of its two models (`neither`). The claims are
+predictions from how the inference works (lmperf.pmc.infer), to be held against the captures.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+TRUTH = "truth"  # the field as the truth file has it
+VERDICTS = ("control", "reads through", "detects", "defeats")
+ARCHITECTURE = ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff")
+_STRUCTURE = ("mode", "dtype", "batch", "seq_len", *ARCHITECTURE, "mlp")
+_AS_TRUTH = dict.fromkeys(_STRUCTURE, TRUTH)
+_UNDETERMINED = dict.fromkeys(("batch", "seq_len", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff"))
+
+
+@dataclass(frozen=True)
+class LimitClaim:
+    limit: str
+    verdict: str
+    claim: str
+    reads: dict = field(default_factory=dict)  # field -> TRUTH, a value, or None (not determined)
+    # truth-file paths of models the report must not match on every ARCHITECTURE field
+    neither: tuple[str, ...] = ()
+
+
+LIMIT_CLAIMS = {
+    "m_llama_h8_kv2_t128_plain": LimitClaim(
+        "none (the control)",
+        "control",
+        "The model the limits run, as a plain bf16 forward: every structural field exact, so what "
+        "goes wrong in a limit's capture is the limit's doing.",
+        _AS_TRUTH,
+    ),
+    "m_llama_h8_kv2_t128_padded": LimitClaim(
+        "padding",
+        "reads through",
+        "Four requests of 37, 64, 90 and 111 tokens left-padded to a bucket of 128 run as B=4, "
+        "T=128: pmc reads that padded batch (batch 4, seq_len 128) and the architecture exactly; "
+        "the requests' own lengths leave no trace in the counters (padded rows do full work).",
+        _AS_TRUTH,
+    ),
+    "m_llama_h8_kv2_p64_b4_static": LimitClaim(
+        "batching across requests",
+        "reads through",
+        "Four prompts of 64 tokens generated together (static cache): pmc reads batch 4, the "
+        "requests served at once, indistinguishable from one caller's batch of 4, with prompt "
+        "length 64 and the architecture exact.",
+        _AS_TRUTH,
+    ),
+    "m_llama_h8_kv2_p64_speculative": LimitClaim(
+        "speculative decoding",
+        "defeats",
+        "A 1-layer draft (d 256) proposes 2 tokens before each verifying pass of the 2-layer target "
+        "(d 512): both models' layers run in one range, the verifying passes cover 3, 2 and 1 "
+        "tokens, so no LM head repeats over whole equal steps. pmc reports one architecture, or "
+        "none, and it is neither the target's nor the draft's; nothing in its report names a "
+        "second model.",
+        neither=("", "speculative.draft"),
+    ),
+    "m_llama_h8_kv2_t128_fp8": LimitClaim(
+        "quantised weights (fp8)",
+        "detects",
+        "Every decoder GEMM runs on the fp8 tensor pipe, which pmc requests "
+        "(sm__ops_path_tensor_src_fp8) and counts as GEMM work: dtype reads fp8 (the truth's "
+        "activations are bf16) and the architecture exactly; the activations' quantising kernels "
+        "(amax, scale, cast) do not disturb the widths.",
+        {**_AS_TRUTH, "dtype": "fp8"},
+    ),
+    "m_llama_h8_kv2_t128_int8": LimitClaim(
+        "quantised weights (int8, W8A8)",
+        "defeats",
+        "torch._int_mm runs on the int8 tensor pipe, a counter pmc does not request: the layer "
+        "GEMMs count no work, only the bf16 LM head remains, no layer structure is found, and pmc "
+        "says so (mode and dtype at low confidence, every shape field not determined).",
+        {"mode": "forward", "dtype": "bf16", "n_layers": None, **_UNDETERMINED},
+    ),
+    "m_llama_h8_kv2_t128_int8_weight_only": LimitClaim(
+        "quantised weights (int8, weight-only)",
+        "defeats",
+        "torch._weight_int8pack_mm's CUDA kernel (weight_int8pack_mm_kernel) is named like no "
+        "GEMM, so pmc classes it 'other' although it counts N·K FFMA per output: as with int8 "
+        "W8A8, no layer structure is found and pmc says so.",
+        {"mode": "forward", "dtype": "bf16", "n_layers": None, **_UNDETERMINED},
+    ),
+    "m_llama_h16_kv4_t128_tp2": LimitClaim(
+        "tensor parallelism (emulated rank, no communication kernels)",
+        "defeats",
+        "Rank 0 of TP=2 over a Llama of d 1024, 16 heads, 4 K/V heads, d_ff 2816 runs 8 heads, "
+        "2 K/V heads, d_ff 1408 at d 1024. pmc assumes the attention spans d_model (heads x "
+        "head_dim = d): the shard's output projection (N·1024·512 work) matches no N·d·d, so "
+        "d_model is not found and every field resting on it is reported not determined; mode, "
+        "dtype and n_layers are read. Nothing in one rank's counters says the degree (a real "
+        "rank's all-reduce kernels would; this emulation runs none).",
+        {"mode": "forward", "dtype": "bf16", "n_layers": TRUTH, **_UNDETERMINED},
+    ),
+}
+
+
+def truth_at(truth: dict, path: str) -> dict:
+    """The truth of the model at `path` ("" the captured model, "speculative.draft" its draft)."""
+    for key in filter(None, path.split(".")):
+        truth = truth[key]
+    return truth
+
+
+def broken_claims(claim: LimitClaim, values: dict, truth: dict) -> list[str]:
+    """Where an inference's `values` break `claim` for a capture with `truth`: one line each."""
+    broken = []
+    for name, expected in claim.reads.items():
+        want = truth.get(name) if expected == TRUTH else expected
+        if values.get(name) != want:
+            broken.append(f"{name}: read {values.get(name)!r}, claimed {want!r}")
+    for path in claim.neither:
+        model = truth_at(truth, path)
+        if all(values.get(name) == model[name] for name in ARCHITECTURE):
+            broken.append(f"reads as the model at {path or 'the target'!r}, claimed neither")
+    return broken

@@ -1,0 +1,258 @@
+"""Issue 48's limits: the serving targets (padded requests, a draft model, quantised weights, a
+tensor-parallel rank), the truth each writes, and the claims about what pmc reads from each.
+
+Expected shapes are worked out by hand from the configs (a Megatron shard of each GEMM), never
+read from the code under test. The claims are checked against captures once they are committed
+in tests/pmc/fixtures/limits/; until then those tests skip."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from lmperf.errors import UsageError
+from lmperf.pmc.corpus import corpus, llama
+from lmperf.pmc.limits import LIMIT_CLAIMS, VERDICTS, LimitClaim, broken_claims
+from lmperf.pmc.quantized import Fp8Linear, Int8Linear, Int8WeightOnlyLinear
+from lmperf.pmc.runner import build_step, decoder_layers
+from lmperf.pmc.serving import DRAFT_TOKENS, left_padded
+from lmperf.pmc.targets import Target
+from lmperf.pmc.tensor_parallel import VocabShardEmbedding
+
+LIMIT_CAPTURES = Path(__file__).parent / "fixtures" / "limits"
+CPU = torch.device("cpu")
+# A tiny Llama: d 128, 4 heads of 32, 2 K/V heads, d_ff 256, vocabulary 512.
+TINY = llama(2, 128, 4, 2, 256, 512)
+TINY_DRAFT = llama(1, 64, 2, 1, 128, 512)
+
+
+def _limit_entries() -> dict[str, Target]:
+    return {name: target for name, target, _ in corpus() if name.startswith("m_")}
+
+
+def _step(target: Target):
+    torch.manual_seed(0)
+    return build_step(target.validate(), CPU)
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        (dict(hf_config=TINY, batch=2, request_lengths=(3, 4, 5)), "one per request of the batch"),
+        (dict(hf_config=TINY, batch=2, seq_len=8, request_lengths=(3, 9)), "must lie in 1..8"),
+        (dict(hf_config=TINY, batch=2, seq_len=8, request_lengths=(8, 8)), "one of them shorter"),
+        (dict(hf_config=TINY, mode="train-step", batch=1, seq_len=8, request_lengths=(3,)), "forward or generate"),
+        (dict(preset="tiny", batch=1, seq_len=8, request_lengths=(3,)), "eager Hugging Face config"),
+        (dict(hf_config=TINY, draft_config=TINY_DRAFT, batch=1), "assisted generate"),
+        (dict(hf_config=TINY, draft_config=TINY_DRAFT, mode="generate", new_tokens=3), "batch 1"),
+        (
+            dict(
+                hf_config=TINY, draft_config={**TINY_DRAFT, "vocab_size": 500}, mode="generate", new_tokens=3, batch=1
+            ),
+            "family and vocabulary",
+        ),
+        (
+            dict(hf_config=TINY, draft_config=TINY_DRAFT, mode="generate", new_tokens=3, batch=1, compile="default"),
+            "no preset, compile mode or kernel set",
+        ),
+        (dict(hf_config=TINY, quantize="int4"), "unknown quantisation 'int4'"),
+        (dict(hf_config=TINY, quantize="fp8", dtype="fp16"), "bf16 forward"),
+        (dict(hf_config=TINY, quantize="fp8", mode="generate", new_tokens=2), "bf16 forward"),
+        (dict(hf_config={"model_type": "gpt2"}, quantize="fp8"), "replace nn.Linear layers"),
+        (dict(hf_config=TINY, tensor_parallel=0), "a whole number >= 1"),
+        (dict(hf_config=TINY, tensor_parallel=2, mode="generate", new_tokens=2), "for a forward"),
+        (dict(hf_config={"model_type": "gpt2", "n_head": 4}, tensor_parallel=2), "llama, mistral, qwen2"),
+        (dict(hf_config=llama(2, 128, 4, 1, 256, 512), tensor_parallel=2), "must divide heads, K/V heads"),
+        (dict(hf_config=llama(2, 128, 4, 2, 256, 511), tensor_parallel=2), "and the vocabulary"),
+        (dict(hf_config=TINY, quantize="fp8", tensor_parallel=2), "one serving limit per target"),
+    ],
+)
+def test_a_serving_target_that_cannot_run_is_refused_with_its_reason(fields, message):
+    with pytest.raises(UsageError, match=message):
+        Target(**fields).validate()
+
+
+def test_request_lengths_survive_the_json_spec_as_a_tuple():
+    target = Target(hf_config=TINY, batch=2, seq_len=8, request_lengths=[3, 8])
+    again = Target(**json.loads(target.to_json()))
+    assert again == target and again.request_lengths == (3, 8)
+
+
+def test_left_padding_puts_each_request_at_the_end_and_counts_its_positions_from_its_start():
+    tokens = torch.tensor([[11, 12, 13, 14], [21, 22, 23, 24]])
+    ids, mask, positions = left_padded(tokens, (2, 4))
+    assert ids.tolist() == [[0, 0, 13, 14], [21, 22, 23, 24]]
+    assert mask.tolist() == [[0, 0, 1, 1], [1, 1, 1, 1]]
+    assert positions.tolist() == [[0, 0, 0, 1], [0, 1, 2, 3]]
+
+
+def test_a_padded_forward_runs_the_padded_batch_and_its_truth_keeps_the_request_lengths():
+    step, truth = _step(Target(hf_config=TINY, batch=3, seq_len=16, request_lengths=(5, 16, 9)))
+    step()
+    assert truth["padding"] == dict(
+        side="left", padded_len=16, request_lengths=[5, 16, 9], tokens_run=48, tokens_real=30
+    )
+
+
+def test_a_tensor_parallel_rank_runs_the_megatron_shard_of_every_gemm():
+    # TP=2 of d 128, 4 heads of 32, 2 K/V heads, d_ff 256, V 512. Column-split: q (4/2)·32 = 64
+    # outputs, k and v (2/2)·32 = 32, gate and up 256/2 = 128; row-split: o from 64 inputs, down
+    # from 128, both to d = 128; vocabulary-parallel embedding and LM head: 512/2 = 256 rows.
+    step, truth = _step(Target(hf_config=TINY, batch=2, seq_len=16, tensor_parallel=2))
+    model = _model_of(step)
+    block = decoder_layers(model)[0]
+    shapes = {name: tuple(m.weight.shape) for name, m in block.named_modules() if isinstance(m, torch.nn.Linear)}
+    assert shapes == {
+        "self_attn.q_proj": (64, 128),
+        "self_attn.k_proj": (32, 128),
+        "self_attn.v_proj": (32, 128),
+        "self_attn.o_proj": (128, 64),
+        "mlp.gate_proj": (128, 128),
+        "mlp.up_proj": (128, 128),
+        "mlp.down_proj": (128, 128),
+    }
+    assert tuple(model.get_output_embeddings().weight.shape) == (256, 128)
+    assert isinstance(model.get_input_embeddings(), VocabShardEmbedding)
+    step()
+    # shard: per layer 128·(64 + 32 + 32) + 64·128 + 3·128·128 + 2·128 (norms) = 73984;
+    # total 2·73984 + 2·256·128 (embedding, head) + 128 (final norm) = 213632
+    assert {k: truth[k] for k in ("n_heads", "n_kv_heads", "head_dim", "d_model", "d_ff", "vocab_size")} == dict(
+        n_heads=2, n_kv_heads=1, head_dim=32, d_model=128, d_ff=128, vocab_size=256
+    )
+    assert (truth["params_blocks"], truth["params_total"]) == (2 * 73984, 213632)
+    tp = truth["tp_rank"]
+    assert (tp["degree"], tp["rank"], tp["how"]) == (2, 0, "emulated TP rank (no communication kernels)")
+    full = tp["full_model"]
+    assert (full["n_heads"], full["n_kv_heads"], full["d_ff"], full["vocab_size"]) == (4, 2, 256, 512)
+    # full: per layer 128·(128 + 64 + 64) + 128·128 + 3·128·256 + 256 = 147712
+    assert (full["params_blocks"], full["params_total"]) == (2 * 147712, 2 * 147712 + 2 * 512 * 128 + 128)
+
+
+def test_the_shards_embedding_zeroes_the_ids_of_other_ranks():
+    embedding = torch.nn.Embedding(4, 3)
+    rows = VocabShardEmbedding(embedding)(torch.tensor([[1, 5, 3, 4]]))
+    assert torch.equal(rows[0, 0], embedding.weight[1]) and torch.equal(rows[0, 2], embedding.weight[3])
+    assert not rows[0, 1].any() and not rows[0, 3].any()
+
+
+@pytest.mark.parametrize(
+    "scheme, module, stored",
+    [
+        ("fp8", Fp8Linear, torch.float8_e4m3fn),
+        ("int8", Int8Linear, torch.int8),
+        ("int8-weight-only", Int8WeightOnlyLinear, torch.int8),
+    ],
+)
+def test_quantising_replaces_every_decoder_linear_and_keeps_the_forward(scheme, module, stored):
+    target = Target(hf_config=TINY, batch=2, seq_len=32, quantize=scheme)
+    torch.manual_seed(0)
+    reference_step, _ = build_step(Target(hf_config=TINY, batch=2, seq_len=32).validate(), CPU)
+    step, truth = _step(target)
+    # 7 Linear layers a Llama block (q, k, v, o, gate, up, down), 2 blocks
+    assert truth["quantization"]["scheme"] == scheme and truth["quantization"]["linears"] == 14
+    assert truth["params_total"] == 2 * 147712 + 2 * 512 * 128 + 128  # the weights, whatever their storage
+    model = _model_of(step)
+    quantised = [m for m in decoder_layers(model).modules() if isinstance(m, module)]
+    assert len(quantised) == 14 and all(m.weight.dtype == stored for m in quantised)
+    assert not any(isinstance(m, torch.nn.Linear) for m in decoder_layers(model).modules())
+    assert isinstance(model.get_output_embeddings(), torch.nn.Linear)  # the LM head stays bf16
+    with torch.no_grad():
+        tokens = torch.randint(0, 512, (2, 32))
+        want, got = _model_of(reference_step)(input_ids=tokens).logits, model(input_ids=tokens).logits
+    assert torch.nn.functional.cosine_similarity(want.float().flatten(), got.float().flatten(), dim=0) > 0.95
+
+
+def _model_of(step):
+    """The model a forward step closes over."""
+    return next(cell.cell_contents for cell in step.__closure__ if isinstance(cell.cell_contents, torch.nn.Module))
+
+
+def test_a_speculative_step_records_the_passes_of_both_models_in_the_last_call():
+    target = Target(hf_config=TINY, batch=1, seq_len=16, mode="generate", new_tokens=3, draft_config=TINY_DRAFT)
+    step, truth = _step(target)
+    step()
+    step()
+    spec = truth["speculative"]
+    assert spec["draft"]["n_layers"] == 1 and spec["draft"]["d_model"] == 64 and spec["draft_tokens"] == DRAFT_TOKENS
+    # the draft's first pass reads the prompt; the target's first verifies it and the candidates
+    assert spec["draft_passes"][0] == [1, 16] and spec["target_passes"][0] == [1, 16 + DRAFT_TOKENS]
+    # one call's passes only: 3 new tokens need at most 3 verifying passes
+    assert 1 <= len(spec["target_passes"]) <= 3 and truth["decode_steps"] is None
+
+
+def test_every_limit_entry_is_a_valid_target_with_a_claim():
+    entries = _limit_entries()
+    assert set(entries) == set(LIMIT_CLAIMS)
+    for name, target in entries.items():
+        target.validate()
+        claim = LIMIT_CLAIMS[name]
+        assert claim.verdict in VERDICTS and claim.claim and (claim.reads or claim.neither), name
+
+
+def test_the_batch_script_selects_exactly_the_limit_entries():
+    # pmc_served_batch.sh names what it collects by prefix, with this expression
+    names = [n for n, *_ in corpus() if n.startswith("m_")]
+    assert names and len(names) == len(set(names)) == len(LIMIT_CLAIMS)
+
+
+def test_a_claim_is_broken_by_a_wrong_field_or_by_reading_a_model_it_must_not():
+    truth = dict(mode="forward", n_layers=2, d_model=512, speculative=dict(draft=dict(n_layers=1, d_model=256)))
+    claim = LimitClaim("x", "defeats", "", {"mode": "truth", "d_model": None})
+    assert broken_claims(claim, dict(mode="forward", d_model=None), truth) == []
+    assert broken_claims(claim, dict(mode="generate", d_model=512), truth) == [
+        "mode: read 'generate', claimed 'forward'",
+        "d_model: read 512, claimed None",
+    ]
+    draft = dict(n_layers=1, d_model=256, n_heads=None, n_kv_heads=None, head_dim=None, d_ff=None)
+    neither = LimitClaim("x", "defeats", "", neither=("speculative.draft",))
+    assert broken_claims(neither, draft, {**truth, "speculative": {"draft": draft}}) != []
+
+
+@pytest.mark.parametrize("name", sorted(LIMIT_CLAIMS))
+def test_each_limit_capture_holds_its_claim(name):
+    from lmperf.pmc.infer import infer_file
+
+    capture = LIMIT_CAPTURES / f"{name}.csv.gz"
+    if not capture.exists():
+        pytest.skip(f"{name} not captured yet (benchmarks/scripts/pmc_served_batch.sh m)")
+    truth = json.loads(capture.with_name(f"{name}.truth.json").read_text(encoding="utf-8"))
+    result = infer_file(capture)
+    assert broken_claims(LIMIT_CLAIMS[name], result.values, truth) == []
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(LIMIT_CLAIMS))
+def test_each_limit_entry_runs_its_step_on_a_gpu_and_writes_its_truth(name):
+    from lmperf.pmc.runner import run_target
+
+    target = _limit_entries()[name]
+    truth = run_target(target)
+    assert truth["batch"] == target.batch and truth["seq_len"] == target.seq_len
+    assert (truth["quantize"], truth["tensor_parallel"]) == (target.quantize, target.tensor_parallel)
+    if target.request_lengths:
+        assert truth["padding"]["request_lengths"] == list(target.request_lengths)
+    if target.draft_config:
+        assert truth["speculative"]["target_passes"] and truth["speculative"]["draft_passes"]
+    if target.quantize:
+        assert truth["quantization"]["linears"] == 14
+    if target.tensor_parallel > 1:
+        assert truth["n_heads"] * 2 == truth["tp_rank"]["full_model"]["n_heads"]
+
+
+@pytest.mark.parametrize(
+    "truth, kind",
+    [
+        ({"padding": {"padded_len": 128}}, "padded"),
+        ({"speculative": {"draft_tokens": 2}}, "speculative"),
+        ({"quantization": {"scheme": "fp8"}, "compile": None}, "fp8 weights"),
+        ({"tensor_parallel": 2, "tp_rank": {"degree": 2}}, "TP rank (emulated)"),
+        ({"quantize": None, "tensor_parallel": 1}, "eager"),
+    ],
+)
+def test_a_score_names_the_serving_limit_a_capture_ran(truth, kind):
+    from lmperf.pmc.accuracy import run_kind
+
+    assert run_kind(truth) == kind
