@@ -305,12 +305,17 @@ def test_a_fused_qkv_of_two_fitting_widths_is_read_from_its_rotated_q_and_k():
     (4 K/V heads) or 3072 (16) columns, and a norm storing two N·d rows counts N·2048, a width
     between the two readings that read as 8 K/V heads. The rotary kernel after the GEMM stores q
     and k, N·(d + K/V width) elements: 16 heads, as ran."""
+    _assert_kv_heads_read_as_ran("z_neox_h16_t150_eager_compile", "q and k")
+
+
+def _assert_kv_heads_read_as_ran(name: str, how: str) -> None:
+    """The K/V heads exact, read the way `how` names, and the parameters of the blocks with them."""
     from lmperf.pmc.infer import infer
 
-    capture, expected = _served("z_neox_h16_t150_eager_compile")
+    capture, expected = _served(name)
     result = infer(capture)
     assert result.values["n_kv_heads"] == expected["n_kv_heads"], result.evidence["n_kv_heads"]
-    assert "q and k" in result.evidence["n_kv_heads"]
+    assert how in result.evidence["n_kv_heads"]
     assert result.values["params_blocks"] == pytest.approx(expected["params_blocks"], rel=0.01)
 
 
@@ -329,3 +334,11 @@ def test_a_fused_qkv_of_two_fitting_widths_and_no_rotary_store_is_only_bounded()
         low, high = result.intervals[field]
         assert result.values[field] is None and low <= expected[field] <= high, (field, result.evidence[field])
     assert result.to_json()["n_kv_heads_min"] < expected["n_kv_heads"]
+
+
+def test_a_gemm_that_stores_its_own_output_gives_the_kv_width():
+    """Blind batch w's Mistral under max-autotune: B·T = 64 rows, and its K projection, a Triton
+    template, does 64·1024·256 MACs and stores 64·256·2 B itself. Its causal mask stores T² =
+    4,096 = N·64 elements, a width within the row padding a 64-row GEMM allows, that read as one
+    K/V head; the GEMM's own store says 256 columns: 4 K/V heads, as ran."""
+    _assert_kv_heads_read_as_ran("w_mistral_h16_kv4_t64_autotune", "own store")

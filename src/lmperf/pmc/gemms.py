@@ -84,6 +84,14 @@ def width_readings(kernel: KernelRecord, tokens: int, k: int) -> list[tuple[int,
     return readings
 
 
+def stored_width(kernel: KernelRecord, rows: int, size: int) -> int | None:
+    """The width w of a kernel that stores rows x w elements of `size` bytes with st.global: its
+    store bytes / (rows·size) when that is a positive whole number, else None (a TMA store
+    counts 0 bytes there, a split-K GEMM its partial sums too)."""
+    stored = kernel.metrics.get(STORE_BYTES)
+    return int(stored // (rows * size)) if stored and stored % (rows * size) == 0 else None
+
+
 def simt_inner_sizes(kernel: KernelRecord, tokens: int, width: int) -> set[int]:
     """The inner sizes an fp32 SIMT GEMM of named whole tiles, with N=`tokens` rows and a known
     output `width`, can have: its FFMA are (rows padded) x (width padded) x (k + e), the epilogue

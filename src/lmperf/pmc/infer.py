@@ -257,6 +257,20 @@ def _width(
     if len(seen) == 1:
         result.set(name, seen[0], 0.9, f"{tiles}; of the widths {fitting} there, {witnessed[seen[0]]}")
         return seen[0]
+    # A GEMM that stores its own output with st.global (a max-autotune Triton template) stores
+    # N·w elements exactly; counts of other tensors can pass for N·w within the padding bound
+    # (a T x T causal mask: 4,096 = N·64 at N = T = 64)
+    size = _element_size(result)
+    own = g.stored_width(kernel, tokens, size)
+    padded_low = bound / (SLACK * row_padding(tokens))
+    if own in allowed and padded_low <= own <= bound * 1.0001 and (not fitting or own in fitting):
+        result.set(
+            name,
+            own,
+            0.9,
+            f"{what}: {g.macs(kernel):,.0f} MACs bound it by {bound:.0f}; the GEMM's own store bytes = N·{own}·{size} B",
+        )
+        return own
     simt = g.simt_widths(kernel, tokens, d)
     simt = [w for w in simt if w % multiple == 0]
     if len(simt) == 1:
