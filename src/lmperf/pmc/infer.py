@@ -207,10 +207,15 @@ def _mlp_before_attention(
 def _tokens_and_width(result: Inference, phases: g.Phases, out: KernelRecord, counts: Counter):
     """(N, d): the row count and exact width that explain the attention output projection.
     Between row counts the launches support equally (a compiled norm's grid of 116 programs of
-    2 rows: N=231 or 232), the one whose N·d more kernels count wins."""
+    2 rows: N=231 or 232), the one whose N·d more kernels count wins. A width the projection's
+    declared tiles cannot produce from N rows is no reading: a compiled norm's grid of 72
+    programs of 2 rows reads as N=72 too, and a count of another tensor (a rotary kernel's
+    144·512 = 72·1024 elements) then passes for N·d."""
     best = None
     for tokens, support in token_candidates(phases.forward).most_common():
         width = exact_width((g.macs(out) / tokens) ** 0.5, tokens, counts, (SLACK * row_padding(tokens)) ** 0.5)
+        if width and not g.tiles_allow(out, tokens, width, width):
+            continue
         if width and (best is None or (support, counts[tokens * width]) > best[2:]):
             best = (tokens, width, support, counts[tokens * width])
     if best is None:
