@@ -289,9 +289,15 @@ def test_a_compiled_step_of_odd_token_rows_reads_its_attention():
     compiled norms (2 rows a program, 116 programs) share with 232, and its LM head multiplies
     232 rows (the input padded to 8). The attention's grid fits B·T = 231 alone, and the head's
     stores hold V over the padded rows: every field against the configuration that ran."""
+    _assert_every_field_read_as_ran("z_llama_h24_kv8_t77_graphs")
+
+
+def _assert_every_field_read_as_ran(name: str) -> None:
+    """Every structural field and V exact, the parameters of the blocks within 1% and the total's
+    interval (tied or untied head) holding the truth."""
     from lmperf.pmc.infer import infer
 
-    capture, expected = _served("z_llama_h24_kv8_t77_graphs")
+    capture, expected = _served(name)
     result = infer(capture)
     for field in (*EXACT, "vocab_size"):
         assert result.values[field] == expected[field], (field, result.evidence.get(field))
@@ -305,12 +311,17 @@ def test_a_fused_qkv_of_two_fitting_widths_is_read_from_its_rotated_q_and_k():
     (4 K/V heads) or 3072 (16) columns, and a norm storing two N·d rows counts N·2048, a width
     between the two readings that read as 8 K/V heads. The rotary kernel after the GEMM stores q
     and k, N·(d + K/V width) elements: 16 heads, as ran."""
+    _assert_kv_heads_read_as_ran("z_neox_h16_t150_eager_compile", "q and k")
+
+
+def _assert_kv_heads_read_as_ran(name: str, how: str) -> None:
+    """The K/V heads exact, read the way `how` names, and the parameters of the blocks with them."""
     from lmperf.pmc.infer import infer
 
-    capture, expected = _served("z_neox_h16_t150_eager_compile")
+    capture, expected = _served(name)
     result = infer(capture)
     assert result.values["n_kv_heads"] == expected["n_kv_heads"], result.evidence["n_kv_heads"]
-    assert "q and k" in result.evidence["n_kv_heads"]
+    assert how in result.evidence["n_kv_heads"]
     assert result.values["params_blocks"] == pytest.approx(expected["params_blocks"], rel=0.01)
 
 
@@ -329,3 +340,37 @@ def test_a_fused_qkv_of_two_fitting_widths_and_no_rotary_store_is_only_bounded()
         low, high = result.intervals[field]
         assert result.values[field] is None and low <= expected[field] <= high, (field, result.evidence[field])
     assert result.to_json()["n_kv_heads_min"] < expected["n_kv_heads"]
+
+
+def test_a_gemm_that_stores_its_own_output_gives_the_kv_width():
+    """Blind batch w's Mistral under max-autotune: B·T = 64 rows, and its K projection, a Triton
+    template, does 64·1024·256 MACs and stores 64·256·2 B itself. Its causal mask stores T² =
+    4,096 = N·64 elements, a width within the row padding a 64-row GEMM allows, that read as one
+    K/V head; the GEMM's own store says 256 columns: 4 K/V heads, as ran."""
+    _assert_kv_heads_read_as_ran("w_mistral_h16_kv4_t64_autotune", "own store")
+
+
+def test_an_nvjet_gemms_tiles_rule_out_a_width_its_work_cannot_hold():
+    """An nvjet 64x32 tile in 4x2 clusters pads rows to 64 (or 256) and columns to 256 (or 64):
+    314,572,800 MACs are 192 padded rows of 1280 columns x 1280 (144 rows of d = 1280), while
+    72 rows of d = 1024 would need 1200 or 2400 padded columns, no whole number of tiles."""
+    from lmperf.pmc.gemms import tiles_allow
+    from lmperf.pmc.parse import TENSOR_PATHS, KernelRecord
+
+    out = KernelRecord(
+        0,
+        "nvjet_sm90_hsh_64x32_64x16_4x2_h_bz_TNT",
+        (8, 15, 1),
+        (384, 1, 1),
+        {TENSOR_PATHS["fp16"]: 2 * 192 * 1280 * 1280},
+    )
+    assert tiles_allow(out, 144, 1280, 1280)
+    assert not tiles_allow(out, 72, 1024, 1024)
+
+
+def test_a_compiled_norm_grid_of_two_row_programs_is_not_read_as_the_rows():
+    """Blind batch w's Mistral, eager attention compiled, B·T = 144: its compiled RMSNorms run
+    72 programs of 2 rows, and its rotary kernel stores 73,728 = 72·1024 elements, so N=72 read
+    d = 1024 (and d_ff, V twice the truth, the attention fitting nothing). The out-projection's
+    nvjet tiles cannot produce 1024 columns from 72 rows: every field against what ran."""
+    _assert_every_field_read_as_ran("w_mistral_h20_kv4_t144_eager_compile")

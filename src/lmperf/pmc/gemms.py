@@ -84,6 +84,23 @@ def width_readings(kernel: KernelRecord, tokens: int, k: int) -> list[tuple[int,
     return readings
 
 
+def tiles_allow(kernel: KernelRecord, tokens: int, k: int, width: int) -> bool:
+    """Whether N=`tokens` rows of output `width` and inner size k explain a GEMM's work in the
+    tiles its name declares. Only an nvjet name counts against a width: it declares tiles and
+    clusters exactly, while an fp32 SIMT GEMM's epilogue and split-K slices leave readings out."""
+    if not (tensor_path(kernel) and _NVJET.search(kernel.name)):
+        return True
+    return any(low <= width <= high for low, high in width_readings(kernel, tokens, k))
+
+
+def stored_width(kernel: KernelRecord, rows: int, size: int) -> int | None:
+    """The width w of a kernel that stores rows x w elements of `size` bytes with st.global: its
+    store bytes / (rows·size) when that is a positive whole number, else None (a TMA store
+    counts 0 bytes there, a split-K GEMM its partial sums too)."""
+    stored = kernel.metrics.get(STORE_BYTES)
+    return int(stored // (rows * size)) if stored and stored % (rows * size) == 0 else None
+
+
 def simt_inner_sizes(kernel: KernelRecord, tokens: int, width: int) -> set[int]:
     """The inner sizes an fp32 SIMT GEMM of named whole tiles, with N=`tokens` rows and a known
     output `width`, can have: its FFMA are (rows padded) x (width padded) x (k + e), the epilogue

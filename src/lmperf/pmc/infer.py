@@ -207,10 +207,15 @@ def _mlp_before_attention(
 def _tokens_and_width(result: Inference, phases: g.Phases, out: KernelRecord, counts: Counter):
     """(N, d): the row count and exact width that explain the attention output projection.
     Between row counts the launches support equally (a compiled norm's grid of 116 programs of
-    2 rows: N=231 or 232), the one whose N·d more kernels count wins."""
+    2 rows: N=231 or 232), the one whose N·d more kernels count wins. A width the projection's
+    declared tiles cannot produce from N rows is no reading: a compiled norm's grid of 72
+    programs of 2 rows reads as N=72 too, and a count of another tensor (a rotary kernel's
+    144·512 = 72·1024 elements) then passes for N·d."""
     best = None
     for tokens, support in token_candidates(phases.forward).most_common():
         width = exact_width((g.macs(out) / tokens) ** 0.5, tokens, counts, (SLACK * row_padding(tokens)) ** 0.5)
+        if width and not g.tiles_allow(out, tokens, width, width):
+            continue
         if width and (best is None or (support, counts[tokens * width]) > best[2:]):
             best = (tokens, width, support, counts[tokens * width])
     if best is None:
@@ -257,6 +262,20 @@ def _width(
     if len(seen) == 1:
         result.set(name, seen[0], 0.9, f"{tiles}; of the widths {fitting} there, {witnessed[seen[0]]}")
         return seen[0]
+    # A GEMM that stores its own output with st.global (a max-autotune Triton template) stores
+    # N·w elements exactly; counts of other tensors can pass for N·w within the padding bound
+    # (a T x T causal mask: 4,096 = N·64 at N = T = 64)
+    size = _element_size(result)
+    own = g.stored_width(kernel, tokens, size)
+    padded_low = bound / (SLACK * row_padding(tokens))
+    if own in allowed and padded_low <= own <= bound * 1.0001 and (not fitting or own in fitting):
+        result.set(
+            name,
+            own,
+            0.9,
+            f"{what}: {g.macs(kernel):,.0f} MACs bound it by {bound:.0f}; the GEMM's own store bytes = N·{own}·{size} B",
+        )
+        return own
     simt = g.simt_widths(kernel, tokens, d)
     simt = [w for w in simt if w % multiple == 0]
     if len(simt) == 1:

@@ -66,7 +66,7 @@ def _whole(total: float | None, row_bytes: int) -> int | None:
 
 def store_vocab(head: KernelRecord, tokens: int, size: int) -> int | None:
     """V from the head's requested st.global bytes, N·V·size."""
-    return _whole(head.metrics.get(g.STORE_BYTES), tokens * size)
+    return g.stored_width(head, tokens, size)
 
 
 def tma_vocab(head: KernelRecord, tokens: int, size: int) -> tuple[int, str] | None:
