@@ -1127,7 +1127,7 @@ SERVED_BLIND = {
     "z": "score-24-served-blindz-6bd415b",
     "w": "score-26-served-blindw-5207cc3",
 }
-SERVED_NOW = "score-25-served-all-533e9f7"
+SERVED_NOW = "score-27-served-all-4884b17"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
