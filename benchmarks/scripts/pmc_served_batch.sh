@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call (one H100 or H200) for issue 48: the served-kinds captures of lmperf.pmc.corpus
-# whose names start with PREFIX (r: the development set; x, y, z, w: blind batches, written down before
+# whose names start with PREFIX (r: the development set; x, y, z, w, v: blind batches, written down before
 # capture; m: the limits of lmperf.pmc.limits), 4 at a time (SWEEP_JOBS) through pmc_sweep_h100.sh,
 # with Liger-Kernel installed from a wheel folder (the GPU machines have no internet). Commit the
 # captures untouched before scoring a blind batch:
