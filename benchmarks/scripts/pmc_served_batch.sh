@@ -8,7 +8,7 @@
 # Run from the project root with PYTHONPATH=src, LMPERF_COMMIT set and WHEELS naming the folder.
 set -u
 export PYTHONUNBUFFERED=1
-if [ $# -ne 1 ]; then echo "usage: pmc_served_batch.sh PREFIX (r, x, y, z, w or m)" >&2; exit 2; fi
+if [ $# -ne 1 ]; then echo "usage: pmc_served_batch.sh PREFIX (r, x, y, z, w, v or m)" >&2; exit 2; fi
 PREFIX=$1
 python -m pip install --no-deps --no-index "${WHEELS:-.device-wheels}"/liger_kernel-*.whl > "$OUT/pip.log" 2>&1 \
   || echo "Liger-Kernel not installed: its captures will fail (see pip.log)"
