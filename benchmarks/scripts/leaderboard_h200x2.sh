@@ -32,13 +32,17 @@
 #      one pair of processes, the leaderboard's do_bench for each). Clocks logged as in phase 6.
 #   9. The same machine, the next call: 12 and 20 blocks of selective-mm-out with lmperf's AdamW
 #      in one pair of processes, the leaderboard's do_bench for each, clocks logged.
+#  10. On a 2 x H200 machine: the headline configuration (12 blocks of selective-mm-out, lmperf's
+#      AdamW) with the leaderboard's do_bench; then Liger's loss and torchtitan's per-op step with
+#      the 10 s / 30 s do_bench (peers_h200x2.sh, PEERS=liger-titan-op) on the same two GPUs; then
+#      the GPU tests (`pytest -m gpu`, $OUT/gpu-tests.log). Clocks logged.
 # Every step: cs336-8b, 32,768 tokens, one sequence per GPU, bf16 parameters and AdamW state,
 # FSDP2, fused loss, compiled blocks, one warm-up step and four timed ones. Rows: $OUT/runs/NAME/
 # <stamp>-bench-dist/results.jsonl (and $OUT/peers.jsonl); logs beside them; each run directory
 # and its log packed in $OUT/run-NAME.tgz as soon as the run ends.
 # Run from the repository root: `OUT=$OUT bash benchmarks/scripts/leaderboard_h200x2.sh PHASE`.
 set -u
-PHASE=${1:?usage: leaderboard_h200x2.sh 1|2|3|4|5|6|7|8|9}
+PHASE=${1:?usage: leaderboard_h200x2.sh 1|2|3|4|5|6|7|8|9|10}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONUNBUFFERED=1 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True PYTHONPATH=src
 OUT=${OUT:-out}; RUNS="$OUT/runs"; mkdir -p "$RUNS"
@@ -127,5 +131,17 @@ case $PHASE in
       --checkpoint "selective-mm-out*12+selective-mm*22,selective-mm-out*20+selective-mm*14" "${LEADERBOARD[@]}"
     kill $SMI
     rm -rf "$RUNS" ;;  # each run is packed in $OUT/run-NAME.tgz
-  *) echo "PHASE is 1 to 9" >&2; exit 2 ;;
+  10)
+    nvidia-smi --query-gpu=timestamp,index,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active \
+      --format=csv -lms 500 > "$OUT/smi.csv" 2>&1 &
+    SMI=$!
+    on 0,1 head --param-dtype bf16 --attention triton --optimizer lmperf \
+      --checkpoint "selective-mm-out*12+selective-mm*22" "${LEADERBOARD[@]}"
+    PEERS=liger-titan-op BUDGET_S=300 TITAN_WARMUP_MS=10000 TITAN_REP_MS=30000 OUT="$OUT" \
+      bash benchmarks/scripts/peers_h200x2.sh > "$OUT/peers.log" 2>&1; tail -n 6 "$OUT/peers.log"
+    kill $SMI
+    timeout 240 python3 -m pytest -q -m gpu -n 8 -p no:cacheprovider tests > "$OUT/gpu-tests.log" 2>&1
+    echo "gpu tests rc=$?"; tail -n 15 "$OUT/gpu-tests.log"
+    rm -rf "$RUNS" ;;  # each run is packed in $OUT/run-NAME.tgz
+  *) echo "PHASE is 1 to 10" >&2; exit 2 ;;
 esac
