@@ -22,23 +22,34 @@ PAGE = "leaderboard-h200x2"
 PEAK_TFLOPS = 989.0  # an H200's dense bf16 tensor-core peak (datasheet)
 GOAL_MS, MOONSHOT_MS = 4500.0, 3837.0  # issue 46's goal; the board's best entry (two B200s)
 ATTENTION_MATMULS = ("attn_scores", "attn_weighted_sum")  # counted by attention_kernel_flops instead
-# What each set's run changed, in the order the page adds the changes, and the sets that show them.
+# What each set's run changed, in the order the page adds the changes, and the sets that show them
+# (set, attention, checkpointing, optimizer: None where the rows predate the choice, what changed).
+OUT12, OUT20 = "selective-mm-out*12+selective-mm*22", "selective-mm-out*20+selective-mm*14"
 CHANGES = [
-    ("step-83e214f", "sdpa", "selective", "baseline: SDPA, its outputs kept"),
-    ("step-83e214f", "triton", "selective", "lmperf's attention, an operator selective keeps"),
-    ("step-83e214f", "triton", "selective:8", "+ the last 8 blocks keep everything"),
-    ("step-83e214f", "triton", "selective:14", "+ the last 14 blocks"),
-    ("k18-83e214f", "triton", "selective:18", "+ the last 18 blocks"),
-    ("k20-39b5797", "triton", "selective:20", "+ the last 20 blocks"),
-    ("mm-39b5797", "triton", "selective-mm", "selective-mm instead: every block keeps QKV, gate, up"),
+    ("step-83e214f", "sdpa", "selective", None, "baseline: SDPA, its outputs kept"),
+    ("step-83e214f", "triton", "selective", None, "lmperf's attention, an operator selective keeps"),
+    ("step-83e214f", "triton", "selective:8", None, "+ the last 8 blocks keep everything"),
+    ("step-83e214f", "triton", "selective:14", None, "+ the last 14 blocks"),
+    ("k18-83e214f", "triton", "selective:18", None, "+ the last 18 blocks"),
+    ("k20-39b5797", "triton", "selective:20", None, "+ the last 20 blocks"),
+    ("mm-39b5797", "triton", "selective-mm", None, "selective-mm instead: every block keeps QKV, gate, up"),
+    ("mm-adamw-58126b9", "triton", "selective-mm", "torch", "the same on a 2 x H200 machine"),
+    ("mm-adamw-58126b9", "triton", "selective-mm", "lmperf", "+ lmperf's AdamW instead of PyTorch's fused one"),
+    ("out-adamw-58126b9", "triton", OUT12, "lmperf", "+ the first 12 blocks keep the output projection's output"),
+    ("out-adamw-58126b9", "triton", OUT20, "lmperf", "+ the first 20 blocks instead"),
 ]
 # The tries of the headline's call that did not help, each beside its own baseline run of the call.
-HEADLINE, PROFILED, SAME_CALL_TITAN = "mm-06e1beb", "mm-profile-06e1beb", "torchtitan-06e1beb"
+# The headline: 12 blocks of selective-mm-out with lmperf's AdamW, torchtitan after it in the same
+# call on the same two GPUs (a 2 x H200 machine).
+HEADLINE, SAME_CALL_TITAN = "head-9a55b2b", "torchtitan-9a55b2b"
+# The earlier headline, selective-mm, its profiled step and torchtitan in the same call (4 x H200).
+EARLIER_HEADLINE, PROFILED, EARLIER_TITAN = "mm-06e1beb", "mm-profile-06e1beb", "torchtitan-06e1beb"
 KERNELS = "kernels-06e1beb"  # the profiled step's per-kernel rows
 # A later call: selective-mm-out beside selective-mm on GPUs 0,1 (rows from the runs' logs),
 # torchtitan and then the profiled selective-mm-out step on GPUs 2,3, every GPU's clock logged.
 LATER_CALL, LATER_PROFILED, LATER_TITAN = "out-92a73be", "out-profile-92a73be", "torchtitan-92a73be"
-CLOCK_SETS = ("clocks-92a73be", "clocks-6bd415b")
+CLOCK_SETS = ("clocks-92a73be", "clocks-6bd415b", "clocks-58126b9", "clocks-9a55b2b")
+ADAMW_ALONE = "adamw-alone-58126b9"  # benchmarks/scripts/adamw_alone.py over one rank's shards
 
 
 # ----------------------------------------------------------------------------------------- rows
@@ -53,6 +64,11 @@ def headline() -> dict:
     return step(HEADLINE)
 
 
+def earlier_headline() -> dict:
+    """selective-mm with PyTorch's AdamW, the configuration of the profiled step."""
+    return step(EARLIER_HEADLINE)
+
+
 def profiled() -> dict:
     return step(PROFILED)
 
@@ -61,9 +77,9 @@ def titan(checkpoint: str, set_name: str = "torchtitan-83e214f") -> dict:
     return step(set_name, activation_checkpoint=checkpoint)
 
 
-def titan_same_call() -> dict:
-    """torchtitan's per-op step in the headline's call, with the leaderboard's own do_bench."""
-    return titan("selective:op", SAME_CALL_TITAN)
+def titan_same_call(set_name: str = SAME_CALL_TITAN) -> dict:
+    """torchtitan's per-op step in the headline's call (or another), with the leaderboard's own do_bench."""
+    return titan("selective:op", set_name)
 
 
 def later_call(checkpoint: str) -> dict:
@@ -231,12 +247,40 @@ def standalone_attention_tflops() -> float:
 def change_rows() -> list[dict]:
     """The rows of CHANGES, in its order."""
     return [
-        step(set_name, attention=attention, checkpoint=checkpoint) for set_name, attention, checkpoint, _ in CHANGES
+        step(set_name, attention=attention, checkpoint=checkpoint, **({"optimizer": optimizer} if optimizer else {}))
+        for set_name, attention, checkpoint, optimizer, _ in CHANGES
+    ]
+
+
+def adamw_alone() -> list[dict]:
+    """Each AdamW's step alone over one rank's shards of cs336-8b (bf16, 2 ranks): the median of
+    its rounds' medians, its lowest round, the bytes it moves per second, and the others' time
+    over lmperf's, in the script's order."""
+    rows = F.of_set(PAGE, ADAMW_ALONE)
+    names = list(dict.fromkeys(r["optimizer"] for r in rows))
+    medians = {n: statistics.median(r["median_ms"] for r in rows if r["optimizer"] == n) for n in names}
+    return [
+        {
+            "optimizer": name,
+            "median_ms": medians[name],
+            "lowest_ms": min(r["median_ms"] for r in rows if r["optimizer"] == name),
+            "rounds": sum(r["optimizer"] == name for r in rows),
+            "tb_per_s": statistics.median(r["tb_per_s"] for r in rows if r["optimizer"] == name),
+            "over_lmperf": medians[name] / medians["lmperf"],
+            "params": rows[0]["params"],
+            "tensors": rows[0]["tensors"],
+        }
+        for name in names
     ]
 
 
 def memory_rows() -> list[dict]:
-    return change_rows() + [step("fp32-master-83e214f")]
+    """One row per checkpointing configuration of CHANGES (the first of a set's repeats), then fp32
+    master weights."""
+    first: dict[tuple, dict] = {}
+    for row in change_rows():
+        first.setdefault((row["attention"], row["checkpoint"]), row)
+    return list(first.values()) + [step("fp32-master-83e214f")]
 
 
 def fp32_master_pair() -> tuple[dict, dict]:

@@ -616,7 +616,12 @@ def _leaderboard_peer(name: str, checkpoint: str, r: dict) -> list:
 def leaderboard_peers() -> str:
     body = [
         [*_leaderboard_peer("torchtitan 0.2.2", "selective:op", L.titan_same_call()), f"`{L.SAME_CALL_TITAN}`"],
-        [*_leaderboard_peer("lmperf, triton", "selective-mm", L.headline()), f"`{L.HEADLINE}`"],
+        [*_leaderboard_peer("lmperf, triton, lmperf's AdamW", L.OUT12, L.headline()), f"`{L.HEADLINE}`"],
+        [
+            *_leaderboard_peer("torchtitan 0.2.2", "selective:op", L.titan_same_call(L.EARLIER_TITAN)),
+            f"`{L.EARLIER_TITAN}`",
+        ],
+        [*_leaderboard_peer("lmperf, triton", "selective-mm", L.earlier_headline()), f"`{L.EARLIER_HEADLINE}`"],
         [
             *_leaderboard_peer("torchtitan 0.2.2", "selective:op", L.titan("selective:op", L.LATER_TITAN)),
             f"`{L.LATER_TITAN}`",
@@ -701,7 +706,7 @@ def leaderboard_attention() -> str:
 
 
 def leaderboard_tries() -> str:
-    cdt, base = L.step("mm-cdt-06e1beb"), L.headline()
+    cdt, base = L.step("mm-cdt-06e1beb"), L.earlier_headline()
     mm, out = L.later_call("selective-mm"), L.later_call("selective-mm-out")
     nccl = F.of_set(L.PAGE, "nccl4-3d8b4cd")
     default = next(r for r in nccl if r["nccl"] == "default")
@@ -719,7 +724,7 @@ def leaderboard_tries() -> str:
             f"{base['mean_ms']:,.1f}",
             f"{cdt['mean_ms']:,.1f}",
             f"{base['mean_ms'] / cdt['mean_ms']:.3f}",
-            f"`{L.HEADLINE}`, `mm-cdt-06e1beb`",
+            f"`{L.EARLIER_HEADLINE}`, `mm-cdt-06e1beb`",
         ],
         [
             "`--checkpoint selective-mm-out`: the output projection's output kept too, nothing recomputed but "
@@ -806,10 +811,11 @@ def leaderboard_changes() -> str:
             f"{r['mean_ms']:,.1f}",
             number(r.get("leaderboard_ms"), ",.1f"),
             f"{r['peak_memory_gb']:.1f}",
+            number(r.get("alloc_retries"), "d"),
             f"`{set_name}`",
             L.run_stamp(r),
         ]
-        for (set_name, _, _, what), r in zip(L.CHANGES, L.change_rows())
+        for (set_name, *_, what), r in zip(L.CHANGES, L.change_rows())
     ]
     headers = [
         "change",
@@ -818,10 +824,21 @@ def leaderboard_changes() -> str:
         "mean ms",
         "leaderboard_ms",
         "peak GB per rank",
+        "allocator retries",
         "set",
         "run started (UTC)",
     ]
     return markdown(headers, body)
+
+
+def leaderboard_adamw() -> str:
+    body = [[a["optimizer"], f"{a['median_ms']:.2f} ({a['lowest_ms']:.2f})", *_adamw_rates(a)] for a in L.adamw_alone()]
+    headers = ["AdamW", "ms per step, median (lowest round)", "TB/s moved", "its time / lmperf's", "rounds"]
+    return markdown(headers, body)
+
+
+def _adamw_rates(a: dict) -> list:
+    return [f"{a['tb_per_s']:.2f}", f"{a['over_lmperf']:.2f}", a["rounds"]]
 
 
 def leaderboard_kernels() -> str:
@@ -1279,6 +1296,7 @@ TABLES: dict[str, tuple[str, Callable[[], str]]] = {
     "leaderboard-kernels": ("benchmarks/leaderboard-h200x2.md", leaderboard_kernels),
     "leaderboard-memory": ("benchmarks/leaderboard-h200x2.md", leaderboard_memory),
     "leaderboard-fp32-master": ("benchmarks/leaderboard-h200x2.md", leaderboard_fp32_master),
+    "leaderboard-adamw": ("benchmarks/leaderboard-h200x2.md", leaderboard_adamw),
     "fused-loss": ("benchmarks/fused-loss-h200.md", fused_loss),
     "fused-loss-step": ("benchmarks/fused-loss-h200.md", fused_loss_step),
     "fused-loss-liger": ("benchmarks/fused-loss-h200.md", fused_loss_liger),
