@@ -954,7 +954,7 @@ LIGER_NAMES = {
 
 
 def liger_rows(what: str) -> list[dict]:
-    return F.of_set("fused-loss-h200", "peers-06e1beb", what=what)
+    return F.of_set("fused-loss-h200", "peers-9a55b2b", what=what)
 
 
 def liger_ratios() -> dict[str, list[float]]:
