@@ -140,8 +140,7 @@ case $PHASE in
     PEERS=liger-titan-op BUDGET_S=300 TITAN_WARMUP_MS=10000 TITAN_REP_MS=30000 OUT="$OUT" \
       bash benchmarks/scripts/peers_h200x2.sh > "$OUT/peers.log" 2>&1; tail -n 6 "$OUT/peers.log"
     kill $SMI
-    timeout 240 python3 -m pytest -q -m gpu -n 8 -p no:cacheprovider tests > "$OUT/gpu-tests.log" 2>&1
-    echo "gpu tests rc=$?"; tail -n 15 "$OUT/gpu-tests.log"
+    LIMIT_S=240 OUT="$OUT" bash benchmarks/scripts/gpu_tests.sh
     rm -rf "$RUNS" ;;  # each run is packed in $OUT/run-NAME.tgz
   *) echo "PHASE is 1 to 10" >&2; exit 2 ;;
 esac
