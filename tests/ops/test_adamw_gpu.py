@@ -1,8 +1,12 @@
 """lmperf's Triton AdamW on a GPU, bf16 included: beside PyTorch's fused AdamW over several steps.
 
-Both compute in fp32 and round once to the storage dtype, in the same order of operations, so
-they may differ only where fp32 rounding differs: at most one unit in the last place of the
-stored dtype."""
+Both compute in fp32 and round once to the storage dtype, in the same order of operations, but
+Triton's fp32 division and square root may round differently from CUDA's by a few units in the
+last place. That error is in the update, whose size is about the learning rate per step, not in
+the parameter: the two may differ by one unit in the last place of the stored parameter plus a few
+fp32 units of the steps' updates. A wrong formula (a bias correction, eps or the weight decay
+misplaced) moves a parameter by a sizeable part of the learning rate, far outside that.
+"""
 
 import pytest
 import torch
@@ -18,15 +22,16 @@ def test_steps_match_pytorch_fused_adamw(dtype, shape):
     generator = torch.Generator(device="cuda").manual_seed(sum(shape))
     start = torch.randn(shape, device="cuda", generator=generator).to(dtype)
     ours, theirs = torch.nn.Parameter(start.clone()), torch.nn.Parameter(start.clone())
-    hyper = dict(lr=1e-3, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
+    hyper, steps = dict(lr=1e-3, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1), 3
     optimizers = AdamW([ours], **hyper), torch.optim.AdamW([theirs], fused=True, **hyper)
-    for _ in range(3):
+    for _ in range(steps):
         grad = (torch.randn(shape, device="cuda", generator=generator) * 1e-2).to(dtype)
         for param, optimizer in zip((ours, theirs), optimizers):
             param.grad = grad.clone()
             optimizer.step()
-    ulp = torch.finfo(dtype).eps * ours.detach().abs().float().clamp_min(1e-3)
-    assert ((ours.detach().float() - theirs.detach().float()).abs() <= ulp).all()
+    update_rounding = steps * hyper["lr"] * 8 * torch.finfo(torch.float32).eps
+    tolerance = torch.finfo(dtype).eps * ours.detach().abs().float() + update_rounding
+    assert ((ours.detach().float() - theirs.detach().float()).abs() <= tolerance).all()
     assert not torch.equal(ours.detach(), start)  # it moved
     for key in ("exp_avg", "exp_avg_sq"):
         torch.testing.assert_close(optimizers[0].state[ours][key], optimizers[1].state[theirs][key])
