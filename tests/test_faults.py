@@ -100,7 +100,7 @@ def test_the_reports_show_what_tells_the_rows_apart(two_losses):
     markdown = (run_dir / "results.md").read_text()
     assert (
         "Every row: preset tiny, ctx 16, mode forward, prec fp32, compile eager, attn naive, batch 4, "
-        "param dtype fp32, checkpoint none." in markdown
+        "param dtype fp32, checkpoint none, optimizer torch." in markdown
     )
     header = next(line for line in markdown.splitlines() if line.startswith("| "))
     assert header.startswith("| loss | status |") and "MFU" not in header  # MFU: empty on a CPU

@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from lmperf.ops import adamw_triton
-from lmperf.ops.adamw import AdamW, Hyperparameters, triton_kernel
+from lmperf.ops.adamw import AdamW, triton_kernel
+from lmperf.ops.adamw_hyperparameters import Hyperparameters
 
 assert os.environ.get("TRITON_INTERPRET") == "1", "run through test_adamw_interpreted.py"
 assert adamw_triton.BLOCK == 64

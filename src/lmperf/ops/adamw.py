@@ -16,32 +16,15 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from types import ModuleType
 
 import torch
 
+from lmperf.ops.adamw_hyperparameters import Hyperparameters
+
 # Read once, as lmperf.ops.adamw_triton reads it: the interpreter runs kernels on CPU tensors.
 TRITON_INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 TRITON_STORED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
-
-
-@dataclass(frozen=True)
-class Hyperparameters:
-    """One parameter group's AdamW settings, as Python floats (kernel arguments)."""
-
-    lr: float
-    beta1: float
-    beta2: float
-    eps: float
-    weight_decay: float
-
-    def step_size(self, step: int) -> float:
-        """The learning rate over the first moment's bias correction at `step` (from 1)."""
-        return self.lr / (1.0 - self.beta1**step)
-
-    def bias_correction2_sqrt(self, step: int) -> float:
-        return (1.0 - self.beta2**step) ** 0.5
 
 
 class AdamW(torch.optim.Optimizer):

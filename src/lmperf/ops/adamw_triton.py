@@ -18,7 +18,7 @@ import torch
 import triton
 import triton.language as tl
 
-from lmperf.ops.adamw import Hyperparameters
+from lmperf.ops.adamw_hyperparameters import Hyperparameters
 
 # Read once: triton.jit decides at import time whether kernels are interpreted.
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
