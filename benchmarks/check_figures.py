@@ -417,6 +417,7 @@ def _palm_terms() -> tuple[str, str, str, str]:
 def _goal() -> tuple[str, str, str]:
     """How far the headline is below the goal (negative: above it), in ms and %, and above the moonshot."""
     ms = L.headline()["leaderboard_ms"]
+    assert ms <= L.GOAL_MS, "the pages say the headline is below the goal"
     return _ms(L.GOAL_MS - ms), f"{100 * (L.GOAL_MS - ms) / L.GOAL_MS:.1f}", _ms(ms - L.MOONSHOT_MS)
 
 

@@ -44,6 +44,20 @@ def test_sweep_writes_one_ok_row_per_config(tmp_path):
         assert row["peak_memory_gb"] is row["peak_reserved_gb"] is row["alloc_retries"] is None
 
 
+def test_only_a_train_step_runs_once_per_optimizer():
+    """Forward and forward-backward never step the optimizer: 2 contexts x (1 forward + 2
+    train-steps) configurations, the forward's with the first optimizer named."""
+    configs = tiny_grid(optimizers=["lmperf", "torch"])
+    assert sorted((c.seq_len, c.mode, c.optimizer) for c in configs) == [
+        (16, "forward", "lmperf"),
+        (16, "train-step", "lmperf"),
+        (16, "train-step", "torch"),
+        (24, "forward", "lmperf"),
+        (24, "train-step", "lmperf"),
+        (24, "train-step", "torch"),
+    ]
+
+
 def test_out_of_memory_becomes_a_row_and_the_sweep_goes_on(tmp_path):
     def make_step(config, device):
         if config.seq_len == 16:

@@ -67,6 +67,9 @@ def main(argv: list[str]) -> int:
     if not torch.cuda.is_available():
         print("adamw_alone.py: needs a CUDA GPU", file=sys.stderr)
         return 2
+    if args.nproc < 1 or args.rounds < 1 or args.steps < 1:
+        print("adamw_alone.py: --nproc, --rounds and --steps must be at least 1", file=sys.stderr)
+        return 2
     from lmperf.report.environment import environment
 
     dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32

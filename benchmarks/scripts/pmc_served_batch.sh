@@ -3,7 +3,8 @@
 # whose names start with PREFIX (r: the development set; x, y, z, w, v: blind batches, written down before
 # capture; m: the limits of lmperf.pmc.limits), 4 at a time (SWEEP_JOBS) through pmc_sweep_h100.sh,
 # with Liger-Kernel installed from a wheel folder (the GPU machines have no internet). Commit the
-# captures untouched before scoring a blind batch:
+# captures untouched before scoring a blind batch (the limits' captures go to tests/pmc/fixtures/limits,
+# where tests/pmc/test_limits.py holds them to their claims; a blind batch's to .../served):
 #   python -m lmperf.pmc.accuracy tests/pmc/fixtures/served score-N-served-blindK-COMMIT.md
 # Run from the project root with PYTHONPATH=src, LMPERF_COMMIT set and WHEELS naming the folder.
 set -u

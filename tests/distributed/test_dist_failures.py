@@ -9,7 +9,7 @@ import torch
 
 from lmperf.model.step import ModelStep, StepConfig
 from lmperf.run.sweep import SweepSettings
-from lmperf.distributed.bench import DIST_KEY_FIELDS, DistBenchJob, fill_missing, row_key, run_dist_sweep
+from lmperf.distributed.bench import DistBenchJob, fill_missing, run_dist_sweep
 from lmperf.distributed.launch import joined_world
 from lmperf.distributed.strategies import Strategy
 from lmperf.report.rundir import RunDir
@@ -108,7 +108,7 @@ def test_a_rank_failing_inside_collectives_ends_the_launch_with_error_rows(tmp_p
 
 def test_a_launch_that_died_leaves_an_error_row_for_each_missing_configuration(tmp_path):
     run_dir = RunDir(tmp_path)
-    finished = dict(zip(DIST_KEY_FIELDS, row_key(CONFIG, Strategy("ddp"), 2)), status="ok")
+    finished = {**CONFIG.to_dict(), **Strategy("ddp").key(), "nproc": 2, "status": "ok"}  # as a run writes it
     run_dir.append(finished)
     assert fill_missing(JOB, 2, run_dir, "torchrun exit 1: a rank died") == 1
     rows = run_dir.rows()

@@ -46,3 +46,17 @@ def test_memory_columns_and_page():
     env = {"device": "NVIDIA H200", "driver": "1", "torch": "2.11", "triton": "3", "commit": "abc", "date": "today"}
     page = benchmark_page([], [{**rows[0], "env": env}], "Data-parallel")
     assert page.startswith("# Data-parallel") and "NVIDIA H200" in page and "| fsdp | 2 |" in page
+
+
+def test_a_row_written_before_the_optimizer_was_recorded_is_found_on_resume():
+    """Rows written before a configuration field existed lack it; a resume must still find them
+    (their key takes the field's default), or it runs them again and fills 'error' rows beside."""
+    from lmperf.distributed.bench import row_key, stored_keys
+    from lmperf.distributed.strategies import Strategy
+    from lmperf.model.step import StepConfig
+
+    config, strategy = StepConfig("tiny", 32, "train-step", batch=2), Strategy("fsdp", reshard=True)
+    old_row = {**config.to_dict(), **strategy.key(), "nproc": 2}
+    del old_row["optimizer"]
+    assert row_key(config, strategy, 2) in stored_keys([old_row])
+    assert row_key(config, strategy, 4) not in stored_keys([old_row])

@@ -56,3 +56,22 @@ def test_cpu_tensors_take_the_pytorch_path_without_the_interpreter():
 def test_bad_hyperparameters_are_refused(bad):
     with pytest.raises(ValueError, match="invalid"):
         AdamW([torch.nn.Parameter(torch.zeros(2))], **bad)
+
+
+@pytest.mark.parametrize("flag", ["amsgrad", "maximize"])
+def test_a_torch_state_dict_asking_for_what_this_adamw_lacks_is_refused(flag):
+    """A torch.optim.AdamW state_dict carries amsgrad and maximize into the groups: stepping plain
+    AdamW instead would be silent."""
+    ours, theirs = _pair(torch.float32)
+    optimizer = AdamW(ours.parameters())
+    optimizer.load_state_dict(torch.optim.AdamW(theirs.parameters(), **{flag: True}).state_dict())
+    ours[0].weight.sum().backward()
+    with pytest.raises(ValueError, match=flag):
+        optimizer.step()
+
+
+def test_complex_parameters_are_refused():
+    param = torch.nn.Parameter(torch.zeros(3, dtype=torch.complex64))
+    param.grad = torch.ones(3, dtype=torch.complex64)
+    with pytest.raises(RuntimeError, match="complex"):
+        AdamW([param]).step()

@@ -13,7 +13,7 @@ import json
 import weakref
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import torch
 import torch.distributed as dist
@@ -25,7 +25,7 @@ from lmperf.distributed.launch import World
 from lmperf.analysis.sharding import rank_peak
 from lmperf.distributed.strategies import DistModelStep, Strategy
 from lmperf.report.files import write_text_whole
-from lmperf.report.rundir import RunDir, completed_keys, key_of
+from lmperf.report.rundir import RunDir, key_of
 
 DIST_KEY_FIELDS = KEY_FIELDS + ("strategy", "nproc", "bucket_mb", "reshard")
 
@@ -88,6 +88,12 @@ class DistBenchJob:
 
 def row_key(config: StepConfig, strategy: Strategy, nproc: int) -> tuple:
     return key_of({**config.to_dict(), **strategy.key(), "nproc": nproc}, DIST_KEY_FIELDS)
+
+
+def stored_keys(rows: Iterable[dict]) -> set[tuple]:
+    """The keys of rows a run directory holds, as row_key makes them: a field added to the
+    configuration since a row was written takes its default, so a resume still finds the row."""
+    return {key_of({**row, **StepConfig.from_dict(row).to_dict()}, DIST_KEY_FIELDS) for row in rows}
 
 
 class _StepMaker:
@@ -173,7 +179,7 @@ def _todo(job: DistBenchJob, world: World, run_dir: RunDir | None) -> list[tuple
     """What the run directory lacks, decided by rank 0 (other nodes may not see the directory)."""
     todo = [None]
     if world.is_main:
-        done = completed_keys(run_dir.rows() if run_dir and run_dir.results.exists() else [], DIST_KEY_FIELDS)
+        done = stored_keys(run_dir.rows() if run_dir and run_dir.results.exists() else [])
         todo = [[(c, s) for c, s in job.expected() if row_key(c, s, world.size) not in done]]
     dist.broadcast_object_list(todo, src=0)
     return todo[0]
@@ -202,7 +208,7 @@ def run_dist_sweep(job: DistBenchJob, world: World, run_dir: RunDir | None, on_r
 
 def fill_missing(job: DistBenchJob, nproc: int, run_dir: RunDir, why: str) -> int:
     """After a launch that ended early: one `error` row for every configuration with no row."""
-    done = completed_keys(run_dir.rows(), DIST_KEY_FIELDS)
+    done = stored_keys(run_dir.rows())
     missing = [(c, s) for c, s in job.expected() if row_key(c, s, nproc) not in done]
     for config, strategy in missing:
         base = base_row(config, job.settings, "error")

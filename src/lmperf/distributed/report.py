@@ -11,14 +11,14 @@ from lmperf.analysis.sharding import DataParallel, state_memory, train_step_peak
 from lmperf.distributed.kernel_table import attention_summary, gemm_summary
 from lmperf.run.columns import CONFIG_COLUMNS
 from lmperf.run.columns import IDENTIFYING as BENCH_IDENTIFYING
-from lmperf.run.sweep import KEY_FIELDS
+from lmperf.run.sweep import row_key
 from lmperf.errors import UsageError
 from lmperf.model.step import StepConfig
 from lmperf.report import tables
 from lmperf.report.environment import measured_on
 from lmperf.report.files import write_text_whole
 from lmperf.report.plots import pyplot, save_figure
-from lmperf.report.rundir import RESULTS, RunDir, command_of, key_of, read_rows
+from lmperf.report.rundir import RESULTS, RunDir, command_of, read_rows
 
 COMM_COLUMNS: list[tables.Column] = [
     ("collective", "op", ""),
@@ -94,12 +94,12 @@ def with_scaling(rows: Sequence[dict]) -> list[dict]:
     """Rows with `scaling_efficiency`: total tokens/s over N x one GPU's, same per-GPU batch."""
     baselines: dict[tuple, dict] = {}
     for row in rows:  # one-GPU rows; a plain one ('none') wins over a one-process DDP or FSDP
-        key = key_of(row, KEY_FIELDS)
+        key = row_key(row)
         if row["status"] == "ok" and row.get("nproc") == 1 and (key not in baselines or row["strategy"] == "none"):
             baselines[key] = row
     out = []
     for row in rows:
-        base = baselines.get(key_of(row, KEY_FIELDS))
+        base = baselines.get(row_key(row))
         efficiency = None
         if row["status"] == "ok" and base and row.get("nproc", 1) > 1:
             efficiency = row["tokens_per_s_total"] / (row["nproc"] * base["tokens_per_s"])

@@ -49,6 +49,10 @@ class AdamW(torch.optim.Optimizer):
             with torch.enable_grad():
                 loss = closure()
         for group in self.param_groups:
+            # A state_dict of torch.optim.AdamW brings these flags along; this AdamW has neither.
+            for flag in ("amsgrad", "maximize"):
+                if group.get(flag):
+                    raise ValueError(f"lmperf's AdamW has no {flag}; this parameter group asks for it")
             beta1, beta2 = group["betas"]
             hyper = Hyperparameters(
                 float(group["lr"]), float(beta1), float(beta2), float(group["eps"]), float(group["weight_decay"])
@@ -58,6 +62,8 @@ class AdamW(torch.optim.Optimizer):
                     continue
                 if param.grad.is_sparse:
                     raise RuntimeError("lmperf's AdamW does not take sparse gradients")
+                if param.is_complex():
+                    raise RuntimeError("lmperf's AdamW does not take complex parameters")
                 state = self.state[param]
                 if not state:
                     # A CPU step count, as torch.optim.AdamW keeps it when not capturable: reading

@@ -3,7 +3,8 @@
 Reads the parameter, its gradient and both moments once and writes the parameter and the
 moments once: 14 bytes per bf16 parameter, the least an AdamW step can move. Arithmetic is fp32
 whatever the storage dtype, in the order of PyTorch's fused AdamW (decoupled weight decay first,
-then the moments, then the bias-corrected step), so the two differ only by fp32 rounding.
+then the moments, then the bias-corrected step). Triton's fp32 division and square root are its
+fast ones, so the update may differ from PyTorch's by a few fp32 units in the last place.
 
 Imported only where it runs (lmperf.ops.adamw decides). Runs on CUDA tensors, or on CPU tensors
 when TRITON_INTERPRET=1 was set before import (the CPU tests).

@@ -59,8 +59,9 @@ LIMIT_CLAIMS = {
         "speculative decoding",
         "defeats",
         "A 1-layer draft (d 256) proposes 2 tokens before each verifying pass of the 2-layer target "
-        "(d 512): both models' layers run in one range, the verifying passes cover 3, 2 and 1 "
-        "tokens, so no LM head repeats over whole equal steps. pmc reports one architecture, or "
+        "(d 512): both models' layers run in one range, and the target's passes cover unequal token "
+        "counts (the prompt with the first candidates, then the later rounds' few tokens), so no LM "
+        "head repeats over whole equal steps. pmc reports one architecture, or "
         "none, and it is neither the target's nor the draft's; nothing in its report names a "
         "second model.",
         neither=("", "speculative.draft"),
@@ -86,7 +87,7 @@ LIMIT_CLAIMS = {
         "quantised weights (int8, weight-only)",
         "defeats",
         "torch._weight_int8pack_mm's CUDA kernel (weight_int8pack_mm_kernel) is named like no "
-        "GEMM, so pmc classes it 'other' although it counts N·K FFMA per output: as with int8 "
+        "GEMM, so pmc classes it 'other' although it counts K FFMA per output element: as with int8 "
         "W8A8, no layer structure is found and pmc says so.",
         {"mode": "forward", "dtype": "bf16", "n_layers": None, **_UNDETERMINED},
     ),

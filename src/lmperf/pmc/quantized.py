@@ -19,7 +19,6 @@ from torch import nn
 
 from lmperf.errors import UsageError
 
-QUANTIZATIONS = ("fp8", "int8", "int8-weight-only")
 FP8 = torch.float8_e4m3fn
 FP8_MAX = 448.0  # float8_e4m3fn's largest finite value
 INT8_MAX = 127.0
@@ -31,7 +30,7 @@ DESCRIPTIONS = {
     "torch._int_mm into int32, rescaled to bf16",
     "int8-weight-only": "weights int8, one scale per output row; bf16 activations; torch._weight_int8pack_mm",
 }
-# _scaled_mm and _int_mm need inner and output sizes of whole 16-byte rows
+# _scaled_mm needs inner and output sizes that are multiples of 16, _int_mm multiples of 8
 _ALIGNMENT = {"fp8": 16, "int8": 8, "int8-weight-only": 1}
 
 

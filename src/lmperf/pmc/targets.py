@@ -37,7 +37,8 @@ LOSSES = ("eager", "fused")  # lmperf presets' train-step loss: "fused" is lmper
 # What a server may do that pmc must read through (issue 48's limits), each a Hugging Face run:
 # padded requests, a draft model (speculative decoding), quantised weights (lmperf.pmc.quantized),
 # one rank of tensor parallelism (lmperf.pmc.tensor_parallel).
-QUANTIZATIONS = ("fp8", "int8", "int8-weight-only")
+QUANTIZATIONS = ("fp8", "int8", "int8-weight-only")  # lmperf.pmc.quantized runs them
+INT_MM_MIN_ROWS = 16  # torch._int_mm on CUDA takes more rows than this
 QUANTIZED_FAMILIES = ("llama", "mistral", "qwen2", "gpt_neox", "opt")  # layers of nn.Linear (GPT-2's are Conv1D)
 TP_FAMILIES = ("llama", "mistral", "qwen2")  # configs that take an explicit head_dim
 TP_EMULATION = "emulated TP rank (no communication kernels)"
@@ -177,6 +178,8 @@ class Target:
             raise UsageError(f"unknown quantisation {self.quantize!r}; choose from {', '.join(QUANTIZATIONS)}")
         if self.mode != "forward" or self.dtype != "bf16":
             raise UsageError("quantised weights run a bf16 forward (their GEMMs return bf16)")
+        if self.quantize == "int8" and self.batch * self.seq_len <= INT_MM_MIN_ROWS:
+            raise UsageError(f"int8 W8A8 runs torch._int_mm, which needs more than {INT_MM_MIN_ROWS} token rows")
         if self.hf_config["model_type"] not in QUANTIZED_FAMILIES:
             raise UsageError(f"quantised weights replace nn.Linear layers: {', '.join(QUANTIZED_FAMILIES)} models")
 

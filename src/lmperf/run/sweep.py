@@ -127,8 +127,11 @@ def grid(
     `presets` are preset names, or StepConfigs whose model fields (`preset`, `model`,
     `approximations`) name a shape of the user's own; their other fields are the grid's.
     bf16 parameters go with bf16 compute only: with precisions fp32,bf16 and param dtypes
-    fp32,bf16 the grid holds three precision pairs, not four."""
+    fp32,bf16 the grid holds three precision pairs, not four. The optimizer steps only in a
+    train-step: other modes run once, with the first optimizer named."""
     bases = [StepConfig(p, 0, "") if isinstance(p, str) else p for p in presets]
+    optimizers = list(optimizers)
+    first_optimizer = optimizers[0] if optimizers else None
     if any(base.module for base in bases) and list(attentions) != ["naive"]:
         raise UsageError("--attention picks lmperf's attention implementations; a --module model brings its own")
     configs = [
@@ -148,7 +151,7 @@ def grid(
         for base, t, pr, pd, c, a, lo, ck, op, m in itertools.product(
             bases, seq_lens, precisions, param_dtypes, compiles, attentions, losses, checkpoints, optimizers, modes
         )
-        if not (pd == "bf16" and pr == "fp32")
+        if not (pd == "bf16" and pr == "fp32") and (m == "train-step" or op == first_optimizer)
     ]
     if not configs:
         raise UsageError("bf16 parameters need --precisions bf16 (the step computes in bf16)")
