@@ -14,17 +14,13 @@ same arithmetic as PyTorch ops in fp32 (`_adamw_torch_`), so every parameter get
 from __future__ import annotations
 
 import importlib
-import os
 from collections.abc import Sequence
 from types import ModuleType
 
 import torch
 
 from lmperf.ops.adamw_hyperparameters import Hyperparameters
-
-# Read once, as lmperf.ops.adamw_triton reads it: the interpreter runs kernels on CPU tensors.
-TRITON_INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
-TRITON_STORED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+from lmperf.ops.triton_device import takes_triton
 
 
 class AdamW(torch.optim.Optimizer):
@@ -92,13 +88,12 @@ def triton_kernel(tensors: list[torch.Tensor]) -> ModuleType | None:
     """The Triton kernel's module when it takes these tensors, else None (the PyTorch path).
 
     Imported on first use: Triton comes with CUDA builds of torch, not with CPU ones."""
-    device = tensors[0].device
-    on_triton_device = device.type == "cuda" or (TRITON_INTERPRETED and device.type == "cpu")
+    first = tensors[0]
     takes_all = all(
-        t.device == device and t.is_contiguous() and t.dtype in TRITON_STORED_DTYPES and t.numel() == tensors[0].numel()
+        takes_triton(t) and t.device == first.device and t.is_contiguous() and t.numel() == first.numel()
         for t in tensors
     )
-    return importlib.import_module("lmperf.ops.adamw_triton") if on_triton_device and takes_all else None
+    return importlib.import_module("lmperf.ops.adamw_triton") if takes_all else None
 
 
 def _adamw_torch_(tensors: Sequence[torch.Tensor], hyper: Hyperparameters, step: int) -> None:

@@ -27,20 +27,17 @@ GEMM, cuBLAS's bf16 x bf16 -> fp32 addmm, so no (V, d) temporary per chunk).
 from __future__ import annotations
 
 import importlib
-import os
 from types import ModuleType
 
 import torch
 
 from lmperf.ops.targets import check_targets
+from lmperf.ops.triton_device import takes_triton
 
 IGNORE_INDEX = -100
 REDUCTIONS = ("mean", "sum")
 # Elements of one chunk's logits: 2**28 is 512 MiB in bf16, 1 GiB as the CPU path's fp32 copy.
 CHUNK_ELEMENTS = 2**28
-TRITON_STORED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-# Under TRITON_INTERPRET=1 (set before import, as the CPU tests do) CPU tensors take the Triton path.
-TRITON_INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 
 
 def default_chunk_size(vocab_size: int) -> int:
@@ -52,10 +49,7 @@ def triton_rows_kernel(logits: torch.Tensor) -> ModuleType | None:
 
     Imported on first use: Triton comes with CUDA builds of torch, not with CPU ones.
     """
-    on_triton_device = logits.is_cuda or (TRITON_INTERPRETED and logits.device.type == "cpu")
-    if not on_triton_device or logits.dtype not in TRITON_STORED_DTYPES:
-        return None
-    return importlib.import_module("lmperf.ops.cross_entropy_rows_triton")
+    return importlib.import_module("lmperf.ops.cross_entropy_rows_triton") if takes_triton(logits) else None
 
 
 def _cross_entropy_rows_torch(
