@@ -93,12 +93,16 @@ def tiles_allow(kernel: KernelRecord, tokens: int, k: int, width: int) -> bool:
     return any(low <= width <= high for low, high in width_readings(kernel, tokens, k))
 
 
+def whole(total: float | None, unit: int) -> int | None:
+    """total / unit when it is a positive whole number, else None."""
+    return int(total // unit) if total and total % unit == 0 else None
+
+
 def stored_width(kernel: KernelRecord, rows: int, size: int) -> int | None:
     """The width w of a kernel that stores rows x w elements of `size` bytes with st.global: its
     store bytes / (rows·size) when that is a positive whole number, else None (a TMA store
     counts 0 bytes there, a split-K GEMM its partial sums too)."""
-    stored = kernel.metrics.get(STORE_BYTES)
-    return int(stored // (rows * size)) if stored and stored % (rows * size) == 0 else None
+    return whole(kernel.metrics.get(STORE_BYTES), rows * size)
 
 
 def simt_inner_sizes(kernel: KernelRecord, tokens: int, width: int) -> set[int]:

@@ -563,9 +563,9 @@ def padded_rows(forward: list[KernelRecord], gemm: KernelRecord, rows: int, widt
     feeder = next((k for k in reversed(forward) if k.index < gemm.index and category(k) != MATMUL), None)
     if size is None or feeder is None:
         return rows
-    stored = (feeder.metric(g.STORE_BYTES) or 0) / (width * size)
+    stored = g.stored_width(feeder, width, size)  # the rows it stores
     aligned = -(-rows // (16 // size)) * (16 // size)
-    return int(stored) if stored == int(stored) and rows < stored <= aligned else rows
+    return stored if stored and rows < stored <= aligned else rows
 
 
 def loss_chunks(capture: Capture, head: KernelRecord) -> int:
@@ -751,8 +751,8 @@ def _rotated_widths(roles: dict, tokens: int, size: int) -> set[int]:
     for k in roles["first_layer"]:
         if roles["qkv"][-1].index < k.index < attention.index and category(k) != MATMUL:
             if not _ACTIVATION.search(k.name.lower()):
-                width = (k.metric(g.STORE_BYTES) or 0) / (tokens * size)
-                widths |= {int(width)} if width == int(width) and width > 0 else set()
+                width = g.stored_width(k, tokens, size)
+                widths |= {width} if width else set()
     return widths
 
 

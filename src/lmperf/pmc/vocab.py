@@ -51,17 +51,10 @@ def fused_loss_vocab(kernels: list[KernelRecord], size: int) -> int | None:
     the kernel's programs (a chunk of the N token rows)."""
     for k in kernels:
         if k.name.startswith(FUSED_LOSS_ROWS_KERNEL) and k.grid[0]:
-            row_bytes = _whole(k.metrics.get(g.STORE_BYTES), k.grid[0])
+            row_bytes = g.stored_width(k, k.grid[0], 1)
             if row_bytes and row_bytes > LOSS_BYTES_PER_ROW:
-                return _whole(row_bytes - LOSS_BYTES_PER_ROW, size)
+                return g.whole(row_bytes - LOSS_BYTES_PER_ROW, size)
     return None
-
-
-def _whole(total: float | None, row_bytes: int) -> int | None:
-    """total / row_bytes when it is a positive whole number, else None."""
-    if not total or total % row_bytes:
-        return None
-    return int(total // row_bytes)
 
 
 def store_vocab(head: KernelRecord, tokens: int, size: int) -> int | None:
@@ -79,7 +72,7 @@ def tma_vocab(head: KernelRecord, tokens: int, size: int) -> tuple[int, str] | N
         (L2_WRITE_SECTORS, SECTOR_BYTES, "its L2 write sectors x 32 B"),
     ):
         count = head.metrics.get(metric)
-        vocab = _whole(count * scale if count else None, tokens * size)
+        vocab = g.whole(count * scale if count else None, tokens * size)
         if vocab and vocab % 8 == 0:
             return vocab, f"{how} = N·V·{size} B"
     return None
@@ -90,7 +83,7 @@ def copy_vocabs(followers: list[KernelRecord], tokens: int) -> list[int]:
     one of them is the fp32 copy of the logits (the caller keeps the one in the head's bound;
     the others copy small tensors, e.g. generate's growing token ids)."""
     found = [
-        _whole(k.metrics.get(g.STORE_BYTES), tokens * 4)
+        g.whole(k.metrics.get(g.STORE_BYTES), tokens * 4)
         for k in followers
         if category(k) != MATMUL and "copy" in k.name.lower()
     ]
