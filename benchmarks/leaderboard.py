@@ -214,6 +214,16 @@ def matmul_flops(row: dict) -> float:
     return step_flops + recomputed_matmul_flops(row)
 
 
+def matmul_tflops(row: dict) -> float:
+    """A profiled step's matmul rate: the model's matmul FLOPs over the matmul kernels' time."""
+    return tflops(matmul_flops(row), row["kernel_ms_by_category"]["matmul"])
+
+
+def recomputed_matmul_ms(row: dict) -> float:
+    """The time of the matmuls the backward runs again, at the profiled step's matmul rate."""
+    return recomputed_matmul_flops(row) / (matmul_tflops(row) * 1e12) * 1e3
+
+
 def category_flops(row: dict) -> dict[str, float]:
     return {"attention": attention_flops(row), "matmul": matmul_flops(row)}
 

@@ -832,13 +832,18 @@ def leaderboard_changes() -> str:
 
 
 def leaderboard_adamw() -> str:
-    body = [[a["optimizer"], f"{a['median_ms']:.2f} ({a['lowest_ms']:.2f})", *_adamw_rates(a)] for a in L.adamw_alone()]
+    body = [
+        [
+            a["optimizer"],
+            f"{a['median_ms']:.2f} ({a['lowest_ms']:.2f})",
+            f"{a['tb_per_s']:.2f}",
+            f"{a['over_lmperf']:.2f}",
+            a["rounds"],
+        ]
+        for a in L.adamw_alone()
+    ]
     headers = ["AdamW", "ms per step, median (lowest round)", "TB/s moved", "its time / lmperf's", "rounds"]
     return markdown(headers, body)
-
-
-def _adamw_rates(a: dict) -> list:
-    return [f"{a['tb_per_s']:.2f}", f"{a['over_lmperf']:.2f}", a["rounds"]]
 
 
 def leaderboard_kernels() -> str:
