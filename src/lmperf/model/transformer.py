@@ -75,8 +75,8 @@ def _keep_attention_and_matmuls(d_model: int, d_ff: int | None):
     the model's (QKV, gate, up) are kept; the output projection and the elementwise work are
     recomputed (recomputation stops before the down projection, whose output no backward needs).
     `d_ff` ("selective-mm-out"): every matmul output but the down projection's, told by its input
-    width d_ff, so the output projection's too (a model with d_ff equal to the attention's width
-    would keep neither; none of lmperf's presets is such)."""
+    width d_ff, so the output projection's too (a model whose d_ff equals its d_model could not
+    tell them apart: model_block_policies refuses it)."""
     from torch.utils.checkpoint import CheckpointPolicy
 
     def policy(ctx, op, *args, **kwargs):

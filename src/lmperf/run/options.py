@@ -15,7 +15,7 @@ import functools
 import inspect
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Callable, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Optional, Sequence
 
 import typer
 
@@ -251,7 +251,7 @@ def grid_configs(
     param_dtypes: list[str],
     losses: list[str],
     checkpoints: list[str],
-    optimizers: list[str] = ("torch",),
+    optimizers: Sequence[str] = ("torch",),
 ) -> list[StepConfig]:
     """The grid of the model's bases (presets, or the Hugging Face config) and every other axis."""
     from lmperf.run.sweep import grid
