@@ -105,6 +105,14 @@ def stored_width(kernel: KernelRecord, rows: int, size: int) -> int | None:
     return whole(kernel.metrics.get(STORE_BYTES), rows * size)
 
 
+def stores_whole_outputs(kernel: KernelRecord, rows: int, width: int, size: int) -> bool:
+    """Whether a GEMM that stores with st.global (an inductor template) stored a whole number of
+    rows x width outputs of `size` bytes: its epilogue may store a second tensor beside the
+    product, never a part of one. True where it counts no store bytes (a TMA store)."""
+    stored = kernel.metrics.get(STORE_BYTES)
+    return not stored or whole(stored, rows * width * size) is not None
+
+
 def simt_inner_sizes(kernel: KernelRecord, tokens: int, width: int) -> set[int]:
     """The inner sizes an fp32 SIMT GEMM of named whole tiles, with N=`tokens` rows and a known
     output `width`, can have: its FFMA are (rows padded) x (width padded) x (k + e), the epilogue
@@ -140,7 +148,21 @@ def split_phases(capture: Capture) -> Phases:
     """Forward ends at the first gradient or optimizer kernel (AdamW/SGD by name)."""
     kernels = capture.kernels
     optimizer = [k for k in kernels if category(k) == OPTIMIZER]
-    end = next((i for i, k in enumerate(kernels) if is_backward(k.name) or category(k) == OPTIMIZER), len(kernels))
+
+    def gradient_or_optimizer(k: KernelRecord) -> bool:
+        return is_backward(k.name) or category(k) == OPTIMIZER
+
+    end = next((i for i, k in enumerate(kernels) if gradient_or_optimizer(k)), len(kernels))
+    # Inductor names a forward kernel after a backward op it fuses there (the final LayerNorm of
+    # a compiled GPT-NeoX step also computes a term of its backward): generated kernels so named
+    # before the forward's loss do not end the forward, which runs to its loss.
+    loss = next((i for i, k in enumerate(kernels) if category(k) == LOSS and not is_backward(k.name)), None)
+    if (
+        loss is not None
+        and loss > end
+        and all(is_generated(k.name) for k in kernels[end:loss] if gradient_or_optimizer(k))
+    ):
+        end = next((i for i in range(loss, len(kernels)) if gradient_or_optimizer(kernels[i])), len(kernels))
     # A fused linear cross-entropy (lmperf's, Liger's) runs the LM head's gradient GEMMs right
     # after its loss kernel, before any kernel named a gradient: the backward starts at the first
     # GEMM after the loss, whether or not the range reaches a named gradient kernel (no forward

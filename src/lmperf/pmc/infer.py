@@ -210,11 +210,15 @@ def _tokens_and_width(result: Inference, phases: g.Phases, out: KernelRecord, co
     2 rows: N=231 or 232), the one whose N·d more kernels count wins. A width the projection's
     declared tiles cannot produce from N rows is no reading: a compiled norm's grid of 72
     programs of 2 rows reads as N=72 too, and a count of another tensor (a rotary kernel's
-    144·512 = 72·1024 elements) then passes for N·d."""
-    best = None
+    144·512 = 72·1024 elements) then passes for N·d. Nor is one that a max-autotune template's own
+    stores deny: a norm's 40 programs of 2 rows padded to 2048 lanes count 40·2048 float ops,
+    which pass for N·d at N=40, d=2048, where the projection stored 80·1536 elements."""
+    best, size = None, _element_size(result)
     for tokens, support in token_candidates(phases.forward).most_common():
         width = exact_width((g.macs(out) / tokens) ** 0.5, tokens, counts, (SLACK * row_padding(tokens)) ** 0.5)
         if width and not g.tiles_allow(out, tokens, width, width):
+            continue
+        if width and is_generated(out.name) and not g.stores_whole_outputs(out, tokens, width, size):
             continue
         if width and (best is None or (support, counts[tokens * width]) > best[2:]):
             best = (tokens, width, support, counts[tokens * width])
