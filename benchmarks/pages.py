@@ -1148,8 +1148,9 @@ SERVED_BLIND = {
     "y": "score-17-served-blindy-73fb399",
     "z": "score-24-served-blindz-6bd415b",
     "w": "score-26-served-blindw-5207cc3",
+    "v": "score-28-served-blindv-98d099b",
 }
-SERVED_NOW = "score-27-served-all-4884b17"
+SERVED_NOW = "score-29-served-all-e1fb74c"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
