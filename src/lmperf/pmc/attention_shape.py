@@ -140,8 +140,13 @@ def _cudnn_persistent_heads(kernel: KernelRecord, B: int, T: int) -> int | None:
     return None
 
 
-def fused_shape(kernel: KernelRecord, tokens: int, d: int) -> AttentionShape | None:
-    """The (B, T, H, hd) that best explains a fused attention kernel's grid and counts."""
+_TIE = 1e-6  # below any mismatch that counts: it only orders shapes whose work fits equally
+
+
+def fused_shape(kernel: KernelRecord, tokens: int, d: int, batch: int | None = None) -> AttentionShape | None:
+    """The (B, T, H, hd) that best explains a fused attention kernel's grid and counts; between
+    shapes that explain them equally, the one of batch `batch` where something else read it (a
+    generate's decode steps)."""
     grid_dims = {g for g in kernel.grid if g > 1}
     hinted = _name_head_dims(kernel.name)
     # FlashAttention's split-KV forward (chosen when B·H·tiles leave SMs idle) runs a grid of
@@ -173,7 +178,7 @@ def fused_shape(kernel: KernelRecord, tokens: int, d: int) -> AttentionShape | N
             # the tiles that counted the grid's blocks are the ones the work was done in: with
             # any other query tile, B=2, T=154 explains the work of B=4, T=77 (64x128 tiles)
             error = _flops_error(kernel, B, H, hd, T, (tq,))
-            score = error + (0.0 if not hinted or hd in hinted else 0.1)
+            score = error + (0.0 if not hinted or hd in hinted else 0.1) + (_TIE if batch and B != batch else 0.0)
             if best is None or score < best[0]:
                 best = (
                     score,

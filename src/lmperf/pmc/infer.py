@@ -534,7 +534,7 @@ def _read_fields(
         return
     tokens, d = found
     _mlp(result, roles, tokens, d, size)
-    shape = _attention(result, roles, tokens, d)
+    shape = _attention(result, roles, tokens, d, _decode_batch(followers, tokens) if last_position_logits else None)
     if shape:
         _kv_heads(result, roles, tokens, d, shape, counts)
     if decode:  # one new token per sequence, whatever the attention was read as
@@ -688,13 +688,27 @@ def _mlp(result: Inference, roles: dict, tokens: int, d: int, size: int | None) 
     )
 
 
-def _attention(result: Inference, roles: dict, tokens: int, d: int) -> AttentionShape | None:
+def _decode_batch(decode_step: Sequence[KernelRecord], tokens: int) -> int | None:
+    """B as a generate's first decode step reads it (one token per sequence): the row count its
+    norms and lookups agree on most, when it divides the prefill's token rows. It only breaks a
+    tie of the prefill's attention: a static cache hands SDPA a mask, the kernel runs whole
+    padded tiles, and B=4, T=64 in 64 x 128 tiles counts the work of B=1, T=256; elsewhere the
+    decode step's bookkeeping kernels may outnumber its norms."""
+    rows = token_candidates(list(decode_step)).most_common(1)
+    return rows[0][0] if rows and rows[0][0] >= 1 and tokens % rows[0][0] == 0 else None
+
+
+def _attention(result: Inference, roles: dict, tokens: int, d: int, batch: int | None = None) -> AttentionShape | None:
     if roles["kind"] == "softmax":
         between = [k for k in roles["first_layer"] if roles["qk"].index < k.index < roles["pv"].index]
         size = stored_size(result, roles["first_layer"])
         shape = naive_shape(roles["qk"], roles["marker"], tokens, d, between, size)
     else:
-        shape = fused_shape(roles["marker"], tokens, d)
+        shape = fused_shape(roles["marker"], tokens, d, batch)
+        if shape is not None and batch == shape.batch:
+            shape = dataclasses.replace(
+                shape, evidence=f"{shape.evidence}, B as the {batch} token rows of a decode step"
+            )
     if shape is None:
         for name in ("batch", "seq_len", "n_heads", "head_dim"):
             result.unknown(name, f"attention kernel {roles['marker'].name[:50]} fits no (B, T, H)")
