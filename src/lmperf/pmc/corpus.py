@@ -841,6 +841,86 @@ _SERVED_BLIND_V = [
     ),
 ]
 
+# Blind batch u of the served kinds, written down before any of it is captured and after batch
+# v's fixes: max-autotune forwards of three families (the least tested path), compiled training
+# steps of two more families, a static-cache generate of three requests, CUDA graphs over a wide
+# vocabulary, Liger on Qwen2. Generate and training entries come first: they take longest.
+_SERVED_BLIND_U = [
+    (
+        "u_llama_h12_kv4_p48_b3_static",
+        llama(2, 768, 12, 4, 2048, 32000),
+        3,
+        48,
+        "generate",
+        "bf16",
+        "sdpa",
+        {"new_tokens": 3, "static_cache": True},
+    ),
+    (
+        "u_qwen2_h16_kv2_t160_train_liger",
+        llama(2, 1024, 16, 2, 2816, 151936, "qwen2"),
+        1,
+        160,
+        "train-step",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    ("u_gpt2_h12_t128_train_compile", gpt2(2, 768, 12, 50257), 2, 128, "train-step", "bf16", "sdpa", COMPILED),
+    (
+        "u_mistral_h12_kv4_t88_train_compile",
+        llama(2, 768, 12, 4, 2048, 32768, "mistral"),
+        2,
+        88,
+        "train-step",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "u_mistral_h20_kv4_t72_autotune",
+        llama(2, 1280, 20, 4, 3584, 32768, "mistral"),
+        2,
+        72,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    (
+        "u_llama_h16_kv4_t112_autotune",
+        llama(2, 1024, 16, 4, 2816, 32000),
+        1,
+        112,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    (
+        "u_lmperf_h12_t96_autotune",
+        _small(n_layers=2, d_model=768, n_heads=12, d_ff=2048),
+        3,
+        96,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    (
+        "u_qwen2_h14_kv2_t64_graphs",
+        llama(2, 896, 14, 2, 4864, 151936, "qwen2"),
+        2,
+        64,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("u_opt_h12_t96_compile", opt(2, 768, 12, 3072, 50272), 3, 96, "forward", "fp16", "sdpa", COMPILED),
+    ("u_neox_h16_t128_compile", neox(2, 1024, 16, 4096, 50304), 2, 128, "forward", "bf16", "sdpa", COMPILED),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -926,7 +1006,12 @@ def corpus() -> list[tuple[str, Target, bool]]:
         + [(name, _target(*rest), False) for name, *rest in _SERVED_DEV]
         + [
             (name, _target(*rest), True)
-            for name, *rest in _SERVED_BLIND + _SERVED_BLIND_Y + _SERVED_BLIND_Z + _SERVED_BLIND_W + _SERVED_BLIND_V
+            for name, *rest in _SERVED_BLIND
+            + _SERVED_BLIND_Y
+            + _SERVED_BLIND_Z
+            + _SERVED_BLIND_W
+            + _SERVED_BLIND_V
+            + _SERVED_BLIND_U
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
