@@ -99,7 +99,9 @@ def collect_target(
     truth_json = sibling(Path(raw_csv), ".truth.json")
     truth_json.parent.mkdir(parents=True, exist_ok=True)
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
-    with tempfile.TemporaryDirectory() as scratch:
+    # A compile worker the first run leaves behind may still write to the inductor cache when
+    # the scratch folder goes: that must not lose the capture already written.
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as scratch:
         spec_path = Path(scratch) / "target.json"
         spec_path.write_text(target.to_json(), encoding="utf-8")
         program = [sys.executable, "-m", "lmperf.pmc.runner", str(spec_path), str(truth_json)]
