@@ -1102,9 +1102,9 @@ QUOTES: list[Quote] = [
     Quote(
         "benchmarks/pmc-accuracy.md",
         "Blind, every structural field was exact on {} of {} captures in batch x, {} of {} in batch y, {} of {} "
-        "in batch z, {} of {} in batch w and {} of {} in batch v. Over the five batches every structural field "
-        "was exact on {} of {} ({}%), the vocabulary exact on {} of {} ({}%) and exact or in its interval on {} of "
-        "{} ({}%), and the parameters within 1% or in their interval on {} of {} ({}%).",
+        "in batch z, {} of {} in batch w, {} of {} in batch v and {} of {} in batch u. Over the six batches every "
+        "structural field was exact on {} of {} ({}%), the vocabulary exact on {} of {} ({}%) and exact or in its "
+        "interval on {} of {} ({}%), and the parameters within 1% or in their interval on {} of {} ({}%).",
         _served_totals,
     ),
     Quote(

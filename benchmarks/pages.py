@@ -1149,8 +1149,9 @@ SERVED_BLIND = {
     "z": "score-24-served-blindz-6bd415b",
     "w": "score-26-served-blindw-5207cc3",
     "v": "score-28-served-blindv-98d099b",
+    "u": "score-30-served-blindu-c498df2",
 }
-SERVED_NOW = "score-29-served-all-e1fb74c"
+SERVED_NOW = "score-31-served-all-c498df2"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
