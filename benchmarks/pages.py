@@ -1230,6 +1230,48 @@ def pmc_served_now() -> str:
     return markdown(["run", "captures", "every structural field exact", "vocab_size exact"], body)
 
 
+# The limit captures' claims held against the inference code of their capture commit, then today's.
+LIMITS_AT_CAPTURE, LIMITS_NOW = "limits-at-capture-98d099b", "limits-80f759d"
+
+
+def _limit_reading(row: dict) -> str:
+    """What a capture's inference got: the fields read wrong, then those left undetermined."""
+    wrong = [f"{name} {pair['read']} (true {pair['true']})" for name, pair in row["wrong"].items()]
+    parts = [f"read {', '.join(wrong)}"] if wrong else []
+    if row["undetermined"]:
+        parts.append(f"undetermined: {', '.join(row['undetermined'])}")
+    return "; ".join(parts) or "every field right"
+
+
+def pmc_limits() -> str:
+    """Each limit's claimed verdict, whether its capture holds the claim with the code of its
+    capture commit and with today's, and what today's code reads."""
+    then = {r["capture"]: r for r in F.of_set("pmc-accuracy", LIMITS_AT_CAPTURE, kind="limit")}
+    body = []
+    for row in F.of_set("pmc-accuracy", LIMITS_NOW, kind="limit"):
+        before = then[row["capture"]]
+        held_then = "held" if before["claim_held"] else f"broken ({'; '.join(before['broken'])})"
+        body.append(
+            [
+                row["limit"],
+                f"`{row['capture']}`",
+                row["verdict"],
+                held_then,
+                "held" if row["claim_held"] else f"broken ({'; '.join(row['broken'])})",
+                _limit_reading(row),
+            ]
+        )
+    headers = [
+        "limit",
+        "capture",
+        "claimed verdict",
+        f"claim, code at capture ({then and next(iter(then.values()))['env']['commit']})",
+        f"claim, code now ({LIMITS_NOW.rsplit('-', 1)[1]})",
+        "what the code now reads (of the structural fields and the vocabulary)",
+    ]
+    return markdown(headers, body)
+
+
 def pmc_fields() -> str:
     sweep = {r["field"]: r for r in F.of_set("pmc-accuracy", "score-15-sweep-blind5-bd78081", kind="field")}
     first = {r["field"]: r for r in F.of_set("pmc-accuracy", "score-14-first-corpus-fa8354f", kind="field")}
@@ -1317,6 +1359,7 @@ TABLES: dict[str, tuple[str, Callable[[], str]]] = {
     "pmc-served-fields": ("benchmarks/pmc-accuracy.md", pmc_served_fields),
     "pmc-served-now": ("benchmarks/pmc-accuracy.md", pmc_served_now),
     "pmc-infer-time": ("benchmarks/pmc-accuracy.md", pmc_infer_time),
+    "pmc-limits": ("benchmarks/pmc-accuracy.md", pmc_limits),
     "attention-tuning": ("docs/attention-tuning.md", tuning_table),
 }
 
