@@ -14,23 +14,12 @@ import json
 import sys
 from pathlib import Path
 
+from lmperf.pmc.accuracy import STRUCTURE
 from lmperf.pmc.infer import infer_file
 from lmperf.pmc.limits import LIMIT_CLAIMS, broken_claims
 
 LIMITS = Path(__file__).resolve().parents[2] / "tests" / "pmc" / "fixtures" / "limits"
-FIELDS = (
-    "mode",
-    "dtype",
-    "batch",
-    "seq_len",
-    "n_layers",
-    "d_model",
-    "n_heads",
-    "n_kv_heads",
-    "head_dim",
-    "d_ff",
-    "vocab_size",
-)
+FIELDS = (*STRUCTURE, "vocab_size")
 
 
 def environments() -> dict[str, dict]:
