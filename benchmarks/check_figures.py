@@ -1148,8 +1148,8 @@ ALLOWED: dict[str, set[str]] = {
     "benchmarks/profile-h100.md": set(),
     "benchmarks/attention-h100.md": set(),
     "benchmarks/README.md": {"200 KB"},  # the gzip threshold
-    # the tolerance of the scoring, issue 48's targets, the capture time limit
-    "benchmarks/pmc-accuracy.md": {"1%", "95%", "90%", "420 s"},
+    # the tolerance of the scoring, issue 48's targets (accuracy, 1 s to infer), the capture time limit
+    "benchmarks/pmc-accuracy.md": {"1%", "95%", "90%", "420 s", "1 s"},
 }
 
 

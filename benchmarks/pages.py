@@ -1296,12 +1296,15 @@ def pmc_paths() -> str:
     return markdown(["attention path", "captures", "every structural field exact", "vocab_size exact"], body)
 
 
+INFER_TIME = "infer-time-85709f8"
+
+
 def pmc_infer_time() -> str:
     groups: dict[int, list[dict]] = {}
-    for r in F.of_set("pmc-accuracy", "infer-time-9fd8317"):
+    for r in F.of_set("pmc-accuracy", INFER_TIME):
         groups.setdefault(r["kernels"], []).append(r)
     labels = {
-        642: "largest real capture (llama_l4_d640_gqa)",
+        929: "largest real capture (u_qwen2_h16_kv2_t160_train_liger)",
         1731: "34-layer forward (built from a real capture)",
         5053: "34-layer training step (built from a real capture)",
     }
