@@ -374,3 +374,21 @@ def test_a_compiled_norm_grid_of_two_row_programs_is_not_read_as_the_rows():
     d = 1024 (and d_ff, V twice the truth, the attention fitting nothing). The out-projection's
     nvjet tiles cannot produce 1024 columns from 72 rows: every field against what ran."""
     _assert_every_field_read_as_ran("w_mistral_h20_kv4_t144_eager_compile")
+
+
+def test_a_batch_the_attention_cannot_decide_is_an_assumption_of_low_confidence():
+    # A compiled fp32 OPT forward of 1 x 100 tokens, 16 heads of 64, hands SDPA its mask as a
+    # tensor, so the kernel runs whole padded tiles: in 64-query x 128-key tiles, 1 x 100 runs
+    # 16 heads x (2 x 64) x 128 scores and 2 x 50 runs 2 x 16 heads x 64 x 128, the same work.
+    result = infer_file(capture_path("z_opt_h16_t100_fp32_compile"))
+    assert (result.values["batch"], result.values["seq_len"]) == (1, 100)
+    assert result.confidence["batch"] <= 0.6 and result.confidence["seq_len"] <= 0.6
+    assert any("B=2, T=50" in line for line in result.assumptions)
+
+
+def test_a_decode_step_decides_the_batch_its_prefill_leaves_open():
+    # Three static-cache requests of 48 tokens: the prefill's masked attention counts the work of
+    # one sequence of 144 as exactly; each decode step runs one token for each of the 3 requests.
+    result = infer_file(capture_path("u_llama_h12_kv4_p48_b3_static"))
+    assert (result.values["batch"], result.values["seq_len"], result.values["vocab_size"]) == (3, 48, 32000)
+    assert result.confidence["batch"] == 0.9 and not result.assumptions

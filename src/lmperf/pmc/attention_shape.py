@@ -10,6 +10,7 @@ both best wins.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass
@@ -30,6 +31,9 @@ class AttentionShape:
     head_dim: int
     error: float  # relative mismatch of the counted attention work (0 = exact)
     evidence: str
+    # other (B, T) that explain the kernel exactly as well: the reading then rests on taking the
+    # fewest sequences, not on the counters
+    ties: tuple[tuple[int, int], ...] = ()
 
 
 def _divisors(n: int) -> list[int]:
@@ -154,6 +158,7 @@ def fused_shape(kernel: KernelRecord, tokens: int, d: int, batch: int | None = N
     split_kv = "splitkv" in kernel.name and len(kernel.grid) == 3 and "combine" not in kernel.name
     blocks = kernel.blocks // kernel.grid[1] if split_kv else kernel.blocks
     best: tuple[float, AttentionShape] | None = None
+    scores: list[tuple[float, int, int]] = []
     for B in _divisors(tokens):
         T = tokens // B
         for tq in _TILES:
@@ -179,6 +184,7 @@ def fused_shape(kernel: KernelRecord, tokens: int, d: int, batch: int | None = N
             # any other query tile, B=2, T=154 explains the work of B=4, T=77 (64x128 tiles)
             error = _flops_error(kernel, B, H, hd, T, (tq,))
             score = error + (0.0 if not hinted or hd in hinted else 0.1) + (_TIE if batch and B != batch else 0.0)
+            scores.append((score, B, T))
             if best is None or score < best[0]:
                 best = (
                     score,
@@ -193,7 +199,10 @@ def fused_shape(kernel: KernelRecord, tokens: int, d: int, batch: int | None = N
                         f"(causal tiles, relative error {error:.3f}) give B={B}, T={T}, H={H}",
                     ),
                 )
-    return best[1] if best else _persistent_candidates(kernel, tokens, d)
+    if best is None:
+        return _persistent_candidates(kernel, tokens, d)
+    ties = sorted({(B, T) for score, B, T in scores if abs(score - best[0]) < _TIE / 2 and B != best[1].batch})
+    return dataclasses.replace(best[1], ties=tuple(ties))
 
 
 def _persistent_candidates(kernel: KernelRecord, tokens: int, d: int) -> AttentionShape | None:

@@ -32,6 +32,7 @@ from lmperf.pmc.parse import Capture, KernelRecord, read_capture
 from lmperf.pmc.result import Gap, Inference
 from lmperf.pmc.tokens import token_candidates
 
+TIED = 0.6  # the confidence of a reading that a prior, not the counters, picked among equals
 SLACK = 1.35  # tile padding makes a GEMM count at most this much more than its true width
 ROW_TILE = 256  # GEMMs pad the token rows too: up to a 64-128 row tile times a cluster of 2-4
 
@@ -714,13 +715,20 @@ def _attention(result: Inference, roles: dict, tokens: int, d: int, batch: int |
             result.unknown(name, f"attention kernel {roles['marker'].name[:50]} fits no (B, T, H)")
         return None
     confidence = 0.9 if shape.error < 0.01 else 0.6
+    if shape.ties:
+        others = ", ".join(f"B={b}, T={t}" for b, t in shape.ties)
+        result.assumptions.append(
+            f"batch and seq_len: {others} explain the attention kernel's grid and work as well as "
+            f"B={shape.batch}, T={shape.seq_len}; the fewest sequences is taken"
+        )
     for name, value in (
         ("batch", shape.batch),
         ("seq_len", shape.seq_len),
         ("n_heads", shape.n_heads),
         ("head_dim", shape.head_dim),
     ):
-        result.set(name, value, confidence, shape.evidence)
+        tied = shape.ties and name in ("batch", "seq_len")
+        result.set(name, value, min(confidence, TIED) if tied else confidence, shape.evidence)
     return shape
 
 
