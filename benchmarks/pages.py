@@ -1243,30 +1243,25 @@ def _limit_reading(row: dict) -> str:
     return "; ".join(parts) or "every field right"
 
 
+def _claim(row: dict) -> str:
+    return "held" if row["claim_held"] else f"broken ({'; '.join(row['broken'])})"
+
+
 def pmc_limits() -> str:
     """Each limit's claimed verdict, whether its capture holds the claim with the code of its
     capture commit and with today's, and what today's code reads."""
     then = {r["capture"]: r for r in F.of_set("pmc-accuracy", LIMITS_AT_CAPTURE, kind="limit")}
-    body = []
-    for row in F.of_set("pmc-accuracy", LIMITS_NOW, kind="limit"):
-        before = then[row["capture"]]
-        held_then = "held" if before["claim_held"] else f"broken ({'; '.join(before['broken'])})"
-        body.append(
-            [
-                row["limit"],
-                f"`{row['capture']}`",
-                row["verdict"],
-                held_then,
-                "held" if row["claim_held"] else f"broken ({'; '.join(row['broken'])})",
-                _limit_reading(row),
-            ]
-        )
+    now = F.of_set("pmc-accuracy", LIMITS_NOW, kind="limit")
+    body = [
+        [r["limit"], f"`{r['capture']}`", r["verdict"], _claim(then[r["capture"]]), _claim(r), _limit_reading(r)]
+        for r in now
+    ]
     headers = [
         "limit",
         "capture",
         "claimed verdict",
-        f"claim, code at capture ({then and next(iter(then.values()))['env']['commit']})",
-        f"claim, code now ({LIMITS_NOW.rsplit('-', 1)[1]})",
+        f"claim, code at capture ({next(iter(then.values()))['env']['commit']})",
+        f"claim, code now ({now[0]['env']['commit']})",
         "what the code now reads (of the structural fields and the vocabulary)",
     ]
     return markdown(headers, body)

@@ -12,7 +12,6 @@ when TRITON_INTERPRET=1 was set before import (the CPU tests).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 
 import torch
@@ -20,12 +19,11 @@ import triton
 import triton.language as tl
 
 from lmperf.ops.adamw_hyperparameters import Hyperparameters
+from lmperf.ops.triton_device import TRITON_INTERPRETED
 
-# Read once: triton.jit decides at import time whether kernels are interpreted.
-INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 # Elements per program: 4 warps x 32 lanes x 16 elements, so each lane moves two 16-byte vectors
 # of a bf16 tensor; the interpreter gets a small block so that a short test tensor spans several.
-BLOCK = 64 if INTERPRETED else 2048
+BLOCK = 64 if TRITON_INTERPRETED else 2048
 NUM_WARPS = 4
 
 

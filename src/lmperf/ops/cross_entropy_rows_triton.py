@@ -16,19 +16,16 @@ TRITON_INTERPRET=1 was set before import (the CPU tests).
 
 from __future__ import annotations
 
-import os
-
 import torch
 import triton
 import triton.language as tl
 
 from lmperf.ops.targets import check_targets
+from lmperf.ops.triton_device import TRITON_INTERPRETED
 
-# Read once: triton.jit decides at import time whether kernels are interpreted.
-INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 # A row is swept in blocks this wide: 8 warps × 32 lanes × 16 elements on the GPU; the
 # interpreter gets a small block so that a short test row still spans several blocks.
-BLOCK = 32 if INTERPRETED else 4096
+BLOCK = 32 if TRITON_INTERPRETED else 4096
 NUM_WARPS = 8
 
 

@@ -167,8 +167,7 @@ def split_phases(capture: Capture) -> Phases:
     # after its loss kernel, before any kernel named a gradient: the backward starts at the first
     # GEMM after the loss, whether or not the range reaches a named gradient kernel (no forward
     # runs a GEMM after its loss).
-    loss = next((i for i, k in enumerate(kernels[:end]) if category(k) == LOSS), None)
-    if loss is not None:
+    if loss is not None and loss < end:
         end = next((i for i in range(loss + 1, end) if category(kernels[i]) == MATMUL), end)
     backward = [k for k in kernels[end:] if category(k) != OPTIMIZER]
     return Phases(kernels[:end], backward, optimizer)

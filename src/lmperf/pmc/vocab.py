@@ -82,11 +82,7 @@ def copy_vocabs(followers: list[KernelRecord], tokens: int) -> list[int]:
     """V from each copy kernel after the head whose st.global bytes are a whole number of N·4:
     one of them is the fp32 copy of the logits (the caller keeps the one in the head's bound;
     the others copy small tensors, e.g. generate's growing token ids)."""
-    found = [
-        g.whole(k.metrics.get(g.STORE_BYTES), tokens * 4)
-        for k in followers
-        if category(k) != MATMUL and "copy" in k.name.lower()
-    ]
+    found = [g.stored_width(k, tokens, 4) for k in followers if category(k) != MATMUL and "copy" in k.name.lower()]
     return [vocab for vocab in found if vocab]
 
 

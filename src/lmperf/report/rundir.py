@@ -18,7 +18,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterator
 
 from lmperf.errors import UsageError
 from lmperf.report.files import write_text_whole
@@ -288,10 +288,6 @@ def key_of(row: dict[str, Any], key_fields: tuple[str, ...]) -> tuple:
         json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
         for v in (row.get(field) for field in key_fields)
     )
-
-
-def completed_keys(rows: Iterable[dict[str, Any]], key_fields: tuple[str, ...]) -> set[tuple]:
-    return {key_of(row, key_fields) for row in rows}
 
 
 def check_resumable(path: Path, command: str) -> None:
