@@ -68,8 +68,14 @@ def rows(commit: str) -> list[dict]:
     return out
 
 
-if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: pmc_limit_rows.py COMMIT (the commit whose inference code is on PYTHONPATH)")
-    for row in rows(sys.argv[1]):
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: pmc_limit_rows.py COMMIT (the commit whose inference code is on PYTHONPATH)", file=sys.stderr)
+        return 2
+    for row in rows(argv[0]):
         print(json.dumps(row, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
