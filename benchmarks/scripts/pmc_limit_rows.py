@@ -44,8 +44,9 @@ def rows(commit: str) -> list[dict]:
         if not capture.exists():
             continue
         truth = json.loads(capture.with_name(f"{name}.truth.json").read_text(encoding="utf-8"))
-        values = infer_file(capture).values
-        broken = broken_claims(claim, values, truth)
+        result = infer_file(capture)
+        values = result.values
+        broken = broken_claims(claim, values, truth, result.assumptions)
         out.append(
             {
                 "kind": "limit",

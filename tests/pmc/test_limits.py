@@ -217,6 +217,12 @@ def test_a_claim_is_broken_by_a_wrong_field_or_by_reading_a_model_it_must_not():
     draft = dict(n_layers=1, d_model=256, n_heads=None, n_kv_heads=None, head_dim=None, d_ff=None)
     neither = LimitClaim("x", "defeats", "", neither=("speculative.draft",))
     assert broken_claims(neither, draft, {**truth, "speculative": {"draft": draft}}) != []
+    tied = LimitClaim("x", "defeats", "", {"mode": "truth"}, assumes=("B=4, T=64",))
+    said = ["batch and seq_len: B=4, T=64 explain the attention kernel's grid and work as well as B=1, T=256"]
+    assert broken_claims(tied, dict(mode="forward"), truth, said) == []
+    assert broken_claims(tied, dict(mode="forward"), truth, ["B=2, T=128 explain it as well"]) == [
+        "no assumption says 'B=4, T=64'"
+    ]
 
 
 @pytest.mark.parametrize("name", sorted(LIMIT_CLAIMS))
@@ -228,7 +234,7 @@ def test_each_limit_capture_holds_its_claim(name):
         pytest.skip(f"{name} not captured yet (benchmarks/scripts/pmc_served_batch.sh m)")
     truth = json.loads(capture.with_name(f"{name}.truth.json").read_text(encoding="utf-8"))
     result = infer_file(capture)
-    assert broken_claims(LIMIT_CLAIMS[name], result.values, truth) == []
+    assert broken_claims(LIMIT_CLAIMS[name], result.values, truth, result.assumptions) == []
 
 
 @pytest.mark.gpu

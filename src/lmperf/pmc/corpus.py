@@ -921,6 +921,69 @@ _SERVED_BLIND_U = [
     ("u_neox_h16_t128_compile", neox(2, 1024, 16, 4096, 50304), 2, 128, "forward", "bf16", "sdpa", COMPILED),
 ]
 
+# Blind batch t of the served kinds, written down before any of it is captured, with the code
+# that scored batch u perfectly: families and widths not captured together before (an OPT and a
+# GPT-NeoX under CUDA graphs, a GPT-2 under max-autotune, a Mistral under Liger with a 32k
+# vocabulary), a compiled lmperf training step with SDPA and the fused loss, a static-cache
+# generate of two requests. Generate and training entries come first: they take longest.
+_SERVED_BLIND_T = [
+    (
+        "t_llama_h10_kv2_p40_b2_static",
+        llama(2, 640, 10, 2, 1792, 32000),
+        2,
+        40,
+        "generate",
+        "bf16",
+        "sdpa",
+        {"new_tokens": 3, "static_cache": True},
+    ),
+    (
+        "t_mistral_h16_kv4_t96_train_liger",
+        llama(2, 1024, 16, 4, 2816, 32768, "mistral"),
+        1,
+        96,
+        "train-step",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    ("t_opt_h12_t112_train_compile", opt(2, 768, 12, 3072, 50272), 2, 112, "train-step", "bf16", "sdpa", COMPILED),
+    (
+        "t_lmperf_h16_t128_train_compile_fused",
+        _small(n_layers=2, d_model=1024, n_heads=16, d_ff=2816),
+        2,
+        128,
+        "train-step",
+        "bf16",
+        "sdpa",
+        {**COMPILED, "loss": "fused"},
+    ),
+    ("t_gpt2_h16_t80_autotune", gpt2(2, 1024, 16, 50257), 2, 80, "forward", "fp16", "sdpa", AUTOTUNED),
+    (
+        "t_qwen2_h16_kv4_t96_autotune",
+        llama(2, 1024, 16, 4, 2816, 151936, "qwen2"),
+        1,
+        96,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    ("t_llama_h20_kv4_t120_compile", llama(2, 1280, 20, 4, 3584, 32000), 2, 120, "forward", "bf16", "sdpa", COMPILED),
+    ("t_neox_h20_t96_graphs", neox(2, 1280, 20, 5120, 50304), 2, 96, "forward", "bf16", "sdpa", GRAPHED),
+    (
+        "t_mistral_h12_kv3_t136_eager_compile",
+        llama(2, 768, 12, 3, 2048, 32768, "mistral"),
+        1,
+        136,
+        "forward",
+        "bf16",
+        "naive",
+        COMPILED,
+    ),
+    ("t_opt_h16_t88_graphs", opt(2, 1024, 16, 4096, 50272), 3, 88, "forward", "fp16", "sdpa", GRAPHED),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -946,6 +1009,16 @@ _SERVED_LIMITS = [
         "bf16",
         "sdpa",
         {"new_tokens": 3, "static_cache": True},
+    ),
+    (
+        "m_llama_h8_kv2_p64_b4_prefill",
+        _LIMIT_MODEL,
+        4,
+        64,
+        "generate",
+        "bf16",
+        "sdpa",
+        {"new_tokens": 1, "static_cache": True},
     ),
     (
         "m_llama_h16_kv4_t128_tp2",
@@ -1012,6 +1085,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_W
             + _SERVED_BLIND_V
             + _SERVED_BLIND_U
+            + _SERVED_BLIND_T
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
