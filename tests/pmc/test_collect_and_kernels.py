@@ -26,6 +26,14 @@ def test_command_profiles_one_range_in_base_units_without_clock_control():
         ncu.NcuRun([], "step").command()
     with pytest.raises(UsageError):
         ncu.NcuRun(["x"], "a/b").command()
+    assert "--replay-mode" not in cmd
+
+
+def test_a_program_with_peers_is_rerun_once_a_pass_and_only_its_own_process_profiled():
+    cmd = ncu.NcuRun(["python", "x.py"], "step", application_replay=True).command()
+    assert cmd[cmd.index("--replay-mode") + 1] == "application"
+    assert cmd[cmd.index("--target-processes") + 1] == "application-only"
+    assert cmd[-2:] == ["python", "x.py"]
 
 
 @pytest.mark.parametrize(
@@ -255,7 +263,7 @@ def test_only_compiling_targets_run_before_ncu_and_share_the_cache(tmp_path, mon
         collect, "compiled_once", lambda program, cache, timeout: calls.append(cache) or {"C": str(cache)}
     )
     monkeypatch.setattr(collect.ncu, "find_ncu", lambda path=None: "ncu")
-    monkeypatch.setattr(collect, "collect_command", lambda *args: args[-1])
+    monkeypatch.setattr(collect, "collect_command", lambda *args, **kwargs: args[-1])
     env = collect.collect_target(target, tmp_path / "x.csv.gz", timeout_s=100)
     assert bool(calls) == warmed
     assert env == ({"C": str(calls[0])} if warmed else None)

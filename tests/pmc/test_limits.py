@@ -71,6 +71,8 @@ def _step(target: Target):
         (dict(hf_config=llama(2, 128, 4, 1, 256, 512), tensor_parallel=2), "must divide heads, K/V heads"),
         (dict(hf_config=llama(2, 128, 4, 2, 256, 511), tensor_parallel=2), "and the vocabulary"),
         (dict(hf_config=TINY, quantize="fp8", tensor_parallel=2), "one serving limit per target"),
+        (dict(hf_config=TINY, tp_nccl=True), "degree of 2 or more"),
+        (dict(hf_config=TINY, tp_nccl=True, tensor_parallel=2, mode="train-step"), "for a forward"),
     ],
 )
 def test_a_serving_target_that_cannot_run_is_refused_with_its_reason(fields, message):
@@ -132,6 +134,76 @@ def test_a_tensor_parallel_rank_runs_the_megatron_shard_of_every_gemm():
     assert (full["n_heads"], full["n_kv_heads"], full["d_ff"], full["vocab_size"]) == (4, 2, 256, 512)
     # full: per layer 128·(128 + 64 + 64) + 128·128 + 3·128·256 + 256 = 147712
     assert (full["params_blocks"], full["params_total"]) == (2 * 147712, 2 * 147712 + 2 * 512 * 128 + 128)
+
+
+# One rank of TP=2 over gloo: the full model's weights sliced as Megatron shards them (by hand,
+# below), the collectives lmperf.pmc.tensor_parallel adds, and rank 0's logits saved beside the
+# full model's own (float64, one process, no parallelism).
+_RANK_PROGRAM = """
+import sys, torch, torch.distributed as dist
+from transformers import AutoConfig, AutoModelForCausalLM
+from lmperf.pmc.tensor_parallel import VocabShardEmbedding, add_collectives, shard_fields
+rank, port, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+fields = dict(model_type="llama", num_hidden_layers=2, hidden_size=128, num_attention_heads=4,
+              num_key_value_heads=2, intermediate_size=256, vocab_size=512, max_position_embeddings=64)
+def build(f):
+    f = dict(f)
+    return AutoModelForCausalLM.from_config(AutoConfig.for_model(f.pop("model_type"), **f),
+                                            attn_implementation="sdpa").double().eval()
+torch.manual_seed(0)
+full = build(fields)
+shard = build(shard_fields(fields, 2))
+def rows(w, n): return w[rank * n:(rank + 1) * n]
+def cols(w, n): return w[:, rank * n:(rank + 1) * n]
+with torch.no_grad():
+    for a, b in zip(full.model.layers, shard.model.layers):
+        b.self_attn.q_proj.weight.copy_(rows(a.self_attn.q_proj.weight, 64))
+        b.self_attn.k_proj.weight.copy_(rows(a.self_attn.k_proj.weight, 32))
+        b.self_attn.v_proj.weight.copy_(rows(a.self_attn.v_proj.weight, 32))
+        b.self_attn.o_proj.weight.copy_(cols(a.self_attn.o_proj.weight, 64))
+        b.mlp.gate_proj.weight.copy_(rows(a.mlp.gate_proj.weight, 128))
+        b.mlp.up_proj.weight.copy_(rows(a.mlp.up_proj.weight, 128))
+        b.mlp.down_proj.weight.copy_(cols(a.mlp.down_proj.weight, 128))
+        b.input_layernorm.weight.copy_(a.input_layernorm.weight.detach() + 0.5)
+        a.input_layernorm.weight.copy_(b.input_layernorm.weight)
+    shard.model.embed_tokens.weight.copy_(rows(full.model.embed_tokens.weight, 256))
+    shard.lm_head.weight.copy_(rows(full.lm_head.weight, 256))
+shard.set_input_embeddings(VocabShardEmbedding(shard.get_input_embeddings(), rank * 256))
+dist.init_process_group("gloo", init_method="tcp://127.0.0.1:" + port, rank=rank, world_size=2)
+add_collectives(shard, shard.model.layers)
+tokens = torch.randint(0, 512, (2, 9), generator=torch.Generator().manual_seed(1))
+with torch.no_grad():
+    ours, theirs = shard(input_ids=tokens).logits, full(input_ids=tokens).logits
+dist.destroy_process_group()
+if rank == 0:
+    torch.save(dict(ours=ours, theirs=theirs), out)
+"""
+
+
+def test_the_collectives_make_two_shards_compute_the_full_models_logits(tmp_path):
+    import socket
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+    out = tmp_path / "logits.pt"
+    ranks = [
+        subprocess.Popen([sys.executable, "-c", _RANK_PROGRAM, str(rank), port, str(out)], stderr=subprocess.PIPE)
+        for rank in (0, 1)
+    ]
+    errors = [rank.communicate(timeout=180)[1].decode()[-2000:] for rank in ranks]
+    assert [rank.returncode for rank in ranks] == [0, 0], errors
+    logits = torch.load(out)
+    assert logits["ours"].shape == (2, 9, 512)
+    torch.testing.assert_close(logits["ours"], logits["theirs"], rtol=1e-10, atol=1e-10)
+
+
+def test_a_tensor_parallel_rank_past_rank_0_looks_up_its_own_rows():
+    embedding = torch.nn.Embedding(4, 3)
+    rows = VocabShardEmbedding(embedding, start=4)(torch.tensor([[1, 5, 7, 8]]))
+    assert torch.equal(rows[0, 1], embedding.weight[1]) and torch.equal(rows[0, 2], embedding.weight[3])
+    assert not rows[0, 0].any() and not rows[0, 3].any()
 
 
 def test_the_shards_embedding_zeroes_the_ids_of_other_ranks():
@@ -243,6 +315,8 @@ def test_each_limit_entry_runs_its_step_on_a_gpu_and_writes_its_truth(name):
     from lmperf.pmc.runner import run_target
 
     target = _limit_entries()[name]
+    if target.tp_nccl and torch.cuda.device_count() < target.tensor_parallel:
+        pytest.skip(f"{name} runs {target.tensor_parallel} NCCL ranks, one GPU each")
     truth = run_target(target)
     assert truth["batch"] == target.batch and truth["seq_len"] == target.seq_len
     assert (truth["quantize"], truth["tensor_parallel"]) == (target.quantize, target.tensor_parallel)
@@ -254,6 +328,7 @@ def test_each_limit_entry_runs_its_step_on_a_gpu_and_writes_its_truth(name):
         assert truth["quantization"]["linears"] == 14
     if target.tensor_parallel > 1:
         assert truth["n_heads"] * 2 == truth["tp_rank"]["full_model"]["n_heads"]
+        assert truth["tp_rank"]["how"].startswith("NCCL" if target.tp_nccl else "emulated")
 
 
 @pytest.mark.parametrize(
@@ -263,6 +338,7 @@ def test_each_limit_entry_runs_its_step_on_a_gpu_and_writes_its_truth(name):
         ({"speculative": {"draft_tokens": 2}}, "speculative"),
         ({"quantization": {"scheme": "fp8"}, "compile": None}, "fp8 weights"),
         ({"tensor_parallel": 2, "tp_rank": {"degree": 2}}, "TP rank (emulated)"),
+        ({"tensor_parallel": 2, "tp_nccl": True}, "TP rank (NCCL)"),
         ({"quantize": None, "tensor_parallel": 1}, "eager"),
     ],
 )

@@ -67,7 +67,7 @@ def run_kind(truth: dict) -> str:
     if truth.get("quantization"):
         return f"{truth['quantization']['scheme']} weights"
     if truth.get("tensor_parallel", 1) > 1:
-        return "TP rank (emulated)"
+        return "TP rank (NCCL)" if truth.get("tp_nccl") else "TP rank (emulated)"
     if truth.get("kernels") == "liger":
         return "Liger"
     if truth.get("static_cache") or truth.get("compile") == "reduce-overhead":

@@ -79,11 +79,12 @@ def collect_command(
     timeout_s: float | None = None,
     truth_json: Path | None = None,
     env: dict | None = None,
+    application_replay: bool = False,
 ) -> Collected:
     """Profile `program`'s kernels inside NVTX range `range_name`; write the capture files."""
     executable = ncu.find_ncu(ncu_path)
     metrics, dropped = ncu.supported(ncu.METRICS, ncu.known_metrics(executable))
-    spec = ncu.NcuRun(list(program), range_name, metrics, executable)
+    spec = ncu.NcuRun(list(program), range_name, metrics, executable, application_replay)
     raw_csv = ncu.run(spec, Path(raw_csv), timeout_s, env)
     capture = read_capture(raw_csv)
     kernels_csv = write_kernel_table(capture, sibling(raw_csv, ".kernels.csv"))
@@ -109,7 +110,9 @@ def collect_target(
         if target.compile or target.static_cache:
             env = compiled_once(program[:-1], Path(scratch) / "inductor", timeout_s)
         left = None if deadline is None else max(deadline - time.monotonic(), 1.0)
-        return collect_command(program, RANGE, raw_csv, ncu_path, left, truth_json, env)
+        return collect_command(
+            program, RANGE, raw_csv, ncu_path, left, truth_json, env, application_replay=target.tp_nccl
+        )
 
 
 def compiled_once(program: list[str], cache_dir: Path, timeout_s: float | None) -> dict:

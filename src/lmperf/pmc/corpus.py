@@ -1030,6 +1030,16 @@ _SERVED_LIMITS = [
         "sdpa",
         {"tensor_parallel": 2},
     ),
+    (
+        "m_llama_h16_kv4_t128_tp2_nccl",
+        llama(2, 1024, 16, 4, 2816, 32000),
+        2,
+        128,
+        "forward",
+        "bf16",
+        "sdpa",
+        {"tensor_parallel": 2, "tp_nccl": True},
+    ),
     ("m_llama_h8_kv2_t128_fp8", _LIMIT_MODEL, 2, 128, "forward", "bf16", "sdpa", {"quantize": "fp8"}),
     ("m_llama_h8_kv2_t128_int8", _LIMIT_MODEL, 2, 128, "forward", "bf16", "sdpa", {"quantize": "int8"}),
     (

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from lmperf.pmc import gemms as g
 from lmperf.pmc import vocab
+from lmperf.pmc.collectives import read_parallelism, without_collectives
 from lmperf.pmc.attention_shape import PLAUSIBLE_HEAD_DIMS, AttentionShape, fused_shape, naive_shape
 from lmperf.analysis.kernels import ATTENTION, LOSS, MATMUL
 from lmperf.pmc.kernels import category, is_generated, is_triton
@@ -333,6 +334,7 @@ def _width(
 
 def infer(capture: Capture) -> Inference:
     """Infer every field of `result.FIELDS` that the capture supports; the rest say why not."""
+    whole, capture = capture, without_collectives(capture)  # communication does no model arithmetic
     steps = split_steps(capture)
     if steps and steps.prefill:
         # generate's range ends with sampling kernels after the last LM head: judge the prefill
@@ -343,6 +345,7 @@ def infer(capture: Capture) -> Inference:
         result = _infer_fields(capture)
     for gap in counter_gaps(capture) + (generate_gaps(steps.steps, steps.tail) if steps else []):
         result.retract(gap)
+    read_parallelism(result, whole, g.split_phases(capture).forward)
     for name, value in result.values.items():
         if value is None and name not in result.evidence:
             result.evidence[name] = "not determined: " + ("; ".join(result.missing) or "no evidence")

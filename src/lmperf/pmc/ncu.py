@@ -64,6 +64,10 @@ class NcuRun:
     range_name: str
     metrics: tuple[str, ...] = METRICS
     ncu: str = "ncu"
+    # Rerun the whole program once a pass instead of replaying each kernel, and profile only the
+    # launched process: a collective's kernel, replayed alone, would wait for peers that have
+    # moved on (lmperf.pmc.tensor_parallel's NCCL ranks, which rank 0 starts every run).
+    application_replay: bool = False
 
     def command(self) -> list[str]:
         if not self.program:
@@ -87,6 +91,11 @@ class NcuRun:
             "raw",
             "--print-units",
             "base",
+            *(
+                ("--replay-mode", "application", "--target-processes", "application-only")
+                if self.application_replay
+                else ()
+            ),
             *self.program,
         ]
 

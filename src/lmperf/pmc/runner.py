@@ -21,7 +21,16 @@ from lmperf.model.step import ModelStep, StepConfig
 from lmperf.pmc.quantized import DESCRIPTIONS, quantize_linears
 from lmperf.pmc.serving import DRAFT_TOKENS, PAD_ID, as_draft, left_padded, padding_truth, with_passes_recorded
 from lmperf.pmc.targets import RANGE, Target
-from lmperf.pmc.tensor_parallel import SHARDED_FIELDS, VocabShardEmbedding, shard_fields, shard_truth
+from lmperf.pmc.tensor_parallel import (
+    SHARDED_FIELDS,
+    VocabShardEmbedding,
+    add_collectives,
+    join_ranks,
+    leave_ranks,
+    shard_fields,
+    shard_truth,
+    tp_rank,
+)
 
 WARMUP_COMPILED = 3
 
@@ -70,7 +79,8 @@ def _hf_model(target: Target):
         fields = shard_fields(fields, target.tensor_parallel)
     config, model = _hf_build(fields, target.attention)
     if target.tensor_parallel > 1:
-        model.set_input_embeddings(VocabShardEmbedding(model.get_input_embeddings()))
+        start = tp_rank() * config.vocab_size  # this rank's first row of the whole vocabulary
+        model.set_input_embeddings(VocabShardEmbedding(model.get_input_embeddings(), start))
     return config, model
 
 
@@ -140,7 +150,7 @@ def _rank_truth(target: Target, shard: torch.nn.Module) -> dict:
     _, full = _hf_build(target.hf_config, target.attention, torch.device("meta"))
     whole, degree = _hf_truth(full.config, full), target.tensor_parallel
     truth = {**whole, **{name: whole[name] // degree for name in SHARDED_FIELDS}}
-    truth.update(_param_counts(shard, decoder_layers(shard)), tp_rank=shard_truth(whole, degree))
+    truth.update(_param_counts(shard, decoder_layers(shard)), tp_rank=shard_truth(whole, degree, target.tp_nccl))
     return truth
 
 
@@ -186,6 +196,8 @@ def _hf_step(target: Target, device: torch.device) -> tuple[Callable[[], None], 
         return _hf_generate(target, model.to(device=device, dtype=dtype).eval(), inputs, truth)
     if target.mode == "forward":
         model = model.to(device=device, dtype=dtype).eval()
+        if target.tp_nccl:
+            add_collectives(model, decoder_layers(model))
         if target.quantize:
             linears = quantize_linears(decoder_layers(model), target.quantize)
             truth["quantization"] = dict(
@@ -260,9 +272,10 @@ def build_step(target: Target, device: torch.device) -> tuple[Callable[[], None]
 
 def run_target(target: Target) -> dict:
     """Warm up, then run one step inside the NVTX range; returns the true configuration."""
-    device = torch.device("cuda")
-    torch.manual_seed(0)
-    step, truth = build_step(target.validate(), device)
+    peers = join_ranks(target.to_json(), target.tensor_parallel) if target.validate().tp_nccl else []
+    device = torch.device("cuda")  # a rank's own GPU once join_ranks has set it
+    torch.manual_seed(0)  # every rank the same tokens
+    step, truth = build_step(target, device)
     step = _pinned_backend(step, target.sdpa_backend)
     # Warm-up outside the range; a compiled step needs more: the first compiles, and CUDA graphs
     # are recorded on a later call and replayed only after that.
@@ -275,6 +288,8 @@ def run_target(target: Target) -> dict:
     step()
     torch.cuda.synchronize()
     torch.cuda.nvtx.range_end(range_id)
+    if target.tp_nccl:
+        leave_ranks(peers)
     truth.update(
         batch=target.batch,
         seq_len=target.seq_len,
@@ -288,6 +303,7 @@ def run_target(target: Target) -> dict:
         static_cache=target.static_cache,
         quantize=target.quantize,
         tensor_parallel=target.tensor_parallel,
+        tp_nccl=target.tp_nccl,
     )
     return truth
 

@@ -42,6 +42,7 @@ INT_MM_MIN_ROWS = 16  # torch._int_mm on CUDA takes more rows than this
 QUANTIZED_FAMILIES = ("llama", "mistral", "qwen2", "gpt_neox", "opt")  # layers of nn.Linear (GPT-2's are Conv1D)
 TP_FAMILIES = ("llama", "mistral", "qwen2")  # configs that take an explicit head_dim
 TP_EMULATION = "emulated TP rank (no communication kernels)"
+TP_NCCL = "NCCL TP rank (all-reduce after the embedding and each attention and MLP block, logits all-gathered)"
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,7 @@ class Target:
     draft_config: dict | None = None  # generate: a draft model's config.json dict (speculative)
     quantize: str | None = None  # one of QUANTIZATIONS: the decoder's Linear layers in 8 bits
     tensor_parallel: int = 1  # > 1: rank 0's shard of every attention and MLP GEMM
+    tp_nccl: bool = False  # the other ranks run too, one GPU each, and the ranks communicate with NCCL
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "attention", OLD_ATTENTION_NAMES.get(self.attention, self.attention))
@@ -128,7 +130,7 @@ class Target:
                 ("request lengths", bool(self.request_lengths)),
                 ("a draft model", self.draft_config is not None),
                 ("quantised weights", self.quantize is not None),
-                ("tensor parallelism", self.tensor_parallel != 1),
+                ("tensor parallelism", self.tensor_parallel != 1 or self.tp_nccl),
             )
             if used
         ]
@@ -151,7 +153,7 @@ class Target:
             self._validate_draft()
         if self.quantize is not None:
             self._validate_quantized()
-        if self.tensor_parallel != 1:
+        if self.tensor_parallel != 1 or self.tp_nccl:
             self._validate_tensor_parallel()
 
     def _validate_padding(self) -> None:
@@ -193,6 +195,8 @@ class Target:
         sizes = (heads, fields.get("num_key_value_heads", heads), fields.get("intermediate_size", 0))
         if not all(size and size % degree == 0 for size in (*sizes, fields.get("vocab_size", 0))):
             raise UsageError(f"tensor parallel degree {degree} must divide heads, K/V heads, d_ff and the vocabulary")
+        if self.tp_nccl and degree < 2:
+            raise UsageError("NCCL tensor parallelism needs a degree of 2 or more")
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
