@@ -187,28 +187,37 @@ def forward_gemms(forward: list[KernelRecord]) -> list[KernelRecord]:
 _TEMPLATE_PADDING = 0.25
 
 
+# A template may also pad a few hundred token rows to its 128-row tiles (160 rows counted as 256:
+# 1.6 times the cuBLAS GEMM of another layer), up to twice the work. So loose a match tiles the
+# layers only where the attention kernels' count fixes the period, and it marks a last GEMM as a
+# layer's (a range cut inside a layer); an LM head does more than twice any layer GEMM's work.
+_TEMPLATE_ROW_PADDING = 0.5
+
+
 def same_layer_gemm(a: KernelRecord, b: KernelRecord) -> bool:
-    """Whether two GEMM launches are the same layer GEMM: the same kernel and work, or (one a
-    max-autotune template, the other not) the same work up to the tile padding."""
+    """Whether two GEMM launches could be the same layer GEMM: the same kernel and work, or (one
+    a max-autotune template, the other not) the same work up to a template's row padding."""
     if is_generated(a.name) != is_generated(b.name):
-        return abs(macs(a) - macs(b)) <= _TEMPLATE_PADDING * max(macs(a), macs(b))
+        return abs(macs(a) - macs(b)) <= _TEMPLATE_ROW_PADDING * max(macs(a), macs(b))
     return a.name == b.name and abs(macs(a) - macs(b)) <= 1e-6 * macs(b)
+
+
+def _tiles(works: list[float], templates: list[bool], p: int, padding: float = _TEMPLATE_PADDING) -> bool:
+    """Whether period p tiles `works`: equal works, or within `padding` where one of the two is
+    a generated template's (`templates`)."""
+
+    def same(i: int, j: int) -> bool:
+        tolerance = padding if templates[i] != templates[j] else 1e-6
+        return abs(works[i] - works[j]) <= tolerance * max(works[i], works[j])
+
+    return len(works) % p == 0 and all(same(i, i % p) for i in range(len(works)))
 
 
 def layer_period(works: list[float], templates: list[bool] | None = None) -> int | None:
     """The shortest period p that tiles `works` exactly (len % p == 0), or None; where one of two
     works compared is a generated template's (`templates`), within its tile padding."""
-    n = len(works)
-    templates = templates or [False] * n
-
-    def same(i: int, j: int) -> bool:
-        tolerance = _TEMPLATE_PADDING if templates[i] != templates[j] else 1e-6
-        return abs(works[i] - works[j]) <= tolerance * max(works[i], works[j])
-
-    for p in range(1, n + 1):
-        if n % p == 0 and all(same(i, i % p) for i in range(n)):
-            return p
-    return None
+    templates = templates or [False] * len(works)
+    return next((p for p in range(1, len(works) + 1) if _tiles(works, templates, p)), None)
 
 
 @dataclass(frozen=True)
@@ -221,13 +230,20 @@ class Layers:
     first_layer: list[KernelRecord]  # every forward kernel of the first layer, in order
 
 
-def find_layers(forward: list[KernelRecord]) -> Layers | None:
-    """Layers from the periodic GEMM sequence; the last forward GEMM is the LM head."""
+def find_layers(forward: list[KernelRecord], attention_layers: int | None = None) -> Layers | None:
+    """Layers from the periodic GEMM sequence; the last forward GEMM is the LM head.
+    `attention_layers`: how many layers' attention runs before it, which lets templates padded
+    past the usual bound still tile one layer's GEMMs."""
     gemms = forward_gemms(forward)
     if len(gemms) < 2:
         return None
     head, body = gemms[-1], gemms[:-1]
-    period = layer_period([macs(k) for k in body], [is_generated(k.name) for k in body])
+    works, templates = [macs(k) for k in body], [is_generated(k.name) for k in body]
+    period = layer_period(works, templates)
+    if attention_layers and (period is None or len(body) != period * attention_layers):
+        pinned = len(body) // attention_layers
+        if pinned and _tiles(works, templates, pinned, _TEMPLATE_ROW_PADDING):
+            period = pinned
     if period is None:
         return None
     n_layers = len(body) // period

@@ -27,7 +27,14 @@ from lmperf.pmc.attention_shape import PLAUSIBLE_HEAD_DIMS, AttentionShape, fuse
 from lmperf.analysis.kernels import ATTENTION, LOSS, MATMUL
 from lmperf.pmc.kernels import category, is_generated, is_triton
 from lmperf.pmc.generate import Steps, cache_length, split_steps
-from lmperf.pmc.completeness import backward_gaps, counter_gaps, forward_gaps, generate_gaps, optimizer_gaps
+from lmperf.pmc.completeness import (
+    attention_groups,
+    backward_gaps,
+    counter_gaps,
+    forward_gaps,
+    generate_gaps,
+    optimizer_gaps,
+)
 from lmperf.pmc.params import add_parameter_counts, optimizer_parameters
 from lmperf.pmc.parse import Capture, KernelRecord, read_capture
 from lmperf.pmc.result import Gap, Inference
@@ -458,7 +465,9 @@ def _infer_decode(capture: Capture, steps: Steps) -> Inference:
 def _structure(capture: Capture) -> tuple[g.Phases, g.Layers | None, dict | None]:
     """The capture's phases, its repeating layers and the first layer's GEMM roles."""
     phases = g.split_phases(capture)
-    layer = g.find_layers(phases.forward)
+    gemms = g.forward_gemms(phases.forward)
+    attention = attention_groups([k for k in phases.forward if gemms and k.index < gemms[-1].index])
+    layer = g.find_layers(phases.forward, attention)
     return phases, layer, layer_roles(layer) if layer else None
 
 

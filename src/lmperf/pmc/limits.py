@@ -101,11 +101,12 @@ LIMIT_CLAIMS = {
         "after: the masked prefill runs whole padded key tiles, so B=4, T=64 and B=1, T=256 count "
         "the same attention work on the same grid, and no decode step's rows tell them apart. pmc "
         "takes the fewest sequences (batch 1, seq_len 256) at confidence 0.6 and names B=4, T=64 "
-        "among its assumptions; it reads the one pass as a forward and the architecture exactly. "
-        "The LM head runs on each prompt's last position only, so the vocabulary is not determined.",
+        "among its assumptions, and the architecture exactly. The sampling after the LM head reads "
+        "as a generate that the range cut after its prefill, so the mode is not determined; the LM "
+        "head runs on each prompt's last position only, so neither is the vocabulary.",
         {
             **_AS_TRUTH,
-            "mode": "forward",
+            "mode": None,
             "batch": 1,
             "seq_len": 256,
             "vocab_size": None,
