@@ -984,6 +984,69 @@ _SERVED_BLIND_T = [
     ("t_opt_h16_t88_graphs", opt(2, 1024, 16, 4096, 50272), 3, 88, "forward", "fp16", "sdpa", GRAPHED),
 ]
 
+# Blind batch q of the served kinds, written down before any of it is captured and after batch
+# t's fix (max-autotune templates padded past a quarter): four max-autotune forwards over short
+# token counts (where a template's row padding is largest), Liger on Llama, compiled GPT-2 and
+# Llama steps, CUDA graphs over a GPT-2, a static-cache generate of three Qwen2 requests, a
+# compiled Qwen2 with naive attention. Generate and training entries come first.
+_SERVED_BLIND_Q = [
+    (
+        "q_qwen2_h12_kv2_p36_b3_static",
+        llama(2, 768, 12, 2, 2048, 151936, "qwen2"),
+        3,
+        36,
+        "generate",
+        "bf16",
+        "sdpa",
+        {"new_tokens": 3, "static_cache": True},
+    ),
+    (
+        "q_llama_h16_kv8_t80_train_liger",
+        llama(2, 1024, 16, 8, 2816, 32000),
+        2,
+        80,
+        "train-step",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    ("q_gpt2_h12_t96_train_compile", gpt2(2, 768, 12, 50257), 2, 96, "train-step", "bf16", "sdpa", COMPILED),
+    (
+        "q_lmperf_h12_t112_autotune",
+        _small(n_layers=2, d_model=768, n_heads=12, d_ff=2048),
+        2,
+        112,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    ("q_opt_h16_t72_autotune", opt(2, 1024, 16, 4096, 50272), 2, 72, "forward", "fp16", "sdpa", AUTOTUNED),
+    ("q_neox_h16_t100_autotune", neox(2, 1024, 16, 4096, 50304), 1, 100, "forward", "bf16", "sdpa", AUTOTUNED),
+    (
+        "q_mistral_h20_kv4_t64_autotune",
+        llama(2, 1280, 20, 4, 3584, 32768, "mistral"),
+        3,
+        64,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    ("q_gpt2_h20_t112_graphs", gpt2(2, 1280, 20, 50257), 2, 112, "forward", "fp16", "sdpa", GRAPHED),
+    ("q_llama_h12_kv4_t150_compile", llama(2, 768, 12, 4, 2048, 32000), 2, 150, "forward", "bf16", "sdpa", COMPILED),
+    (
+        "q_qwen2_h14_kv2_t88_eager_compile",
+        llama(2, 896, 14, 2, 4864, 151936, "qwen2"),
+        2,
+        88,
+        "forward",
+        "bf16",
+        "naive",
+        COMPILED,
+    ),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -1096,6 +1159,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_V
             + _SERVED_BLIND_U
             + _SERVED_BLIND_T
+            + _SERVED_BLIND_Q
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
