@@ -228,3 +228,48 @@ def _persistent_candidates(kernel: KernelRecord, tokens: int, d: int) -> Attenti
                 f"(relative error {error:.3f}) gives B={B}, T={T}",
             )
     return best
+
+
+# The rotary embedding's angle table: inverse frequencies times positions, an outer product (K=1)
+# in fp32 that Hugging Face's Llama-family models run as a tiny matmul and store with st.global:
+# (1, T, w) angles for a forward's shared positions, (B, T, w) where each sequence has its own
+# (a padded batch, generate), w = the rotated dimensions / 2 (head_dim / 2 unless rotary is partial).
+_ANGLE_BYTES = 4
+_TABLE_WORK = 1e6  # multiply-adds: far below any projection's N·d·w, far above T·w
+
+
+def _angle_table_fits(stored: float, batch: int, seq_len: int, head_dim: int) -> bool:
+    half = head_dim // 2
+    for rows in (seq_len, batch * seq_len):
+        w = stored / (_ANGLE_BYTES * rows)
+        if w == int(w) and 0 < w <= half and half % int(w) == 0:
+            return True
+    return False
+
+
+def untie_by_rotary_table(shape: AttentionShape, kernels: list[KernelRecord]) -> AttentionShape:
+    """Where equal fits tie across B, the rotary angle table's stores (T·w or B·T·w angles) may
+    allow only one of them: that one, with the table as its evidence; else `shape` unchanged."""
+    if not shape.ties:
+        return shape
+    tables = [k for k in kernels if 0 < macs(k) < _TABLE_WORK and (k.metrics.get(STORE_BYTES) or 0) > 0]
+    fits = {
+        (B, T)
+        for B, T in ((shape.batch, shape.seq_len), *shape.ties)
+        for k in tables
+        if _angle_table_fits(k.metrics[STORE_BYTES], B, T, shape.head_dim)
+    }
+    if len(fits) != 1:
+        return shape
+    ((B, T),) = fits
+    stored = next(
+        k.metrics[STORE_BYTES] for k in tables if _angle_table_fits(k.metrics[STORE_BYTES], B, T, shape.head_dim)
+    )
+    return dataclasses.replace(
+        shape,
+        batch=B,
+        seq_len=T,
+        ties=(),
+        evidence=f"{shape.evidence}; of the equal fits only B={B}, T={T} explains the rotary angle "
+        f"table's {stored:,.0f} B of fp32 stores (T or B·T positions x a divisor of head_dim/2)",
+    )

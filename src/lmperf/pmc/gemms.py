@@ -105,12 +105,19 @@ def stored_width(kernel: KernelRecord, rows: int, size: int) -> int | None:
     return whole(kernel.metrics.get(STORE_BYTES), rows * size)
 
 
+# Inductor's pad_mm pass may pad a GEMM's rows to a multiple of 8 before a template runs it (100
+# token rows stored as 104), so a template's stores hold rows or rows rounded up to this.
+PAD_MM_ROWS = 8
+
+
 def stores_whole_outputs(kernel: KernelRecord, rows: int, width: int, size: int) -> bool:
     """Whether a GEMM that stores with st.global (an inductor template) stored a whole number of
-    rows x width outputs of `size` bytes: its epilogue may store a second tensor beside the
-    product, never a part of one. True where it counts no store bytes (a TMA store)."""
+    rows x width outputs of `size` bytes (rows as given or padded by pad_mm): its epilogue may
+    store a second tensor beside the product, never a part of one. True where it counts no store
+    bytes (a TMA store)."""
     stored = kernel.metrics.get(STORE_BYTES)
-    return not stored or whole(stored, rows * width * size) is not None
+    padded = -(-rows // PAD_MM_ROWS) * PAD_MM_ROWS
+    return not stored or any(whole(stored, n * width * size) is not None for n in {rows, padded})
 
 
 def simt_inner_sizes(kernel: KernelRecord, tokens: int, width: int) -> set[int]:
@@ -202,12 +209,17 @@ def same_layer_gemm(a: KernelRecord, b: KernelRecord) -> bool:
     return a.name == b.name and abs(macs(a) - macs(b)) <= 1e-6 * macs(b)
 
 
-def _tiles(works: list[float], templates: list[bool], p: int, padding: float = _TEMPLATE_PADDING) -> bool:
-    """Whether period p tiles `works`: equal works, or within `padding` where one of the two is
-    a generated template's (`templates`)."""
+def _tiles(works: list[float], templates: list[bool], p: int, pinned: bool = False) -> bool:
+    """Whether period p tiles `works`: equal works, or within a template's padding where one of
+    the two is a generated template's (`templates`). `pinned` (the attention fixes p): within a
+    template's row padding wherever a template is one of the two, for two templates of one GEMM
+    may have been tuned to different tiles."""
 
     def same(i: int, j: int) -> bool:
-        tolerance = padding if templates[i] != templates[j] else 1e-6
+        if pinned and (templates[i] or templates[j]):
+            tolerance = _TEMPLATE_ROW_PADDING
+        else:
+            tolerance = _TEMPLATE_PADDING if templates[i] != templates[j] else 1e-6
         return abs(works[i] - works[j]) <= tolerance * max(works[i], works[j])
 
     return len(works) % p == 0 and all(same(i, i % p) for i in range(len(works)))
@@ -241,9 +253,9 @@ def find_layers(forward: list[KernelRecord], attention_layers: int | None = None
     works, templates = [macs(k) for k in body], [is_generated(k.name) for k in body]
     period = layer_period(works, templates)
     if attention_layers and (period is None or len(body) != period * attention_layers):
-        pinned = len(body) // attention_layers
-        if pinned and _tiles(works, templates, pinned, _TEMPLATE_ROW_PADDING):
-            period = pinned
+        per_layer = len(body) // attention_layers
+        if per_layer and _tiles(works, templates, per_layer, pinned=True):
+            period = per_layer
     if period is None:
         return None
     n_layers = len(body) // period

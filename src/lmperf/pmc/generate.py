@@ -66,8 +66,10 @@ def split_steps(capture: Capture) -> Steps | None:
             continue
         prefill = gemms[0] == gemms[1] and _rows(steps[0]) > _rows(steps[1])
         # decode steps alone must each look up embeddings: a layer's repeated GEMM splits a
-        # forward range cut after a layer into look-alike steps
-        if prefill or (all(_embeds(step) for step in steps[1:]) and _head_is_largest(steps[1:])):
+        # forward range cut after a layer into look-alike steps; and behind a prefill too, each
+        # step's head must be its largest GEMM (a compiled layer's norms may cover fewer rows a
+        # program in the second layer than in the first, as a decode step's do)
+        if (prefill or all(_embeds(step) for step in steps[1:])) and _head_is_largest(steps[1:]):
             return Steps(steps, prefill, kernels[bounds[-1] + 1 :])
     return _one_decode_step(kernels, where)
 

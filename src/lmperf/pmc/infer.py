@@ -23,7 +23,13 @@ from pathlib import Path
 from lmperf.pmc import gemms as g
 from lmperf.pmc import vocab
 from lmperf.pmc.collectives import read_parallelism, without_collectives
-from lmperf.pmc.attention_shape import PLAUSIBLE_HEAD_DIMS, AttentionShape, fused_shape, naive_shape
+from lmperf.pmc.attention_shape import (
+    PLAUSIBLE_HEAD_DIMS,
+    AttentionShape,
+    fused_shape,
+    naive_shape,
+    untie_by_rotary_table,
+)
 from lmperf.analysis.kernels import ATTENTION, LOSS, MATMUL
 from lmperf.pmc.kernels import category, is_generated, is_triton
 from lmperf.pmc.generate import Steps, cache_length, split_steps
@@ -171,8 +177,13 @@ def layer_roles(layer: g.Layers) -> dict | None:
         if compiled and g.macs(qk) > 0:
             # torch.compile may run the V projection after the softmax, which only P V needs: P V
             # is the matmul after the softmax with QK^T's work (B·H·T²·hd both), and a projection
-            # before it belongs with Q and K
-            pv = min((k for k in matmuls if k.index > at.index), key=lambda k: abs(g.macs(k) - g.macs(qk)))
+            # before it belongs with Q and K. One that repeats a projection's kernel and work from
+            # before the softmax is the V projection (the K projection's twin), even where its
+            # padded work happens to equal QK^T's.
+            seen = {(k.name, g.macs(k)) for k in before}
+            later = [k for k in matmuls if k.index > at.index]
+            later = [k for k in later if (k.name, g.macs(k)) not in seen] or later
+            pv = min(later, key=lambda k: abs(g.macs(k) - g.macs(qk)))
             before = before + [k for k in after if k.index < pv.index]
             after = [k for k in after if k.index > pv.index]
         roles.update(qk=qk, pv=pv)
@@ -547,7 +558,8 @@ def _read_fields(
         return
     tokens, d = found
     _mlp(result, roles, tokens, d, size)
-    shape = _attention(result, roles, tokens, d, _decode_batch(followers, tokens) if last_position_logits else None)
+    decode_batch = _decode_batch(followers, tokens) if last_position_logits else None
+    shape = _attention(result, roles, tokens, d, decode_batch, phases.forward)
     if shape:
         _kv_heads(result, roles, tokens, d, shape, counts)
     if decode:  # one new token per sequence, whatever the attention was read as
@@ -622,6 +634,16 @@ def _d_ff(result: Inference, roles: dict, tokens: int, d: int, size: int | None)
         )
         result.set("d_ff", exact, 0.9, f"down-projection {g.macs(down):,.0f} MACs bound d_ff by {bound:.0f}; {counted}")
         return exact
+    stored = _stored_d_ff(result, roles["ups"], tokens, bound)
+    if stored:
+        result.set(
+            "d_ff",
+            stored,
+            0.85,
+            f"down-projection {g.macs(down):,.0f} MACs bound d_ff by {bound:.0f}; the up-projection "
+            f"templates' own store bytes = N·{stored}·{_element_size(result)} B each",
+        )
+        return stored
     # fp32 SIMT GEMMs of named whole tiles: the down-projection's inner size is d_ff (up to its
     # epilogue), and the up-projection's padded width holds d_ff (2·d_ff fused gate and up)
     inner = g.simt_inner_sizes(down, tokens, d)
@@ -668,6 +690,20 @@ def _d_ff(result: Inference, roles: dict, tokens: int, d: int, size: int | None)
     return f
 
 
+def _stored_d_ff(result: Inference, ups: list[KernelRecord], tokens: int, bound: float) -> int | None:
+    """d_ff from up-projections that are max-autotune templates storing their own product with
+    st.global (N·d_ff elements each, where an activation like OPT's ReLU counts no float op to
+    read it from): one width they all store, within the down-projection's bound and at most its
+    row padding below it; else None."""
+    if not ups or not all(is_generated(k.name) for k in ups):
+        return None
+    widths = {g.stored_width(k, tokens, _element_size(result)) for k in ups}
+    (width,) = widths if len(widths) == 1 else (None,)
+    if width and bound / (SLACK * row_padding(tokens)) <= width <= bound * 1.0001:
+        return width
+    return None
+
+
 def _several_ops_width(
     bound: float, tokens: int, counts: Counter, slack: float, max_ops: int = 8
 ) -> tuple[int, list[float]] | None:
@@ -689,9 +725,11 @@ def _mlp(result: Inference, roles: dict, tokens: int, d: int, size: int | None) 
     up_width = sum(g.macs(k) for k in ups) / (tokens * d)
     gated = len(ups) == 2 or (len(ups) == 1 and up_width > 1.5 * f)
     readings = g.width_readings(ups[0], tokens, d) if len(ups) == 1 else []
-    if any(low <= f <= high for low, high in readings):
-        # rows padded far beyond N (a decode step's one token per sequence) inflate the work; a
-        # tile reading that holds d_ff itself says the one up-projection is no fused gate and up
+    stores_f = len(ups) == 1 and is_generated(ups[0].name) and _stored_d_ff(result, ups, tokens, f) == f
+    if stores_f or any(low <= f <= high for low, high in readings):
+        # rows padded far beyond N (a decode step's one token per sequence, a template's tiles)
+        # inflate the work; a tile reading or a template's own stores that hold d_ff itself say
+        # the one up-projection is no fused gate and up
         gated, up_width = False, f
     result.set(
         "mlp",
@@ -711,7 +749,16 @@ def _decode_batch(decode_step: Sequence[KernelRecord], tokens: int) -> int | Non
     return rows[0][0] if rows and rows[0][0] >= 1 and tokens % rows[0][0] == 0 else None
 
 
-def _attention(result: Inference, roles: dict, tokens: int, d: int, batch: int | None = None) -> AttentionShape | None:
+def _attention(
+    result: Inference,
+    roles: dict,
+    tokens: int,
+    d: int,
+    batch: int | None = None,
+    forward: Sequence[KernelRecord] = (),
+) -> AttentionShape | None:
+    """B, T, H and head_dim from the attention kernel; `batch`: a decode step's B, which breaks a
+    tie across B, as the rotary angle table among the `forward` kernels may."""
     if roles["kind"] == "softmax":
         between = [k for k in roles["first_layer"] if roles["qk"].index < k.index < roles["pv"].index]
         size = stored_size(result, roles["first_layer"])
@@ -726,6 +773,7 @@ def _attention(result: Inference, roles: dict, tokens: int, d: int, batch: int |
         for name in ("batch", "seq_len", "n_heads", "head_dim"):
             result.unknown(name, f"attention kernel {roles['marker'].name[:50]} fits no (B, T, H)")
         return None
+    shape = untie_by_rotary_table(shape, [k for k in forward if k.index < roles["marker"].index])
     confidence = 0.9 if shape.error < 0.01 else 0.6
     if shape.ties:
         others = ", ".join(f"B={b}, T={t}" for b, t in shape.ties)
