@@ -392,3 +392,60 @@ def test_a_decode_step_decides_the_batch_its_prefill_leaves_open():
     result = infer_file(capture_path("u_llama_h12_kv4_p48_b3_static"))
     assert (result.values["batch"], result.values["seq_len"], result.values["vocab_size"]) == (3, 48, 32000)
     assert result.confidence["batch"] == 0.9 and not result.assumptions
+
+
+@pytest.mark.parametrize(
+    "name, field, how",
+    [
+        # layer 0's QKV a template over 160 rows padded to 256 (1.6x layer 1's cuBLAS QKV)
+        ("t_gpt2_h16_t80_autotune", "n_layers", "repeat 2 times"),
+        # two templates of one up-projection tuned to different tiles, 1.33x apart
+        ("q_lmperf_h12_t112_autotune", "n_layers", "repeat 2 times"),
+        # ReLU counts no float op: the up-projection template's own stores give N·d_ff
+        ("q_opt_h16_t72_autotune", "d_ff", "store bytes"),
+        # pad_mm stores 104 of the 100 token rows through the out-projection template
+        ("q_neox_h16_t100_autotune", "d_model", "N·d"),
+        # the V projection after the softmax, its padded work equal to QK^T's
+        ("q_qwen2_h14_kv2_t88_eager_compile", "d_model", "N·d"),
+        # B=3, T=64 ties B=1, T=192 at the attention; the rotary angle table does not
+        ("q_mistral_h20_kv4_t64_autotune", "batch", "rotary angle table"),
+    ],
+)
+def test_blind_batch_t_and_q_misses_read_as_ran(name, field, how):
+    """The max-autotune and compiled captures blind batches t and q missed (fixed after them,
+    so not blind): every field against the configuration that ran, and the field the fix is
+    about read the way `how` names."""
+    from lmperf.pmc.infer import infer
+
+    _assert_every_field_read_as_ran(name)
+    result = infer(_served(name)[0])
+    assert how in result.evidence[field], result.evidence[field]
+    assert not result.assumptions, result.assumptions
+
+
+def test_a_tie_across_b_is_broken_only_by_an_angle_table_one_fit_explains():
+    """(1, T, w) or (B, T, w) fp32 angles, w dividing head_dim / 2: 8,192 B is 64 x 32 angles
+    (B=3, T=64, hd 64) and no whole table of T=192; 32,768 B (4 x 64 x 32) fits B=4, T=64 as
+    (B, T, w) and B=1, T=256 as (1, T, w), so it breaks nothing."""
+    from lmperf.pmc.attention_shape import AttentionShape, untie_by_rotary_table
+    from lmperf.pmc.parse import KernelRecord
+
+    def table(stored: float) -> KernelRecord:
+        return KernelRecord(
+            0,
+            "triton_tem_fused_arange_bmm_2",
+            (2, 1, 1),
+            (128, 1, 1),
+            {
+                "sm__sass_thread_inst_executed_op_ffma_pred_on.sum": 2048.0,
+                "sm__sass_data_bytes_mem_global_op_st.sum": stored,
+            },
+        )
+
+    tied = AttentionShape(1, 192, 20, 64, 0.0, "grid", ties=((3, 64),))
+    broken = untie_by_rotary_table(tied, [table(8192.0)])
+    assert (broken.batch, broken.seq_len, broken.ties) == (3, 64, ())
+    assert "8,192 B" in broken.evidence
+    generate = AttentionShape(1, 256, 8, 64, 0.0, "grid", ties=((4, 64),))
+    assert untie_by_rotary_table(generate, [table(32768.0)]) == generate
+    assert untie_by_rotary_table(tied, []) == tied
