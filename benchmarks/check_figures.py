@@ -1102,7 +1102,8 @@ QUOTES: list[Quote] = [
     Quote(
         "benchmarks/pmc-accuracy.md",
         "Blind, every structural field was exact on {} of {} captures in batch x, {} of {} in batch y, {} of {} "
-        "in batch z, {} of {} in batch w, {} of {} in batch v and {} of {} in batch u. Over the six batches every "
+        "in batch z, {} of {} in batch w, {} of {} in batch v, {} of {} in batch u, {} of {} in batch t and {} of {} "
+        "in batch q. Over the eight batches every "
         "structural field was exact on {} of {} ({}%), the vocabulary exact on {} of {} ({}%) and exact or in its "
         "interval on {} of {} ({}%), and the parameters within 1% or in their interval on {} of {} ({}%).",
         _served_totals,

@@ -1150,8 +1150,10 @@ SERVED_BLIND = {
     "w": "score-26-served-blindw-5207cc3",
     "v": "score-28-served-blindv-98d099b",
     "u": "score-30-served-blindu-c498df2",
+    "t": "score-32-served-blindt-1c93c6c",
+    "q": "score-33-served-blindq-45d4973",
 }
-SERVED_NOW = "score-31-served-all-c498df2"
+SERVED_NOW = "score-34-served-all-7613e5f"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
@@ -1179,12 +1181,13 @@ def pmc_served_blind() -> str:
 
 def served_field_counts(scoring: str, split: str = "held_out") -> dict[str, tuple[int, int]]:
     """field -> (captures right, captures) of a served scoring's `split`, from its field rates: a
-    whole percentage of fewer than 50 captures names one count."""
+    whole percentage of fewer than 50 captures names one count, as 0% and 100% do of any; a
+    field whose percentage could name two counts is left out."""
     counts = {}
     for row in F.of_set("pmc-accuracy", scoring, kind="field"):
         n = row[f"{split}_n"]
-        if n >= 50:  # two counts could round to one whole percentage
-            raise ValueError(f"{scoring}: {n} captures; store the counts, not whole percentages")
+        if n >= 50 and row[f"{split}_exact"] not in ("0%", "100%"):  # two counts could round alike
+            continue
         counts[row["field"]] = (round(float(row[f"{split}_exact"].rstrip("%")) * n / 100) if n else 0, n)
     return counts
 
@@ -1230,8 +1233,10 @@ def pmc_served_now() -> str:
     return markdown(["run", "captures", "every structural field exact", "vocab_size exact"], body)
 
 
-# The limit captures' claims held against the inference code of their capture commit, then today's.
-LIMITS_AT_CAPTURE, LIMITS_NOW = "limits-at-capture-98d099b", "limits-80f759d"
+# The limit captures' claims held against the inference code of their capture commit (one set per
+# capture call's commit), then today's.
+LIMITS_AT_CAPTURE = ("limits-at-capture-98d099b", "limits-at-capture-1c93c6c")
+LIMITS_NOW = "limits-7613e5f"
 
 
 def _limit_reading(row: dict) -> str:
@@ -1250,17 +1255,24 @@ def _claim(row: dict) -> str:
 def pmc_limits() -> str:
     """Each limit's claimed verdict, whether its capture holds the claim with the code of its
     capture commit and with today's, and what today's code reads."""
-    then = {r["capture"]: r for r in F.of_set("pmc-accuracy", LIMITS_AT_CAPTURE, kind="limit")}
+    then = {r["capture"]: r for s in LIMITS_AT_CAPTURE for r in F.of_set("pmc-accuracy", s, kind="limit")}
     now = F.of_set("pmc-accuracy", LIMITS_NOW, kind="limit")
     body = [
-        [r["limit"], f"`{r['capture']}`", r["verdict"], _claim(then[r["capture"]]), _claim(r), _limit_reading(r)]
+        [
+            r["limit"],
+            f"`{r['capture']}`",
+            r["verdict"],
+            f"{then[r['capture']]['env']['commit']}: {_claim(then[r['capture']])}",
+            _claim(r),
+            _limit_reading(r),
+        ]
         for r in now
     ]
     headers = [
         "limit",
         "capture",
         "claimed verdict",
-        f"claim, code at capture ({next(iter(then.values()))['env']['commit']})",
+        "claim, code at capture (its commit)",
         f"claim, code now ({now[0]['env']['commit']})",
         "what the code now reads (of the structural fields and the vocabulary)",
     ]
@@ -1291,7 +1303,7 @@ def pmc_paths() -> str:
     return markdown(["attention path", "captures", "every structural field exact", "vocab_size exact"], body)
 
 
-INFER_TIME = "infer-time-85709f8"
+INFER_TIME = "infer-time-7613e5f"
 
 
 def pmc_infer_time() -> str:

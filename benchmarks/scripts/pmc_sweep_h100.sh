@@ -11,7 +11,7 @@ trap pack EXIT
 python - <<'PY' > "$CAPS/environment.json"
 import json, os, subprocess, datetime, torch, triton
 smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                     capture_output=True, text=True).stdout.strip().split(", ")
+                     capture_output=True, text=True).stdout.strip().splitlines()[0].split(", ")  # GPU 0's
 try:
     import transformers; tf = transformers.__version__
 except ImportError:

@@ -272,7 +272,9 @@ def build_step(target: Target, device: torch.device) -> tuple[Callable[[], None]
 
 def run_target(target: Target) -> dict:
     """Warm up, then run one step inside the NVTX range; returns the true configuration."""
-    peers = join_ranks(target.to_json(), target.tensor_parallel) if target.validate().tp_nccl else []
+    peers = []
+    if target.validate().tp_nccl:  # the peers run this module on the same target
+        peers = join_ranks(target.to_json(), target.tensor_parallel, [sys.executable, "-m", "lmperf.pmc.runner"])
     device = torch.device("cuda")  # a rank's own GPU once join_ranks has set it
     torch.manual_seed(0)  # every rank the same tokens
     step, truth = build_step(target, device)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import sys
 
 import torch
 import torch.distributed as dist
@@ -75,10 +74,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def join_ranks(target_json: str, degree: int) -> list[subprocess.Popen]:
+def join_ranks(target_json: str, degree: int, program: list[str]) -> list[subprocess.Popen]:
     """Join the NCCL group of `degree` ranks, one GPU each: rank 0 (the process ncu profiles)
-    starts ranks 1.. as `python -m lmperf.pmc.runner` on the same target and returns them; a
-    peer returns []. The peers run unprofiled, so their collectives meet rank 0's."""
+    starts ranks 1.. as `program` + [a spec file of the same target] and returns them; a peer
+    returns []. The peers run unprofiled, so their collectives meet rank 0's."""
     if torch.cuda.device_count() < degree:
         raise RuntimeError(f"NCCL tensor parallelism of degree {degree} needs {degree} GPUs")
     rank = tp_rank()
@@ -90,7 +89,7 @@ def join_ranks(target_json: str, degree: int) -> list[subprocess.Popen]:
             f.write(target_json)
         for peer in range(1, degree):
             env = {**os.environ, RANK_ENV: str(peer), PORT_ENV: port}
-            peers.append(subprocess.Popen([sys.executable, "-m", "lmperf.pmc.runner", spec], env=env))
+            peers.append(subprocess.Popen([*program, spec], env=env))
         os.environ[PORT_ENV] = port
     torch.cuda.set_device(rank)
     dist.init_process_group(
