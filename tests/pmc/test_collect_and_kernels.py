@@ -26,13 +26,19 @@ def test_command_profiles_one_range_in_base_units_without_clock_control():
         ncu.NcuRun([], "step").command()
     with pytest.raises(UsageError):
         ncu.NcuRun(["x"], "a/b").command()
-    assert "--replay-mode" not in cmd
+    assert "--kernel-name" not in cmd and "--target-processes" not in cmd
 
 
-def test_a_program_with_peers_is_rerun_once_a_pass_and_only_its_own_process_profiled():
-    cmd = ncu.NcuRun(["python", "x.py"], "step", application_replay=True).command()
-    assert cmd[cmd.index("--replay-mode") + 1] == "application"
+def test_a_program_with_nccl_peers_profiles_only_its_own_process_and_no_collective():
+    import re
+
+    cmd = ncu.NcuRun(["python", "x.py"], "step", skip_collectives=True).command()
     assert cmd[cmd.index("--target-processes") + 1] == "application-only"
+    kernels = cmd[cmd.index("--kernel-name") + 1]
+    assert kernels.startswith("regex:")
+    keeps = re.compile(kernels.removeprefix("regex:"))  # ncu's regex grammar is ECMAScript's
+    assert not keeps.search("ncclDevKernel_AllReduce_Sum_bf16_RING_LL")
+    assert keeps.search("nvjet_sm90_tst_64x64_64x13_2x4_h_bz_TNT") and keeps.search("triton_poi_fused_add_0")
     assert cmd[-2:] == ["python", "x.py"]
 
 

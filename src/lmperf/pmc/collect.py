@@ -79,12 +79,12 @@ def collect_command(
     timeout_s: float | None = None,
     truth_json: Path | None = None,
     env: dict | None = None,
-    application_replay: bool = False,
+    skip_collectives: bool = False,
 ) -> Collected:
     """Profile `program`'s kernels inside NVTX range `range_name`; write the capture files."""
     executable = ncu.find_ncu(ncu_path)
     metrics, dropped = ncu.supported(ncu.METRICS, ncu.known_metrics(executable))
-    spec = ncu.NcuRun(list(program), range_name, metrics, executable, application_replay)
+    spec = ncu.NcuRun(list(program), range_name, metrics, executable, skip_collectives)
     raw_csv = ncu.run(spec, Path(raw_csv), timeout_s, env)
     capture = read_capture(raw_csv)
     kernels_csv = write_kernel_table(capture, sibling(raw_csv, ".kernels.csv"))
@@ -111,7 +111,7 @@ def collect_target(
             env = compiled_once(program[:-1], Path(scratch) / "inductor", timeout_s)
         left = None if deadline is None else max(deadline - time.monotonic(), 1.0)
         return collect_command(
-            program, RANGE, raw_csv, ncu_path, left, truth_json, env, application_replay=target.tp_nccl
+            program, RANGE, raw_csv, ncu_path, left, truth_json, env, skip_collectives=target.tp_nccl
         )
 
 

@@ -6,7 +6,8 @@ parallelism launched them: all-reduces between the forward pass's layers sum par
 Megatron-style tensor parallelism does after each attention and MLP block; collectives only
 after the forward pass (the backward's gradient all-reduces, reduce-scatters) are data
 parallelism's or FSDP's. A rank's GEMM widths are then its shard's, and one rank's counters do
-not give the degree.
+not give the degree. `lmperf pmc collect` itself leaves NCCL's kernels unprofiled (lmperf.pmc.ncu
+says why); a capture that holds them comes from a profiler that could replay every rank.
 """
 
 from __future__ import annotations

@@ -126,17 +126,15 @@ LIMIT_CLAIMS = {
     ),
     "m_llama_h16_kv4_t128_tp2_nccl": LimitClaim(
         "tensor parallelism (NCCL, rank 0 of 2 GPUs)",
-        "detects",
+        "defeats",
         "The emulated rank's model and shard, now with its peer on a second GPU and Megatron's "
         "communication: an all-reduce after the embedding and after each attention and MLP block "
-        "(5) and the logits' all-gather. ncu profiles rank 0 alone, rerunning it (and the peer it "
-        "starts) once a pass, so its NCCL kernels are among its kernels. pmc reports parallelism "
-        "'tensor' from the all-reduces between the forward pass's layers and says the widths are "
-        "one rank's; without the NCCL kernels it reads what it reads of the emulated rank (mode, "
-        "dtype and n_layers, every field resting on d_model not determined). The degree is not "
-        "read from one rank.",
-        {"mode": "forward", "dtype": "bf16", "n_layers": TRUTH, "parallelism": "tensor", **_UNDETERMINED},
-        assumes=("tensor-parallel run",),
+        "and the logits' all-gather. ncu cannot profile a collective (it replays a kernel alone, "
+        "and the peer never joins it), so collect leaves NCCL's kernels unprofiled and profiles "
+        "rank 0's others: those of a real rank, which read as the emulated rank's (mode, dtype and "
+        "n_layers; every field resting on d_model not determined), and no collective is there to "
+        "report parallelism.",
+        {"mode": "forward", "dtype": "bf16", "n_layers": TRUTH, "parallelism": None, **_UNDETERMINED},
     ),
 }
 

@@ -56,6 +56,9 @@ _FAILURES = (
 )
 
 
+NOT_NCCL = "^(?!nccl)"  # kernel function names that are not NCCL's (ncclDevKernel_..., ncclKernel_...)
+
+
 @dataclass(frozen=True)
 class NcuRun:
     """One profiling run: the program to launch and the NVTX range to keep."""
@@ -64,10 +67,12 @@ class NcuRun:
     range_name: str
     metrics: tuple[str, ...] = METRICS
     ncu: str = "ncu"
-    # Rerun the whole program once a pass instead of replaying each kernel, and profile only the
-    # launched process: a collective's kernel, replayed alone, would wait for peers that have
-    # moved on (lmperf.pmc.tensor_parallel's NCCL ranks, which rank 0 starts every run).
-    application_replay: bool = False
+    # Profile only the launched process (rank 0, whose peers it starts) and leave NCCL's kernels
+    # unprofiled: ncu serializes the kernels it profiles and replays each alone, so a collective
+    # waits for peers that never join it (NVIDIA/nccl#466, #536); rerunning the whole program
+    # once a pass (application replay) made no progress either. The kernels around the
+    # collectives, those pmc reads, are profiled as ever.
+    skip_collectives: bool = False
 
     def command(self) -> list[str]:
         if not self.program:
@@ -92,8 +97,8 @@ class NcuRun:
             "--print-units",
             "base",
             *(
-                ("--replay-mode", "application", "--target-processes", "application-only")
-                if self.application_replay
+                ("--target-processes", "application-only", "--kernel-name", f"regex:{NOT_NCCL}")
+                if self.skip_collectives
                 else ()
             ),
             *self.program,

@@ -10,9 +10,9 @@ Megatron and vLLM: V/tp rows each, the lookup zeroing the token ids of other ran
 
 Emulated, one process has no peer, so the all-reduce after each attention and MLP block, the
 embedding's all-reduce and the logits' all-gather are left out. With NCCL (`Target.tp_nccl`),
-the profiled process is rank 0 and starts the other ranks itself, one GPU each, so that every
-run of it (ncu's application replay runs it once a pass) brings its peers along; the
-collectives run as forward hooks on the Hugging Face modules.
+the profiled process is rank 0 and starts the other ranks itself, one GPU each, and ncu
+profiles it alone, NCCL's kernels left out (lmperf.pmc.ncu); the collectives run as forward
+hooks on the Hugging Face modules.
 """
 
 from __future__ import annotations
