@@ -449,3 +449,35 @@ def test_a_tie_across_b_is_broken_only_by_an_angle_table_one_fit_explains():
     generate = AttentionShape(1, 256, 8, 64, 0.0, "grid", ties=((4, 64),))
     assert untie_by_rotary_table(generate, [table(32768.0)]) == generate
     assert untie_by_rotary_table(tied, []) == tied
+
+
+def _gemm(index: int, name: str, work: float):
+    from lmperf.pmc.parse import KernelRecord
+
+    return KernelRecord(index, name, (8, 8, 1), (128, 1, 1), {"sm__ops_path_tensor_src_bf16_dst_fp32.sum": 2 * work})
+
+
+def test_template_padding_is_loose_only_where_the_attention_fixes_the_period():
+    """Layer GEMMs of two layers: [QKV, out, up, down] with layer 0's QKV a template over rows
+    padded 160 -> 256 (1.6x layer 1's cuBLAS QKV). No period tiles them within a quarter; at the
+    period two layers of attention fix, they tile within a template's row padding (2x), and no
+    looser: 2.5x is another GEMM."""
+    from lmperf.pmc.gemms import _tiles, layer_period
+
+    works = [1.6, 0.33, 1.34, 1.34, 1.0, 0.33, 1.34, 1.34]
+    templates = [True, False, False, False, False, False, False, False]
+    assert layer_period(works, templates) == 8
+    assert _tiles(works, templates, 4, pinned=True)
+    assert not _tiles([2.5, *works[1:]], templates, 4, pinned=True)
+
+
+def test_a_template_and_a_cublas_gemm_match_within_row_padding_only_when_loose():
+    """The cut check asks loosely of a last GEMM that is not the forward's largest: layer 1's
+    cuBLAS QKV (1.0) after layer 0's padded QKV template (1.6) is a layer's. Of the largest, an
+    LM head (3.2) within twice a fused gate-and-up template (1.7), it asks within a quarter."""
+    from lmperf.pmc.gemms import same_layer_gemm
+
+    template, cublas = "triton_tem_fused_mm_1", "nvjet_sm90_tst_64x64_64x13_2x4_h_bz_TNT"
+    assert same_layer_gemm(_gemm(9, cublas, 1.0), _gemm(0, template, 1.6), loose=True)
+    assert not same_layer_gemm(_gemm(9, cublas, 3.2), _gemm(2, template, 1.7), loose=False)
+    assert same_layer_gemm(_gemm(9, cublas, 3.2), _gemm(2, template, 1.7), loose=True)

@@ -109,7 +109,8 @@ def _forward_cut(phases: g.Phases, layers: g.Layers | None, whole_layer: bool) -
         )
     head = layers.lm_head
     body = [k for k in g.forward_gemms(forward) if k.index < head.index]
-    if any(g.same_layer_gemm(head, k) for k in body):
+    largest = all(g.macs(head) > g.macs(k) for k in body)
+    if any(g.same_layer_gemm(head, k, loose=not largest) for k in body):
         return (
             f"the last forward GEMM ({head.name[:40]}...) repeats a layer GEMM's kernel and "
             "work: it is a layer's, not an LM head, so the range ends inside a layer"

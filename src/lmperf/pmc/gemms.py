@@ -197,15 +197,18 @@ _TEMPLATE_PADDING = 0.25
 # A template may also pad a few hundred token rows to its 128-row tiles (160 rows counted as 256:
 # 1.6 times the cuBLAS GEMM of another layer), up to twice the work. So loose a match tiles the
 # layers only where the attention kernels' count fixes the period, and it marks a last GEMM as a
-# layer's (a range cut inside a layer); an LM head does more than twice any layer GEMM's work.
+# layer's (a range cut inside a layer) only where that GEMM is not the forward's largest, as an
+# LM head is (a fused gate and up may come within twice a head's work: Phi-3's 2·8192 against 32064).
 _TEMPLATE_ROW_PADDING = 0.5
 
 
-def same_layer_gemm(a: KernelRecord, b: KernelRecord) -> bool:
+def same_layer_gemm(a: KernelRecord, b: KernelRecord, loose: bool = True) -> bool:
     """Whether two GEMM launches could be the same layer GEMM: the same kernel and work, or (one
-    a max-autotune template, the other not) the same work up to a template's row padding."""
+    a max-autotune template, the other not) the same work up to a template's row padding
+    (`loose`) or its tile padding."""
     if is_generated(a.name) != is_generated(b.name):
-        return abs(macs(a) - macs(b)) <= _TEMPLATE_ROW_PADDING * max(macs(a), macs(b))
+        padding = _TEMPLATE_ROW_PADDING if loose else _TEMPLATE_PADDING
+        return abs(macs(a) - macs(b)) <= padding * max(macs(a), macs(b))
     return a.name == b.name and abs(macs(a) - macs(b)) <= 1e-6 * macs(b)
 
 
