@@ -1047,6 +1047,88 @@ _SERVED_BLIND_Q = [
     ),
 ]
 
+# Blind batch p of the served kinds, written down before any of it is captured and after batch
+# q's fixes (templates of one GEMM in other tiles, pad_mm rows, the V projection after the
+# softmax, the rotary table's tie-break): four max-autotune forwards over odd token counts, two
+# compiled training steps (Mistral, lmperf with Triton attention and the fused loss), Liger on
+# Qwen2, CUDA graphs over Qwen2, a compiled Mistral with naive attention, a static-cache Llama
+# generate of two requests. Generate and training entries come first.
+_SERVED_BLIND_P = [
+    (
+        "p_llama_h16_kv4_p52_b2_static",
+        llama(2, 1024, 16, 4, 2816, 32000),
+        2,
+        52,
+        "generate",
+        "bf16",
+        "sdpa",
+        {"new_tokens": 3, "static_cache": True},
+    ),
+    (
+        "p_qwen2_h12_kv2_t72_train_liger",
+        llama(2, 768, 12, 2, 2048, 151936, "qwen2"),
+        2,
+        72,
+        "train-step",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    (
+        "p_mistral_h16_kv8_t120_train_compile",
+        llama(2, 1024, 16, 8, 2816, 32768, "mistral"),
+        1,
+        120,
+        "train-step",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "p_lmperf_h16_t96_train_compile_fused",
+        _small(n_layers=2, d_model=1024, n_heads=16, d_ff=2816),
+        2,
+        96,
+        "train-step",
+        "bf16",
+        "triton",
+        {**COMPILED, "loss": "fused"},
+    ),
+    ("p_gpt2_h12_t56_autotune", gpt2(2, 768, 12, 50257), 3, 56, "forward", "fp16", "sdpa", AUTOTUNED),
+    (
+        "p_llama_h24_kv8_t88_autotune",
+        llama(2, 1536, 24, 8, 4096, 32000),
+        1,
+        88,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    ("p_neox_h12_t136_autotune", neox(2, 768, 12, 3072, 50304), 2, 136, "forward", "bf16", "sdpa", AUTOTUNED),
+    ("p_opt_h12_t100_autotune", opt(2, 768, 12, 3072, 50272), 1, 100, "forward", "fp16", "sdpa", AUTOTUNED),
+    (
+        "p_qwen2_h16_kv4_t80_graphs",
+        llama(2, 1024, 16, 4, 2816, 151936, "qwen2"),
+        2,
+        80,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    (
+        "p_mistral_h12_kv4_t200_eager_compile",
+        llama(2, 768, 12, 4, 2048, 32768, "mistral"),
+        1,
+        200,
+        "forward",
+        "bf16",
+        "naive",
+        COMPILED,
+    ),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -1160,6 +1242,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_U
             + _SERVED_BLIND_T
             + _SERVED_BLIND_Q
+            + _SERVED_BLIND_P
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
