@@ -69,8 +69,8 @@ class NcuRun:
     ncu: str = "ncu"
     # Profile only the launched process (rank 0, whose peers it starts) and leave NCCL's kernels
     # unprofiled: ncu serializes the kernels it profiles and replays each alone, so a collective
-    # waits for peers that never join it (NVIDIA/nccl#466, #536); rerunning the whole program
-    # once a pass (application replay) made no progress either. The kernels around the
+    # waits for peers that never join it (NVIDIA/nccl#466, #536), and rerunning the whole program
+    # once a pass (application replay) does not get past it either. The kernels around the
     # collectives, those pmc reads, are profiled as ever.
     skip_collectives: bool = False
 

@@ -30,7 +30,7 @@ from lmperf.pmc.targets import TP_EMULATION, TP_NCCL
 SHARDED = ("num_attention_heads", "num_key_value_heads", "intermediate_size", "vocab_size")
 SHARDED_FIELDS = ("n_heads", "n_kv_heads", "d_ff", "vocab_size")  # the same, as truth files name them
 RANK_ENV, PORT_ENV = "LMPERF_TP_RANK", "LMPERF_TP_PORT"  # set by rank 0 for the ranks it starts
-PEER_TIMEOUT_S = 120  # a peer left waiting by a rank 0 that died gives up after this
+PEER_TIMEOUT_S = 120  # how long rank 0 waits for its peers to finish the step before stopping them
 
 
 def shard_fields(fields: dict, degree: int) -> dict:
