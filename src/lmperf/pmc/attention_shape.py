@@ -253,18 +253,14 @@ def untie_by_rotary_table(shape: AttentionShape, kernels: list[KernelRecord]) ->
     if not shape.ties:
         return shape
     tables = [k for k in kernels if 0 < macs(k) < _TABLE_WORK and (k.metrics.get(STORE_BYTES) or 0) > 0]
-    fits = {
-        (B, T)
-        for B, T in ((shape.batch, shape.seq_len), *shape.ties)
-        for k in tables
-        if _angle_table_fits(k.metrics[STORE_BYTES], B, T, shape.head_dim)
-    }
+    fits: dict[tuple[int, int], float] = {}  # (B, T) -> the first table's bytes that it explains
+    for B, T in ((shape.batch, shape.seq_len), *shape.ties):
+        for k in tables:
+            if _angle_table_fits(k.metrics[STORE_BYTES], B, T, shape.head_dim):
+                fits.setdefault((B, T), k.metrics[STORE_BYTES])
     if len(fits) != 1:
         return shape
-    ((B, T),) = fits
-    stored = next(
-        k.metrics[STORE_BYTES] for k in tables if _angle_table_fits(k.metrics[STORE_BYTES], B, T, shape.head_dim)
-    )
+    (((B, T), stored),) = fits.items()
     return dataclasses.replace(
         shape,
         batch=B,

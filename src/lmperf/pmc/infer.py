@@ -363,7 +363,8 @@ def infer(capture: Capture) -> Inference:
         result = _infer_fields(capture)
     for gap in counter_gaps(capture) + (generate_gaps(steps.steps, steps.tail) if steps else []):
         result.retract(gap)
-    read_parallelism(result, whole, g.split_phases(capture).forward)
+    if whole is not capture:  # only a capture with collectives says anything of parallelism
+        read_parallelism(result, whole, g.split_phases(capture).forward)
     for name, value in result.values.items():
         if value is None and name not in result.evidence:
             result.evidence[name] = "not determined: " + ("; ".join(result.missing) or "no evidence")
@@ -725,7 +726,7 @@ def _mlp(result: Inference, roles: dict, tokens: int, d: int, size: int | None) 
     up_width = sum(g.macs(k) for k in ups) / (tokens * d)
     gated = len(ups) == 2 or (len(ups) == 1 and up_width > 1.5 * f)
     readings = g.width_readings(ups[0], tokens, d) if len(ups) == 1 else []
-    stores_f = len(ups) == 1 and is_generated(ups[0].name) and _stored_d_ff(result, ups, tokens, f) == f
+    stores_f = len(ups) == 1 and _stored_d_ff(result, ups, tokens, f) == f
     if stores_f or any(low <= f <= high for low, high in readings):
         # rows padded far beyond N (a decode step's one token per sequence, a template's tiles)
         # inflate the work; a tile reading or a template's own stores that hold d_ff itself say
