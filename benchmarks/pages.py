@@ -1152,6 +1152,7 @@ SERVED_BLIND = {
     "u": "score-30-served-blindu-c498df2",
     "t": "score-32-served-blindt-1c93c6c",
     "q": "score-33-served-blindq-45d4973",
+    "p": "score-35-served-blindp-9845978",
 }
 SERVED_NOW = "score-34-served-all-7613e5f"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
