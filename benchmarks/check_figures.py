@@ -305,6 +305,11 @@ def _uncaptured_blind() -> tuple[str, ...]:
     )
 
 
+def _limit_of(name: str) -> tuple[str]:
+    """The ncu time limit the served entry `name` ran past, from its collect-log line."""
+    return (LIMIT.search(_served_outcomes()[name][1]["status"])[1],)
+
+
 def _compiled_once_batch(letter: str) -> tuple[str, ...]:
     """A batch captured with the compilation run once outside ncu (w was the first): entries
     written down, those captured, the max-autotune ones' seconds and the slowest capture's."""
@@ -1116,6 +1121,11 @@ QUOTES: list[Quote] = [
         lambda: _uncaptured_blind()[:4],
     ),
     Quote("benchmarks/pmc-accuracy.md", "stopped at the {} s its call had left", lambda: _uncaptured_blind()[4:5]),
+    Quote(
+        "benchmarks/pmc-accuracy.md",
+        "Liger-Kernel Qwen2 training step ran past ncu's {} s limit",
+        lambda: _limit_of("p_qwen2_h12_kv2_t72_train_liger"),
+    ),
     Quote(
         "benchmarks/pmc-accuracy.md",
         "{} of its {} entries were captured in one call, four at a time, the two max-autotune forwards in {} s; the "

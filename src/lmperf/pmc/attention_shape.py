@@ -31,9 +31,9 @@ class AttentionShape:
     head_dim: int
     error: float  # relative mismatch of the counted attention work (0 = exact)
     evidence: str
-    # other (B, T) that explain the kernel exactly as well: the reading then rests on taking the
-    # fewest sequences, not on the counters
-    ties: tuple[tuple[int, int], ...] = ()
+    # other (B, T, H) that explain the kernel exactly as well: the reading then rests on taking
+    # the fewest sequences, not on the counters
+    ties: tuple[tuple[int, int, int], ...] = ()
 
 
 def _divisors(n: int) -> list[int]:
@@ -151,14 +151,14 @@ def fused_shape(kernel: KernelRecord, tokens: int, d: int, batch: int | None = N
     """The (B, T, H, hd) that best explains a fused attention kernel's grid and counts; between
     shapes that explain them equally, the one of batch `batch` where something else read it (a
     generate's decode steps)."""
-    grid_dims = {g for g in kernel.grid if g > 1}
     hinted = _name_head_dims(kernel.name)
     # FlashAttention's split-KV forward (chosen when B·H·tiles leave SMs idle) runs a grid of
     # (query tiles, KV splits, B·H): each split adds blocks, not work
     split_kv = "splitkv" in kernel.name and len(kernel.grid) == 3 and "combine" not in kernel.name
     blocks = kernel.blocks // kernel.grid[1] if split_kv else kernel.blocks
+    lse_heads = _log_sum_exp_heads(kernel, tokens, d)
     best: tuple[float, AttentionShape] | None = None
-    scores: list[tuple[float, int, int]] = []
+    scores: list[tuple[float, int, int, int]] = []
     for B in _divisors(tokens):
         T = tokens // B
         for tq in _TILES:
@@ -174,17 +174,22 @@ def fused_shape(kernel: KernelRecord, tokens: int, d: int, batch: int | None = N
                 continue
             if (
                 not split_kv
-                and len(grid_dims) > 1
+                and kernel.grid[1:] != (1, 1)
                 and sorted(kernel.grid) != sorted((tiles, B, H))
                 and kernel.grid != (tiles, B * H, 1)
             ):
                 continue  # a 3-D grid is (query tiles, batch, heads) in some order; lmperf's
-                # Triton kernel runs (query tiles, batch x heads)
+                # Triton kernel runs (query tiles, batch x heads), one query tile a (1, B·H) grid
             # the tiles that counted the grid's blocks are the ones the work was done in: with
             # any other query tile, B=2, T=154 explains the work of B=4, T=77 (64x128 tiles)
             error = _flops_error(kernel, B, H, hd, T, (tq,))
-            score = error + (0.0 if not hinted or hd in hinted else 0.1) + (_TIE if batch and B != batch else 0.0)
-            scores.append((score, B, T))
+            score = (
+                error
+                + (0.0 if not hinted or hd in hinted else 0.1)
+                + (0.1 if lse_heads and H != lse_heads else 0.0)
+                + (_TIE if batch and B != batch else 0.0)
+            )
+            scores.append((score, B, T, H))
             if best is None or score < best[0]:
                 best = (
                     score,
@@ -196,13 +201,29 @@ def fused_shape(kernel: KernelRecord, tokens: int, d: int, batch: int | None = N
                         error,
                         f"{kernel.grid} grid = B·H·ceil(T/{tq}) blocks{' per KV split' if split_kv else ''}"
                         " and the counted tensor work "
-                        f"(causal tiles, relative error {error:.3f}) give B={B}, T={T}, H={H}",
+                        f"(causal tiles, relative error {error:.3f}) give B={B}, T={T}, H={H}"
+                        + (
+                            f"; its stores, N·d outputs and N·H fp32 log-sum-exps, give H={H}" if lse_heads == H else ""
+                        ),
                     ),
                 )
     if best is None:
         return _persistent_candidates(kernel, tokens, d)
-    ties = sorted({(B, T) for score, B, T in scores if abs(score - best[0]) < _TIE / 2 and B != best[1].batch})
+    ties = sorted({(B, T, H) for score, B, T, H in scores if abs(score - best[0]) < _TIE / 2 and B != best[1].batch})
     return dataclasses.replace(best[1], ties=tuple(ties))
+
+
+def _log_sum_exp_heads(kernel: KernelRecord, tokens: int, d: int) -> int | None:
+    """H of a fused forward that keeps each row's log-sum-exp for the backward pass and stores
+    with st.global (a Triton kernel): N·d outputs of 2 or 4 bytes, then N·H fp32 statistics. The
+    N·H term is where H shows apart from B and T; None where the stores are not so made up (a
+    forward pass keeps no statistics, a TMA store counts no bytes)."""
+    stored = kernel.metric(STORE_BYTES)
+    for size in (2, 4):
+        extra = stored - tokens * d * size
+        if extra > 0 and extra % (4 * tokens) == 0 and d % (extra // (4 * tokens)) == 0:
+            return extra // (4 * tokens)
+    return None
 
 
 def _persistent_candidates(kernel: KernelRecord, tokens: int, d: int) -> AttentionShape | None:
@@ -250,22 +271,64 @@ def _angle_table_fits(stored: float, batch: int, seq_len: int, head_dim: int) ->
 def untie_by_rotary_table(shape: AttentionShape, kernels: list[KernelRecord]) -> AttentionShape:
     """Where equal fits tie across B, the rotary angle table's stores (T·w or B·T·w angles) may
     allow only one of them: that one, with the table as its evidence; else `shape` unchanged."""
+    tables = [k for k in kernels if 0 < macs(k) < _TABLE_WORK and (k.metrics.get(STORE_BYTES) or 0) > 0]
+    return _untie(
+        shape,
+        tables,
+        lambda stored, B, T: _angle_table_fits(stored, B, T, shape.head_dim),
+        "the rotary angle table's {:,.0f} B of fp32 stores (T or B·T positions x a divisor of head_dim/2)",
+    )
+
+
+# torch.compile hands SDPA its causal mask as a tensor, built by a kernel of its own: T x T
+# entries, or B x T x T, of bool, 16- or 32-bit floats, each row padded to whole 16 bytes.
+_MASK_SIZES = (1, 2, 4)
+_MASK_ROW_ALIGN = 16
+
+
+def _mask_fits(stored: float, batch: int, seq_len: int) -> bool:
+    for size in _MASK_SIZES:
+        row = -(-seq_len * size // _MASK_ROW_ALIGN) * _MASK_ROW_ALIGN
+        for width in {seq_len * size, row}:
+            if stored in (seq_len * width, batch * seq_len * width):
+                return True
+    return False
+
+
+def untie_by_causal_mask(shape: AttentionShape, kernels: list[KernelRecord]) -> AttentionShape:
+    """Where equal fits tie across B, a kernel between the Q/K/V projections and the attention
+    that does no arithmetic and stores one causal mask (T·T or B·T·T entries) may allow only one
+    of them: that one, with the mask as its evidence; else `shape` unchanged."""
+    masks = [
+        k
+        for k in kernels
+        if (k.metrics.get(STORE_BYTES) or 0) > 0 and not macs(k) and not any(k.metric(m) for m in (FFMA, FADD, FMUL))
+    ]
+    return _untie(shape, masks, _mask_fits, "the causal mask's {:,.0f} B of stores (T x T or B x T x T entries)")
+
+
+def _untie(shape: AttentionShape, kernels: list[KernelRecord], fits_stores, what: str) -> AttentionShape:
+    """The one of `shape`'s equal fits across B whose (B, T) `fits_stores`(bytes, B, T) of one of
+    `kernels`, with `what` (formatted with those bytes) added to its evidence; `shape` unchanged
+    where none or several fit."""
     if not shape.ties:
         return shape
-    tables = [k for k in kernels if 0 < macs(k) < _TABLE_WORK and (k.metrics.get(STORE_BYTES) or 0) > 0]
-    fits: dict[tuple[int, int], float] = {}  # (B, T) -> the first table's bytes that it explains
-    for B, T in ((shape.batch, shape.seq_len), *shape.ties):
-        for k in tables:
-            if _angle_table_fits(k.metrics[STORE_BYTES], B, T, shape.head_dim):
-                fits.setdefault((B, T), k.metrics[STORE_BYTES])
+    fits: dict[tuple[int, int, int], float] = {}  # (B, T, H) -> the first kernel's bytes it explains
+    for B, T, H in ((shape.batch, shape.seq_len, shape.n_heads), *shape.ties):
+        for k in kernels:
+            if fits_stores(k.metrics[STORE_BYTES], B, T):
+                fits.setdefault((B, T, H), k.metrics[STORE_BYTES])
     if len(fits) != 1:
         return shape
-    (((B, T), stored),) = fits.items()
+    (((B, T, H), stored),) = fits.items()
+    others = "; ".join(f"B={b}, T={t}, H={h}" for b, t, h in ((shape.batch, shape.seq_len, shape.n_heads), *shape.ties))
     return dataclasses.replace(
         shape,
         batch=B,
         seq_len=T,
+        n_heads=H,
+        head_dim=shape.n_heads * shape.head_dim // H,
         ties=(),
-        evidence=f"{shape.evidence}; of the equal fits only B={B}, T={T} explains the rotary angle "
-        f"table's {stored:,.0f} B of fp32 stores (T or B·T positions x a divisor of head_dim/2)",
+        evidence=f"{shape.evidence.rsplit(' give B=', 1)[0]} fit {others} equally; "
+        f"only B={B}, T={T} explains {what.format(stored)}",
     )

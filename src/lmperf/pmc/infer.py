@@ -28,6 +28,7 @@ from lmperf.pmc.attention_shape import (
     AttentionShape,
     fused_shape,
     naive_shape,
+    untie_by_causal_mask,
     untie_by_rotary_table,
 )
 from lmperf.analysis.kernels import ATTENTION, LOSS, MATMUL
@@ -775,11 +776,19 @@ def _attention(
             result.unknown(name, f"attention kernel {roles['marker'].name[:50]} fits no (B, T, H)")
         return None
     shape = untie_by_rotary_table(shape, [k for k in forward if k.index < roles["marker"].index])
+    if roles["qkv"]:
+        after_qkv = roles["qkv"][-1].index
+        between = [k for k in roles["first_layer"] if after_qkv < k.index < roles["marker"].index]
+        shape = untie_by_causal_mask(shape, between)
     confidence = 0.9 if shape.error < 0.01 else 0.6
+    # a tie of other heads leaves H and head_dim resting on the same choice as B and T
+    tied_fields = ("batch", "seq_len", "n_heads", "head_dim")
     if shape.ties:
-        others = ", ".join(f"B={b}, T={t}" for b, t in shape.ties)
+        if all(h == shape.n_heads for _, _, h in shape.ties):
+            tied_fields = ("batch", "seq_len")
+        others = ", ".join(f"B={b}, T={t}" + (f", H={h}" if h != shape.n_heads else "") for b, t, h in shape.ties)
         result.assumptions.append(
-            f"batch and seq_len: {others} explain the attention kernel's grid and work as well as "
+            f"{' and '.join(tied_fields)}: {others} explain the attention kernel's grid and work as well as "
             f"B={shape.batch}, T={shape.seq_len}; the fewest sequences is taken"
         )
     for name, value in (
@@ -788,7 +797,7 @@ def _attention(
         ("n_heads", shape.n_heads),
         ("head_dim", shape.head_dim),
     ):
-        tied = shape.ties and name in ("batch", "seq_len")
+        tied = shape.ties and name in tied_fields
         result.set(name, value, min(confidence, TIED) if tied else confidence, shape.evidence)
     return shape
 
@@ -806,11 +815,17 @@ def _kv_heads(result, roles, tokens, d, shape: AttentionShape, counts: Counter) 
         kv_of = {q_width + 2 * kv * hd: kv for kv in heads}
     rotated = _rotated_widths(roles, tokens, _element_size(result))
     q = shape.n_heads * hd
+    apart = _rotated_apart(roles, tokens, q, _element_size(result))
     witnessed = {
         width: f"only {width} has a kernel after it store N·{q + kv * hd} = N·(q + k) elements: "
         f"q and k of {kv} K/V heads (rotated)"
         for width, kv in kv_of.items()
         if q + kv * hd in rotated
+    } or {
+        width: f"only {width} has a kernel after it rotate N·{kv * hd} elements at the float work per "
+        f"element (FADD and FMUL) of the one that rotates q's N·{q}: k of {kv} K/V heads, rotated apart"
+        for width, kv in kv_of.items()
+        if kv * hd in apart
     }
     width = _width(result, "n_kv_heads", kernel, tokens, d, counts, what, hd, tuple(kv_of), witnessed)
     if width is None:
@@ -840,6 +855,36 @@ def _rotated_widths(roles: dict, tokens: int, size: int) -> set[int]:
             if not _ACTIVATION.search(k.name.lower()):
                 width = g.stored_width(k, tokens, size)
                 widths |= {width} if width else set()
+    return widths
+
+
+def _rotated_apart(roles: dict, tokens: int, q: int, size: int) -> set[int]:
+    """The widths w of N·w elements that kernels between the projections and the attention
+    rotate where q and k are rotated by kernels of their own (eager attention compiled): the
+    kernel that stores q (N·q elements) gives the FADD and FMUL a rotated element costs, and
+    another kernel's FADD and FMUL at those rates agree on how many elements it rotated. Its
+    stores do not tell: the compiled k kernel may store k twice (for the attention and the cache).
+    Inductor may order the projections K, V, Q with k rotated before Q's GEMM: the kernels from
+    the first projection on count."""
+    attention = roles["qk"] or roles["marker"]
+    between = [
+        k for k in roles["first_layer"] if roles["qkv"][0].index < k.index < attention.index and category(k) != MATMUL
+    ]
+    rates = {
+        (k.metric(g.FADD) / (tokens * q), k.metric(g.FMUL) / (tokens * q))
+        for k in between
+        if g.stored_width(k, tokens, size) == q and k.metric(g.FADD) and k.metric(g.FMUL)
+    }
+    if len(rates) != 1:
+        return set()
+    ((per_add, per_mul),) = rates
+    widths = set()
+    for k in between:
+        if g.stored_width(k, tokens, size) == q:
+            continue
+        by_add, by_mul = k.metric(g.FADD) / (tokens * per_add), k.metric(g.FMUL) / (tokens * per_mul)
+        if by_add == by_mul == int(by_add) > 0:
+            widths.add(int(by_add))
     return widths
 
 
