@@ -1154,7 +1154,7 @@ SERVED_BLIND = {
     "q": "score-33-served-blindq-45d4973",
     "p": "score-35-served-blindp-9845978",
 }
-SERVED_NOW = "score-34-served-all-7613e5f"
+SERVED_NOW = "score-36-served-all-fc5ee2f"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
