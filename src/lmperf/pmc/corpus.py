@@ -1129,6 +1129,80 @@ _SERVED_BLIND_P = [
     ),
 ]
 
+# Blind batch o of the served kinds, written down before any of it is captured and after batch
+# p's fixes (the causal mask's tie-break, one query tile of a (1, B·H) grid, the log-sum-exp
+# stores, k rotated apart): a static-cache Qwen2 generate of two requests, training steps of Llama
+# under Liger and of a compiled GPT-2, max-autotune forwards of OPT (fp16, two sequences), Qwen2
+# (four sequences) and lmperf's model (Triton attention), compiled GPT-NeoX (fp16, three
+# sequences) and GPT-2 (fp32) forwards, CUDA graphs over Mistral, a compiled Llama with naive
+# attention. Generate and training entries come first.
+_SERVED_BLIND_O = [
+    (
+        "o_qwen2_h14_kv2_p44_b2_static",
+        llama(2, 896, 14, 2, 2432, 151936, "qwen2"),
+        2,
+        44,
+        "generate",
+        "bf16",
+        "sdpa",
+        {"new_tokens": 2, "static_cache": True},
+    ),
+    (
+        "o_llama_h12_kv4_t64_train_liger",
+        llama(2, 768, 12, 4, 2048, 32000),
+        2,
+        64,
+        "train-step",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    ("o_gpt2_h16_t100_train_compile", gpt2(2, 1024, 16, 50257), 2, 100, "train-step", "bf16", "sdpa", COMPILED),
+    ("o_opt_h16_t90_autotune", opt(2, 1024, 16, 4096, 50272), 2, 90, "forward", "fp16", "sdpa", AUTOTUNED),
+    (
+        "o_qwen2_h16_kv2_t60_autotune",
+        llama(2, 1024, 16, 2, 2816, 151936, "qwen2"),
+        4,
+        60,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    (
+        "o_lmperf_h12_t128_autotune",
+        _small(n_layers=2, d_model=768, n_heads=12, d_ff=2048),
+        2,
+        128,
+        "forward",
+        "bf16",
+        "triton",
+        AUTOTUNED,
+    ),
+    ("o_neox_h16_t120_compile", neox(2, 1024, 16, 4096, 50304), 3, 120, "forward", "fp16", "sdpa", COMPILED),
+    ("o_gpt2_h12_t80_fp32_compile", gpt2(2, 768, 12, 50257), 2, 80, "forward", "fp32", "sdpa", COMPILED),
+    (
+        "o_mistral_h16_kv4_t72_graphs",
+        llama(2, 1024, 16, 4, 3584, 32768, "mistral"),
+        3,
+        72,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    (
+        "o_llama_h20_kv4_t144_eager_compile",
+        llama(2, 1280, 20, 4, 3584, 32000),
+        1,
+        144,
+        "forward",
+        "bf16",
+        "naive",
+        COMPILED,
+    ),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -1243,6 +1317,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_T
             + _SERVED_BLIND_Q
             + _SERVED_BLIND_P
+            + _SERVED_BLIND_O
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
