@@ -1153,8 +1153,9 @@ SERVED_BLIND = {
     "t": "score-32-served-blindt-1c93c6c",
     "q": "score-33-served-blindq-45d4973",
     "p": "score-35-served-blindp-9845978",
+    "o": "score-37-served-blindo-8e16180",
 }
-SERVED_NOW = "score-36-served-all-fc5ee2f"
+SERVED_NOW = "score-38-served-all-8e16180"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
