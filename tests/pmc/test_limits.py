@@ -199,6 +199,20 @@ def test_the_collectives_make_two_shards_compute_the_full_models_logits(tmp_path
     torch.testing.assert_close(logits["ours"], logits["theirs"], rtol=1e-10, atol=1e-10)
 
 
+def test_rank_0_removes_the_spec_file_it_started_its_peers_with(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    from lmperf.pmc import tensor_parallel
+
+    spec = tmp_path / "lmperf_tp_29500.json"
+    spec.write_text("{}", encoding="utf-8")
+    peer = subprocess.Popen([sys.executable, "-c", "import sys; open(sys.argv[1]).read()", str(spec)])
+    monkeypatch.setattr(tensor_parallel.dist, "destroy_process_group", lambda: None)
+    tensor_parallel.leave_ranks([peer])
+    assert peer.returncode == 0 and not spec.exists()
+
+
 def test_a_tensor_parallel_rank_past_rank_0_looks_up_its_own_rows():
     embedding = torch.nn.Embedding(4, 3)
     rows = VocabShardEmbedding(embedding, start=4)(torch.tensor([[1, 5, 7, 8]]))

@@ -17,6 +17,7 @@ hooks on the Hugging Face modules.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -103,13 +104,18 @@ def join_ranks(target_json: str, degree: int, program: list[str]) -> list[subpro
 
 
 def leave_ranks(peers: list[subprocess.Popen]) -> None:
-    """Leave the group; rank 0 waits for its peers (and stops one that hangs)."""
+    """Leave the group; rank 0 waits for its peers (and stops one that hangs), then removes the
+    spec file it started them with (their last argument)."""
     dist.destroy_process_group()
     for peer in peers:
         try:
             peer.wait(timeout=PEER_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             peer.kill()
+            peer.wait()
+    for spec in {peer.args[-1] for peer in peers}:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(spec)
     if any(peer.returncode for peer in peers):
         raise RuntimeError(f"a tensor-parallel peer failed: exit {[peer.returncode for peer in peers]}")
 
