@@ -1203,6 +1203,79 @@ _SERVED_BLIND_O = [
     ),
 ]
 
+# Blind batch n of the served kinds, written down before any of it is captured, with the inference
+# code batch o scored 10 of 10 with: a static-cache Llama generate of three requests, training
+# steps of Mistral under Liger and of a compiled GPT-NeoX, max-autotune forwards of Llama (2 K/V
+# heads), Mistral (d 1280) and GPT-2 in fp32, compiled OPT (fp16), Qwen2 (naive attention) and
+# lmperf (Triton attention, four sequences) forwards, CUDA graphs over GPT-2 (three sequences).
+# Generate and training entries come first.
+_SERVED_BLIND_N = [
+    (
+        "n_llama_h16_kv8_p36_b3_static",
+        llama(2, 1024, 16, 8, 2816, 32000),
+        3,
+        36,
+        "generate",
+        "bf16",
+        "sdpa",
+        {"new_tokens": 2, "static_cache": True},
+    ),
+    (
+        "n_mistral_h12_kv4_t80_train_liger",
+        llama(2, 768, 12, 4, 2048, 32768, "mistral"),
+        2,
+        80,
+        "train-step",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    ("n_neox_h12_t96_train_compile", neox(2, 768, 12, 3072, 50304), 2, 96, "train-step", "bf16", "sdpa", COMPILED),
+    (
+        "n_llama_h16_kv2_t112_autotune",
+        llama(2, 1024, 16, 2, 2816, 32000),
+        2,
+        112,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    (
+        "n_mistral_h20_kv4_t96_autotune",
+        llama(2, 1280, 20, 4, 3584, 32768, "mistral"),
+        2,
+        96,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    ("n_gpt2_h12_t64_fp32_autotune", gpt2(2, 768, 12, 50257), 2, 64, "forward", "fp32", "sdpa", AUTOTUNED),
+    ("n_opt_h12_t150_compile", opt(2, 768, 12, 3072, 50272), 2, 150, "forward", "fp16", "sdpa", COMPILED),
+    (
+        "n_qwen2_h14_kv2_t100_eager_compile",
+        llama(2, 896, 14, 2, 2432, 151936, "qwen2"),
+        1,
+        100,
+        "forward",
+        "bf16",
+        "naive",
+        COMPILED,
+    ),
+    (
+        "n_lmperf_h16_t64_compile",
+        _small(n_layers=2, d_model=1024, n_heads=16, d_ff=2816),
+        4,
+        64,
+        "forward",
+        "bf16",
+        "triton",
+        COMPILED,
+    ),
+    ("n_gpt2_h16_t70_graphs", gpt2(2, 1024, 16, 50257), 3, 70, "forward", "fp16", "sdpa", GRAPHED),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -1318,6 +1391,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_Q
             + _SERVED_BLIND_P
             + _SERVED_BLIND_O
+            + _SERVED_BLIND_N
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
