@@ -1154,6 +1154,7 @@ SERVED_BLIND = {
     "q": "score-33-served-blindq-45d4973",
     "p": "score-35-served-blindp-9845978",
     "o": "score-37-served-blindo-8e16180",
+    "n": "score-39-served-blindn-a3ff7ca",
 }
 SERVED_NOW = "score-38-served-all-8e16180"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
