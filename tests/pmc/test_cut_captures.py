@@ -10,7 +10,17 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from lmperf.analysis.kernels import ATTENTION, EMBEDDING, LOSS, MATMUL, NORM, OPTIMIZER, SOFTMAX, kernel_category
+from lmperf.analysis.kernels import (
+    ATTENTION,
+    ELEMENTWISE,
+    EMBEDDING,
+    LOSS,
+    MATMUL,
+    NORM,
+    OPTIMIZER,
+    SOFTMAX,
+    kernel_category,
+)
 from lmperf.cli import app
 from lmperf.pmc.infer import infer
 from lmperf.pmc.parse import read_capture
@@ -205,6 +215,23 @@ def test_a_generate_cut_inside_a_decode_step_is_detected():
         assert [gap.part for gap in result.gaps] == ["generate"], (n, result.missing)
         assert result.values["decode_steps"] is None
         assert result.values["mode"] == "generate" and result.values["n_layers"] == 2
+
+
+@pytest.mark.parametrize("name", ["n_llama_h16_kv8_p36_b3_static", "o_qwen2_h14_kv2_p44_b2_static"])
+def test_a_generate_of_one_decode_step_is_whole_and_a_cut_in_its_last_sampling_is_detected(name):
+    """Two new tokens: a prefill and one decode step, whose sampling is compared with the
+    prefill's (other elementwise kernels around the same copies and reductions). Whole, it
+    reads one decode step; cut before any of its sampling's copies or reductions has run, the
+    range ends inside a decode step."""
+    capture = read_capture(capture_path(name))
+    kernels = capture.kernels
+    assert infer(capture).values["decode_steps"] == truth(name)["decode_steps"] == 1
+    head = _gemm_indices(kernels)[-1]
+    last_kept = max(k.index for k in kernels[head + 1 :] if _category(k) != ELEMENTWISE)
+    for n in range(head + 1, last_kept + 1):
+        result = infer(_cut(capture, n))
+        assert [gap.part for gap in result.gaps] == ["generate"], (n, result.missing)
+        assert result.values["decode_steps"] is None
 
 
 def test_a_generate_cut_inside_its_prefill_is_detected():

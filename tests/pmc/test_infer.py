@@ -430,10 +430,14 @@ def test_a_decode_step_decides_the_batch_its_prefill_leaves_open():
         ("p_lmperf_h16_t96_train_compile_fused", "n_heads", "log-sum-exps"),
         # q and k rotated by kernels of their own, k stored twice
         ("p_mistral_h12_kv4_t200_eager_compile", "n_kv_heads", "rotated apart"),
+        # a fused QKV whose tiles allow 6 or 12 K/V heads, and a norm's 2·N·d count passed for 6
+        ("n_neox_h12_t96_train_compile", "n_kv_heads", "copied whole"),
+        # the same in fp32, its QKV a split-K GEMM of 5 slices, each storing N·2304 fp32 sums
+        ("n_gpt2_h12_t64_fp32_autotune", "n_kv_heads", "split-K slices"),
     ],
 )
-def test_blind_batch_t_q_and_p_misses_read_as_ran(name, field, how):
-    """The max-autotune and compiled captures blind batches t, q and p missed (fixed after them,
+def test_blind_batch_t_q_p_and_n_misses_read_as_ran(name, field, how):
+    """The max-autotune and compiled captures blind batches t, q, p and n missed (fixed after them,
     so not blind): every field against the configuration that ran, and the field the fix is
     about read the way `how` names."""
     from lmperf.pmc.infer import infer

@@ -135,7 +135,10 @@ def backward_gaps(phases: g.Phases, n_layers: int | None) -> list[Gap]:
     if not backward:
         return []
     why = None
-    if not any(category(k) == EMBEDDING for k in backward):
+    # torch.compile zero-fills the embedding's gradient before the layers' backward and adds the
+    # rows into it after them: only a lookup's gradient after the last attention backward counts
+    attention = [i for i, k in enumerate(backward) if category(k) in (ATTENTION, SOFTMAX)]
+    if not any(category(k) == EMBEDDING for k in backward[(attention[-1] if attention else 0) :]):
         why = "the backward pass never reaches the embedding's gradient, its last layer"
     elif n_layers and attention_groups(backward) < n_layers:
         why = (
@@ -184,22 +187,31 @@ def generate_gaps(steps: list[list[KernelRecord]], tail: list[KernelRecord]) -> 
     """Why a generate range does not end after the sampling of its last step, or nothing.
     `steps`: the kernels up to each LM head; `tail`: those after the last one."""
     work = [k for k in tail if category(k) in (MATMUL, NORM, ATTENTION)]
-    # by category: the same op runs as a vectorized or an unrolled kernel as alignment allows
-    previous = [category(k) for k in steps[-1]]
-    start = forward_start(steps[-1])
     why = None
     if work:
         why = f"a next step had begun ({work[0].name[:40]}... after the last LM head)"
     elif not tail:
         why = "nothing follows the last LM head: a whole generate samples its last token"
-    elif [category(k) for k in tail] != previous[: len(tail)] or (
-        start and not _sampling_ends(previous, len(tail), start)
-    ):
+    elif not _whole_sampling(tail, steps[-1], after_prefill=len(steps) == 2):
         why = (
             f"the {len(tail)} kernels after the last LM head are not the sampling that follows "
             "the other steps' LM heads"
         )
     return [Gap("generate", why + ": the range ends inside a decode step", ("decode_steps",))] if why else []
+
+
+def _whole_sampling(tail: list[KernelRecord], step: list[KernelRecord], after_prefill: bool) -> bool:
+    """Whether `tail` is a whole sampling like the one `step` (the last step) opens with, compared
+    by category: the same op runs as a vectorized or an unrolled kernel as alignment allows. Where
+    the only step before is the prefill (one decode step), its sampling is the prefill's, which
+    runs other elementwise kernels around the same copies and reductions (a static cache's first
+    token): those copies and reductions alone are compared."""
+    previous, seen = [category(k) for k in step], [category(k) for k in tail]
+    start = forward_start(step)
+    if after_prefill and start is not None:
+        previous = [c for c in previous[:start] if c != ELEMENTWISE]
+        seen, start = [c for c in seen if c != ELEMENTWISE], len(previous)
+    return seen == previous[: len(seen)] and (not start or _sampling_ends(previous, len(seen), start))
 
 
 def _sampling_ends(previous: list[str], tail: int, start: int) -> bool:

@@ -292,13 +292,20 @@ def _width(
     # (a T x T causal mask: 4,096 = N·64 at N = T = 64)
     size = _element_size(result)
     own = g.stored_width(kernel, tokens, size)
+    stores = f"N·{{}}·{size} B"
+    if own not in allowed and kernel.grid[2] > 1:
+        # a split-K GEMM (cuBLAS's xmma kernels, a slice per grid z) stores each slice's
+        # partial product, N·w fp32 values a slice
+        own = g.whole(kernel.metrics.get(g.STORE_BYTES), tokens * 4 * kernel.grid[2])
+        stores = f"{kernel.grid[2]} split-K slices x N·{{}}·4 B"
     padded_low = bound / (SLACK * row_padding(tokens))
     if own in allowed and padded_low <= own <= bound * 1.0001 and (not fitting or own in fitting):
         result.set(
             name,
             own,
             0.9,
-            f"{what}: {g.macs(kernel):,.0f} MACs bound it by {bound:.0f}; the GEMM's own store bytes = N·{own}·{size} B",
+            f"{what}: {g.macs(kernel):,.0f} MACs bound it by {bound:.0f}; the GEMM's own store bytes = "
+            + stores.format(own),
         )
         return own
     simt = g.simt_widths(kernel, tokens, d)
@@ -816,17 +823,26 @@ def _kv_heads(result, roles, tokens, d, shape: AttentionShape, counts: Counter) 
     rotated = _rotated_widths(roles, tokens, _element_size(result))
     q = shape.n_heads * hd
     apart = _rotated_apart(roles, tokens, q, _element_size(result))
-    witnessed = {
-        width: f"only {width} has a kernel after it store N·{q + kv * hd} = N·(q + k) elements: "
-        f"q and k of {kv} K/V heads (rotated)"
-        for width, kv in kv_of.items()
-        if q + kv * hd in rotated
-    } or {
-        width: f"only {width} has a kernel after it rotate N·{kv * hd} elements at the float work per "
-        f"element (FADD and FMUL) of the one that rotates q's N·{q}: k of {kv} K/V heads, rotated apart"
-        for width, kv in kv_of.items()
-        if kv * hd in apart
-    }
+    witnessed = (
+        {
+            width: f"only {width} has a kernel after it store N·{q + kv * hd} = N·(q + k) elements: "
+            f"q and k of {kv} K/V heads (rotated)"
+            for width, kv in kv_of.items()
+            if q + kv * hd in rotated
+        }
+        or {
+            width: f"only {width} has a kernel after it store N·{width} elements: the fused product "
+            f"copied whole, q and the k and v of {kv} K/V heads"
+            for width, kv in kv_of.items()
+            if q_width and width in rotated
+        }
+        or {
+            width: f"only {width} has a kernel after it rotate N·{kv * hd} elements at the float work per "
+            f"element (FADD and FMUL) of the one that rotates q's N·{q}: k of {kv} K/V heads, rotated apart"
+            for width, kv in kv_of.items()
+            if kv * hd in apart
+        }
+    )
     width = _width(result, "n_kv_heads", kernel, tokens, d, counts, what, hd, tuple(kv_of), witnessed)
     if width is None:
         low, high = result.intervals.pop("n_kv_heads")
