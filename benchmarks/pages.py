@@ -1156,7 +1156,7 @@ SERVED_BLIND = {
     "o": "score-37-served-blindo-8e16180",
     "n": "score-39-served-blindn-a3ff7ca",
 }
-SERVED_NOW = "score-38-served-all-8e16180"
+SERVED_NOW = "score-40-served-all-a1edec5"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
