@@ -1239,7 +1239,7 @@ def pmc_served_now() -> str:
 # The limit captures' claims held against the inference code of their capture commit (one set per
 # capture call's commit), then today's.
 LIMITS_AT_CAPTURE = ("limits-at-capture-98d099b", "limits-at-capture-1c93c6c")
-LIMITS_NOW = "limits-7613e5f"
+LIMITS_NOW = "limits-f7406c1"
 
 
 def _limit_reading(row: dict) -> str:
