@@ -1306,7 +1306,7 @@ def pmc_paths() -> str:
     return markdown(["attention path", "captures", "every structural field exact", "vocab_size exact"], body)
 
 
-INFER_TIME = "infer-time-7613e5f"
+INFER_TIME = "infer-time-7ebb221"
 
 
 def pmc_infer_time() -> str:
