@@ -1276,6 +1276,70 @@ _SERVED_BLIND_N = [
     ("n_gpt2_h16_t70_graphs", gpt2(2, 1024, 16, 50257), 3, 70, "forward", "fp16", "sdpa", GRAPHED),
 ]
 
+# Blind batch k of the served kinds, written down before any of it is captured and after batch
+# n's fixes (a fused QKV's product copied whole, split-K slices, one decode step, a compiled
+# backward's embedding gradient): fused-QKV models in fp32 and bf16 (GPT-2, GPT-NeoX, lmperf),
+# compiled, max-autotune, CUDA graphs and training; a static-cache Mistral generate of one decode
+# step; Liger on a Qwen2 forward; a compiled OPT training step; a compiled Llama with naive
+# attention; a max-autotune Mistral over three sequences. Generate and training entries first.
+_SERVED_BLIND_K = [
+    (
+        "k_mistral_h12_kv4_p40_b2_static",
+        llama(2, 768, 12, 4, 2048, 32768, "mistral"),
+        2,
+        40,
+        "generate",
+        "bf16",
+        "sdpa",
+        {"new_tokens": 2, "static_cache": True},
+    ),
+    ("k_neox_h16_t80_train_compile", neox(2, 1024, 16, 4096, 50304), 2, 80, "train-step", "bf16", "sdpa", COMPILED),
+    (
+        "k_lmperf_h12_t96_train_compile",
+        _small(n_layers=2, d_model=768, n_heads=12, d_ff=2048),
+        2,
+        96,
+        "train-step",
+        "bf16",
+        "triton",
+        COMPILED,
+    ),
+    ("k_opt_h12_t128_train_compile", opt(2, 768, 12, 3072, 50272), 1, 128, "train-step", "bf16", "sdpa", COMPILED),
+    (
+        "k_qwen2_h12_kv2_t64_liger",
+        llama(2, 768, 12, 2, 2048, 151936, "qwen2"),
+        2,
+        64,
+        "forward",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    ("k_gpt2_h16_t48_fp32_compile", gpt2(2, 1024, 16, 50257), 4, 48, "forward", "fp32", "sdpa", COMPILED),
+    ("k_gpt2_h12_t100_autotune", gpt2(2, 768, 12, 50257), 2, 100, "forward", "fp16", "sdpa", AUTOTUNED),
+    ("k_neox_h12_t144_graphs", neox(2, 768, 12, 3072, 50304), 1, 144, "forward", "bf16", "sdpa", GRAPHED),
+    (
+        "k_llama_h16_kv4_t120_eager_compile",
+        llama(2, 1024, 16, 4, 2816, 32000),
+        2,
+        120,
+        "forward",
+        "bf16",
+        "naive",
+        COMPILED,
+    ),
+    (
+        "k_mistral_h16_kv8_t100_autotune",
+        llama(2, 1024, 16, 8, 3584, 32768, "mistral"),
+        3,
+        100,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -1392,6 +1456,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_P
             + _SERVED_BLIND_O
             + _SERVED_BLIND_N
+            + _SERVED_BLIND_K
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
