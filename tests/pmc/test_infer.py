@@ -345,6 +345,40 @@ def test_a_fused_qkv_of_two_fitting_widths_and_no_rotary_store_is_only_bounded()
     assert result.to_json()["n_kv_heads_min"] < expected["n_kv_heads"]
 
 
+def test_a_fused_qkv_read_by_its_bias_epilogue_or_else_only_bounded():
+    """Batch u's GPT-2 training step: its fused QKV's tiles allow 1536 (6 K/V heads) or 2304
+    (12) columns over 256 rows; the GEMM's epilogue adds one bias an output, 589,824 FADD =
+    256·2304: 12 heads, as ran. Batch n's GPT-NeoX step without its bias count and without the
+    kernel that copies the product whole: a norm's two N·d rows count N·1536, the width of 6
+    heads, which is no evidence, so the K/V heads are an interval holding the 12 that ran."""
+    import dataclasses
+
+    from lmperf.pmc.infer import infer
+    from lmperf.pmc.parse import FADD
+
+    _assert_kv_heads_read_as_ran("u_gpt2_h12_t128_train_compile", "epilogue")
+    capture, expected = _served("n_neox_h12_t96_train_compile")
+    kernels = [
+        dataclasses.replace(k, metrics={**k.metrics, FADD: 0.0}) if "bias" in k.name else k
+        for k in capture.kernels
+        if "cat_split" not in k.name
+    ]
+    result = infer(dataclasses.replace(capture, kernels=kernels))
+    low, high = result.intervals["n_kv_heads"]
+    assert result.values["n_kv_heads"] is None and low <= expected["n_kv_heads"] <= high, result.evidence["n_kv_heads"]
+
+
+def test_counts_at_multiples_of_d_are_no_evidence_of_a_fused_width():
+    """N = 10, d = 64: N·128 and N·192 (two and three d-wide rows) go, N·96 stays; a count with
+    one fp32 statistic a row (row_extra 2) that reads as N·128 goes too."""
+    from lmperf.pmc.infer import StoredCounts, _counts_off_multiples
+
+    counts = StoredCounts({1280: 2, 1920: 1, 960: 4, 1300: 1})
+    counts.row_extra = 2
+    kept = _counts_off_multiples(counts, 10, 64)
+    assert dict(kept) == {960: 4} and kept.row_extra == 2
+
+
 def test_a_gemm_that_stores_its_own_output_gives_the_kv_width():
     """Blind batch w's Mistral under max-autotune: B·T = 64 rows, and its K projection, a Triton
     template, does 64·1024·256 MACs and stores 64·256·2 B itself. Its causal mask stores T² =

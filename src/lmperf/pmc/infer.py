@@ -842,7 +842,17 @@ def _kv_heads(result, roles, tokens, d, shape: AttentionShape, counts: Counter) 
             for width, kv in kv_of.items()
             if kv * hd in apart
         }
+        or {
+            width: f"only {width} is what its epilogue's FADD ({kernel.metric(g.FADD):,.0f} = N·{width}) "
+            f"counts: one bias added to each output, {kv} K/V heads"
+            for width, kv in kv_of.items()
+            if g.whole(kernel.metric(g.FADD), tokens) == width
+        }
     )
+    if q_width:
+        # d-wide tensors count N·2d and N·3d (a norm storing two N·d rows, or running two or three
+        # float ops an element): the fused widths of H/2 and H K/V heads, which no count then tells
+        counts = _counts_off_multiples(counts, tokens, d)
     width = _width(result, "n_kv_heads", kernel, tokens, d, counts, what, hd, tuple(kv_of), witnessed)
     if width is None:
         low, high = result.intervals.pop("n_kv_heads")
@@ -857,6 +867,14 @@ def _kv_heads(result, roles, tokens, d, shape: AttentionShape, counts: Counter) 
         confidence,
         f"K/V width {kv_width} / head_dim {hd}; " + result.evidence["n_kv_heads"],
     )
+
+
+def _counts_off_multiples(counts: Counter, tokens: int, d: int) -> Counter:
+    """`counts` without those that read as N·w for a w that is a whole multiple of d."""
+    extras = {0, getattr(counts, "row_extra", 0)}
+    kept = type(counts)({v: n for v, n in counts.items() if all((v - e * tokens) % (tokens * d) for e in extras)})
+    kept.row_extra = getattr(counts, "row_extra", 0)
+    return kept
 
 
 def _rotated_widths(roles: dict, tokens: int, size: int) -> set[int]:
