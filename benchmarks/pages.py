@@ -1156,7 +1156,7 @@ SERVED_BLIND = {
     "o": "score-37-served-blindo-8e16180",
     "n": "score-39-served-blindn-a3ff7ca",
 }
-SERVED_NOW = "score-40-served-all-a1edec5"
+SERVED_NOW = "score-41-served-all-e466450"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
@@ -1239,7 +1239,7 @@ def pmc_served_now() -> str:
 # The limit captures' claims held against the inference code of their capture commit (one set per
 # capture call's commit), then today's.
 LIMITS_AT_CAPTURE = ("limits-at-capture-98d099b", "limits-at-capture-1c93c6c")
-LIMITS_NOW = "limits-f7406c1"
+LIMITS_NOW = "limits-e466450"
 
 
 def _limit_reading(row: dict) -> str:
