@@ -846,7 +846,8 @@ def _kv_heads(result, roles, tokens, d, shape: AttentionShape, counts: Counter) 
             width: f"only {width} is what its epilogue's FADD ({kernel.metric(g.FADD):,.0f} = N·{width}) "
             f"counts: one bias added to each output, {kv} K/V heads"
             for width, kv in kv_of.items()
-            if g.whole(kernel.metric(g.FADD), tokens) == width
+            # a split-K GEMM (grid z) may add per slice: its FADD is no count of outputs
+            if kernel.grid[2] == 1 and g.whole(kernel.metric(g.FADD), tokens) == width
         }
     )
     if q_width:
