@@ -101,13 +101,18 @@ class StoredCounts(Counter):
     row_extra = 0
 
 
+def _count_widths(count: float, tokens: int, counts: Counter) -> set[float]:
+    """The widths w an element count of `counts` reads as, N·w (less a row statistic each row
+    where `counts` counts stores, which may hold one)."""
+    return {(count - extra * tokens) / tokens for extra in {0, getattr(counts, "row_extra", 0)}}
+
+
 def exact_width(bound: float, tokens: int, counts: Counter, slack: float = SLACK) -> int | None:
     """The width w in [bound/slack, bound] with N·w an element count seen most often, else None."""
-    extras = {0, getattr(counts, "row_extra", 0)}
     fits = [
-        (n, _alignment(w) if len(extras) > 1 else 0, w)
+        (n, _alignment(w) if getattr(counts, "row_extra", 0) else 0, w)
         for v, n in counts.items()
-        for w in {(v - extra * tokens) / tokens for extra in extras}
+        for w in _count_widths(v, tokens, counts)
         if w == int(w) and bound / slack <= w <= bound * 1.0001
     ]
     # A count read with and without a row statistic gives two widths two apart: the model's is
@@ -291,13 +296,12 @@ def _width(
     # N·w elements exactly; counts of other tensors can pass for N·w within the padding bound
     # (a T x T causal mask: 4,096 = N·64 at N = T = 64)
     size = _element_size(result)
-    own = g.stored_width(kernel, tokens, size)
-    stores = f"N·{{}}·{size} B"
+    own, slices = g.stored_width(kernel, tokens, size), 1
     if own not in allowed and kernel.grid[2] > 1:
         # a split-K GEMM (cuBLAS's xmma kernels, a slice per grid z) stores each slice's
         # partial product, N·w fp32 values a slice
-        own = g.whole(kernel.metrics.get(g.STORE_BYTES), tokens * 4 * kernel.grid[2])
-        stores = f"{kernel.grid[2]} split-K slices x N·{{}}·4 B"
+        slices = kernel.grid[2]
+        own = g.whole(kernel.metrics.get(g.STORE_BYTES), tokens * 4 * slices)
     padded_low = bound / (SLACK * row_padding(tokens))
     if own in allowed and padded_low <= own <= bound * 1.0001 and (not fitting or own in fitting):
         result.set(
@@ -305,7 +309,7 @@ def _width(
             own,
             0.9,
             f"{what}: {g.macs(kernel):,.0f} MACs bound it by {bound:.0f}; the GEMM's own store bytes = "
-            + stores.format(own),
+            + (f"{slices} split-K slices x N·{own}·4 B" if slices > 1 else f"N·{own}·{size} B"),
         )
         return own
     simt = g.simt_widths(kernel, tokens, d)
@@ -443,7 +447,7 @@ def _infer_decode(capture: Capture, steps: Steps) -> Inference:
     length = None
     if roles and None not in (v["batch"], v["dtype"]):
         size = 4 if v["dtype"] == "fp32" else 2
-        between = [k for k in roles["first_layer"] if roles["qkv"][-1].index < k.index < roles["marker"].index]
+        between = _before_attention(roles, roles["qkv"][-1])
         if None not in (v["n_kv_heads"], v["head_dim"]):
             length = cache_length(between, v["batch"], v["n_kv_heads"] * v["head_dim"], size)
         rotary = None if length else rotary_heads(capture.kernels, between, v["batch"], size)
@@ -784,9 +788,7 @@ def _attention(
         return None
     shape = untie_by_rotary_table(shape, [k for k in forward if k.index < roles["marker"].index])
     if roles["qkv"]:
-        after_qkv = roles["qkv"][-1].index
-        between = [k for k in roles["first_layer"] if after_qkv < k.index < roles["marker"].index]
-        shape = untie_by_causal_mask(shape, between)
+        shape = untie_by_causal_mask(shape, _before_attention(roles, roles["qkv"][-1]))
     confidence = 0.9 if shape.error < 0.01 else 0.6
     # a tie of other heads leaves H and head_dim resting on the same choice as B and T
     tied_fields = ("batch", "seq_len", "n_heads", "head_dim")
@@ -872,10 +874,16 @@ def _kv_heads(result, roles, tokens, d, shape: AttentionShape, counts: Counter) 
 
 def _counts_off_multiples(counts: Counter, tokens: int, d: int) -> Counter:
     """`counts` without those that read as N·w for a w that is a whole multiple of d."""
-    extras = {0, getattr(counts, "row_extra", 0)}
-    kept = type(counts)({v: n for v, n in counts.items() if all((v - e * tokens) % (tokens * d) for e in extras)})
+    kept = type(counts)({v: n for v, n in counts.items() if all(w % d for w in _count_widths(v, tokens, counts))})
     kept.row_extra = getattr(counts, "row_extra", 0)
     return kept
+
+
+def _before_attention(roles: dict, after: KernelRecord, scores: bool = False) -> list[KernelRecord]:
+    """The first layer's kernels after `after` and before its attention kernel, or with `scores`
+    before the naive attention's QK^T matmul where there is one."""
+    end = (roles["qk"] or roles["marker"]) if scores else roles["marker"]
+    return [k for k in roles["first_layer"] if after.index < k.index < end.index]
 
 
 def _rotated_widths(roles: dict, tokens: int, size: int) -> set[int]:
@@ -883,13 +891,11 @@ def _rotated_widths(roles: dict, tokens: int, size: int) -> set[int]:
     store: the rotary embedding, which stores q and k rotated (one kernel when fused, eager
     Liger's or compiled), stores N·(q + k) of them. The MLP's activation, which a compiled
     parallel-residual layer may run in between, is left out."""
-    attention = roles["qk"] or roles["marker"]
     widths = set()
-    for k in roles["first_layer"]:
-        if roles["qkv"][-1].index < k.index < attention.index and category(k) != MATMUL:
-            if not _ACTIVATION.search(k.name.lower()):
-                width = g.stored_width(k, tokens, size)
-                widths |= {width} if width else set()
+    for k in _before_attention(roles, roles["qkv"][-1], scores=True):
+        if category(k) != MATMUL and not _ACTIVATION.search(k.name.lower()):
+            width = g.stored_width(k, tokens, size)
+            widths |= {width} if width else set()
     return widths
 
 
@@ -901,21 +907,19 @@ def _rotated_apart(roles: dict, tokens: int, q: int, size: int) -> set[int]:
     stores do not tell: the compiled k kernel may store k twice (for the attention and the cache).
     Inductor may order the projections K, V, Q with k rotated before Q's GEMM: the kernels from
     the first projection on count."""
-    attention = roles["qk"] or roles["marker"]
-    between = [
-        k for k in roles["first_layer"] if roles["qkv"][0].index < k.index < attention.index and category(k) != MATMUL
-    ]
+    between = [k for k in _before_attention(roles, roles["qkv"][0], scores=True) if category(k) != MATMUL]
+    stores_q = {k.index for k in between if g.stored_width(k, tokens, size) == q}
     rates = {
         (k.metric(g.FADD) / (tokens * q), k.metric(g.FMUL) / (tokens * q))
         for k in between
-        if g.stored_width(k, tokens, size) == q and k.metric(g.FADD) and k.metric(g.FMUL)
+        if k.index in stores_q and k.metric(g.FADD) and k.metric(g.FMUL)
     }
     if len(rates) != 1:
         return set()
     ((per_add, per_mul),) = rates
     widths = set()
     for k in between:
-        if g.stored_width(k, tokens, size) == q:
+        if k.index in stores_q:
             continue
         by_add, by_mul = k.metric(g.FADD) / (tokens * per_add), k.metric(g.FMUL) / (tokens * per_mul)
         if by_add == by_mul == int(by_add) > 0:
