@@ -71,7 +71,9 @@ class NcuRun:
     # unprofiled: ncu serializes the kernels it profiles and replays each alone, so a collective
     # waits for peers that never join it (NVIDIA/nccl#466, #536), and rerunning the whole program
     # once a pass (application replay) does not get past it either. The kernels around the
-    # collectives, those pmc reads, are profiled as ever.
+    # collectives, those pmc reads, are the ones asked for; whether ncu then lets rank 0's
+    # collectives run is not shown: it serializes every launch of the process it attaches to, and
+    # such a capture has yet to finish (the accuracy page's limits).
     skip_collectives: bool = False
 
     def command(self) -> list[str]:
