@@ -42,6 +42,59 @@ def test_a_program_with_nccl_peers_profiles_only_its_own_process_and_no_collecti
     assert cmd[-2:] == ["python", "x.py"]
 
 
+def _alive(pid: int, grace_s: float = 5.0) -> bool:
+    """Whether process `pid` still runs `grace_s` after it was killed (SIGKILL lands a moment later)."""
+    import time
+
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                if stat.read().rsplit(")", 1)[1].split()[0] in "ZX":  # a zombie has stopped
+                    return False
+        except FileNotFoundError:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_a_stopped_capture_says_how_far_it_got_and_leaves_no_process(tmp_path):
+    # A stand-in for ncu: profiles one kernel, hangs in the second, and has a child of its own
+    # (the profiled program's NCCL peer) that would outlive a kill of ncu alone.
+    fake = tmp_path / "ncu"
+    child = tmp_path / "child.pid"
+    fake.write_text(
+        "#!/bin/sh\n"
+        f"sleep 60 & echo $! > {child}\n"
+        "echo '==PROF== Profiling \"gemm\" - 0: 0%....50%....100% - 9 passes'\n"
+        "echo '==PROF== Profiling \"ncclDevKernel_AllReduce\" - 1: 0%'\n"
+        "sleep 60\n"
+    )
+    fake.chmod(0o755)
+    spec = ncu.NcuRun(["python", "x.py"], "step", ncu=str(fake))
+    with pytest.raises(UsageError) as stopped:
+        ncu.run(spec, tmp_path / "raw.csv", timeout_s=2)
+    assert str(stopped.value) == (
+        "ncu did not finish within 2 s: 2 kernels profiled, "
+        "the last line '==PROF== Profiling \"ncclDevKernel_AllReduce\" - 1: 0%'"
+    )
+    assert not _alive(int(child.read_text()))
+    assert not (tmp_path / "raw.csv").exists()
+
+
+def test_an_interrupted_capture_leaves_no_process(tmp_path):
+    import os
+    import signal
+    import threading
+
+    child = tmp_path / "child.pid"
+    hanging = ["sh", "-c", f"sleep 60 & echo $! > {child}; sleep 60"]
+    threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()  # Ctrl-C, which the session does not see
+    with pytest.raises(KeyboardInterrupt):
+        ncu.run_in_session(hanging, timeout_s=30)
+    assert not _alive(int(child.read_text()))
+
+
 @pytest.mark.parametrize(
     "output, expected",
     [

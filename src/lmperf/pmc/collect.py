@@ -7,7 +7,6 @@ targets, the true configuration that ran (`NAME.truth.json`).
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import tempfile
@@ -123,7 +122,7 @@ def compiled_once(program: list[str], cache_dir: Path, timeout_s: float | None) 
     compiles in its own process (no worker pool under ncu) should anything miss the cache."""
     env = {"TORCHINDUCTOR_CACHE_DIR": str(cache_dir), "PYTHONUNBUFFERED": "1"}
     try:
-        done = subprocess.run(program, capture_output=True, text=True, timeout=timeout_s, env={**os.environ, **env})
+        done = ncu.run_in_session(program, timeout_s, env)
     except subprocess.TimeoutExpired:
         raise UsageError(f"the target's compiling run (without ncu) did not finish within {timeout_s:.0f} s") from None
     if done.returncode != 0:

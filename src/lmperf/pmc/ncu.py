@@ -7,10 +7,12 @@ raw page in base units, so the parser never has to guess a unit.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gzip
 import os
 import shutil
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +58,7 @@ _FAILURES = (
 )
 
 
+KILLED_OUTPUT_S = 10  # how long a killed session's output is waited for
 NOT_NCCL = "^(?!nccl)"  # kernel function names that are not NCCL's (ncclDevKernel_..., ncclKernel_...)
 
 
@@ -147,6 +150,15 @@ def output_tail(output: str) -> str:
     return (" | ".join(output.strip().splitlines()[-3:]) or "no output")[-400:]
 
 
+def progress(stopped: subprocess.TimeoutExpired) -> str:
+    """How far a stopped ncu run got: the kernels it profiled and its last line, which tell a
+    capture that was merely slow from one that hung (no kernel, or one kernel never finished)."""
+    output = (stopped.stdout or "") + (stopped.stderr or "")
+    profiled = output.count("==PROF== Profiling")
+    last = (output.strip().splitlines() or ["no output"])[-1].strip()[:200]
+    return f"{profiled} kernel{'s' * (profiled != 1)} profiled, the last line {last!r}"
+
+
 def failure_message(output: str, range_name: str) -> str | None:
     """The one-line reason a run produced no usable capture, or None when it did."""
     for marker, message in _FAILURES:
@@ -156,19 +168,47 @@ def failure_message(output: str, range_name: str) -> str | None:
     return None
 
 
+def run_in_session(command: list[str], timeout_s: float | None, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run `command` to completion with its output captured, in a session of its own: past
+    `timeout_s` the whole session is killed (ncu, the program it profiles, that program's NCCL
+    peers or compile workers), none of which may be left holding a GPU for the next capture,
+    and TimeoutExpired carries the output so far. The session does not see a terminal's Ctrl-C,
+    so an interruption here kills it too. `env`: variables set over the current ones."""
+    with subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+        start_new_session=True,
+    ) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_session(process)
+            try:  # a process that left the session may still hold the pipes
+                stdout, stderr = process.communicate(timeout=KILLED_OUTPUT_S)
+            except subprocess.TimeoutExpired:
+                stdout = stderr = ""
+            raise subprocess.TimeoutExpired(command, timeout_s, stdout, stderr) from None
+        except BaseException:
+            _kill_session(process)
+            raise
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
+
+
+def _kill_session(process: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
 def run(spec: NcuRun, raw_csv: Path, timeout_s: float | None = None, env: dict | None = None) -> Path:
     """Profile `spec.program` and write ncu's raw CSV (gzipped if the name ends in .gz); `env`:
     variables set for the program over the current environment."""
     try:
-        done = subprocess.run(
-            spec.command(),
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
-        )
-    except subprocess.TimeoutExpired:
-        raise UsageError(f"ncu did not finish within {timeout_s:.0f} s") from None
+        done = run_in_session(spec.command(), timeout_s, {"PYTHONUNBUFFERED": "1", **(env or {})})
+    except subprocess.TimeoutExpired as stopped:
+        raise UsageError(f"ncu did not finish within {timeout_s:.0f} s: {progress(stopped)}") from None
     output = done.stdout + done.stderr
     problem = failure_message(output, spec.range_name)
     if problem is None and '"ID"' not in done.stdout:
