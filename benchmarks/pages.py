@@ -1155,6 +1155,7 @@ SERVED_BLIND = {
     "p": "score-35-served-blindp-9845978",
     "o": "score-37-served-blindo-8e16180",
     "n": "score-39-served-blindn-a3ff7ca",
+    "k": "score-42-served-blindk-ebd43db",
 }
 SERVED_NOW = "score-41-served-all-e466450"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
