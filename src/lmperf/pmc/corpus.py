@@ -1340,6 +1340,61 @@ _SERVED_BLIND_K = [
     ),
 ]
 
+# Blind batch j of the served kinds, written down before any of it is captured and after batch
+# k's score (10 of 10 with no change since): a static-cache Llama generate of three decode steps; a
+# Liger Llama training step (its fused linear cross-entropy); lmperf's fused loss and an fp16 GPT-2,
+# trained compiled; max-autotune forwards of an OPT of d 1280 and a GPT-NeoX of d 640; a compiled
+# three-layer Mistral and a compiled Llama of 24 heads; CUDA graphs on a Qwen2 and an odd-length
+# GPT-2. Generate and training entries first.
+_SERVED_BLIND_J = [
+    (
+        "j_llama_h10_kv2_p48_b2_static",
+        llama(2, 640, 10, 2, 1728, 32000),
+        2,
+        48,
+        "generate",
+        "bf16",
+        "sdpa",
+        {"new_tokens": 3, "static_cache": True},
+    ),
+    ("j_llama_h8_kv8_t64_train_liger", llama(2, 512, 8, 8, 1408, 32000), 2, 64, "train-step", "bf16", "sdpa", LIGER),
+    (
+        "j_lmperf_h10_t128_train_compile_fused",
+        _small(n_layers=2, d_model=640, n_heads=10, d_ff=1728),
+        2,
+        128,
+        "train-step",
+        "bf16",
+        "sdpa",
+        {**COMPILED, "loss": "fused"},
+    ),
+    ("j_gpt2_h12_t80_train_compile", gpt2(2, 768, 12, 50257), 2, 80, "train-step", "fp16", "sdpa", COMPILED),
+    ("j_opt_h20_t64_autotune", opt(2, 1280, 20, 5120, 50272), 2, 64, "forward", "fp16", "sdpa", AUTOTUNED),
+    (
+        "j_mistral_h14_kv2_t112_compile",
+        llama(3, 896, 14, 2, 2432, 32768, "mistral"),
+        1,
+        112,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("j_neox_h10_t128_autotune", neox(2, 640, 10, 2560, 50304), 2, 128, "forward", "bf16", "sdpa", AUTOTUNED),
+    (
+        "j_qwen2_h16_kv4_t72_graphs",
+        llama(2, 1024, 16, 4, 2816, 151936, "qwen2"),
+        2,
+        72,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("j_llama_h24_kv8_t64_compile", llama(2, 1536, 24, 8, 4096, 32000), 2, 64, "forward", "bf16", "sdpa", COMPILED),
+    ("j_gpt2_h20_t90_graphs", gpt2(2, 1280, 20, 50257), 1, 90, "forward", "fp16", "sdpa", GRAPHED),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -1457,6 +1512,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_O
             + _SERVED_BLIND_N
             + _SERVED_BLIND_K
+            + _SERVED_BLIND_J
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
