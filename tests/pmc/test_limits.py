@@ -213,6 +213,36 @@ def test_rank_0_removes_the_spec_file_it_started_its_peers_with(tmp_path, monkey
     assert peer.returncode == 0 and not spec.exists()
 
 
+def test_rank_0_starts_its_peers_without_the_profilers_variables(tmp_path, monkeypatch):
+    # What ncu 2025.3 set in a rank it profiled (`--target-processes application-only`): a peer
+    # that inherited them hung in NCCL's init with rank 0; one started without them ran.
+    from lmperf.pmc import tensor_parallel
+
+    injected = {
+        "NV_CUDA_START_SUSPENDED": "1",
+        "NVTX_INJECTION64_PATH": "libcuda-injection.so",
+        "NV_NSIGHT_INJECTION_TRANSPORT_TYPE": "uds",
+        "NV_TPS_LAUNCH_TOKEN": "Interactive Profile",
+        "NVIDIA_PROCESS_INJECTION_CRASH_REPORTING": "0",
+        "LD_PRELOAD": "/opt/nvidia/nsight-compute/2025.3.1/target/libInterceptorInjectionTarget.so",
+    }
+    kept = {"CUDA_VISIBLE_DEVICES": "0,1", "NCCL_NVLS_ENABLE": "0", "TMPDIR": str(tmp_path)}
+    for name, value in {**injected, **kept}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv(tensor_parallel.RANK_ENV, raising=False)
+    monkeypatch.delenv(tensor_parallel.PORT_ENV, raising=False)
+    started = []
+    monkeypatch.setattr(tensor_parallel.torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(tensor_parallel.torch.cuda, "set_device", lambda device: None)
+    monkeypatch.setattr(tensor_parallel.dist, "init_process_group", lambda *args, **kwargs: None)
+    monkeypatch.setattr(tensor_parallel.subprocess, "Popen", lambda args, env: started.append(env) or args)
+    tensor_parallel.join_ranks("{}", 2, ["python", "-m", "peer"])
+    (env,) = started
+    assert not set(injected) & set(env)
+    assert {name: env[name] for name in kept} == kept and env[tensor_parallel.RANK_ENV] == "1"
+    assert os.environ["NV_CUDA_START_SUSPENDED"] == "1"  # rank 0's own environment is left alone
+
+
 def test_a_tensor_parallel_rank_past_rank_0_looks_up_its_own_rows():
     embedding = torch.nn.Embedding(4, 3)
     rows = VocabShardEmbedding(embedding, start=4)(torch.tensor([[1, 5, 7, 8]]))

@@ -74,9 +74,9 @@ class NcuRun:
     # unprofiled: ncu serializes the kernels it profiles and replays each alone, so a collective
     # waits for peers that never join it (NVIDIA/nccl#466, #536), and rerunning the whole program
     # once a pass (application replay) does not get past it either. The kernels around the
-    # collectives, those pmc reads, are the ones asked for; whether ncu then lets rank 0's
-    # collectives run is not shown: it serializes every launch of the process it attaches to, and
-    # such a capture has yet to finish (the accuracy page's limits).
+    # collectives, those pmc reads, are the ones asked for, and rank 0's collectives run
+    # unprofiled between them, provided its peers start outside the profiler
+    # (lmperf.pmc.tensor_parallel.unprofiled).
     skip_collectives: bool = False
 
     def command(self) -> list[str]:
@@ -150,13 +150,11 @@ def output_tail(output: str) -> str:
     return (" | ".join(output.strip().splitlines()[-3:]) or "no output")[-400:]
 
 
-def progress(stopped: subprocess.TimeoutExpired) -> str:
-    """How far a stopped ncu run got: the kernels it profiled and its last line, which tell a
-    capture that was merely slow from one that hung (no kernel, or one kernel never finished)."""
+def last_line(stopped: subprocess.TimeoutExpired) -> str:
+    """The last line a stopped ncu run printed: the program's own, or ncu's (it prints no line a
+    kernel when writing CSV, so "Connected to process" last says the program never returned)."""
     output = (stopped.stdout or "") + (stopped.stderr or "")
-    profiled = output.count("==PROF== Profiling")
-    last = (output.strip().splitlines() or ["no output"])[-1].strip()[:200]
-    return f"{profiled} kernel{'s' * (profiled != 1)} profiled, the last line {last!r}"
+    return (output.strip().splitlines() or ["no output"])[-1].strip()[:200]
 
 
 def failure_message(output: str, range_name: str) -> str | None:
@@ -208,7 +206,9 @@ def run(spec: NcuRun, raw_csv: Path, timeout_s: float | None = None, env: dict |
     try:
         done = run_in_session(spec.command(), timeout_s, {"PYTHONUNBUFFERED": "1", **(env or {})})
     except subprocess.TimeoutExpired as stopped:
-        raise UsageError(f"ncu did not finish within {timeout_s:.0f} s: {progress(stopped)}") from None
+        raise UsageError(
+            f"ncu did not finish within {timeout_s:.0f} s; its last line: {last_line(stopped)!r}"
+        ) from None
     output = done.stdout + done.stderr
     problem = failure_message(output, spec.range_name)
     if problem is None and '"ID"' not in done.stdout:

@@ -10,9 +10,9 @@ Megatron and vLLM: V/tp rows each, the lookup zeroing the token ids of other ran
 
 Emulated, one process has no peer, so the all-reduce after each attention and MLP block, the
 embedding's all-reduce and the logits' all-gather are left out. With NCCL (`Target.tp_nccl`),
-the profiled process is rank 0 and starts the other ranks itself, one GPU each, and ncu
-profiles it alone, NCCL's kernels left out (lmperf.pmc.ncu); the collectives run as forward
-hooks on the Hugging Face modules.
+the profiled process is rank 0 and starts the other ranks itself, one GPU each and outside the
+profiler, and ncu profiles it alone, NCCL's kernels left out (lmperf.pmc.ncu); the collectives
+run as forward hooks on the Hugging Face modules.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import contextlib
 import os
 import socket
 import subprocess
+from collections.abc import Mapping
 
 import torch
 import torch.distributed as dist
@@ -75,6 +76,24 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _profiler_variable(name: str, value: str) -> bool:
+    """Whether an environment variable is one an Nsight tool sets to inject itself into a process
+    (NV_NSIGHT_INJECTION_*, NVTX_INJECTION64_PATH, NV_CUDA_START_SUSPENDED, ...)."""
+    return (
+        name.startswith("NV_")
+        or "INJECTION" in name
+        or "NSIGHT" in name.upper()
+        or (name == "LD_PRELOAD" and "nsight" in value.lower())
+    )
+
+
+def unprofiled(environment: Mapping[str, str]) -> dict[str, str]:
+    """`environment` without the profiler's variables. A peer that inherits them from a rank ncu
+    profiles with `--target-processes application-only` (NV_CUDA_START_SUSPENDED among them)
+    never gets past NCCL's init, nor do the other ranks; without them the ranks run."""
+    return {name: value for name, value in environment.items() if not _profiler_variable(name, value)}
+
+
 def join_ranks(target_json: str, degree: int, program: list[str]) -> list[subprocess.Popen]:
     """Join the NCCL group of `degree` ranks, one GPU each: rank 0 (the process ncu profiles)
     starts ranks 1.. as `program` + [a spec file of the same target] and returns them; a peer
@@ -89,7 +108,7 @@ def join_ranks(target_json: str, degree: int, program: list[str]) -> list[subpro
         with open(spec, "w", encoding="utf-8") as f:
             f.write(target_json)
         for peer in range(1, degree):
-            env = {**os.environ, RANK_ENV: str(peer), PORT_ENV: port}
+            env = {**unprofiled(os.environ), RANK_ENV: str(peer), PORT_ENV: port}
             peers.append(subprocess.Popen([*program, spec], env=env))
         os.environ[PORT_ENV] = port
     torch.cuda.set_device(rank)
