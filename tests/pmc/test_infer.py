@@ -329,20 +329,43 @@ def _assert_kv_heads_read_as_ran(name: str, how: str) -> None:
 
 
 def test_a_fused_qkv_of_two_fitting_widths_and_no_rotary_store_is_only_bounded():
-    """The same capture without its rotary kernels: nothing picks one of the widths the tiles
-    allow, so the K/V heads, and the parameters resting on them, are intervals holding the
-    configuration that ran, not a guess."""
+    """The same capture without its rotary kernels and without the TMA store counter (as
+    captured before collect asked for it): nothing picks one of the widths the tiles allow, so
+    the K/V heads, and the parameters resting on them, are intervals holding the configuration
+    that ran, not a guess."""
     import dataclasses
 
+    from lmperf.pmc.gemms import TMA_STORE_BYTES
     from lmperf.pmc.infer import infer
 
     capture, expected = _served("z_neox_h16_t150_eager_compile")
-    unrotated = [k for k in capture.kernels if not ("cos" in k.name and "sin" in k.name)]
+    unrotated = [
+        dataclasses.replace(k, metrics={m: v for m, v in k.metrics.items() if m != TMA_STORE_BYTES})
+        for k in capture.kernels
+        if not ("cos" in k.name and "sin" in k.name)
+    ]
     result = infer(dataclasses.replace(capture, kernels=unrotated))
     for field in ("n_kv_heads", "params_blocks", "params_total"):
         low, high = result.intervals[field]
         assert result.values[field] is None and low <= expected[field] <= high, (field, result.evidence[field])
     assert result.to_json()["n_kv_heads_min"] < expected["n_kv_heads"]
+
+
+def test_a_fused_qkv_read_by_its_tma_stores_where_its_bias_count_is_padded():
+    """Batch j's GPT-2 under CUDA graphs, 90 token rows in fp16: the fused QKV's tiles allow
+    1408 to 3840 columns, its bias epilogue counts padded rows (96·3840 FADD), and nothing after
+    it stores the product whole; its TMA stores, 691,200 B = 90·3840·2 B, give 20 K/V heads.
+    The vocabulary stays an interval holding the 50,257 that ran: the LM head is a split-K
+    cutlass GEMM of 50,257 columns (no TMA store, whose rows must be 16-byte aligned)."""
+    from lmperf.pmc.infer import infer
+
+    _assert_kv_heads_read_as_ran("j_gpt2_h20_t90_graphs", "TMA store bytes = N·3840·2 B")
+    capture, expected = _served("j_gpt2_h20_t90_graphs")
+    result = infer(capture)
+    for field in EXACT:
+        assert result.values[field] == expected[field], (field, result.evidence.get(field))
+    low, high = result.intervals["vocab_size"]
+    assert result.values["vocab_size"] is None and low <= expected["vocab_size"] <= high
 
 
 def test_a_fused_qkv_read_by_its_bias_epilogue_or_else_only_bounded():
@@ -468,12 +491,14 @@ def test_a_decode_step_decides_the_batch_its_prefill_leaves_open():
         ("n_neox_h12_t96_train_compile", "n_kv_heads", "copied whole"),
         # the same in fp32, its QKV a split-K GEMM of 5 slices, each storing N·2304 fp32 sums
         ("n_gpt2_h12_t64_fp32_autotune", "n_kv_heads", "split-K slices"),
+        # a K projection whose tiles allow 1 or 2 K/V heads; its TMA epilogue stores N·128 values
+        ("j_mistral_h14_kv2_t112_compile", "n_kv_heads", "TMA store bytes = N·128·2 B"),
     ],
 )
-def test_blind_batch_t_q_p_and_n_misses_read_as_ran(name, field, how):
-    """The max-autotune and compiled captures blind batches t, q, p and n missed (fixed after them,
-    so not blind): every field against the configuration that ran, and the field the fix is
-    about read the way `how` names."""
+def test_blind_batches_misses_read_as_ran(name, field, how):
+    """The max-autotune and compiled captures blind batches t, q, p, n and j missed (fixed after
+    them, so not blind): every field against the configuration that ran, and the field the fix
+    is about read the way `how` names."""
     from lmperf.pmc.infer import infer
 
     _assert_every_field_read_as_ran(name)

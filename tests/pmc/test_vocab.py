@@ -8,7 +8,8 @@ import pytest
 from lmperf.pmc import gemms as g
 from lmperf.pmc.infer import infer
 from lmperf.pmc.parse import read_capture
-from lmperf.pmc.vocab import L2_WRITE_SECTORS, TMA_STORE_BYTES, SECTOR_BYTES
+from lmperf.pmc.gemms import TMA_STORE_BYTES
+from lmperf.pmc.vocab import L2_WRITE_SECTORS, SECTOR_BYTES
 
 from pmc_fixtures import capture_path, truth
 

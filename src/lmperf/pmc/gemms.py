@@ -17,6 +17,9 @@ from lmperf.pmc.parse import FFMA, TENSOR_PATHS, Capture, KernelRecord
 
 FMUL = "sm__sass_thread_inst_executed_op_fmul_pred_on.sum"
 STORE_BYTES = "sm__sass_data_bytes_mem_global_op_st.sum"  # absent from older captures
+# Bytes a Hopper TMA store sends to L2 (a cuBLAS nvjet or cuDNN epilogue); absent from captures
+# collected before it joined collect's metric list.
+TMA_STORE_BYTES = "l1tex__m_l1tex2xbar_write_bytes_mem_global_op_tma_st.sum"
 # A GEMM this much smaller than the typical one is bookkeeping (rotary tables), not a layer.
 _TINY = 0.02
 
@@ -103,6 +106,17 @@ def stored_width(kernel: KernelRecord, rows: int, size: int) -> int | None:
     store bytes / (rows·size) when that is a positive whole number, else None (a TMA store
     counts 0 bytes there, a split-K GEMM its partial sums too)."""
     return whole(kernel.metrics.get(STORE_BYTES), rows * size)
+
+
+def output_width(kernel: KernelRecord, rows: int, size: int) -> int | None:
+    """The width w of a GEMM that stores its rows x w output of `size` bytes once: from its
+    st.global bytes, or where it stores with TMA (0 st.global bytes), its TMA store bytes (TMA
+    clips a tile at the tensor's edge, so padded rows and columns store nothing). None for a
+    split-K GEMM, whose TMA stores are its slices' fp32 partial sums."""
+    width = stored_width(kernel, rows, size)
+    if width or kernel.metrics.get(STORE_BYTES) != 0 or "splitk" in kernel.name.lower() or kernel.grid[2] > 1:
+        return width
+    return whole(kernel.metrics.get(TMA_STORE_BYTES), rows * size)
 
 
 # Inductor's pad_mm pass may pad a GEMM's rows to a multiple of 8 before a template runs it (100

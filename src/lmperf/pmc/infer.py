@@ -292,11 +292,11 @@ def _width(
     if len(seen) == 1:
         result.set(name, seen[0], 0.9, f"{tiles}; of the widths {fitting} there, {witnessed[seen[0]]}")
         return seen[0]
-    # A GEMM that stores its own output with st.global (a max-autotune Triton template) stores
-    # N·w elements exactly; counts of other tensors can pass for N·w within the padding bound
-    # (a T x T causal mask: 4,096 = N·64 at N = T = 64)
+    # A GEMM's own output stores, with st.global (a max-autotune Triton template) or TMA (cuBLAS's
+    # nvjet kernels), hold N·w elements exactly; counts of other tensors can pass for N·w within
+    # the padding bound (a T x T causal mask: 4,096 = N·64 at N = T = 64)
     size = _element_size(result)
-    own, slices = g.stored_width(kernel, tokens, size), 1
+    own, slices = g.output_width(kernel, tokens, size), 1
     if own not in allowed and kernel.grid[2] > 1:
         # a split-K GEMM (cuBLAS's xmma kernels, a slice per grid z) stores each slice's
         # partial product, N·w fp32 values a slice
@@ -308,7 +308,9 @@ def _width(
             name,
             own,
             0.9,
-            f"{what}: {g.macs(kernel):,.0f} MACs bound it by {bound:.0f}; the GEMM's own store bytes = "
+            f"{what}: {g.macs(kernel):,.0f} MACs bound it by {bound:.0f}; the GEMM's own "
+            + ("TMA " if kernel.metrics.get(g.STORE_BYTES) == 0 else "")
+            + "store bytes = "
             + (f"{slices} split-K slices x N·{own}·4 B" if slices > 1 else f"N·{own}·{size} B"),
         )
         return own

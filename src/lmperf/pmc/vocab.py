@@ -23,9 +23,8 @@ from lmperf.pmc import gemms as g
 from lmperf.pmc.parse import KernelRecord
 from lmperf.pmc.result import Inference
 
-# Bytes a Hopper TMA store sends to L2, and L2 write sectors that came from the SMs; both absent
-# from captures collected before they joined collect's metric list.
-TMA_STORE_BYTES = "l1tex__m_l1tex2xbar_write_bytes_mem_global_op_tma_st.sum"
+# L2 write sectors that came from the SMs; absent from captures collected before it joined
+# collect's metric list.
 L2_WRITE_SECTORS = "lts__t_sectors_srcunit_tex_op_write.sum"
 SECTOR_BYTES = 32
 _FOLLOWERS = 12  # kernels after the head that may hold its loss or the fp32 copy of its logits
@@ -68,7 +67,7 @@ def tma_vocab(head: KernelRecord, tokens: int, size: int) -> tuple[int, str] | N
     if head.metrics.get(g.STORE_BYTES) != 0:
         return None
     for metric, scale, how in (
-        (TMA_STORE_BYTES, 1, "its TMA store bytes"),
+        (g.TMA_STORE_BYTES, 1, "its TMA store bytes"),
         (L2_WRITE_SECTORS, SECTOR_BYTES, "its L2 write sectors x 32 B"),
     ):
         count = head.metrics.get(metric)
