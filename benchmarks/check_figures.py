@@ -1114,8 +1114,8 @@ QUOTES: list[Quote] = [
         "benchmarks/pmc-accuracy.md",
         "Blind, every structural field was exact on {} of {} captures in batch x, {} of {} in batch y, {} of {} "
         "in batch z, {} of {} in batch w, {} of {} in batch v, {} of {} in batch u, {} of {} in batch t, {} of {} "
-        "in batch q, {} of {} in batch p, {} of {} in batch o, {} of {} in batch n and {} of {} in batch k. Over the "
-        "twelve batches every "
+        "in batch q, {} of {} in batch p, {} of {} in batch o, {} of {} in batch n, {} of {} in batch k and {} of {} "
+        "in batch j. Over the thirteen batches every "
         "structural field was exact on {} of {} ({}%), the vocabulary exact on {} of {} ({}%) and exact or in its "
         "interval on {} of {} ({}%), and the parameters within 1% or in their interval on {} of {} ({}%).",
         _served_totals,

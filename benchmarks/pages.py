@@ -1156,6 +1156,7 @@ SERVED_BLIND = {
     "o": "score-37-served-blindo-8e16180",
     "n": "score-39-served-blindn-a3ff7ca",
     "k": "score-42-served-blindk-ebd43db",
+    "j": "score-43-served-blindj-accabea",
 }
 SERVED_NOW = "score-41-served-all-e466450"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
