@@ -92,6 +92,37 @@ def test_an_interrupted_capture_leaves_no_process(tmp_path):
     assert not _alive(int(child.read_text()))
 
 
+def test_a_run_with_nccl_peers_gets_its_collectives_placed_by_a_launch_run(tmp_path):
+    """A stand-in for ncu prints the NCCL rank's capture when asked to leave NCCL's kernels out,
+    and a launch-statistics run of the same kernels with the collectives among them otherwise;
+    collect writes the capture with them in place. Where the launch run fails, the profiled
+    capture is kept as it was, and collect says why."""
+    from test_pmc_collectives import _launch_run_of, _megatron_places
+
+    from lmperf.pmc.collect import collect_command
+    from lmperf.pmc.parse import read_text
+
+    profiled = read_text(FIXTURES / "limits" / "m_llama_h16_kv4_t128_tp2_nccl.csv.gz")
+    (tmp_path / "profiled.csv").write_text(profiled)
+    (tmp_path / "launches.csv").write_text(_launch_run_of(profiled, _megatron_places(profiled)))
+    fake = tmp_path / "ncu"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'case "$*" in *--query-metrics*) exit 0;; esac\n'
+        f'case "$*" in *--kernel-name*) cat {tmp_path}/profiled.csv;; *) cat {tmp_path}/launches.csv || exit 3;; esac\n'
+    )
+    fake.chmod(0o755)
+    done = collect_command(["python", "x.py"], "step", tmp_path / "x.csv.gz", str(fake), 60, skip_collectives=True)
+    kernels = read_capture(done.raw_csv).kernels
+    assert done.collectives == "6 NCCL kernels placed from a launch-statistics run"
+    assert done.kernels == len(kernels) == len(read_capture(tmp_path / "profiled.csv").kernels) + 6
+    assert sum("nccl" in k.name for k in kernels) == 6
+    (tmp_path / "launches.csv").unlink()
+    kept = collect_command(["python", "x.py"], "step", tmp_path / "y.csv.gz", str(fake), 60, skip_collectives=True)
+    assert kept.collectives.startswith("NCCL's kernels not placed: ncu wrote no CSV (exit 3)")
+    assert kept.kernels == done.kernels - 6 and not any("nccl" in k.name for k in read_capture(kept.raw_csv).kernels)
+
+
 @pytest.mark.parametrize(
     "output, expected",
     [

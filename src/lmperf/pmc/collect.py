@@ -11,6 +11,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import dataclasses
+import gzip
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +20,8 @@ from lmperf.analysis.kernels import short_name
 from lmperf.errors import UsageError
 from lmperf.pmc.kernels import category
 from lmperf.pmc import ncu
-from lmperf.pmc.parse import Capture, read_capture
+from lmperf.pmc.collective_rows import NotPlaced, with_collectives
+from lmperf.pmc.parse import Capture, read_capture, read_text
 from lmperf.pmc.targets import RANGE, Target
 from lmperf.report import tables
 
@@ -30,6 +33,8 @@ class Collected:
     truth_json: Path | None
     kernels: int
     dropped_metrics: list[str]
+    # NCCL's kernels put back at their launch places (a run with NCCL peers), or why they are not
+    collectives: str = ""
 
 
 def sibling(raw_csv: Path, suffix: str) -> Path:
@@ -80,14 +85,35 @@ def collect_command(
     env: dict | None = None,
     skip_collectives: bool = False,
 ) -> Collected:
-    """Profile `program`'s kernels inside NVTX range `range_name`; write the capture files."""
+    """Profile `program`'s kernels inside NVTX range `range_name`; write the capture files. With
+    `skip_collectives`, NCCL's kernels go unprofiled, and a second run that records every
+    kernel's launch alone puts them back in place (lmperf.pmc.collective_rows)."""
     executable = ncu.find_ncu(ncu_path)
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
     metrics, dropped = ncu.supported(ncu.METRICS, ncu.known_metrics(executable))
     spec = ncu.NcuRun(list(program), range_name, metrics, executable, skip_collectives)
     raw_csv = ncu.run(spec, Path(raw_csv), timeout_s, env)
+    collectives = _place_collectives(spec, raw_csv, deadline, env) if skip_collectives else ""
     capture = read_capture(raw_csv)
     kernels_csv = write_kernel_table(capture, sibling(raw_csv, ".kernels.csv"))
-    return Collected(raw_csv, kernels_csv, truth_json, len(capture.kernels), dropped)
+    return Collected(raw_csv, kernels_csv, truth_json, len(capture.kernels), dropped, collectives)
+
+
+def _place_collectives(profiled: ncu.NcuRun, raw_csv: Path, deadline: float | None, env: dict | None) -> str:
+    """Run the launch run and rewrite `raw_csv` with the collectives in place; what was done, in
+    words. A failed launch run leaves the profiled capture as it was, and says why."""
+    launches = dataclasses.replace(profiled, metrics=ncu.LAUNCH_METRICS, skip_collectives=False, own_process_only=True)
+    left = None if deadline is None else max(deadline - time.monotonic(), 1.0)
+    with tempfile.TemporaryDirectory() as scratch:
+        try:
+            launch_csv = ncu.run(launches, Path(scratch) / "launches.csv", left, env)
+            text, placed = with_collectives(read_text(raw_csv), launch_csv.read_text(encoding="utf-8"))
+        except (UsageError, NotPlaced) as failure:
+            return f"NCCL's kernels not placed: {failure}"
+    opener = gzip.open if raw_csv.suffix == ".gz" else open
+    with opener(raw_csv, "wt", encoding="utf-8") as f:
+        f.write(text)
+    return f"{placed} NCCL kernels placed from a launch-statistics run"
 
 
 def collect_target(

@@ -104,6 +104,8 @@ def collect(
     typer.echo(f"{result.kernels} kernels; wrote " + ", ".join(map(str, written)))
     if result.dropped_metrics:
         typer.echo("not offered by this GPU: " + ", ".join(result.dropped_metrics))
+    if result.collectives:
+        typer.echo(result.collectives)
 
 
 @pmc_app.command()

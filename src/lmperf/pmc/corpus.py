@@ -1451,6 +1451,16 @@ _SERVED_LIMITS = [
         "sdpa",
         {"tensor_parallel": 2, "tp_nccl": True},
     ),
+    (
+        "m_llama_h16_kv4_t96_tp2_nccl_placed",
+        llama(2, 1024, 16, 4, 2816, 32000),
+        2,
+        96,
+        "forward",
+        "bf16",
+        "sdpa",
+        {"tensor_parallel": 2, "tp_nccl": True},
+    ),
     ("m_llama_h8_kv2_t128_fp8", _LIMIT_MODEL, 2, 128, "forward", "bf16", "sdpa", {"quantize": "fp8"}),
     ("m_llama_h8_kv2_t128_int8", _LIMIT_MODEL, 2, 128, "forward", "bf16", "sdpa", {"quantize": "int8"}),
     (
@@ -1531,7 +1541,9 @@ def _collect_one(
             # Never past the deadline: a capture in flight then would be lost with the call.
             timeout = min(capture_timeout_s, deadline - start)
             result = collect_target(target, out_dir / f"{name}.csv.gz", timeout_s=timeout)
-            status = f"ok: {result.kernels} kernels, dropped metrics {result.dropped_metrics}"
+            status = f"ok: {result.kernels} kernels, dropped metrics {result.dropped_metrics}" + (
+                f"; {result.collectives}" if result.collectives else ""
+            )
         except UsageError as error:
             status = f"failed: {error}"
         except Exception as error:  # noqa: BLE001 - the corpus must go on; the log keeps why

@@ -136,6 +136,17 @@ LIMIT_CLAIMS = {
         "report parallelism.",
         {"mode": "forward", "dtype": "bf16", "n_layers": TRUTH, "parallelism": None, **_UNDETERMINED},
     ),
+    "m_llama_h16_kv4_t96_tp2_nccl_placed": LimitClaim(
+        "tensor parallelism (NCCL, collectives placed by a launch run)",
+        "detects",
+        "The NCCL rank over 96 tokens, collected since collect's second run records every kernel's "
+        "launch alone (one pass, which the peer joins) and puts NCCL's kernels back between the "
+        "profiled ones: the all-reduces between the forward's layers read as a tensor-parallel "
+        "rank, the widths said to be the rank's shard's and the degree not read; the shard's "
+        "fields stay as for the other ranks (mode, dtype, n_layers; every field resting on "
+        "d_model not determined).",
+        {"mode": "forward", "dtype": "bf16", "n_layers": TRUTH, "parallelism": "tensor", **_UNDETERMINED},
+    ),
 }
 
 

@@ -58,6 +58,7 @@ _FAILURES = (
 )
 
 
+LAUNCH_METRICS = ("launch__grid_size", "launch__block_size")  # one pass: no counter to replay for
 KILLED_OUTPUT_S = 10  # how long a killed session's output is waited for
 NOT_NCCL = "^(?!nccl)"  # kernel function names that are not NCCL's (ncclDevKernel_..., ncclKernel_...)
 
@@ -78,6 +79,9 @@ class NcuRun:
     # unprofiled between them, provided its peers start outside the profiler
     # (lmperf.pmc.tensor_parallel.unprofiled).
     skip_collectives: bool = False
+    # Only the launched process, every kernel: the launch run that places the collectives
+    # (lmperf.pmc.collective_rows), with LAUNCH_METRICS, which need no replay.
+    own_process_only: bool = False
 
     def command(self) -> list[str]:
         if not self.program:
@@ -101,11 +105,8 @@ class NcuRun:
             "raw",
             "--print-units",
             "base",
-            *(
-                ("--target-processes", "application-only", "--kernel-name", f"regex:{NOT_NCCL}")
-                if self.skip_collectives
-                else ()
-            ),
+            *(("--target-processes", "application-only") if self.skip_collectives or self.own_process_only else ()),
+            *(("--kernel-name", f"regex:{NOT_NCCL}") if self.skip_collectives else ()),
             *self.program,
         ]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from lmperf.errors import UsageError
 
-_HEADER_START = '"ID",'
+HEADER_START = '"ID",'
 _DIMS = re.compile(r"\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)")
 # Columns that describe the launch, not counters.
 # GEMM work: tensor-pipe ops per source type, or FFMA instructions for fp32 without tensor cores.
@@ -129,11 +129,11 @@ def read_text(path: Path) -> str:
 def parse_text(text: str, source: str = "") -> Capture:
     """Parse the raw page; no table, or a table without kernels, is a UsageError."""
     lines = text.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith(_HEADER_START)), None)
+    start = next((i for i, line in enumerate(lines) if line.startswith(HEADER_START)), None)
     if start is None:
         raise UsageError(
             f"{source or 'input'}: no ncu raw CSV table (a line starting "
-            f"{_HEADER_START}) found; was it written with --csv --page raw?"
+            f"{HEADER_START}) found; was it written with --csv --page raw?"
         )
     table = [line for line in lines[start:] if line.startswith('"')]  # drop ==PROF== and output
     try:
