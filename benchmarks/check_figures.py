@@ -307,12 +307,12 @@ def _uncaptured_blind() -> tuple[str, ...]:
 
 def _limit_of(name: str, log: Path | None = None) -> tuple[str]:
     """The ncu time limit the entry `name` ran past, from its last line in the served captures'
-    collect logs, or in `log`."""
+    collect logs, or from its last line in `log` that says so (a later capture may have finished)."""
     if log is None:
         status = _served_outcomes()[name][1]["status"]
     else:
         lines = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
-        status = [line for line in lines if line["name"] == name][-1]["status"]
+        status = [line for line in lines if line["name"] == name and LIMIT.search(line["status"])][-1]["status"]
     return (LIMIT.search(status)[1],)
 
 
@@ -1130,7 +1130,7 @@ QUOTES: list[Quote] = [
     Quote("benchmarks/pmc-accuracy.md", "stopped at the {} s its call had left", lambda: _uncaptured_blind()[4:5]),
     Quote(
         "benchmarks/pmc-accuracy.md",
-        "run on two H200s, that capture too ran past its {} s limit without a kernel",
+        "That capture first ran past its {} s limit without a kernel",
         lambda: _limit_of("m_llama_h16_kv4_t128_tp2_nccl", ROOT / "tests/pmc/fixtures/limits/collect_log-m.jsonl"),
     ),
     Quote(
