@@ -1158,7 +1158,7 @@ SERVED_BLIND = {
     "k": "score-42-served-blindk-ebd43db",
     "j": "score-43-served-blindj-accabea",
 }
-SERVED_NOW = "score-41-served-all-e466450"
+SERVED_NOW = "score-44-served-all-9d57f4e"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
@@ -1185,15 +1185,15 @@ def pmc_served_blind() -> str:
 
 
 def served_field_counts(scoring: str, split: str = "held_out") -> dict[str, tuple[int, int]]:
-    """field -> (captures right, captures) of a served scoring's `split`, from its field rates: a
-    whole percentage of fewer than 50 captures names one count, as 0% and 100% do of any; a
-    field whose percentage could name two counts is left out."""
+    """field -> (captures right, captures) of a served scoring's `split`, from its field rates
+    (whole percentages, as the score file prints them): the one count of n captures that prints
+    as that percentage; a field whose percentage two counts print as is left out."""
     counts = {}
     for row in F.of_set("pmc-accuracy", scoring, kind="field"):
-        n = row[f"{split}_n"]
-        if n >= 50 and row[f"{split}_exact"] not in ("0%", "100%"):  # two counts could round alike
-            continue
-        counts[row["field"]] = (round(float(row[f"{split}_exact"].rstrip("%")) * n / 100) if n else 0, n)
+        n, rate = row[f"{split}_n"], row[f"{split}_exact"]
+        right = [k for k in range(n + 1) if f"{k / n:.0%}" == rate] if n else [0]
+        if len(right) == 1:
+            counts[row["field"]] = (right[0], n)
     return counts
 
 
