@@ -1395,6 +1395,79 @@ _SERVED_BLIND_J = [
     ("j_gpt2_h20_t90_graphs", gpt2(2, 1280, 20, 50257), 1, 90, "forward", "fp16", "sdpa", GRAPHED),
 ]
 
+# Blind batch i of the served kinds, written down before any of it is captured and after batch
+# j's fixes (a projection's width from its own TMA stores): a static-cache Qwen2 generate over
+# three prompts; a Liger Mistral training step; compiled training steps of a GPT-NeoX in fp16 and
+# a GPT-2 in fp32; CUDA graphs on a GPT-2 of 77 tokens and a Mistral over two sequences; a
+# compiled fp32 OPT and a compiled three-layer Qwen2; max-autotune forwards of a Llama of 20 heads
+# and an lmperf model. Generate and training entries first.
+_SERVED_BLIND_I = [
+    (
+        "i_qwen2_h14_kv2_p40_b3_static",
+        llama(2, 896, 14, 2, 2432, 151936, "qwen2"),
+        3,
+        40,
+        "generate",
+        "bf16",
+        "sdpa",
+        {"new_tokens": 2, "static_cache": True},
+    ),
+    (
+        "i_mistral_h8_kv2_t96_train_liger",
+        llama(2, 512, 8, 2, 1408, 32768, "mistral"),
+        2,
+        96,
+        "train-step",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    ("i_neox_h8_t112_train_compile", neox(2, 512, 8, 2048, 50304), 2, 112, "train-step", "fp16", "sdpa", COMPILED),
+    ("i_gpt2_h10_t100_train_compile_fp32", gpt2(2, 640, 10, 50257), 1, 100, "train-step", "fp32", "sdpa", COMPILED),
+    ("i_gpt2_h16_t77_graphs", gpt2(2, 1024, 16, 50257), 1, 77, "forward", "fp16", "sdpa", GRAPHED),
+    (
+        "i_mistral_h16_kv4_t64_graphs",
+        llama(2, 1024, 16, 4, 3584, 32768, "mistral"),
+        2,
+        64,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("i_opt_h16_t96_compile_fp32", opt(2, 1024, 16, 4096, 50272), 1, 96, "forward", "fp32", "sdpa", COMPILED),
+    (
+        "i_qwen2_h12_kv4_t128_compile",
+        llama(3, 768, 12, 4, 2048, 151936, "qwen2"),
+        1,
+        128,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "i_llama_h20_kv4_t80_autotune",
+        llama(2, 1280, 20, 4, 3456, 32000),
+        2,
+        80,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    (
+        "i_lmperf_h16_t112_autotune",
+        _small(n_layers=2, d_model=1024, n_heads=16, d_ff=2816),
+        2,
+        112,
+        "forward",
+        "bf16",
+        "triton",
+        AUTOTUNED,
+    ),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -1523,6 +1596,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_N
             + _SERVED_BLIND_K
             + _SERVED_BLIND_J
+            + _SERVED_BLIND_I
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
