@@ -1240,7 +1240,12 @@ def pmc_served_now() -> str:
 
 # The limit captures' claims held against the inference code of their capture commit (one set per
 # capture call's commit), then today's.
-LIMITS_AT_CAPTURE = ("limits-at-capture-98d099b", "limits-at-capture-1c93c6c", "limits-at-capture-d461497", "limits-at-capture-3cd2926")
+LIMITS_AT_CAPTURE = (
+    "limits-at-capture-98d099b",
+    "limits-at-capture-1c93c6c",
+    "limits-at-capture-d461497",
+    "limits-at-capture-3cd2926",
+)
 LIMITS_NOW = "limits-3cd2926"
 
 
