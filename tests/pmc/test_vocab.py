@@ -87,3 +87,29 @@ def test_a_compiled_lmperf_step_reads_the_vocabulary_from_its_fused_loss():
     N·V·2 (no whole number of rows), so only the fused loss's row kernel pins V."""
     name = "w_lmperf_h16_t160_train_compile_fused"
     assert infer(read_capture(capture_path(name))).values["vocab_size"] == truth(name)["vocab_size"]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "j_gpt2_h20_t90_graphs",  # 90 rows, fp16, CUDA graphs
+        "b_gpt2_h25_t301_cudnn",  # 301 rows, bf16
+        "c_gpt2_h20_t77_cudnn",  # 4 x 77 rows, fp16
+        "s_gpt2_h25_t333_flash",
+        "s_gpt2_h40_t96_eff",  # 3 x 96 rows
+    ],
+)
+def test_a_split_k_cutlass_head_is_pinned_by_its_slices_stores(name):
+    """GPT-2's LM head of 50,257 columns runs as a serial split-K cutlass GEMM (grid z = 2, 128 x
+    128 tiles): its st.global bytes are 2 x (N·V·2 + 4·ceil(N/128)·ceil(V/128)), which only
+    V = 50,257 gives; two bytes more or less is no reading."""
+    expected = truth(name)
+    result = infer(read_capture(capture_path(name)))
+    assert result.values["vocab_size"] == expected["vocab_size"], result.evidence["vocab_size"]
+    assert "2 split-K slices" in result.evidence["vocab_size"]
+    head = _lm_head(name)
+    for off in (-2, 2):  # stays divisible by the two slices
+        capture = _edited(name, lambda k: k.index == head.index, **{g.STORE_BYTES: head.metrics[g.STORE_BYTES] + off})
+        result = infer(capture)
+        low, high = result.intervals["vocab_size"]
+        assert result.values["vocab_size"] is None and low <= expected["vocab_size"] <= high

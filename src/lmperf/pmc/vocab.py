@@ -6,8 +6,9 @@ padding). Counters of bytes pin it when one of them sees the N·V logits exactly
 - lmperf's fused loss's row kernel, one program per row of logits: it overwrites each row with
   its gradient and stores the row's fp32 loss, st.global bytes = rows·(V·size + 4);
 - the head's requested st.global bytes: fp32 GEMMs and 16-bit ones whose V is no multiple of 8
-  (F.linear probes show it; a split-K cutlass head, grid z = 2, stores 2·N·V·2 B plus 9,432 B,
-  which pins nothing);
+  (F.linear probes show it); a serial split-K cutlass head (grid z = its slices) stores the
+  output once a slice and a 4-byte semaphore a slice for each output tile (2·N·V·2 B plus 9,432 B
+  = 2 x 4 B x 1,179 tiles of 128 x 128 over 301 rows);
 - a Hopper TMA-store head (st.global bytes 0): the bytes its TMA stores send to L2, or the L2
   write sectors from the SMs (x 32 bytes), when they are a whole number of N·bytes rows;
 - the fp32 copy of the logits that follows the head (Hugging Face generate's last-position
@@ -16,6 +17,8 @@ Each reading counts only when it lies in the head's work bound; else V is an int
 """
 
 from __future__ import annotations
+
+import re
 
 from lmperf.analysis.kernels import MATMUL
 from lmperf.pmc.kernels import category
@@ -57,8 +60,35 @@ def fused_loss_vocab(kernels: list[KernelRecord], size: int) -> int | None:
 
 
 def store_vocab(head: KernelRecord, tokens: int, size: int) -> int | None:
-    """V from the head's requested st.global bytes, N·V·size."""
-    return g.stored_width(head, tokens, size)
+    """V from the head's requested st.global bytes, N·V·size (not a split-K head's: its slices
+    store more)."""
+    return g.stored_width(head, tokens, size) if head.grid[2] == 1 else None
+
+
+_CUTLASS_TILE = re.compile(r"cutlass\w*?_(\d+)x(\d+)_")
+SEMAPHORE_BYTES = 4
+
+
+def split_k_vocab(head: KernelRecord, tokens: int, size: int) -> int | None:
+    """V from a serial split-K cutlass head (grid z: its slices): each slice stores the N x V
+    output of `size` bytes (a partial sum, then the total) and a 4-byte semaphore for each output
+    tile of its name's size (exact on five GPT-2 heads of 90 to 333 rows in 128 x 128 tiles).
+    The bytes grow with V, so at most one V fits each way the tile may lie; None unless exactly
+    one V fits."""
+    slices, stored, match = head.grid[2], head.metrics.get(g.STORE_BYTES), _CUTLASS_TILE.search(head.name)
+    if slices < 2 or not stored or not match or stored % slices:
+        return None
+    per_slice, found = stored // slices, set()
+    for rows, cols in {(int(match[1]), int(match[2])), (int(match[2]), int(match[1]))}:
+        vocab = int(per_slice // (tokens * size))
+        while vocab > 0:
+            bytes_ = tokens * vocab * size + SEMAPHORE_BYTES * -(-tokens // rows) * -(-vocab // cols)
+            if bytes_ < per_slice:
+                break
+            if bytes_ == per_slice:
+                found.add(vocab)
+            vocab -= 1
+    return found.pop() if len(found) == 1 else None
 
 
 def tma_vocab(head: KernelRecord, tokens: int, size: int) -> tuple[int, str] | None:
@@ -97,6 +127,10 @@ def readings(
             f"lmperf's fused loss stores rows·(V·{size} + 4) B",
         ),
         (store_vocab(head, tokens, size), f"its global store bytes = N·V·{size} B"),
+        (
+            split_k_vocab(head, tokens, size),
+            f"its global store bytes = {head.grid[2]} split-K slices x (N·V·{size} B + 4 B a tile)",
+        ),
     ]
     tma = tma_vocab(head, tokens, size)
     if tma:
