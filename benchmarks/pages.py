@@ -1158,7 +1158,7 @@ SERVED_BLIND = {
     "k": "score-42-served-blindk-ebd43db",
     "j": "score-43-served-blindj-accabea",
 }
-SERVED_NOW = "score-44-served-all-9d57f4e"
+SERVED_NOW = "score-45-served-all-0b0bc52"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
