@@ -1313,7 +1313,7 @@ def pmc_paths() -> str:
     return markdown(["attention path", "captures", "every structural field exact", "vocab_size exact"], body)
 
 
-INFER_TIME = "infer-time-7ebb221"
+INFER_TIME = "infer-time-127a03e"
 
 
 def pmc_infer_time() -> str:
