@@ -7,12 +7,11 @@ targets, the true configuration that ran (`NAME.truth.json`).
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 import tempfile
 import time
-import dataclasses
-import gzip
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from lmperf.errors import UsageError
 from lmperf.pmc.kernels import category
 from lmperf.pmc import ncu
 from lmperf.pmc.collective_rows import NotPlaced, with_collectives
-from lmperf.pmc.parse import Capture, read_capture, read_text
+from lmperf.pmc.parse import Capture, read_capture, read_text, write_text
 from lmperf.pmc.targets import RANGE, Target
 from lmperf.report import tables
 
@@ -110,9 +109,7 @@ def _place_collectives(profiled: ncu.NcuRun, raw_csv: Path, deadline: float | No
             text, placed = with_collectives(read_text(raw_csv), launch_csv.read_text(encoding="utf-8"))
         except (UsageError, NotPlaced) as failure:
             return f"NCCL's kernels not placed: {failure}"
-    opener = gzip.open if raw_csv.suffix == ".gz" else open
-    with opener(raw_csv, "wt", encoding="utf-8") as f:
-        f.write(text)
+    write_text(raw_csv, text)
     return f"{placed} NCCL kernels placed from a launch-statistics run"
 
 

@@ -16,7 +16,7 @@ import io
 import re
 
 from lmperf.pmc.ncu import NOT_NCCL
-from lmperf.pmc.parse import HEADER_START
+from lmperf.pmc.parse import raw_table
 
 _NOT_COLLECTIVE = re.compile(NOT_NCCL)  # the filter the profiled run's ncu applied
 NO_VALUE = "n/a"  # how ncu's raw page marks a metric a kernel has no value for
@@ -24,18 +24,6 @@ NO_VALUE = "n/a"  # how ncu's raw page marks a metric a kernel has no value for
 
 class NotPlaced(ValueError):
     """The launch run's kernels are not the profiled run's with collectives among them."""
-
-
-def _table(text: str) -> tuple[list[str], list[list[str]], list[list[str]]]:
-    """The raw page's header, its units row (empty if none) and its kernel rows."""
-    lines = text.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith(HEADER_START)), None)
-    if start is None:
-        raise NotPlaced("no ncu raw CSV table")
-    rows = list(csv.reader(io.StringIO("\n".join(line for line in lines[start:] if line.startswith('"')))))
-    header, body = rows[0], rows[1:]
-    units = [body.pop(0)] if body and body[0][0] == "" else []
-    return header, units, body
 
 
 def _csv(rows: list[list[str]]) -> str:
@@ -46,9 +34,10 @@ def _csv(rows: list[list[str]]) -> str:
 
 def with_collectives(profiled: str, launches: str) -> tuple[str, int]:
     """The profiled run's raw page with the launch run's collectives put back in launch order
-    (kernel IDs renumbered), and how many; NotPlaced where the two runs' other kernels differ."""
-    header, units, rows = _table(profiled)
-    launch_header, _, launched = _table(launches)
+    (kernel IDs renumbered), and how many; NotPlaced where the two runs' other kernels differ, a
+    UsageError where either page holds no table."""
+    header, units, rows = raw_table(profiled, "the profiled run")
+    launch_header, _, launched = raw_table(launches, "the launch run")
     name, launch_name = header.index("Kernel Name"), launch_header.index("Kernel Name")
     others = [row[launch_name] for row in launched if _NOT_COLLECTIVE.match(row[launch_name])]
     if others != [row[name] for row in rows]:
@@ -64,4 +53,4 @@ def with_collectives(profiled: str, launches: str) -> tuple[str, int]:
     ids = header.index("ID")
     for number, row in enumerate(merged):
         row[ids] = str(number)
-    return _csv([header, *units, *merged]), len(merged) - len(rows)
+    return _csv([header, *([units] if units else []), *merged]), len(merged) - len(rows)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import gzip
 import os
 import shutil
 import signal
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lmperf.errors import UsageError
+from lmperf.pmc.parse import write_text
 
 # The counters the inference reads; launch statistics (grid, block, registers) come with the raw
 # page. Tensor-pipe counters count the work of whole tiles, FFMA the fp32 GEMMs without tensor cores.
@@ -218,7 +218,4 @@ def run(spec: NcuRun, raw_csv: Path, timeout_s: float | None = None, env: dict |
         raise UsageError(problem)
     raw_csv = Path(raw_csv)
     raw_csv.parent.mkdir(parents=True, exist_ok=True)
-    opener = gzip.open if raw_csv.suffix == ".gz" else open
-    with opener(raw_csv, "wt", encoding="utf-8") as f:
-        f.write(done.stdout)
-    return raw_csv
+    return write_text(raw_csv, done.stdout)

@@ -126,8 +126,18 @@ def read_text(path: Path) -> str:
         raise UsageError(f"cannot read {path}: {reason}") from None
 
 
-def parse_text(text: str, source: str = "") -> Capture:
-    """Parse the raw page; no table, or a table without kernels, is a UsageError."""
+def write_text(path: Path, text: str) -> Path:
+    """Write a capture's text as `read_text` reads it: gzipped if the name ends in .gz."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "wt", encoding="utf-8") as f:
+        f.write(text)
+    return path
+
+
+def raw_table(text: str, source: str = "") -> tuple[list[str], list[str], list[list[str]]]:
+    """The raw page's header, its units row (empty without `--print-units`) and its kernel rows,
+    each row as long as the header; no table, or a damaged one, is a UsageError."""
     lines = text.splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith(HEADER_START)), None)
     if start is None:
@@ -142,15 +152,20 @@ def parse_text(text: str, source: str = "") -> Capture:
         raise UsageError(f"{source or 'input'}: the ncu table is damaged ({error})") from None
     header, body = rows[0], rows[1:]
     _check_rows(header, body, source or "input")
+    units = body.pop(0) if body and body[0][0] == "" else []
+    return header, units, body
+
+
+def parse_text(text: str, source: str = "") -> Capture:
+    """Parse the raw page; no table, or a table without kernels, is a UsageError."""
+    header, unit_row, body = raw_table(text, source)
     missing = [name for name in REQUIRED_COLUMNS if name not in header]
     if missing:
         raise UsageError(
             f"{source or 'input'}: the ncu table lacks the column(s) {', '.join(missing)}; "
             "collect it again with `lmperf pmc collect`"
         )
-    units: dict[str, str] = {}
-    if body and body[0][0] == "":  # the units row
-        units = dict(zip(header, body.pop(0)))
+    units: dict[str, str] = dict(zip(header, unit_row))
     counters = tuple(name for name in header if name not in _DESCRIPTIVE and not name.startswith(_MACHINE_COLUMNS))
     kernels = [_record(i, dict(zip(header, row)), counters) for i, row in enumerate(body)]
     if not kernels:
