@@ -1468,6 +1468,78 @@ _SERVED_BLIND_I = [
     ),
 ]
 
+# Blind batch h of the served kinds, written down before any of it is captured and before batch i
+# is scored: a static-cache Llama generate over two prompts; a Liger Qwen2 training step; lmperf's
+# fused loss trained compiled; a compiled fp16 OPT training step; CUDA graphs on a GPT-NeoX and an
+# OPT; a compiled three-layer Mistral; max-autotune forwards of a GPT-2 of 20 heads and a Qwen2 of
+# 14; a compiled Llama with eager attention. Generate and training entries first.
+_SERVED_BLIND_H = [
+    (
+        "h_llama_h12_kv4_p44_b2_static",
+        llama(2, 768, 12, 4, 2048, 32000),
+        2,
+        44,
+        "generate",
+        "bf16",
+        "sdpa",
+        {"new_tokens": 2, "static_cache": True},
+    ),
+    (
+        "h_qwen2_h16_kv2_t80_train_liger",
+        llama(2, 1024, 16, 2, 2816, 151936, "qwen2"),
+        2,
+        80,
+        "train-step",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    (
+        "h_lmperf_h12_t112_train_compile_fused",
+        _small(n_layers=2, d_model=768, n_heads=12, d_ff=2048),
+        2,
+        112,
+        "train-step",
+        "bf16",
+        "triton",
+        {**COMPILED, "loss": "fused"},
+    ),
+    ("h_opt_h12_t88_train_compile", opt(2, 768, 12, 3072, 50272), 2, 88, "train-step", "fp16", "sdpa", COMPILED),
+    ("h_neox_h16_t96_graphs", neox(2, 1024, 16, 4096, 50304), 1, 96, "forward", "fp16", "sdpa", GRAPHED),
+    ("h_opt_h16_t80_graphs", opt(2, 1024, 16, 4096, 50272), 2, 80, "forward", "bf16", "sdpa", GRAPHED),
+    (
+        "h_mistral_h12_kv4_t150_compile",
+        llama(3, 768, 12, 4, 2048, 32768, "mistral"),
+        1,
+        150,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("h_gpt2_h20_t64_autotune", gpt2(2, 1280, 20, 50257), 2, 64, "forward", "fp16", "sdpa", AUTOTUNED),
+    (
+        "h_qwen2_h14_kv2_t96_autotune",
+        llama(2, 896, 14, 2, 4864, 151936, "qwen2"),
+        1,
+        96,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    (
+        "h_llama_h16_kv8_t100_eager_compile",
+        llama(2, 1024, 16, 8, 2816, 32000),
+        2,
+        100,
+        "forward",
+        "bf16",
+        "naive",
+        COMPILED,
+    ),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -1597,6 +1669,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_K
             + _SERVED_BLIND_J
             + _SERVED_BLIND_I
+            + _SERVED_BLIND_H
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
