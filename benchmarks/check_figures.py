@@ -263,7 +263,7 @@ def _served_totals() -> tuple[str, ...]:
     values = [str(v) for right_n in batches for v in right_n]
     for field in pages.SERVED_TARGETS:
         right, n = totals[field]
-        values += [str(right), str(n), f"{100 * right / n:.0f}"]
+        values += [str(right), str(n), f"{100 * right / n:.1f}"]
     return tuple(values)
 
 
@@ -1114,8 +1114,8 @@ QUOTES: list[Quote] = [
         "benchmarks/pmc-accuracy.md",
         "Blind, every structural field was exact on {} of {} captures in batch x, {} of {} in batch y, {} of {} "
         "in batch z, {} of {} in batch w, {} of {} in batch v, {} of {} in batch u, {} of {} in batch t, {} of {} "
-        "in batch q, {} of {} in batch p, {} of {} in batch o, {} of {} in batch n, {} of {} in batch k and {} of {} "
-        "in batch j. Over the thirteen batches every "
+        "in batch q, {} of {} in batch p, {} of {} in batch o, {} of {} in batch n, {} of {} in batch k, {} of {} "
+        "in batch j and {} of {} in batch i. Over the fourteen batches every "
         "structural field was exact on {} of {} ({}%), the vocabulary exact on {} of {} ({}%) and exact or in its "
         "interval on {} of {} ({}%), and the parameters within 1% or in their interval on {} of {} ({}%).",
         _served_totals,

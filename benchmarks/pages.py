@@ -1157,6 +1157,7 @@ SERVED_BLIND = {
     "n": "score-39-served-blindn-a3ff7ca",
     "k": "score-42-served-blindk-ebd43db",
     "j": "score-43-served-blindj-accabea",
+    "i": "score-46-served-blindi-cbf6df9",
 }
 SERVED_NOW = "score-45-served-all-0b0bc52"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
@@ -1216,7 +1217,7 @@ def pmc_served_fields() -> str:
         [
             field,
             *(count(*b[field]) for b in batches),
-            f"{count(*totals[field])} ({100 * totals[field][0] / totals[field][1]:.0f}%)",
+            f"{count(*totals[field])} ({100 * totals[field][0] / totals[field][1]:.1f}%)",
             f"{count(*now[field])} held out, {count(*now_dev[field])} dev",
         ]
         for field in SERVED_TARGETS
