@@ -41,6 +41,10 @@ SERVED_FORWARDS = sorted(
     if truth(p.name.removesuffix(".truth.json"))["mode"] == "forward"
 )
 TRAINING = [name for name in ALL_CAPTURES if truth(name)["mode"] == "train_step"]
+# Training steps whose range shows the backward (autograd's thread may run outside an NVTX range)
+BACKWARD_SHOWN = [
+    name for name in TRAINING if any("backward" in k.name for k in read_capture(capture_path(name)).kernels)
+]
 SHAPE_FIELDS = (
     "batch",
     "seq_len",
@@ -175,6 +179,26 @@ def test_a_served_training_step_cut_after_its_loss_is_a_cut_backward(name):
         assert [gap.part for gap in result.gaps] == ["backward"], (name, n, result.missing)
         assert result.values["mode"] is None
         assert result.values["n_layers"] == truth(name)["n_layers"]
+
+
+@pytest.mark.parametrize("name", BACKWARD_SHOWN)
+def test_a_training_step_cut_after_its_embedding_gradient_is_a_cut_backward(name):
+    """Between the first embedding-gradient kernel (by name, fused or not) and the backward's last
+    GEMM (the first layer's weight gradients): each cut leaves a GEMM of the backward out."""
+    capture = read_capture(capture_path(name))
+    kernels = capture.kernels
+    optimizer = next(k.index for k in kernels if _category(k) == OPTIMIZER)
+    start = next(k.index for k in kernels if "backward" in k.name)
+    attention = [k.index for k in kernels[start:optimizer] if _category(k) in (ATTENTION, SOFTMAX)]
+    embedding_grad = next(
+        k.index for k in kernels[attention[-1] : optimizer] if "embedding" in k.name.lower() and "backward" in k.name
+    )
+    last_gemm = _gemm_indices(kernels[:optimizer])[-1]
+    cuts = range(embedding_grad + 1, last_gemm + 1)
+    for n in cuts:
+        result = infer(_cut(capture, n))
+        assert [gap.part for gap in result.gaps] == ["backward"], (name, n, result.missing)
+        assert result.values["mode"] is None
 
 
 @pytest.mark.parametrize("name", TRAINING)

@@ -499,6 +499,19 @@ def test_blind_batches_misses_read_as_ran(name, field, how):
     assert not result.assumptions, result.assumptions
 
 
+def test_a_compiled_backward_with_its_embedding_gradient_fused_into_a_norm_is_whole():
+    """Blind batch i's fp32 GPT-2 trained compiled: inductor fuses the embedding's gradient into
+    the first layer's LayerNorm and dropout backward, a kernel named for the norm first. Its mode
+    was withheld as a cut backward; the range holds the whole step and reads as one."""
+    from lmperf.pmc.infer import infer
+
+    name = "i_gpt2_h10_t100_train_compile_fp32"
+    _assert_every_field_read_as_ran(name)
+    result = infer(_served(name)[0])
+    assert result.gaps == [], result.missing
+    assert result.values["mode"] == _served(name)[1]["mode"] == "train_step"
+
+
 def test_a_tie_across_b_is_broken_only_by_an_angle_table_one_fit_explains():
     """(1, T, w) or (B, T, w) fp32 angles, w dividing head_dim / 2: 8,192 B is 64 x 32 angles
     (B=3, T=64, hd 64) and no whole table of T=192; 32,768 B (4 x 64 x 32) fits B=4, T=64 as

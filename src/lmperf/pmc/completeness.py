@@ -5,7 +5,8 @@ a smaller model. Each check knows what a whole phase ends with, whatever kernel 
 - forward: whole layers, one attention each, then the final norm and the LM head (a GEMM that
   repeats no layer GEMM), then at most the loss, and nothing after the loss;
 - backward (when the range shows it: autograd's own thread is outside a thread's NVTX range):
-  every layer's attention backward, then the embedding's gradient;
+  every layer's attention backward, then the embedding's gradient, and a data and a weight
+  gradient GEMM for each forward GEMM;
 - fused AdamW: one step counter per parameter tensor, at most 36 tensors and 320 chunks per
   update launch, every launch but the last one full, and at least the blocks and one embedding
   updated;
@@ -20,7 +21,7 @@ from __future__ import annotations
 import math
 
 from lmperf.analysis.kernels import ATTENTION, COPY, ELEMENTWISE, EMBEDDING, LOSS, MATMUL, NORM, REDUCTION, SOFTMAX
-from lmperf.pmc.kernels import category
+from lmperf.pmc.kernels import category, is_generated
 from lmperf.pmc import gemms as g
 from lmperf.pmc.parse import Capture, KernelRecord
 from lmperf.pmc.result import FIELDS, Gap
@@ -138,18 +139,37 @@ def backward_gaps(phases: g.Phases, n_layers: int | None) -> list[Gap]:
     # torch.compile zero-fills the embedding's gradient before the layers' backward and adds the
     # rows into it after them: only a lookup's gradient after the last attention backward counts
     attention = [i for i, k in enumerate(backward) if category(k) in (ATTENTION, SOFTMAX)]
-    if not any(category(k) == EMBEDDING for k in backward[(attention[-1] if attention else 0) :]):
+    if not any(_embedding_gradient(k) for k in backward[(attention[-1] if attention else 0) :]):
         why = "the backward pass never reaches the embedding's gradient, its last layer"
     elif n_layers and attention_groups(backward) < n_layers:
         why = (
             f"the backward pass shows {attention_groups(backward)} layers' attention backward "
             f"for {n_layers} forward layers"
         )
+    elif _gradient_gemms(backward) < 2 * len(g.forward_gemms(phases.forward)):
+        # the first layer's weight gradients may follow the embedding's: each forward GEMM has a
+        # data and a weight gradient, which a cut leaves out
+        why = (
+            f"the backward pass runs {_gradient_gemms(backward)} GEMMs for the forward's "
+            f"{len(g.forward_gemms(phases.forward))}, two each"
+        )
     if why is None:
         return []
     return [
         Gap("backward", why + ": the range ends inside the backward (the optimizer and the mode unknown)", ("mode",))
     ]
+
+
+def _gradient_gemms(backward: list[KernelRecord]) -> int:
+    """The backward's GEMMs of a layer's size, by the forward's rule: an fp32 GEMM's K remainder
+    runs as a second, tiny launch that is no gradient of its own."""
+    return len(g.forward_gemms(backward))
+
+
+def _embedding_gradient(kernel: KernelRecord) -> bool:
+    """A lookup's gradient, also where inductor fuses it into the first layer's norm or dropout
+    backward and the kernel's category goes by the norm it names first."""
+    return category(kernel) == EMBEDDING or (is_generated(kernel.name) and "embedding_dense_backward" in kernel.name)
 
 
 def optimizer_gaps(phases: g.Phases, trained: int | None, least_params: int | None) -> list[Gap]:
