@@ -1159,7 +1159,7 @@ SERVED_BLIND = {
     "j": "score-43-served-blindj-accabea",
     "i": "score-46-served-blindi-cbf6df9",
 }
-SERVED_NOW = "score-45-served-all-0b0bc52"
+SERVED_NOW = "score-47-served-all-2ccd2ca"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
