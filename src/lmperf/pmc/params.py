@@ -5,10 +5,10 @@ embeddings, nor a learned position table's length)."""
 from __future__ import annotations
 
 from lmperf.analysis.kernels import NORM
-from lmperf.pmc.kernels import category
+from lmperf.pmc.kernels import category, is_generated
 from lmperf.pmc.completeness import lookups_before_first_gemm
-from lmperf.pmc.gemms import FADD, Phases
-from lmperf.pmc.parse import Capture
+from lmperf.pmc.gemms import FADD, Phases, tensor_path
+from lmperf.pmc.parse import Capture, KernelRecord
 from lmperf.pmc.result import Inference
 
 # PyTorch's fused AdamW (fp32 state) executes 2 FADD per element plus 13,312 per block, one block
@@ -22,14 +22,55 @@ _NEEDED = ("n_layers", "d_model", "d_ff", "n_heads", "n_kv_heads", "head_dim", "
 
 
 def block_parameters(
-    d: int, d_ff: int, n_heads: int, n_kv_heads: int, head_dim: int, gated: bool, biases: bool, layer_norm: bool
+    d: int,
+    d_ff: int,
+    n_heads: int,
+    n_kv_heads: int,
+    head_dim: int,
+    gated: bool,
+    biases: tuple[bool, bool],
+    layer_norm: bool,
 ) -> int:
-    """Weights, biases and norms of one block (q, k, v, o; two or three MLP matrices; 2 norms)."""
+    """Weights, biases and norms of one block (q, k, v, o; two or three MLP matrices; 2 norms).
+    `biases`: whether q, k and v have them, and whether the other projections do."""
     q, kv = n_heads * head_dim, n_kv_heads * head_dim
     weights = d * q + 2 * d * kv + q * d + (3 if gated else 2) * d * d_ff
-    bias = (q + 2 * kv + d + (2 if gated else 1) * d_ff + d) if biases else 0
+    bias = (q + 2 * kv if biases[0] else 0) + (d + (2 if gated else 1) * d_ff + d if biases[1] else 0)
     norms = 2 * (2 * d if layer_norm else d)
     return weights + bias + norms
+
+
+def _biases(roles: dict, gated: bool) -> tuple[bool, bool]:
+    """Which projections add a bias, by the GEMM kernels' epilogue names. A gated MLP's model may
+    bias q, k and v alone (Qwen2), which its down-projection's plain kernel tells; elsewhere every
+    projection has one or none, and a max-autotune template named after another epilogue hides
+    some of them."""
+
+    def named(kernels: list) -> bool:
+        return any("bias" in k.name.lower() for k in kernels)
+
+    if not gated:
+        every = named(_layer_gemms(roles))
+        return every, every
+    return named(roles["qkv"]), named([roles["down"]])
+
+
+def _layer_gemms(roles: dict) -> list:
+    return roles["qkv"] + [roles["out"], *roles["ups"], roles["down"]]
+
+
+def _hides_bias(kernel: KernelRecord) -> bool:
+    """A GEMM whose name says nothing of a bias it adds: an fp32 SIMT GEMM (cuBLAS adds addmm's
+    bias as beta·C, the FFMA some variants spend on scaling anyway) or a generated template."""
+    return tensor_path(kernel) is None or is_generated(kernel.name)
+
+
+_BIASES = {
+    (True, True): "with biases: GEMM epilogues add bias",
+    (True, False): "biases on q, k and v alone: only their GEMM epilogues add bias",
+    (False, True): "biases on the output and MLP projections alone, by their GEMM epilogues",
+    (False, False): "no biases: GEMM epilogues add no bias",
+}
 
 
 def optimizer_parameters(phases: Phases) -> tuple[int, bool] | None:
@@ -52,33 +93,36 @@ def add_parameter_counts(result: Inference, roles: dict, capture: Capture, phase
         result.unknown("params_blocks", "needs every shape field")
         result.unknown("params_total", "needs every shape field")
         return
-    layer_gemms = roles["qkv"] + [roles["out"], *roles["ups"], roles["down"]]
-    biases = any("bias" in k.name.lower() for k in layer_gemms)
+    biases = _biases(roles, v["mlp"] == "gated")
+    unnamed = not any(biases) and any(_hides_bias(k) for k in _layer_gemms(roles))
     layer_norm = any(category(k) == NORM and "layer_norm" in k.name.lower() for k in capture.kernels)
     # K/V heads the counters only bound (several widths fit the K projection) bound the blocks
     kv_low, kv_high = result.intervals.get("n_kv_heads") or (v["n_kv_heads"], v["n_kv_heads"])
     per_block, most_per_block = (
         block_parameters(
-            v["d_model"], v["d_ff"], v["n_heads"], kv, v["head_dim"], v["mlp"] == "gated", biases, layer_norm
+            v["d_model"], v["d_ff"], v["n_heads"], kv, v["head_dim"], v["mlp"] == "gated", most, layer_norm
         )
-        for kv in (kv_low, kv_high)
+        for kv, most in ((kv_low, biases), (kv_high, (True, True) if unnamed else biases))
     )
     blocks, most_blocks = v["n_layers"] * per_block, v["n_layers"] * most_per_block
     confidence = min(result.confidence[name] for name in _NEEDED if name != "vocab_size")
     why = (
-        f"{v['n_layers']} x {per_block:,} ({'with' if biases else 'no'} biases: GEMM "
-        f"epilogues {'add' if biases else 'add no'} bias; "
+        f"{v['n_layers']} x {per_block:,} ({_BIASES[biases]}; "
         f"{'LayerNorm' if layer_norm else 'RMSNorm'} by kernel names)"
     )
     if most_blocks == blocks:
         result.set("params_blocks", blocks, confidence, why)
     else:
+        open_ends = [f"K/V heads in [{kv_low}, {kv_high}]"] * (kv_low != kv_high) + [
+            "biases every projection may add unnamed (an fp32 SIMT GEMM adds one in the FFMA that "
+            "scales its output, a max-autotune template in an epilogue named otherwise)"
+        ] * unnamed
         result.bound(
             "params_blocks",
             blocks,
             most_blocks,
             min(confidence, 0.5),
-            f"{why}, up to {v['n_layers']} x {most_per_block:,}: K/V heads in [{kv_low}, {kv_high}]",
+            f"{why}, up to {v['n_layers']} x {most_per_block:,}: {'; '.join(open_ends)}",
         )
     trained = optimizer_parameters(phases)
     if trained and trained[1]:
