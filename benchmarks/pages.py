@@ -1158,6 +1158,7 @@ SERVED_BLIND = {
     "k": "score-42-served-blindk-ebd43db",
     "j": "score-43-served-blindj-accabea",
     "i": "score-46-served-blindi-cbf6df9",
+    "h": "score-48-served-blindh-82a4f10",
 }
 SERVED_NOW = "score-47-served-all-2ccd2ca"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
