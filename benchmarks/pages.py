@@ -1159,6 +1159,7 @@ SERVED_BLIND = {
     "j": "score-43-served-blindj-accabea",
     "i": "score-46-served-blindi-cbf6df9",
     "h": "score-48-served-blindh-82a4f10",
+    "f": "score-49-served-blindf-afa04d1",
 }
 SERVED_NOW = "score-47-served-all-2ccd2ca"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
