@@ -218,9 +218,10 @@ _TEMPLATE_ROW_PADDING = 0.5
 
 def same_layer_gemm(a: KernelRecord, b: KernelRecord, loose: bool = True) -> bool:
     """Whether two GEMM launches could be the same layer GEMM: the same kernel and work, or (one
-    a max-autotune template, the other not) the same work up to a template's row padding
-    (`loose`) or its tile padding."""
-    if is_generated(a.name) != is_generated(b.name):
+    a max-autotune template, the other not, or two templates named after other epilogues: layer
+    0's QKV fuses the embedding's add, layer 1's does not) the same work up to a template's row
+    padding (`loose`) or its tile padding."""
+    if a.name != b.name and (is_generated(a.name) or is_generated(b.name)):
         padding = _TEMPLATE_ROW_PADDING if loose else _TEMPLATE_PADDING
         return abs(macs(a) - macs(b)) <= padding * max(macs(a), macs(b))
     return a.name == b.name and abs(macs(a) - macs(b)) <= 1e-6 * macs(b)
