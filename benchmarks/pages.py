@@ -1161,7 +1161,7 @@ SERVED_BLIND = {
     "h": "score-48-served-blindh-82a4f10",
     "f": "score-49-served-blindf-afa04d1",
 }
-SERVED_NOW = "score-47-served-all-2ccd2ca"
+SERVED_NOW = "score-50-served-all-717378d"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
