@@ -1604,6 +1604,49 @@ _SERVED_BLIND_F = [
     ),
 ]
 
+# Blind batch l of the served kinds, written down before any of it is captured and after batch
+# f's score (10 of 10), eight entries for the device time left: a compiled GPT-2 training step;
+# CUDA graphs on a Llama of 14 heads; a Liger Qwen2 forward; a max-autotune OPT in fp16 and a
+# max-autotune GPT-2 in fp32; compiled forwards of a Mistral of 8 K/V heads, a GPT-NeoX of d 1280
+# and an lmperf model with Triton attention. The training entry first.
+_SERVED_BLIND_L = [
+    ("l_gpt2_h16_t112_train_compile", gpt2(2, 1024, 16, 50257), 1, 112, "train-step", "bf16", "sdpa", COMPILED),
+    ("l_llama_h14_kv2_t96_graphs", llama(2, 896, 14, 2, 2432, 32000), 2, 96, "forward", "bf16", "sdpa", GRAPHED),
+    (
+        "l_qwen2_h12_kv4_t72_liger",
+        llama(2, 768, 12, 4, 2048, 151936, "qwen2"),
+        2,
+        72,
+        "forward",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    ("l_opt_h12_t120_autotune", opt(2, 768, 12, 3072, 50272), 1, 120, "forward", "fp16", "sdpa", AUTOTUNED),
+    (
+        "l_mistral_h16_kv8_t80_compile",
+        llama(2, 1024, 16, 8, 3584, 32768, "mistral"),
+        2,
+        80,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("l_neox_h20_t72_compile", neox(2, 1280, 20, 5120, 50304), 1, 72, "forward", "fp16", "sdpa", COMPILED),
+    (
+        "l_lmperf_h12_t144_compile",
+        _small(n_layers=2, d_model=768, n_heads=12, d_ff=2048),
+        1,
+        144,
+        "forward",
+        "bf16",
+        "triton",
+        COMPILED,
+    ),
+    ("l_gpt2_h10_t64_fp32_autotune", gpt2(2, 640, 10, 50257), 2, 64, "forward", "fp32", "sdpa", AUTOTUNED),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -1735,6 +1778,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_I
             + _SERVED_BLIND_H
             + _SERVED_BLIND_F
+            + _SERVED_BLIND_L
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
