@@ -1160,6 +1160,7 @@ SERVED_BLIND = {
     "i": "score-46-served-blindi-cbf6df9",
     "h": "score-48-served-blindh-82a4f10",
     "f": "score-49-served-blindf-afa04d1",
+    "l": "score-51-served-blindl-32a36f4",
 }
 SERVED_NOW = "score-50-served-all-717378d"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
