@@ -1162,7 +1162,7 @@ SERVED_BLIND = {
     "f": "score-49-served-blindf-afa04d1",
     "l": "score-51-served-blindl-32a36f4",
 }
-SERVED_NOW = "score-50-served-all-717378d"
+SERVED_NOW = "score-52-served-all-2a0e972"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
