@@ -390,3 +390,65 @@ def test_a_score_names_the_serving_limit_a_capture_ran(truth, kind):
     from lmperf.pmc.accuracy import run_kind
 
     assert run_kind(truth) == kind
+
+
+TP_CAPTURES = ["m_llama_h16_kv4_t128_tp2", "m_llama_h16_kv4_t128_tp2_nccl", "m_llama_h16_kv4_t96_tp2_nccl_placed"]
+
+
+def _missing_width(line: str) -> tuple[int, int, int]:
+    """(d, low, high) of the output projection's note: 'd = D (...) ... a in [LOW, HIGH]'."""
+    import re
+
+    d = re.search(r"and d = (\d+) ", line)
+    span = re.search(r"a in \[(\d+), (\d+)\]", line)
+    assert d and span, line
+    return int(d[1]), int(span[1]), int(span[2])
+
+
+@pytest.mark.parametrize("name", TP_CAPTURES)
+def test_a_tensor_parallel_shard_says_its_attention_is_narrower_than_d(name):
+    """A rank's out-projection runs N·d·(its heads x head_dim): 1024 x 8·64 on these ranks (their
+    truth holds the shard's 8 heads of 64, the full model's 16 by hand halved). pmc reads no field
+    from it, and says why: d as the rank's residual width, the attention's width an interval
+    holding 512, narrower than d."""
+    from lmperf.pmc.infer import infer_file
+
+    truth = json.loads((LIMIT_CAPTURES / f"{name}.truth.json").read_text(encoding="utf-8"))
+    result = infer_file(LIMIT_CAPTURES / f"{name}.csv.gz")
+    line = next(line for line in result.missing if line.startswith("tokens/d_model"))
+    d, low, high = _missing_width(line)
+    assert d == truth["d_model"] == 1024
+    assert low <= truth["n_heads"] * truth["head_dim"] == 512 <= high < d
+    assert "narrower than d" in line and "tensor-parallel" in line
+    assert result.values["d_model"] is None and result.values["n_heads"] is None
+
+
+def test_an_attention_wider_than_d_is_said_so():
+    """The plain control's out-projection with four times its work, as a model whose attention
+    is 4·512 wide over d 512 would run it (Qwen3's 0.6B: 16 heads of 128 over d 1024): the note
+    names d = 512 and an attention width holding 2048, wider than d, and no field is read."""
+    import dataclasses
+
+    from lmperf.pmc.infer import infer
+    from lmperf.pmc.parse import read_capture
+
+    capture = read_capture(LIMIT_CAPTURES / "m_llama_h8_kv2_t128_plain.csv.gz")
+    from lmperf.analysis.kernels import ATTENTION, MATMUL, kernel_category
+
+    # the output projections: the first GEMM after each attention kernel
+    kinds = [kernel_category(k.name) for k in capture.kernels]
+    attention = [i for i, kind in enumerate(kinds) if kind == ATTENTION]
+    outs = {next(j for j in range(i, len(kinds)) if kinds[j] == MATMUL) for i in attention}
+    assert len(outs) == 2
+    kernels = [
+        dataclasses.replace(k, metrics={m: v * 4 if "tensor" in m else v for m, v in k.metrics.items()})
+        if i in outs
+        else k
+        for i, k in enumerate(capture.kernels)
+    ]
+    result = infer(dataclasses.replace(capture, kernels=kernels))
+    line = next(line for line in result.missing if line.startswith("tokens/d_model"))
+    d, low, high = _missing_width(line)
+    assert d == 512 and d < low <= 4 * 512 <= high
+    assert "wider than d" in line
+    assert result.values["d_model"] is None

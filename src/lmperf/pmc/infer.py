@@ -262,6 +262,37 @@ def _tokens_and_width(result: Inference, phases: g.Phases, out: KernelRecord, co
     return tokens, d
 
 
+def _narrow_attention(phases: g.Phases, out: KernelRecord, counts: Counter) -> str:
+    """Why the output projection is no N·d·d GEMM, where its work says: N·d·a with d the width
+    the most elementwise kernels count N·d of and the attention's width a off it. pmc reads
+    heads x head_dim = d, so it reports this and reads nothing from it: a model built with a
+    narrower attention and one tensor-parallel rank's shard of every GEMM look alike here."""
+    candidates = token_candidates(phases.forward).most_common(1)
+    if not candidates:
+        return ""
+    tokens = candidates[0][0]
+    widths: Counter = Counter()
+    for count, kernels in counts.items():
+        if count % tokens == 0:
+            widths[int(count // tokens)] += kernels
+    if not widths:
+        return ""
+    d, kernels = widths.most_common(1)[0]
+    span = g.width_interval(out, tokens, d)
+    if not span or span[0] <= d <= span[1]:
+        return ""
+    what = (
+        "narrower than d (a model built so, as Gemma 2's 2B is, or one tensor-parallel rank's shard of every GEMM)"
+        if span[1] < d
+        else "wider than d (a model built so, as Qwen3's 0.6B and 4B are)"
+    )
+    return (
+        f"; its work is N·d·a with N = {tokens} and d = {d} (the width {kernels} elementwise "
+        f"kernels count N·d of) and the attention's width a in [{span[0]}, {span[1]}], {what}: "
+        "heads x head_dim is not d_model, which pmc does not read"
+    )
+
+
 def _width(
     result: Inference,
     name: str,
@@ -569,7 +600,10 @@ def _read_fields(
     counts = element_counts(phases.forward, size)
     found = _tokens_and_width(result, phases, roles["out"], counts)
     if found is None:
-        result.missing.append("tokens/d_model: no row count and element count explain the output projection")
+        result.missing.append(
+            "tokens/d_model: no row count and element count explain the output projection"
+            + _narrow_attention(phases, roles["out"], counts)
+        )
         return
     tokens, d = found
     _mlp(result, roles, tokens, d, size)
