@@ -406,27 +406,34 @@ def _missing_width(line: str) -> tuple[int, int, int]:
 
 
 @pytest.mark.parametrize("name", TP_CAPTURES)
-def test_a_tensor_parallel_shard_says_its_attention_is_narrower_than_d(name):
-    """A rank's out-projection runs N·d·(its heads x head_dim): 1024 x 8·64 on these ranks (their
-    truth holds the shard's 8 heads of 64, the full model's 16 by hand halved). pmc reads no field
-    from it, and says why: d as the rank's residual width, the attention's width an interval
-    holding 512, narrower than d."""
+def test_a_tensor_parallel_shard_reads_as_its_shard_and_names_the_split(name):
+    """A rank's out-projection runs N·d·(its heads x head_dim): 1024 x 8·64 on these ranks. pmc
+    reads the shard as the truth records it (8 heads of 64, 2 K/V heads, d_ff 1408 at d 1024),
+    the three widths a split would change below a reading nothing contests, and names the model
+    whose 2-way split the same counters are: the truth's full model (16 heads, 4 K/V heads, d_ff
+    2816, vocabulary 32,000), worked out apart from the code."""
     from lmperf.pmc.infer import infer_file
 
     truth = json.loads((LIMIT_CAPTURES / f"{name}.truth.json").read_text(encoding="utf-8"))
+    full, degree = truth["tp_rank"]["full_model"], truth["tp_rank"]["degree"]
     result = infer_file(LIMIT_CAPTURES / f"{name}.csv.gz")
-    line = next(line for line in result.missing if line.startswith("tokens/d_model"))
-    d, low, high = _missing_width(line)
-    assert d == truth["d_model"] == 1024
-    assert low <= truth["n_heads"] * truth["head_dim"] == 512 <= high < d
-    assert "narrower than d" in line and "tensor-parallel" in line
-    assert result.values["d_model"] is None and result.values["n_heads"] is None
+    for field in ("d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab_size", "batch", "seq_len"):
+        assert result.values[field] == truth[field], (field, result.evidence[field])
+    assert truth["n_heads"] * truth["head_dim"] * degree == truth["d_model"]
+    for field in ("n_heads", "n_kv_heads", "d_ff"):
+        assert result.confidence[field] <= 0.6
+    split = (
+        f"{degree}-way tensor parallelism over a model of {full['n_heads']} heads, {full['n_kv_heads']} K/V heads, "
+        f"d_ff {full['d_ff']}, a vocabulary of {truth['vocab_size']:,} or {full['vocab_size']:,}"
+    )
+    assert any(split in line for line in result.assumptions), result.assumptions
 
 
 def test_an_attention_wider_than_d_is_said_so():
     """The plain control's out-projection with four times its work, as a model whose attention
-    is 4·512 wide over d 512 would run it (Qwen3's 0.6B: 16 heads of 128 over d 1024): the note
-    names d = 512 and an attention width holding 2048, wider than d, and no field is read."""
+    is 4·512 wide over d 512 would run it (Qwen3's 0.6B: 16 heads of 128 over d 1024). No kernel
+    counts N·2048 (the query and its rotary stay 512 wide), so no width is read: the note names
+    d = 512 and an attention width holding 2048, wider than d, and no field is read."""
     import dataclasses
 
     from lmperf.pmc.infer import infer

@@ -130,7 +130,8 @@ def test_the_nccl_ranks_collectives_go_back_in_place_and_read_as_tensor_parallel
     result = infer(parse_text(merged))
     assert result.values["parallelism"] == "tensor", result.evidence.get("parallelism")
     assert "1 all-gather, 5 all-reduce" in result.evidence["parallelism"]
-    assert result.values["n_layers"] == 2 and result.values["d_model"] is None
+    # the rank's residual width, its attention half as wide (8 of the model's 16 heads of 64)
+    assert (result.values["n_layers"], result.values["d_model"], result.values["n_heads"]) == (2, 1024, 8)
 
 
 def test_collectives_are_not_placed_where_the_two_runs_launched_other_kernels():

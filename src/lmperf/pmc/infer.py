@@ -262,35 +262,81 @@ def _tokens_and_width(result: Inference, phases: g.Phases, out: KernelRecord, co
     return tokens, d
 
 
-def _narrow_attention(phases: g.Phases, out: KernelRecord, counts: Counter) -> str:
-    """Why the output projection is no N·d·d GEMM, where its work says: N·d·a with d the width
-    the most elementwise kernels count N·d of and the attention's width a off it. pmc reads
-    heads x head_dim = d, so it reports this and reads nothing from it: a model built with a
-    narrower attention and one tensor-parallel rank's shard of every GEMM look alike here."""
+def _attention_off_d(
+    result: Inference, phases: g.Phases, roles: dict, counts: Counter
+) -> tuple[int, int, int] | None | str:
+    """Where the output projection is no N·d·d GEMM: (N, d, a) when its work reads as N·d·a, d
+    the width the most elementwise kernels count N·d of and the attention's width a the one
+    width in the GEMM's tile interval that kernels count N·a of (the query's rotary, the
+    attention's output) and the query projection's tiles allow; else why not, or None without
+    a reading at all. A model built so (Qwen3, Gemma 2) and one tensor-parallel rank's shard of
+    every GEMM both land here."""
     candidates = token_candidates(phases.forward).most_common(1)
     if not candidates:
-        return ""
+        return None
     tokens = candidates[0][0]
     widths: Counter = Counter()
     for count, kernels in counts.items():
         if count % tokens == 0:
             widths[int(count // tokens)] += kernels
     if not widths:
-        return ""
+        return None
     d, kernels = widths.most_common(1)[0]
+    out = roles["out"]
     span = g.width_interval(out, tokens, d)
     if not span or span[0] <= d <= span[1]:
-        return ""
-    what = (
-        "narrower than d (a model built so, as Gemma 2's 2B is, or one tensor-parallel rank's shard of every GEMM)"
-        if span[1] < d
-        else "wider than d (a model built so, as Qwen3's 0.6B and 4B are)"
+        return None
+    side = "narrower" if span[1] < d else "wider"
+    why = (
+        f"its work is N·d·a with N = {tokens} and d = {d} (the width {kernels} elementwise kernels "
+        f"count N·d of) and the attention's width a in [{span[0]}, {span[1]}], {side} than d"
     )
-    return (
-        f"; its work is N·d·a with N = {tokens} and d = {d} (the width {kernels} elementwise "
-        f"kernels count N·d of) and the attention's width a in [{span[0]}, {span[1]}], {what}: "
-        "heads x head_dim is not d_model, which pmc does not read"
+    query = roles["qkv"][0] if len(roles["qkv"]) >= 3 else None
+    fits = [
+        w
+        for w in widths
+        if span[0] <= w <= span[1]
+        and w % 32 == 0
+        and (query is None or any(low <= w <= high for low, high in g.width_readings(query, tokens, d)))
+    ]
+    if len(fits) != 1:
+        return f"{why}, and {'no' if not fits else 'more than one'} width there that kernels count N·a of"
+    a = fits[0]
+    result.set(
+        "d_model",
+        d,
+        0.9,
+        f"elementwise counts {tokens * d:,} = N·d in {kernels} kernels; out-projection "
+        f"{g.macs(out):,.0f} MACs = N·d·{g.macs(out) / tokens / d:.0f}: an attention {a} wide "
+        f"({widths[a]} kernels count N·{a}), {side} than d",
     )
+    result.evidence["_tokens"] = f"N={tokens} rows seen in {candidates[0][1]} norm/gather/reduction launches"
+    return tokens, d, a
+
+
+def _shard_or_model(result: Inference, d: int, attention_width: int) -> None:
+    """An attention narrower than d by a whole factor t is also what one rank of t-way tensor
+    parallelism over a model whose attention spans d runs: say so, and hold the widths that would
+    differ (heads, K/V heads, d_ff) below the confidence of a reading nothing contests."""
+    v = result.values
+    if d % attention_width or v["n_heads"] is None:
+        return
+    t = d // attention_width
+    full = [f"{v['n_heads'] * t} heads"]
+    if v["n_kv_heads"] is not None:
+        full.append(f"{v['n_kv_heads'] * t} K/V heads")
+    if v["d_ff"] is not None:
+        full.append(f"d_ff {v['d_ff'] * t}")
+    if v["vocab_size"] is not None:
+        full.append(f"a vocabulary of {v['vocab_size']:,} or {v['vocab_size'] * t:,} (its LM head whole or split)")
+    result.assumptions.append(
+        f"n_heads, n_kv_heads and d_ff: heads x head_dim = {attention_width} is d_model / {t}, as a model "
+        f"built so runs it, or as one rank runs its shard of every GEMM under {t}-way tensor parallelism "
+        f"over a model of {', '.join(full)}; the model built so is read"
+    )
+    for name in ("n_heads", "n_kv_heads", "d_ff"):
+        if v[name] is not None:
+            result.set(name, v[name], min(result.confidence[name], TIED), result.evidence[name])
 
 
 def _width(
@@ -600,15 +646,20 @@ def _read_fields(
     counts = element_counts(phases.forward, size)
     found = _tokens_and_width(result, phases, roles["out"], counts)
     if found is None:
-        result.missing.append(
-            "tokens/d_model: no row count and element count explain the output projection"
-            + _narrow_attention(phases, roles["out"], counts)
-        )
-        return
-    tokens, d = found
+        off_d = _attention_off_d(result, phases, roles, counts)
+        if not isinstance(off_d, tuple):
+            result.missing.append(
+                "tokens/d_model: no row count and element count explain the output projection"
+                + (f"; {off_d}: heads x head_dim would not be d_model, and no field is read" if off_d else "")
+            )
+            return
+        tokens, d, attention_width = off_d
+    else:
+        tokens, d = found
+        attention_width = d
     _mlp(result, roles, tokens, d, size)
     decode_batch = _decode_batch(followers, tokens) if last_position_logits else None
-    shape = _attention(result, roles, tokens, d, decode_batch, phases.forward)
+    shape = _attention(result, roles, tokens, attention_width, decode_batch, phases.forward)
     if shape:
         _kv_heads(result, roles, tokens, d, shape, counts)
     if decode:  # one new token per sequence, whatever the attention was read as
@@ -630,6 +681,8 @@ def _read_fields(
             result.evidence["vocab_size"] += f" (N: the head's {head_rows} rows, its input padded from {tokens})"
     else:
         result.unknown("vocab_size", "the LM head's rows (the batch) are not determined")
+    if shape and attention_width != d:
+        _shard_or_model(result, d, attention_width)
     add_parameter_counts(result, roles, capture, phases)
 
 
@@ -856,7 +909,8 @@ def _kv_heads(result, roles, tokens, d, shape: AttentionShape, counts: Counter) 
         kv_of = {kv * hd: kv for kv in heads}
     else:
         kernel, what = qkv[-1], "fused QKV projection"
-        q_width = d if len(qkv) == 1 else 0  # one fused GEMM, or Q apart and K, V fused
+        # one fused GEMM, or Q apart and K, V fused
+        q_width = shape.n_heads * hd if len(qkv) == 1 else 0
         kv_of = {q_width + 2 * kv * hd: kv for kv in heads}
     rotated = _rotated_widths(roles, tokens, _element_size(result))
     q = shape.n_heads * hd

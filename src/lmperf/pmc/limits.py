@@ -115,26 +115,31 @@ LIMIT_CLAIMS = {
     ),
     "m_llama_h16_kv4_t128_tp2": LimitClaim(
         "tensor parallelism (emulated rank, no communication kernels)",
-        "defeats",
+        "reads through",
         "Rank 0 of TP=2 over a Llama of d 1024, 16 heads, 4 K/V heads, d_ff 2816 runs 8 heads, "
-        "2 K/V heads, d_ff 1408 at d 1024. pmc assumes the attention spans d_model (heads x "
-        "head_dim = d): the shard's output projection (N·1024·512 work) matches no N·d·d, so "
-        "d_model is not found and every field resting on it is reported not determined; mode, "
-        "dtype and n_layers are read. Nothing in one rank's counters says the degree (a real "
-        "rank's all-reduce kernels would; this emulation runs none).",
-        {"mode": "forward", "dtype": "bf16", "n_layers": TRUTH, "parallelism": None, **_UNDETERMINED},
+        "2 K/V heads, d_ff 1408 at d 1024. Claimed at capture: defeats (pmc read heads x head_dim "
+        "= d only, so d_model and every field resting on it were not determined). Revised after "
+        "capture, not blind, once pmc reads an attention narrower than d from the output "
+        "projection's N·d·a work: the shard reads as the truth records it (d 1024, 8 heads of 64, "
+        "2 K/V heads, d_ff 1408), and an assumption names the other model the same counters fit, "
+        "16 heads, 4 K/V heads, d_ff 2816 split over 2 ranks. Nothing in this emulated rank's "
+        "counters says parallelism.",
+        {**_AS_TRUTH, "parallelism": None},
+        assumes=("2-way tensor parallelism over a model of 16 heads, 4 K/V heads, d_ff 2816",),
     ),
     "m_llama_h16_kv4_t128_tp2_nccl": LimitClaim(
         "tensor parallelism (NCCL, rank 0 of 2 GPUs)",
-        "defeats",
+        "reads through",
         "The emulated rank's model and shard, now with its peer on a second GPU and Megatron's "
         "communication: an all-reduce after the embedding and after each attention and MLP block "
         "and the logits' all-gather. ncu cannot profile a collective (it replays a kernel alone, "
         "and the peer never joins it), so collect leaves NCCL's kernels unprofiled and profiles "
-        "rank 0's others: those of a real rank, which read as the emulated rank's (mode, dtype and "
-        "n_layers; every field resting on d_model not determined), and no collective is there to "
-        "report parallelism.",
-        {"mode": "forward", "dtype": "bf16", "n_layers": TRUTH, "parallelism": None, **_UNDETERMINED},
+        "rank 0's others, which read as the emulated rank's. Claimed at capture: defeats, as the "
+        "emulated rank was; revised after capture, not blind, as it is: the shard read as the "
+        "truth records it, the 2-way split named among the assumptions, and no collective there "
+        "to report parallelism.",
+        {**_AS_TRUTH, "parallelism": None},
+        assumes=("2-way tensor parallelism over a model of 16 heads, 4 K/V heads, d_ff 2816",),
     ),
     "m_llama_h16_kv4_t96_tp2_nccl_placed": LimitClaim(
         "tensor parallelism (NCCL, collectives placed by a launch run)",
@@ -142,10 +147,12 @@ LIMIT_CLAIMS = {
         "The NCCL rank over 96 tokens, collected since collect's second run records every kernel's "
         "launch alone (one pass, which the peer joins) and puts NCCL's kernels back between the "
         "profiled ones: the all-reduces between the forward's layers read as a tensor-parallel "
-        "rank, the widths said to be the rank's shard's and the degree not read; the shard's "
-        "fields stay as for the other ranks (mode, dtype, n_layers; every field resting on "
-        "d_model not determined).",
-        {"mode": "forward", "dtype": "bf16", "n_layers": TRUTH, "parallelism": "tensor", **_UNDETERMINED},
+        "rank, the widths said to be the rank's shard's. Claimed at capture with the shard's "
+        "fields not determined (mode, dtype, n_layers read); revised after capture, not blind: "
+        "the shard reads as the truth records it, and an assumption names the full model that a "
+        "2-way split of an attention spanning d gives (16 heads, 4 K/V heads, d_ff 2816).",
+        {**_AS_TRUTH, "parallelism": "tensor"},
+        assumes=("2-way tensor parallelism over a model of 16 heads, 4 K/V heads, d_ff 2816",),
     ),
 }
 
