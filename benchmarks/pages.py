@@ -1251,7 +1251,7 @@ LIMITS_AT_CAPTURE = (
     "limits-at-capture-d461497",
     "limits-at-capture-3cd2926",
 )
-LIMITS_NOW = "limits-3cd2926"
+LIMITS_NOW = "limits-20c8090"
 
 
 def _limit_reading(row: dict) -> str:
@@ -1267,6 +1267,17 @@ def _claim(row: dict) -> str:
     return "held" if row["claim_held"] else f"broken ({'; '.join(row['broken'])})"
 
 
+def _claim_then(then: dict, now: dict) -> str:
+    """The claim at capture held or broken with that commit's code, and, where the claim was
+    revised after capture (its text says so), that it was, with the verdict it claimed then."""
+    from lmperf.pmc.limits import LIMIT_CLAIMS
+
+    revised = ""
+    if "revised after capture" in LIMIT_CLAIMS[now["capture"]].claim.lower():
+        revised = f" (that claim: {then['verdict']}; revised since, not blind)"
+    return f"{then['env']['commit']}: {_claim(then)}{revised}"
+
+
 def pmc_limits() -> str:
     """Each limit's claimed verdict, whether its capture holds the claim with the code of its
     capture commit and with today's, and what today's code reads."""
@@ -1277,7 +1288,7 @@ def pmc_limits() -> str:
             r["limit"],
             f"`{r['capture']}`",
             r["verdict"],
-            f"{then[r['capture']]['env']['commit']}: {_claim(then[r['capture']])}",
+            _claim_then(then[r["capture"]], r),
             _claim(r),
             _limit_reading(r),
         ]
