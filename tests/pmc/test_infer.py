@@ -533,17 +533,37 @@ def test_a_qwen2_biases_q_k_and_v_alone():
     assert "q, k and v alone" in result.evidence["params_blocks"]
 
 
-def test_an_fp32_gpt2_leaves_its_biases_open():
-    """fp32 SIMT GEMMs name no bias epilogue, so a compiled fp32 GPT-2's blocks are an interval from
-    no biases to every projection's: 9·d a layer by hand (3d for q, k and v, d for the output, 4d
-    and d for the MLP), with the configuration's count at its top."""
-    from lmperf.pmc.infer import infer
+def test_an_eager_fp32_gpt2_leaves_its_biases_open():
+    """Eager fp32 GEMMs run on cuBLAS's SIMT kernels, which add addmm's bias unnamed, so the
+    blocks are an interval from no biases to every projection's: 9·d a layer by hand (3d for q,
+    k and v, d for the output, 4d and d for the MLP), with the configuration's count at its top."""
+    from lmperf.pmc.infer import infer_file
 
-    capture, expected = _served("i_gpt2_h10_t100_train_compile_fp32")
-    result = infer(capture)
+    name = "s_gpt2_h12_t200_fp32"
+    result, expected = infer_file(capture_path(name)), truth(name)
     d, layers = expected["d_model"], expected["n_layers"]
     assert result.values["params_blocks"] is None
     assert result.intervals["params_blocks"] == (expected["params_blocks"] - layers * 9 * d, expected["params_blocks"])
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        # fp32 on cuBLAS, the bias added in the generated kernel after it (named after addmm)
+        "i_gpt2_h10_t100_train_compile_fp32",
+        # max-autotune templates named after addmm; a Qwen2's after addmm for q, k, v alone
+        "h_gpt2_h20_t64_autotune",
+        "h_qwen2_h14_kv2_t96_autotune",
+    ],
+)
+def test_compiled_biases_are_read_from_the_ops_inductor_names(name):
+    """Inductor names a kernel after the aten ops it runs: addmm where a bias is added, mm where
+    none is. So a compiled model's blocks are exact where the GEMM or the kernel after it says."""
+    from lmperf.pmc.infer import infer
+
+    capture, expected = _served(name)
+    result = infer(capture)
+    assert result.values["params_blocks"] == expected["params_blocks"], result.evidence["params_blocks"]
 
 
 def test_a_tie_across_b_is_broken_only_by_an_angle_table_one_fit_explains():

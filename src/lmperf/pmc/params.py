@@ -4,7 +4,7 @@ embeddings, nor a learned position table's length)."""
 
 from __future__ import annotations
 
-from lmperf.analysis.kernels import NORM
+from lmperf.analysis.kernels import MATMUL, MATMUL_AUX, NORM
 from lmperf.pmc.kernels import category, is_generated
 from lmperf.pmc.completeness import lookups_before_first_gemm
 from lmperf.pmc.gemms import FADD, Phases, tensor_path
@@ -40,19 +40,29 @@ def block_parameters(
     return weights + bias + norms
 
 
-def _biases(roles: dict, gated: bool) -> tuple[bool, bool]:
-    """Which projections add a bias, by the GEMM kernels' epilogue names. A gated MLP's model may
-    bias q, k and v alone (Qwen2), which its down-projection's plain kernel tells; elsewhere every
-    projection has one or none, and a max-autotune template named after another epilogue hides
-    some of them."""
+def _biases(roles: dict, gated: bool, kernels: list[KernelRecord]) -> tuple[bool, bool]:
+    """Which projections add a bias, by their kernels' names (`kernels`: the capture's, in launch
+    order). A gated MLP's model may bias q, k and v alone (Qwen2), which its down-projection's
+    plain kernel tells; elsewhere every projection has one or none, and a kernel that names no
+    bias may still add one (`_hides_bias`)."""
 
-    def named(kernels: list) -> bool:
-        return any("bias" in k.name.lower() for k in kernels)
+    def named(gemms: list[KernelRecord]) -> bool:
+        return any(_names_bias(k, kernels) for k in gemms)
 
     if not gated:
         every = named(_layer_gemms(roles))
         return every, every
     return named(roles["qkv"]), named([roles["down"]])
+
+
+def _names_bias(gemm: KernelRecord, kernels: list[KernelRecord]) -> bool:
+    """A cuBLAS epilogue named for its bias; a max-autotune template inductor names after addmm
+    (after mm where it adds none); or, where inductor leaves the GEMM to cuBLAS and adds the bias
+    in the next kernel it generates, that kernel named after addmm."""
+    if "bias" in gemm.name.lower() or (is_generated(gemm.name) and "addmm" in gemm.name):
+        return True
+    after = next((k for k in kernels[gemm.index + 1 :] if category(k) not in (MATMUL, MATMUL_AUX)), None)
+    return after is not None and is_generated(after.name) and "addmm" in after.name
 
 
 def _layer_gemms(roles: dict) -> list:
@@ -61,8 +71,9 @@ def _layer_gemms(roles: dict) -> list:
 
 def _hides_bias(kernel: KernelRecord) -> bool:
     """A GEMM whose name says nothing of a bias it adds: an fp32 SIMT GEMM (cuBLAS adds addmm's
-    bias as beta·C, the FFMA some variants spend on scaling anyway) or a generated template."""
-    return tensor_path(kernel) is None or is_generated(kernel.name)
+    bias as beta·C, the FFMA some variants spend on scaling anyway), or a generated template
+    named after neither mm nor addmm."""
+    return tensor_path(kernel) is None or (is_generated(kernel.name) and "mm" not in kernel.name)
 
 
 _BIASES = {
@@ -93,7 +104,7 @@ def add_parameter_counts(result: Inference, roles: dict, capture: Capture, phase
         result.unknown("params_blocks", "needs every shape field")
         result.unknown("params_total", "needs every shape field")
         return
-    biases = _biases(roles, v["mlp"] == "gated")
+    biases = _biases(roles, v["mlp"] == "gated", capture.kernels)
     unnamed = not any(biases) and any(_hides_bias(k) for k in _layer_gemms(roles))
     layer_norm = any(category(k) == NORM and "layer_norm" in k.name.lower() for k in capture.kernels)
     # K/V heads the counters only bound (several widths fit the K projection) bound the blocks
