@@ -1163,7 +1163,7 @@ SERVED_BLIND = {
     "f": "score-49-served-blindf-afa04d1",
     "l": "score-51-served-blindl-32a36f4",
 }
-SERVED_NOW = "score-52-served-all-2a0e972"
+SERVED_NOW = "score-53-served-all-e9bb414"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
