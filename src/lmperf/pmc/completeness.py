@@ -146,13 +146,10 @@ def backward_gaps(phases: g.Phases, n_layers: int | None) -> list[Gap]:
             f"the backward pass shows {attention_groups(backward)} layers' attention backward "
             f"for {n_layers} forward layers"
         )
-    elif _gradient_gemms(backward) < 2 * len(g.forward_gemms(phases.forward)):
+    elif (gradients := _gradient_gemms(backward)) < 2 * (forward := len(g.forward_gemms(phases.forward))):
         # the first layer's weight gradients may follow the embedding's: each forward GEMM has a
         # data and a weight gradient, which a cut leaves out
-        why = (
-            f"the backward pass runs {_gradient_gemms(backward)} GEMMs for the forward's "
-            f"{len(g.forward_gemms(phases.forward))}, two each"
-        )
+        why = f"the backward pass runs {gradients} GEMMs for the forward's {forward}, two each"
     if why is None:
         return []
     return [
