@@ -1647,6 +1647,80 @@ _SERVED_BLIND_L = [
     ("l_gpt2_h10_t64_fp32_autotune", gpt2(2, 640, 10, 50257), 2, 64, "forward", "fp32", "sdpa", AUTOTUNED),
 ]
 
+# Blind batch a of the served kinds, written down for a later device call before any of it is
+# captured and after batch l's score (8 of 8), with the biases read from inductor's op names and
+# an attention off d_model read since: a static-cache Mistral generate over three prompts; a Liger
+# Llama training step; compiled training steps of an fp16 GPT-NeoX of d 1280 and lmperf's fused
+# loss; CUDA graphs on a Qwen2 and an fp32 GPT-NeoX; a compiled three-layer fp32 GPT-2;
+# max-autotune forwards of an fp32 OPT and a Mistral of 14 heads; a compiled Llama of 24 heads
+# with eager attention. Generate and training entries first.
+_SERVED_BLIND_A = [
+    (
+        "a_mistral_h12_kv2_p40_b3_static",
+        llama(2, 768, 12, 2, 2048, 32768, "mistral"),
+        3,
+        40,
+        "generate",
+        "bf16",
+        "sdpa",
+        {"new_tokens": 2, "static_cache": True},
+    ),
+    (
+        "a_llama_h16_kv4_t72_train_liger",
+        llama(2, 1024, 16, 4, 2816, 32000),
+        2,
+        72,
+        "train-step",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    ("a_neox_h20_t64_train_compile", neox(2, 1280, 20, 5120, 50304), 1, 64, "train-step", "fp16", "sdpa", COMPILED),
+    (
+        "a_lmperf_h16_t80_train_compile_fused",
+        _small(n_layers=2, d_model=1024, n_heads=16, d_ff=2816),
+        2,
+        80,
+        "train-step",
+        "bf16",
+        "triton",
+        {**COMPILED, "loss": "fused"},
+    ),
+    (
+        "a_qwen2_h12_kv2_t112_graphs",
+        llama(2, 768, 12, 2, 2048, 151936, "qwen2"),
+        1,
+        112,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("a_gpt2_h12_t88_compile_fp32", gpt2(3, 768, 12, 50257), 2, 88, "forward", "fp32", "sdpa", COMPILED),
+    ("a_opt_h16_t64_autotune_fp32", opt(2, 1024, 16, 4096, 50272), 1, 64, "forward", "fp32", "sdpa", AUTOTUNED),
+    (
+        "a_mistral_h14_kv2_t120_autotune",
+        llama(2, 896, 14, 2, 2432, 32768, "mistral"),
+        1,
+        120,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    (
+        "a_llama_h24_kv8_t56_eager_compile",
+        llama(2, 1536, 24, 8, 4096, 32000),
+        2,
+        56,
+        "forward",
+        "bf16",
+        "naive",
+        COMPILED,
+    ),
+    ("a_neox_h16_t100_graphs_fp32", neox(2, 1024, 16, 4096, 50304), 1, 100, "forward", "fp32", "sdpa", GRAPHED),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -1779,6 +1853,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_H
             + _SERVED_BLIND_F
             + _SERVED_BLIND_L
+            + _SERVED_BLIND_A
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
