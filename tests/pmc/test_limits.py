@@ -459,3 +459,27 @@ def test_an_attention_wider_than_d_is_said_so():
     assert d == 512 and d < low <= 4 * 512 <= high
     assert "wider than d" in line
     assert result.values["d_model"] is None
+
+
+def test_an_attention_off_d_that_the_attention_kernel_denies_reads_nothing():
+    """The TP rank with its attention kernels' grids made (7, 1, 1) and their counters zeroed,
+    which no (B, T, H) fits: the output projection's N·d·512 alone sets no d_model, and no width
+    is read."""
+    import dataclasses
+
+    from lmperf.analysis.kernels import ATTENTION, kernel_category
+    from lmperf.pmc.infer import infer
+    from lmperf.pmc.parse import read_capture
+
+    capture = read_capture(LIMIT_CAPTURES / "m_llama_h16_kv4_t96_tp2_nccl_placed.csv.gz")
+
+    def denied(kernel):
+        return dataclasses.replace(
+            kernel, grid=(7, 1, 1), metrics={m: 0.0 if v else v for m, v in kernel.metrics.items()}
+        )
+
+    kernels = [denied(k) if kernel_category(k.name) == ATTENTION else k for k in capture.kernels]
+    result = infer(dataclasses.replace(capture, kernels=kernels))
+    for field in ("d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab_size"):
+        assert result.values[field] is None, (field, result.evidence[field])
+    assert "no (B, T, H, head_dim) of the attention kernel confirms" in result.evidence["d_model"]

@@ -657,9 +657,17 @@ def _read_fields(
     else:
         tokens, d = found
         attention_width = d
-    _mlp(result, roles, tokens, d, size)
     decode_batch = _decode_batch(followers, tokens) if last_position_logits else None
     shape = _attention(result, roles, tokens, attention_width, decode_batch, phases.forward)
+    if shape is None and attention_width != d:
+        # an attention width off d rests on the attention kernel's heads confirming it
+        result.unknown(
+            "d_model",
+            f"the output projection reads as N·{d}·{attention_width}, an attention off d that no (B, T, H, "
+            "head_dim) of the attention kernel confirms",
+        )
+        return
+    _mlp(result, roles, tokens, d, size)
     if shape:
         _kv_heads(result, roles, tokens, d, shape, counts)
     if decode:  # one new token per sequence, whatever the attention was read as
