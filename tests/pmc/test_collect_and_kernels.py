@@ -354,3 +354,32 @@ def test_only_compiling_targets_run_before_ncu_and_share_the_cache(tmp_path, mon
     env = collect.collect_target(target, tmp_path / "x.csv.gz", timeout_s=100)
     assert bool(calls) == warmed
     assert env == ({"C": str(calls[0])} if warmed else None)
+
+
+def test_a_qwen3_target_records_the_head_dim_its_config_sets():
+    """Qwen3's attention need not span hidden_size: head_dim is a key of its own (the 0.6B runs 16
+    heads of 128 over d 1024). A tiny one of 4 heads of 64 over d 128 runs on the CPU, and its
+    truth keeps that head_dim; the blocks' count, from the modules, is the one worked out by hand:
+    q 128·256, k and v 128·128 each, o 256·128, three MLP matrices 128·256, two norms of 128 and
+    the q and k norms of 64, a layer."""
+    import torch
+
+    from lmperf.pmc.runner import build_step
+    from lmperf.pmc.targets import Target
+
+    config = dict(
+        model_type="qwen3",
+        num_hidden_layers=2,
+        hidden_size=128,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=64,
+        intermediate_size=256,
+        vocab_size=512,
+        max_position_embeddings=2048,
+    )
+    step, truth = build_step(Target(hf_config=config, batch=2, seq_len=16).validate(), torch.device("cpu"))
+    step()
+    assert (truth["d_model"], truth["n_heads"], truth["n_kv_heads"], truth["head_dim"]) == (128, 4, 2, 64)
+    layer = 128 * 256 + 2 * 128 * 128 + 256 * 128 + 3 * 128 * 256 + 2 * 128 + 2 * 64
+    assert truth["params_blocks"] == 2 * layer and truth["mlp"] == "gated"

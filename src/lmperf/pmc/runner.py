@@ -16,7 +16,7 @@ import torch
 
 from lmperf.dtypes import torch_dtype
 from lmperf.model import preset
-from lmperf.model.hf_config import from_fields
+from lmperf.model.hf_config import FAMILIES, from_fields
 from lmperf.model.step import ModelStep, StepConfig
 from lmperf.pmc.quantized import DESCRIPTIONS, quantize_linears
 from lmperf.pmc.serving import DRAFT_TOKENS, PAD_ID, as_draft, left_padded, padding_truth, with_passes_recorded
@@ -124,23 +124,43 @@ def decoder_layers(model: torch.nn.Module) -> torch.nn.ModuleList:
 
 
 def _hf_truth(config, model) -> dict:
-    shape = from_fields(config.to_dict()).config
     layers = decoder_layers(model)
     truth = dict(
         family=config.model_type,
-        n_layers=shape.n_layers,
-        d_model=shape.d_model,
-        n_heads=shape.n_heads,
-        n_kv_heads=shape.n_kv_heads,
-        head_dim=shape.head_dim,
-        d_ff=shape.d_ff,
+        **_hf_shape(config),
         mlp="gated" if any("gate_proj" in name for name, _ in layers[0].named_modules()) else "gelu",
-        vocab_size=shape.vocab_size,
-        tied_embeddings=shape.tie_embeddings,
         position_table=config.model_type in ("gpt2", "opt"),
     )
     truth.update(_param_counts(model, layers))
     return truth
+
+
+def _hf_shape(config) -> dict:
+    """The shape fields of a Hugging Face config: through lmperf's reader for the families it
+    maps, else (Qwen3, whose attention need not span hidden_size: head_dim is its own key) from
+    the Llama-style keys as the model reads them."""
+    if config.model_type in FAMILIES:
+        shape = from_fields(config.to_dict()).config
+        return dict(
+            n_layers=shape.n_layers,
+            d_model=shape.d_model,
+            n_heads=shape.n_heads,
+            n_kv_heads=shape.n_kv_heads,
+            head_dim=shape.head_dim,
+            d_ff=shape.d_ff,
+            vocab_size=shape.vocab_size,
+            tied_embeddings=shape.tie_embeddings,
+        )
+    return dict(
+        n_layers=config.num_hidden_layers,
+        d_model=config.hidden_size,
+        n_heads=config.num_attention_heads,
+        n_kv_heads=config.num_key_value_heads,
+        head_dim=getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads,
+        d_ff=config.intermediate_size,
+        vocab_size=config.vocab_size,
+        tied_embeddings=bool(config.tie_word_embeddings),
+    )
 
 
 def _rank_truth(target: Target, shard: torch.nn.Module) -> dict:
