@@ -41,6 +41,11 @@ def llama(layers: int, d: int, heads: int, kv: int, ff: int, vocab: int, family:
     )
 
 
+def qwen3(layers: int, d: int, heads: int, kv: int, head_dim: int, ff: int, vocab: int) -> dict:
+    """A Qwen3 config: its attention is heads x head_dim wide, which need not be d."""
+    return {**llama(layers, d, heads, kv, ff, vocab, "qwen3"), "head_dim": head_dim}
+
+
 def neox(layers: int, d: int, heads: int, ff: int, vocab: int) -> dict:
     return dict(
         model_type="gpt_neox",
@@ -1719,6 +1724,19 @@ _SERVED_BLIND_A = [
         COMPILED,
     ),
     ("a_neox_h16_t100_graphs_fp32", neox(2, 1024, 16, 4096, 50304), 1, 100, "forward", "fp32", "sdpa", GRAPHED),
+    # Added before capture, with the reading of an attention off d_model: Qwen3, whose attention
+    # is wider than d (16 heads of 128 over d 1024, as its 0.6B; 8 of 128 over d 768).
+    (
+        "a_qwen3_h16_kv8_t96_compile",
+        qwen3(2, 1024, 16, 8, 128, 3072, 151936),
+        1,
+        96,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("a_qwen3_h8_kv4_t80_graphs", qwen3(2, 768, 8, 4, 128, 2048, 151936), 2, 80, "forward", "bf16", "sdpa", GRAPHED),
 ]
 
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
