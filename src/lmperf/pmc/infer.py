@@ -264,28 +264,28 @@ def _tokens_and_width(result: Inference, phases: g.Phases, out: KernelRecord, co
 
 def _attention_off_d(
     result: Inference, phases: g.Phases, roles: dict, counts: Counter
-) -> tuple[int, int, int] | None | str:
-    """Where the output projection is no N·d·d GEMM: (N, d, a) when its work reads as N·d·a, d
-    the width the most elementwise kernels count N·d of and the attention's width a the one
-    width in the GEMM's tile interval that kernels count N·a of (the query's rotary, the
-    attention's output) and the query projection's tiles allow; else why not, or None without
-    a reading at all. A model built so (Qwen3, Gemma 2) and one tensor-parallel rank's shard of
-    every GEMM both land here."""
+) -> tuple[tuple[int, int, int] | None, str]:
+    """Where the output projection is no N·d·d GEMM: ((N, d, a), "") when its work reads as
+    N·d·a, d the width the most elementwise kernels count N·d of and the attention's width a the
+    one width in the GEMM's tile interval that kernels count N·a of (the query's rotary, the
+    attention's output) and the query projection's tiles allow; else (None, why not), the why
+    empty where the work gives no reading at all. A model built so (Qwen3, Gemma 2) and one
+    tensor-parallel rank's shard of every GEMM both land here."""
     candidates = token_candidates(phases.forward).most_common(1)
     if not candidates:
-        return None
+        return None, ""
     tokens = candidates[0][0]
     widths: Counter = Counter()
     for count, kernels in counts.items():
         if count % tokens == 0:
             widths[int(count // tokens)] += kernels
     if not widths:
-        return None
+        return None, ""
     d, kernels = widths.most_common(1)[0]
     out = roles["out"]
     span = g.width_interval(out, tokens, d)
     if not span or span[0] <= d <= span[1]:
-        return None
+        return None, ""
     side = "narrower" if span[1] < d else "wider"
     why = (
         f"its work is N·d·a with N = {tokens} and d = {d} (the width {kernels} elementwise kernels "
@@ -300,7 +300,7 @@ def _attention_off_d(
         and (query is None or any(low <= w <= high for low, high in g.width_readings(query, tokens, d)))
     ]
     if len(fits) != 1:
-        return f"{why}, and {'no' if not fits else 'more than one'} width there that kernels count N·a of"
+        return None, f"{why}, and {'no' if not fits else 'more than one'} width there that kernels count N·a of"
     a = fits[0]
     result.set(
         "d_model",
@@ -311,7 +311,7 @@ def _attention_off_d(
         f"({widths[a]} kernels count N·{a}), {side} than d",
     )
     result.evidence["_tokens"] = f"N={tokens} rows seen in {candidates[0][1]} norm/gather/reduction launches"
-    return tokens, d, a
+    return (tokens, d, a), ""
 
 
 def _shard_or_model(result: Inference, d: int, attention_width: int) -> None:
@@ -646,11 +646,11 @@ def _read_fields(
     counts = element_counts(phases.forward, size)
     found = _tokens_and_width(result, phases, roles["out"], counts)
     if found is None:
-        off_d = _attention_off_d(result, phases, roles, counts)
-        if not isinstance(off_d, tuple):
+        off_d, why = _attention_off_d(result, phases, roles, counts)
+        if off_d is None:
             result.missing.append(
                 "tokens/d_model: no row count and element count explain the output projection"
-                + (f"; {off_d}: heads x head_dim would not be d_model, and no field is read" if off_d else "")
+                + (f"; {why}: heads x head_dim would not be d_model, and no field is read" if why else "")
             )
             return
         tokens, d, attention_width = off_d
