@@ -16,6 +16,7 @@ import leaderboard as L
 from tuning import tuning_table
 
 from lmperf.pmc.accuracy import STRUCTURE
+from lmperf.pmc.limits import LIMIT_CLAIMS
 
 MODES = ["forward", "forward-backward", "train-step"]
 PRESETS = ["small", "medium", "large", "xl", "2.7B"]
@@ -1270,8 +1271,6 @@ def _claim(row: dict) -> str:
 def _claim_then(then: dict, now: dict) -> str:
     """The claim at capture held or broken with that commit's code, and, where the claim was
     revised after capture (its text says so), that it was, with the verdict it claimed then."""
-    from lmperf.pmc.limits import LIMIT_CLAIMS
-
     revised = ""
     if "revised after capture" in LIMIT_CLAIMS[now["capture"]].claim.lower():
         revised = f" (that claim: {then['verdict']}; revised since, not blind)"

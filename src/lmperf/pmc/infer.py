@@ -277,8 +277,9 @@ def _attention_off_d(
     tokens = candidates[0][0]
     widths: Counter = Counter()
     for count, kernels in counts.items():
-        if count % tokens == 0:
-            widths[int(count // tokens)] += kernels
+        for width in _count_widths(count, tokens, counts):
+            if width == int(width):
+                widths[int(width)] += kernels
     if not widths:
         return None, ""
     d, kernels = widths.most_common(1)[0]
@@ -912,16 +913,15 @@ def _kv_heads(result, roles, tokens, d, shape: AttentionShape, counts: Counter) 
     qkv = roles["qkv"]
     hd = shape.head_dim
     heads = [kv for kv in range(1, shape.n_heads + 1) if shape.n_heads % kv == 0]
+    q = shape.n_heads * hd
     if len(qkv) >= 3:
         kernel, what, q_width = qkv[1], "K projection", 0
         kv_of = {kv * hd: kv for kv in heads}
     else:
         kernel, what = qkv[-1], "fused QKV projection"
-        # one fused GEMM, or Q apart and K, V fused
-        q_width = shape.n_heads * hd if len(qkv) == 1 else 0
+        q_width = q if len(qkv) == 1 else 0  # one fused GEMM, or Q apart and K, V fused
         kv_of = {q_width + 2 * kv * hd: kv for kv in heads}
     rotated = _rotated_widths(roles, tokens, _element_size(result))
-    q = shape.n_heads * hd
     apart = _rotated_apart(roles, tokens, q, _element_size(result))
     witnessed = (
         {

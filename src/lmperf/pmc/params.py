@@ -61,7 +61,9 @@ def _names_bias(gemm: KernelRecord, kernels: list[KernelRecord]) -> bool:
     in the next kernel it generates, that kernel named after addmm."""
     if "bias" in gemm.name.lower() or (is_generated(gemm.name) and "addmm" in gemm.name):
         return True
-    after = next((k for k in kernels[gemm.index + 1 :] if category(k) not in (MATMUL, MATMUL_AUX)), None)
+    # by index, not position: a capture without its collectives, or one decode step, keeps the
+    # kernels' indices
+    after = next((k for k in kernels if k.index > gemm.index and category(k) not in (MATMUL, MATMUL_AUX)), None)
     return after is not None and is_generated(after.name) and "addmm" in after.name
 
 
