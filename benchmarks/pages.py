@@ -1163,6 +1163,7 @@ SERVED_BLIND = {
     "h": "score-48-served-blindh-82a4f10",
     "f": "score-49-served-blindf-afa04d1",
     "l": "score-51-served-blindl-32a36f4",
+    "a": "score-54-served-blinda-4a08e29",
 }
 SERVED_NOW = "score-53-served-all-e9bb414"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
