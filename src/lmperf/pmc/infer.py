@@ -48,6 +48,7 @@ from lmperf.pmc.result import Gap, Inference
 from lmperf.pmc.tokens import token_candidates
 
 TIED = 0.6  # the confidence of a reading that a prior, not the counters, picked among equals
+EXACT_ATTENTION = 0.01  # the relative error in the attention's counted work below which its reading is exact
 SLACK = 1.35  # tile padding makes a GEMM count at most this much more than its true width
 ROW_TILE = 256  # GEMMs pad the token rows too: up to a 64-128 row tile times a cluster of 2-4
 
@@ -262,15 +263,28 @@ def _tokens_and_width(result: Inference, phases: g.Phases, out: KernelRecord, co
     return tokens, d
 
 
+@dataclasses.dataclass(frozen=True)
+class _OffD:
+    """A reading of the output projection's work as N·d·a, a the attention's width, not d."""
+
+    tokens: int
+    d: int
+    width: int  # a
+    evidence: str
+
+
 def _attention_off_d(
-    result: Inference, phases: g.Phases, roles: dict, counts: Counter
-) -> tuple[tuple[int, int, int] | None, str]:
-    """Where the output projection is no N·d·d GEMM: ((N, d, a), "") when its work reads as
-    N·d·a, d the width the most elementwise kernels count N·d of and the attention's width a the
+    phases: g.Phases, roles: dict, counts: Counter, size: int, rival: bool = False
+) -> tuple[_OffD | None, str]:
+    """Where the output projection is no N·d·d GEMM: (the reading, "") when its work reads as
+    N·d·a, d the width it stores (N·d elements of `size` bytes) or else the one the most
+    elementwise kernels count N·d of (a compiled Qwen3 counts more at N·a), and the attention's width a the
     one width in the GEMM's tile interval that kernels count N·a of (the query's rotary, the
     attention's output) and the query projection's tiles allow; else (None, why not), the why
     empty where the work gives no reading at all. A model built so (Qwen3, Gemma 2) and one
-    tensor-parallel rank's shard of every GEMM both land here."""
+    tensor-parallel rank's shard of every GEMM both land here. `rival`: an N·d·d reading stands
+    already, and the attention kernel will judge between them: a is then any such width but d,
+    even where the tiles would allow d too."""
     candidates = token_candidates(phases.forward).most_common(1)
     if not candidates:
         return None, ""
@@ -282,15 +296,17 @@ def _attention_off_d(
                 widths[int(width)] += kernels
     if not widths:
         return None, ""
-    d, kernels = widths.most_common(1)[0]
     out = roles["out"]
+    stored = g.output_width(out, tokens, size)
+    d, kernels = (stored, widths[stored]) if widths[stored] else widths.most_common(1)[0]
     span = g.width_interval(out, tokens, d)
-    if not span or span[0] <= d <= span[1]:
+    if not span or (span[0] <= d <= span[1] and not rival):
         return None, ""
-    side = "narrower" if span[1] < d else "wider"
+    side = "narrower" if span[1] < d else "wider" if span[0] > d else "other"
     why = (
         f"its work is N·d·a with N = {tokens} and d = {d} (the width {kernels} elementwise kernels "
-        f"count N·d of) and the attention's width a in [{span[0]}, {span[1]}], {side} than d"
+        f"count N·d of) and the attention's width a in [{span[0]}, {span[1]}]"
+        + (f", {side} than d" if side != "other" else "")
     )
     query = roles["qkv"][0] if len(roles["qkv"]) >= 3 else None
     fits = [
@@ -298,21 +314,51 @@ def _attention_off_d(
         for w in widths
         if span[0] <= w <= span[1]
         and w % 32 == 0
+        and w != d
         and (query is None or any(low <= w <= high for low, high in g.width_readings(query, tokens, d)))
     ]
     if len(fits) != 1:
         return None, f"{why}, and {'no' if not fits else 'more than one'} width there that kernels count N·a of"
     a = fits[0]
-    result.set(
-        "d_model",
-        d,
-        0.9,
-        f"elementwise counts {tokens * d:,} = N·d in {kernels} kernels; out-projection "
+    side = "narrower" if a < d else "wider"
+    evidence = (
+        f"elementwise counts {tokens * d:,} = N·d in {kernels} kernels"
+        + (", the output projection's stores too" if d == stored else "")
+        + "; out-projection "
         f"{g.macs(out):,.0f} MACs = N·d·{g.macs(out) / tokens / d:.0f}: an attention {a} wide "
-        f"({widths[a]} kernels count N·{a}), {side} than d",
+        f"({widths[a]} kernels count N·{a}), {side} than d"
     )
-    result.evidence["_tokens"] = f"N={tokens} rows seen in {candidates[0][1]} norm/gather/reduction launches"
-    return (tokens, d, a), ""
+    return _OffD(tokens, d, a, evidence), ""
+
+
+def _off_d_rival(
+    result: Inference, phases: g.Phases, roles: dict, counts: Counter, tokens: int, d: int
+) -> _OffD | None:
+    """An attention off d that the attention kernel confirms better than the N·d·d reading
+    (`tokens`, d) does: N·d·a at N' = 2N·d·d where a = 2d (Qwen3's 16 heads of 128 over d
+    1024: half the token rows of a d-wide attention, which the compiled norms' programs of two
+    rows also support), and padded tiles can make N·d·a pass for N·d·d at the same N (160·768·1024
+    in tiles of 96 rows is 256·768·768 in tiles of 128). The rival wins where its attention
+    reading is exact and the N·d·d one's is not, or where both are exact and more launches count
+    its token rows."""
+    rival, _ = _attention_off_d(phases, roles, counts, _element_size(result), rival=True)
+    if rival is None:
+        return None
+    theirs = _attention_fit(result, roles, rival.tokens, rival.width, phases.forward)
+    if theirs is None or theirs.error >= EXACT_ATTENTION:
+        return None
+    ours = _attention_fit(result, roles, tokens, d, phases.forward)
+    beaten = f"; over N={tokens} rows of an attention {d} wide (N·d·d), "
+    if ours is None or ours.error >= EXACT_ATTENTION:
+        return dataclasses.replace(
+            rival, evidence=rival.evidence + beaten + "which the attention kernel fits less well"
+        )
+    support = token_candidates(phases.forward)
+    if support[rival.tokens] <= support[tokens]:
+        return None
+    return dataclasses.replace(
+        rival, evidence=rival.evidence + beaten + f"which fewer launches count the rows of ({support[tokens]:g})"
+    )
 
 
 def _shard_or_model(result: Inference, d: int, attention_width: int) -> None:
@@ -647,14 +693,21 @@ def _read_fields(
     counts = element_counts(phases.forward, size)
     found = _tokens_and_width(result, phases, roles["out"], counts)
     if found is None:
-        off_d, why = _attention_off_d(result, phases, roles, counts)
+        off_d, why = _attention_off_d(phases, roles, counts, _element_size(result))
         if off_d is None:
             result.missing.append(
                 "tokens/d_model: no row count and element count explain the output projection"
                 + (f"; {why}: heads x head_dim would not be d_model, and no field is read" if why else "")
             )
             return
-        tokens, d, attention_width = off_d
+    else:
+        off_d = _off_d_rival(result, phases, roles, counts, *found)
+    if off_d is not None:
+        tokens, d, attention_width = off_d.tokens, off_d.d, off_d.width
+        result.set("d_model", d, 0.9, off_d.evidence)
+        result.evidence["_tokens"] = (
+            f"N={tokens} rows seen in {token_candidates(phases.forward)[tokens]:g} norm/gather/reduction launches"
+        )
     else:
         tokens, d = found
         attention_width = d
@@ -860,6 +913,34 @@ def _decode_batch(decode_step: Sequence[KernelRecord], tokens: int) -> int | Non
     return rows[0][0] if rows and rows[0][0] >= 1 and tokens % rows[0][0] == 0 else None
 
 
+def _attention_fit(
+    result: Inference,
+    roles: dict,
+    tokens: int,
+    width: int,
+    forward: Sequence[KernelRecord] = (),
+    batch: int | None = None,
+) -> AttentionShape | None:
+    """The (B, T, H, head_dim) that best explains the first layer's attention kernel over `tokens`
+    rows and an attention `width` wide (H·head_dim), or None; reads nothing into `result`."""
+    if roles["kind"] == "softmax":
+        between = [k for k in roles["first_layer"] if roles["qk"].index < k.index < roles["pv"].index]
+        size = stored_size(result, roles["first_layer"])
+        shape = naive_shape(roles["qk"], roles["marker"], tokens, width, between, size)
+    else:
+        shape = fused_shape(roles["marker"], tokens, width, batch)
+        if shape is not None and batch == shape.batch:
+            shape = dataclasses.replace(
+                shape, evidence=f"{shape.evidence}, B as the {batch} token rows of a decode step"
+            )
+    if shape is None:
+        return None
+    shape = untie_by_rotary_table(shape, [k for k in forward if k.index < roles["marker"].index])
+    if roles["qkv"]:
+        shape = untie_by_causal_mask(shape, _before_attention(roles, roles["qkv"][-1]))
+    return shape
+
+
 def _attention(
     result: Inference,
     roles: dict,
@@ -870,24 +951,12 @@ def _attention(
 ) -> AttentionShape | None:
     """B, T, H and head_dim from the attention kernel; `batch`: a decode step's B, which breaks a
     tie across B, as the rotary angle table among the `forward` kernels may."""
-    if roles["kind"] == "softmax":
-        between = [k for k in roles["first_layer"] if roles["qk"].index < k.index < roles["pv"].index]
-        size = stored_size(result, roles["first_layer"])
-        shape = naive_shape(roles["qk"], roles["marker"], tokens, d, between, size)
-    else:
-        shape = fused_shape(roles["marker"], tokens, d, batch)
-        if shape is not None and batch == shape.batch:
-            shape = dataclasses.replace(
-                shape, evidence=f"{shape.evidence}, B as the {batch} token rows of a decode step"
-            )
+    shape = _attention_fit(result, roles, tokens, d, forward, batch)
     if shape is None:
         for name in ("batch", "seq_len", "n_heads", "head_dim"):
             result.unknown(name, f"attention kernel {roles['marker'].name[:50]} fits no (B, T, H)")
         return None
-    shape = untie_by_rotary_table(shape, [k for k in forward if k.index < roles["marker"].index])
-    if roles["qkv"]:
-        shape = untie_by_causal_mask(shape, _before_attention(roles, roles["qkv"][-1]))
-    confidence = 0.9 if shape.error < 0.01 else 0.6
+    confidence = 0.9 if shape.error < EXACT_ATTENTION else 0.6
     # a tie of other heads leaves H and head_dim resting on the same choice as B and T
     tied_fields = ("batch", "seq_len", "n_heads", "head_dim")
     if shape.ties:

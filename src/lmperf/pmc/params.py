@@ -4,6 +4,8 @@ embeddings, nor a learned position table's length)."""
 
 from __future__ import annotations
 
+import re
+
 from lmperf.analysis.kernels import MATMUL, MATMUL_AUX, NORM
 from lmperf.pmc.kernels import category, is_generated
 from lmperf.pmc.completeness import lookups_before_first_gemm
@@ -30,14 +32,39 @@ def block_parameters(
     gated: bool,
     biases: tuple[bool, bool],
     layer_norm: bool,
+    head_norms: bool = False,
 ) -> int:
     """Weights, biases and norms of one block (q, k, v, o; two or three MLP matrices; 2 norms).
-    `biases`: whether q, k and v have them, and whether the other projections do."""
+    `biases`: whether q, k and v have them, and whether the other projections do; `head_norms`:
+    whether q and k are normalized head by head before the attention (Qwen3), one norm of
+    head_dim each."""
     q, kv = n_heads * head_dim, n_kv_heads * head_dim
     weights = d * q + 2 * d * kv + q * d + (3 if gated else 2) * d * d_ff
     bias = (q + 2 * kv if biases[0] else 0) + (d + (2 if gated else 1) * d_ff + d if biases[1] else 0)
-    norms = 2 * (2 * d if layer_norm else d)
+    per_norm = 2 if layer_norm else 1
+    norms = 2 * per_norm * d + (2 * per_norm * head_dim if head_norms else 0)
     return weights + bias + norms
+
+
+# A normalization's statistic by name: eager RMSNorm's rsqrt kernel, a fused norm, or an inductor
+# reduction named after the mean of squares it computes.
+_NORM_OP = re.compile(r"rsqrt|rms_?norm|layer_?norm|mean_pow|pow_mean", re.IGNORECASE)
+
+
+def normalizes_heads(roles: dict) -> bool:
+    """Whether the first layer normalizes q or k between the first projection and the attention
+    kernel: only per-head q and k norms (Qwen3) run a norm there; rotary and reshapes do not.
+    Inductor names a projection's template, and the kernel that adds its bias (addmm), after the
+    input norm it consumes too: those are no norm of their own."""
+    first, marker = roles["qkv"][0].index, roles["marker"].index
+    return any(
+        first < k.index < marker
+        and _NORM_OP.search(k.name)
+        and category(k) not in (MATMUL, MATMUL_AUX)
+        and "addmm" not in k.name
+        and not k.name.startswith("triton_tem_")
+        for k in roles["first_layer"]
+    )
 
 
 def _biases(roles: dict, gated: bool, kernels: list[KernelRecord]) -> tuple[bool, bool]:
@@ -109,11 +136,20 @@ def add_parameter_counts(result: Inference, roles: dict, capture: Capture, phase
     biases = _biases(roles, v["mlp"] == "gated", capture.kernels)
     unnamed = not any(biases) and any(_hides_bias(k) for k in _layer_gemms(roles))
     layer_norm = any(category(k) == NORM and "layer_norm" in k.name.lower() for k in capture.kernels)
+    head_norms = normalizes_heads(roles)
     # K/V heads the counters only bound (several widths fit the K projection) bound the blocks
     kv_low, kv_high = result.intervals.get("n_kv_heads") or (v["n_kv_heads"], v["n_kv_heads"])
     per_block, most_per_block = (
         block_parameters(
-            v["d_model"], v["d_ff"], v["n_heads"], kv, v["head_dim"], v["mlp"] == "gated", most, layer_norm
+            v["d_model"],
+            v["d_ff"],
+            v["n_heads"],
+            kv,
+            v["head_dim"],
+            v["mlp"] == "gated",
+            most,
+            layer_norm,
+            head_norms,
         )
         for kv, most in ((kv_low, biases), (kv_high, (True, True) if unnamed else biases))
     )
@@ -121,7 +157,9 @@ def add_parameter_counts(result: Inference, roles: dict, capture: Capture, phase
     confidence = min(result.confidence[name] for name in _NEEDED if name != "vocab_size")
     why = (
         f"{v['n_layers']} x {per_block:,} ({_BIASES[biases]}; "
-        f"{'LayerNorm' if layer_norm else 'RMSNorm'} by kernel names)"
+        f"{'LayerNorm' if layer_norm else 'RMSNorm'} by kernel names"
+        + (", q and k normalized per head before the attention" if head_norms else "")
+        + ")"
     )
     if most_blocks == blocks:
         result.set("params_blocks", blocks, confidence, why)
