@@ -1165,7 +1165,7 @@ SERVED_BLIND = {
     "l": "score-51-served-blindl-32a36f4",
     "a": "score-54-served-blinda-4a08e29",
 }
-SERVED_NOW = "score-53-served-all-e9bb414"
+SERVED_NOW = "score-55-served-all-80cbb4e"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
@@ -1253,7 +1253,7 @@ LIMITS_AT_CAPTURE = (
     "limits-at-capture-d461497",
     "limits-at-capture-3cd2926",
 )
-LIMITS_NOW = "limits-20c8090"
+LIMITS_NOW = "limits-80cbb4e"
 
 
 def _limit_reading(row: dict) -> str:
