@@ -1164,6 +1164,7 @@ SERVED_BLIND = {
     "f": "score-49-served-blindf-afa04d1",
     "l": "score-51-served-blindl-32a36f4",
     "a": "score-54-served-blinda-4a08e29",
+    "aa": "score-56-served-blindaa-d5cfac8",
 }
 SERVED_NOW = "score-55-served-all-80cbb4e"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
