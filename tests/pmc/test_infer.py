@@ -665,3 +665,50 @@ def test_a_template_and_a_cublas_gemm_match_within_row_padding_only_when_loose()
     assert same_layer_gemm(_gemm(9, cublas, 1.0), _gemm(0, template, 1.6), loose=True)
     assert not same_layer_gemm(_gemm(9, cublas, 3.2), _gemm(2, template, 1.7), loose=False)
     assert same_layer_gemm(_gemm(9, cublas, 3.2), _gemm(2, template, 1.7), loose=True)
+
+
+def test_a_split_k_simt_gemm_s_ffma_pin_its_width_among_those_its_work_allows():
+    """cuBLAS's fp32 xmma GEMM in 11 split-K slices of 64 x 64 tiles over N = 112 rows and
+    k = 768: each slice takes ceil(768 / 11) = 70 of k, rounded up to 72, so the FFMA are
+    128 x 768 x 792 = 77,856,768 for an output 768 wide. A width of 576, which a count of
+    GPT-NeoX's unrotated head halves (12 x 48) offers, would run 128 x 576 x 792 at k = 576's
+    slices (53 -> 56 a slice): no whole slice rounding gives those FFMA. cutlass's simt_sgemm
+    rounds a slice to 2 elements and adds one FFMA a slice: k = 1024 in 3 slices is 3 x 342."""
+    from lmperf.pmc.gemms import split_k_simt_allows, tiles_allow
+    from lmperf.pmc.parse import KernelRecord
+
+    def simt(name: str, slices: int, ffma: float) -> KernelRecord:
+        metrics = {"sm__sass_thread_inst_executed_op_ffma_pred_on.sum": ffma}
+        return KernelRecord(0, name, (2, 12, slices), (128, 1, 1), metrics)
+
+    xmma = simt("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8_stage3_ffma", 11, 128 * 768 * 792)
+    assert split_k_simt_allows(xmma, 112, 768, 768)
+    assert not split_k_simt_allows(xmma, 112, 576, 576)
+    assert not tiles_allow(xmma, 112, 576, 576) and tiles_allow(xmma, 112, 768, 768)
+    cutlass = simt("void cutlass::Kernel2<cutlass_80_simt_sgemm_128x64_8x5_nn_align1>", 3, 128 * 1024 * (1026 + 3))
+    assert split_k_simt_allows(cutlass, 128, 1024, 1024)
+    assert not split_k_simt_allows(cutlass, 128, 1024, 896)  # 960 would pad to 1024 in 128-wide tiles
+
+
+def test_only_a_norm_between_the_query_projection_and_the_attention_counts_as_q_k_norms():
+    """Qwen3 normalizes q and k head by head after their projections (inductor names the kernel
+    after the mean of squares it takes); a max-autotune template, or the kernel adding a
+    projection's bias, named after the input norm it consumes is no norm of its own, nor is the
+    input norm before the first projection."""
+    from lmperf.pmc.params import normalizes_heads
+    from lmperf.pmc.parse import KernelRecord
+
+    def k(index: int, name: str) -> KernelRecord:
+        return KernelRecord(index, name, (1, 1, 1), (128, 1, 1), {})
+
+    def roles(*between: str) -> dict:
+        norm = k(0, "triton_red_fused_add_mean_mul_pow_rsqrt_0")
+        query = k(1, "nvjet_sm90_tst_64x32_64x16_4x1_v_bz_TNT")
+        rest = [k(2 + i, name) for i, name in enumerate(between)]
+        marker = k(2 + len(between), "cudnn_generated_fort_native_sdpa_sm90_flash_fprop")
+        return {"qkv": [query], "marker": marker, "first_layer": [norm, query, *rest, marker]}
+
+    assert normalizes_heads(roles("triton_per_fused__to_copy__unsafe_view_mean_pow_view_1"))
+    assert not normalizes_heads(roles("triton_poi_fused_add_cat_cos_mul_neg_sin_2"))
+    assert not normalizes_heads(roles("triton_tem_fused_addmm_native_layer_norm_t_view_1"))
+    assert not normalizes_heads(roles("triton_poi_fused_addmm_embedding_native_layer_norm_view_1"))

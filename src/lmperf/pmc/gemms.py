@@ -89,11 +89,35 @@ def width_readings(kernel: KernelRecord, tokens: int, k: int) -> list[tuple[int,
 
 def tiles_allow(kernel: KernelRecord, tokens: int, k: int, width: int) -> bool:
     """Whether N=`tokens` rows of output `width` and inner size k explain a GEMM's work in the
-    tiles its name declares. Only an nvjet name counts against a width: it declares tiles and
-    clusters exactly, while an fp32 SIMT GEMM's epilogue and split-K slices leave readings out."""
+    tiles its name declares. An nvjet name counts against a width: it declares tiles and
+    clusters exactly; so does a split-K fp32 SIMT GEMM's (`split_k_simt_allows`). Another fp32
+    SIMT GEMM's epilogue leaves readings out."""
+    if tensor_path(kernel) is None and kernel.grid[2] > 1 and _SIMT_TILE.search(kernel.name):
+        return split_k_simt_allows(kernel, tokens, k, width)
     if not (tensor_path(kernel) and _NVJET.search(kernel.name)):
         return True
     return any(low <= width <= high for low, high in width_readings(kernel, tokens, k))
+
+
+# A split-K slice's share of k, rounded up to a whole number of these elements: 8 on cuBLAS's
+# xmma kernels, 1 or 2 on cutlass's simt_sgemm (every split-K SIMT GEMM of the corpora fits one)
+_SLICE_ALIGNMENTS = (1, 2, 4, 8)
+
+
+def split_k_simt_allows(kernel: KernelRecord, tokens: int, k: int, width: int) -> bool:
+    """Whether a split-K fp32 SIMT GEMM (grid z = s slices) of named tiles ran N=`tokens` rows of
+    output `width` with inner size k: its FFMA are (rows padded) x (width padded) x (s slices of
+    ceil(k / s) rounded up to an alignment), plus none, one or one a slice for its epilogue."""
+    simt = _SIMT_TILE.search(kernel.name)
+    slices, ffma = kernel.grid[2], kernel.metric(FFMA)
+    a, b = map(int, simt.groups())
+    for rows, cols in ((a, b), (b, a)):
+        outputs = -(-tokens // rows) * rows * -(-width // cols) * cols
+        for align in _SLICE_ALIGNMENTS:
+            inner = -(-(-(-k // slices)) // align) * align * slices
+            if any(outputs * (inner + extra) == ffma for extra in (0, 1, slices)):
+                return True
+    return False
 
 
 def whole(total: float | None, unit: int) -> int | None:

@@ -15,9 +15,10 @@ Fields it cannot pin down are reported as missing, not guessed.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from lmperf.pmc import gemms as g
@@ -108,13 +109,16 @@ def _count_widths(count: float, tokens: int, counts: Counter) -> set[float]:
     return {(count - extra * tokens) / tokens for extra in {0, getattr(counts, "row_extra", 0)}}
 
 
-def exact_width(bound: float, tokens: int, counts: Counter, slack: float = SLACK) -> int | None:
-    """The width w in [bound/slack, bound] with N·w an element count seen most often, else None."""
+def exact_width(
+    bound: float, tokens: int, counts: Counter, slack: float = SLACK, allow: Callable[[int], bool] | None = None
+) -> int | None:
+    """The width w in [bound/slack, bound] with N·w an element count seen most often, else None;
+    `allow`: a test each such width must pass (the GEMM's tiles)."""
     fits = [
         (n, _alignment(w) if getattr(counts, "row_extra", 0) else 0, w)
         for v, n in counts.items()
         for w in _count_widths(v, tokens, counts)
-        if w == int(w) and bound / slack <= w <= bound * 1.0001
+        if w == int(w) and bound / slack <= w <= bound * 1.0001 and (allow is None or allow(int(w)))
     ]
     # A count read with and without a row statistic gives two widths two apart: the model's is
     # the one a power of two divides further (1280, not 1282 or 1278).
@@ -242,9 +246,13 @@ def _tokens_and_width(result: Inference, phases: g.Phases, out: KernelRecord, co
     which pass for N·d at N=40, d=2048, where the projection stored 80·1536 elements."""
     best, size = None, _element_size(result)
     for tokens, support in token_candidates(phases.forward).most_common():
-        width = exact_width((g.macs(out) / tokens) ** 0.5, tokens, counts, (SLACK * row_padding(tokens)) ** 0.5)
-        if width and not g.tiles_allow(out, tokens, width, width):
-            continue
+        width = exact_width(
+            (g.macs(out) / tokens) ** 0.5,
+            tokens,
+            counts,
+            (SLACK * row_padding(tokens)) ** 0.5,
+            lambda w, n=tokens: g.tiles_allow(out, n, w, w),
+        )
         if width and is_generated(out.name) and not g.stores_whole_outputs(out, tokens, width, size):
             continue
         if width and (best is None or (support, counts[tokens * width]) > best[2:]):
@@ -274,11 +282,16 @@ class _OffD:
 
 
 def _attention_off_d(
-    phases: g.Phases, roles: dict, counts: Counter, size: int, rival: bool = False
+    phases: g.Phases,
+    roles: dict,
+    counts: Counter,
+    size: int,
+    head: KernelRecord | None = None,
+    rival: bool = False,
 ) -> tuple[_OffD | None, str]:
     """Where the output projection is no N·d·d GEMM: (the reading, "") when its work reads as
-    N·d·a, d the width it stores (N·d elements of `size` bytes) or else the one the most
-    elementwise kernels count N·d of (a compiled Qwen3 counts more at N·a), and the attention's width a the
+    N·d·a, d the width `_residual_width` gives (a compiled Qwen3 counts more kernels at N·a
+    than at N·d), and the attention's width a the
     one width in the GEMM's tile interval that kernels count N·a of (the query's rotary, the
     attention's output) and the query projection's tiles allow; else (None, why not), the why
     empty where the work gives no reading at all. A model built so (Qwen3, Gemma 2) and one
@@ -297,9 +310,9 @@ def _attention_off_d(
     if not widths:
         return None, ""
     out = roles["out"]
-    stored = g.output_width(out, tokens, size)
-    d, kernels = (stored, widths[stored]) if widths[stored] else widths.most_common(1)[0]
-    span = g.width_interval(out, tokens, d)
+    d, witness = _residual_width(widths, out, head, tokens, size)
+    kernels = widths[d]
+    span = _work_span(out, tokens, d)
     if not span or (span[0] <= d <= span[1] and not rival):
         return None, ""
     side = "narrower" if span[1] < d else "wider" if span[0] > d else "other"
@@ -312,10 +325,7 @@ def _attention_off_d(
     fits = [
         w
         for w in widths
-        if span[0] <= w <= span[1]
-        and w % 32 == 0
-        and w != d
-        and (query is None or any(low <= w <= high for low, high in g.width_readings(query, tokens, d)))
+        if span[0] <= w <= span[1] and w % 32 == 0 and w != d and (query is None or _in_span(w, query, tokens, d))
     ]
     if len(fits) != 1:
         return None, f"{why}, and {'no' if not fits else 'more than one'} width there that kernels count N·a of"
@@ -323,7 +333,7 @@ def _attention_off_d(
     side = "narrower" if a < d else "wider"
     evidence = (
         f"elementwise counts {tokens * d:,} = N·d in {kernels} kernels"
-        + (", the output projection's stores too" if d == stored else "")
+        + (f", {witness}" if witness else "")
         + "; out-projection "
         f"{g.macs(out):,.0f} MACs = N·d·{g.macs(out) / tokens / d:.0f}: an attention {a} wide "
         f"({widths[a]} kernels count N·{a}), {side} than d"
@@ -331,8 +341,53 @@ def _attention_off_d(
     return _OffD(tokens, d, a, evidence), ""
 
 
+def _work_span(kernel: KernelRecord, tokens: int, k: int) -> tuple[int, int] | None:
+    """The interval that holds a GEMM's output width, with N=`tokens` rows and inner size k: its
+    named tiles' (`g.width_interval`), or for a kernel that names none (a max-autotune template),
+    its work over the rows as counted and as padded to whole row tiles."""
+    span = g.width_interval(kernel, tokens, k)
+    if span or not is_generated(kernel.name) or not g.macs(kernel):
+        return span
+    padded = -(-tokens // ROW_TILE) * ROW_TILE
+    return math.ceil(g.macs(kernel) / (padded * k)), int(g.macs(kernel) / (tokens * k))
+
+
+def _in_span(width: int, kernel: KernelRecord, tokens: int, k: int) -> bool:
+    """Whether a GEMM's tiles (or, a template's, its work) allow an output `width`."""
+    if g.width_readings(kernel, tokens, k):
+        return any(low <= width <= high for low, high in g.width_readings(kernel, tokens, k))
+    span = _work_span(kernel, tokens, k)
+    return span is not None and span[0] <= width <= span[1]
+
+
+def _residual_width(
+    widths: Counter, out: KernelRecord, head: KernelRecord | None, tokens: int, size: int
+) -> tuple[int, str]:
+    """d among the widths kernels count N·w of (`widths`: w -> kernels), and what witnesses it
+    beyond the count: the one whose N·d·V work the LM head's nvjet tiles hold, V from the head's
+    own stores; else the width the output projection stores (N·d), where kernels count it; else
+    the width the most kernels count."""
+    vocab = g.output_width(head, tokens, size) if head is not None else None
+    if vocab:
+        held = [
+            w for w in widths if w > 0 and any(low <= vocab <= high for low, high in g.width_readings(head, tokens, w))
+        ]
+        if len(held) == 1:
+            return held[0], f"the only one whose N·d·{vocab:,} work the LM head's tiles hold"
+    stored = g.output_width(out, tokens, size)
+    if stored and widths[stored]:
+        return stored, "the output projection's stores too"
+    return widths.most_common(1)[0][0], ""
+
+
 def _off_d_rival(
-    result: Inference, phases: g.Phases, roles: dict, counts: Counter, tokens: int, d: int
+    result: Inference,
+    phases: g.Phases,
+    roles: dict,
+    counts: Counter,
+    head: KernelRecord,
+    tokens: int,
+    d: int,
 ) -> _OffD | None:
     """An attention off d that the attention kernel confirms better than the N·d·d reading
     (`tokens`, d) does: N·d·a at N' = 2N·d·d where a = 2d (Qwen3's 16 heads of 128 over d
@@ -340,8 +395,10 @@ def _off_d_rival(
     rows also support), and padded tiles can make N·d·a pass for N·d·d at the same N (160·768·1024
     in tiles of 96 rows is 256·768·768 in tiles of 128). The rival wins where its attention
     reading is exact and the N·d·d one's is not, or where both are exact and more launches count
-    its token rows."""
-    rival, _ = _attention_off_d(phases, roles, counts, _element_size(result), rival=True)
+    its token rows, or where the rows and the attention are the same and the output projection
+    stores N·d of the rival's d."""
+    size = _element_size(result)
+    rival, _ = _attention_off_d(phases, roles, counts, size, head, rival=True)
     if rival is None:
         return None
     theirs = _attention_fit(result, roles, rival.tokens, rival.width, phases.forward)
@@ -354,11 +411,14 @@ def _off_d_rival(
             rival, evidence=rival.evidence + beaten + "which the attention kernel fits less well"
         )
     support = token_candidates(phases.forward)
-    if support[rival.tokens] <= support[tokens]:
-        return None
-    return dataclasses.replace(
-        rival, evidence=rival.evidence + beaten + f"which fewer launches count the rows of ({support[tokens]:g})"
-    )
+    if support[rival.tokens] > support[tokens]:
+        why = f"which fewer launches count the rows of ({support[tokens]:g})"
+        return dataclasses.replace(rival, evidence=rival.evidence + beaten + why)
+    # the same rows and attention: only d differs, and the projection's own stores say which
+    if (rival.tokens, rival.width) == (tokens, d) and g.output_width(roles["out"], tokens, size) == rival.d:
+        why = f"which the output projection's stores of N·{rival.d} values deny"
+        return dataclasses.replace(rival, evidence=rival.evidence + beaten + why)
+    return None
 
 
 def _shard_or_model(result: Inference, d: int, attention_width: int) -> None:
@@ -450,6 +510,18 @@ def _width(
             f"(the only reading that is a whole number of {multiple}-wide heads)",
         )
         return simt[0]
+    # a split-K fp32 SIMT GEMM's tiles and slices hold its FFMA exactly (`g.split_k_simt_allows`)
+    simt_split_k = not span and g.tensor_path(kernel) is None and kernel.grid[2] > 1
+    split = [w for w in allowed if simt_split_k and g.tiles_allow(kernel, tokens, d, w)]
+    if len(split) == 1:
+        result.set(
+            name,
+            split[0],
+            0.9,
+            f"{what}: fp32 SIMT GEMM in {kernel.grid[2]} split-K slices, {g.macs(kernel):,.0f} FFMA: of the "
+            f"widths whole K/V head counts allow, only {split[0]} fills its tiles and slices so",
+        )
+        return split[0]
     heads = [w for w in range(span[0], span[1] + 1) if w % multiple == 0] if span else []
     if len(heads) == 1:
         result.set(
@@ -693,7 +765,7 @@ def _read_fields(
     counts = element_counts(phases.forward, size)
     found = _tokens_and_width(result, phases, roles["out"], counts)
     if found is None:
-        off_d, why = _attention_off_d(phases, roles, counts, _element_size(result))
+        off_d, why = _attention_off_d(phases, roles, counts, _element_size(result), layer.lm_head)
         if off_d is None:
             result.missing.append(
                 "tokens/d_model: no row count and element count explain the output projection"
@@ -701,7 +773,7 @@ def _read_fields(
             )
             return
     else:
-        off_d = _off_d_rival(result, phases, roles, counts, *found)
+        off_d = _off_d_rival(result, phases, roles, counts, layer.lm_head, *found)
     if off_d is not None:
         tokens, d, attention_width = off_d.tokens, off_d.d, off_d.width
         result.set("d_model", d, 0.9, off_d.evidence)
