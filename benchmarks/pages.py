@@ -1166,7 +1166,7 @@ SERVED_BLIND = {
     "a": "score-54-served-blinda-4a08e29",
     "aa": "score-56-served-blindaa-d5cfac8",
 }
-SERVED_NOW = "score-55-served-all-80cbb4e"
+SERVED_NOW = "score-57-served-all-70a2332"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
@@ -1254,7 +1254,7 @@ LIMITS_AT_CAPTURE = (
     "limits-at-capture-d461497",
     "limits-at-capture-3cd2926",
 )
-LIMITS_NOW = "limits-80cbb4e"
+LIMITS_NOW = "limits-70a2332"
 
 
 def _limit_reading(row: dict) -> str:
