@@ -61,7 +61,8 @@ def collect(
         help="torch.compile the whole model: default, max-autotune-no-cudagraphs or reduce-overhead (CUDA graphs).",
     ),
     kernels: Optional[str] = typer.Option(
-        None, help="liger: Liger-Kernel's RMSNorm, SwiGLU, rotary and fused loss (Hugging Face Llama, Mistral, Qwen2)."
+        None,
+        help="liger: Liger-Kernel's RMSNorm, SwiGLU, rotary and fused loss (Hugging Face Llama, Mistral, Qwen2, Qwen3).",
     ),
     loss: str = typer.Option("eager", help="A preset's train-step loss: eager or fused (lmperf's)."),
     static_cache: bool = typer.Option(

@@ -32,7 +32,7 @@ RANGE = "lmperf_pmc_step"
 # Llama-family models Liger-Kernel's fused RMSNorm, SwiGLU, rotary and linear cross-entropy.
 COMPILE_MODES = ("default", "max-autotune-no-cudagraphs", "reduce-overhead")
 KERNEL_SETS = ("liger",)
-LIGER_FAMILIES = ("llama", "mistral", "qwen2")
+LIGER_FAMILIES = ("llama", "mistral", "qwen2", "qwen3")
 LOSSES = ("eager", "fused")  # lmperf presets' train-step loss: "fused" is lmperf's own
 # What a server may do that pmc must read through (issue 48's limits), each a Hugging Face run:
 # padded requests, a draft model (speculative decoding), quantised weights (lmperf.pmc.quantized),
