@@ -1803,6 +1803,80 @@ _SERVED_BLIND_AA = [
     ),
 ]
 
+# Blind batch ab of the served kinds, written down after batch aa's score (6 of 9) and the fixes
+# its misses led to, before any of it is captured, with Liger newly allowed on Qwen3: four Qwen3
+# runs (a Liger forward; an eager training step; CUDA graphs on an attention half as wide as d; a
+# compiled forward of an attention twice d); a static-cache Mistral generate; a compiled fp32
+# Llama training step; fp32 max-autotune GPT-2 and Qwen2 forwards; a compiled fp32 GPT-NeoX,
+# whose unrotated head halves count 16 x 48 = 0.75 d; a max-autotune fp16 OPT. Generate and
+# training entries first.
+_SERVED_BLIND_AB = [
+    (
+        "ab_mistral_h16_kv4_p48_b2_static",
+        llama(2, 1024, 16, 4, 2816, 32768, "mistral"),
+        2,
+        48,
+        "generate",
+        "bf16",
+        "sdpa",
+        {"new_tokens": 2, "static_cache": True},
+    ),
+    (
+        "ab_llama_h12_kv4_t100_train_compile_fp32",
+        llama(2, 768, 12, 4, 2048, 32000),
+        1,
+        100,
+        "train-step",
+        "fp32",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "ab_qwen3_h16_kv8_t80_train",
+        qwen3(2, 1024, 16, 8, 128, 3072, 151936),
+        1,
+        80,
+        "train-step",
+        "bf16",
+        "sdpa",
+        {},
+    ),
+    ("ab_qwen3_h8_kv2_t72_liger", qwen3(2, 768, 8, 2, 128, 2048, 151936), 2, 72, "forward", "bf16", "sdpa", LIGER),
+    (
+        "ab_qwen3_h12_kv2_t96_graphs",
+        qwen3(2, 1536, 12, 2, 64, 4096, 151936),
+        1,
+        96,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    (
+        "ab_qwen3_h20_kv4_t64_compile",
+        qwen3(2, 1280, 20, 4, 128, 3456, 151936),
+        2,
+        64,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("ab_gpt2_h20_t64_autotune_fp32", gpt2(2, 1280, 20, 50257), 1, 64, "forward", "fp32", "sdpa", AUTOTUNED),
+    ("ab_neox_h16_t120_compile_fp32", neox(2, 1024, 16, 4096, 50304), 1, 120, "forward", "fp32", "sdpa", COMPILED),
+    ("ab_opt_h20_t88_autotune", opt(2, 1280, 20, 5120, 50272), 1, 88, "forward", "fp16", "sdpa", AUTOTUNED),
+    (
+        "ab_qwen2_h16_kv2_t72_autotune_fp32",
+        llama(2, 1024, 16, 2, 2816, 151936, "qwen2"),
+        1,
+        72,
+        "forward",
+        "fp32",
+        "sdpa",
+        AUTOTUNED,
+    ),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -1937,6 +2011,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_L
             + _SERVED_BLIND_A
             + _SERVED_BLIND_AA
+            + _SERVED_BLIND_AB
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
