@@ -1165,6 +1165,7 @@ SERVED_BLIND = {
     "l": "score-51-served-blindl-32a36f4",
     "a": "score-54-served-blinda-4a08e29",
     "aa": "score-56-served-blindaa-d5cfac8",
+    "ab": "score-58-served-blindab-1018dcf",
 }
 SERVED_NOW = "score-57-served-all-70a2332"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
