@@ -712,3 +712,27 @@ def test_only_a_norm_between_the_query_projection_and_the_attention_counts_as_q_
     assert not normalizes_heads(roles("triton_poi_fused_add_cat_cos_mul_neg_sin_2"))
     assert not normalizes_heads(roles("triton_tem_fused_addmm_native_layer_norm_t_view_1"))
     assert not normalizes_heads(roles("triton_poi_fused_addmm_embedding_native_layer_norm_view_1"))
+
+
+def test_an_lm_head_s_tiles_and_logits_deny_twice_the_rows_at_half_d():
+    """96 rows of d 1536 through an LM head of 384x96 tiles in clusters of 2x1 over V = 151,936:
+    the 96 rows fill one 96-row tile and V pads to 152,064 columns, so the work is 96·1536·152,064
+    and the TMA stores 96·151,936·2 B. Read as 192 rows of d 768 (the same N·d), the stores give
+    V = 75,968, which no tiling of 192·768·V' = that work holds, while another width counted at
+    192 rows does (384, in 768-row tiles: 768·384·76,032): the head denies d 768 there. A head
+    whose stores hold no logits for any counted width (a fused loss's) denies nothing."""
+    from collections import Counter
+
+    from lmperf.pmc.gemms import STORE_BYTES, TMA_STORE_BYTES
+    from lmperf.pmc.infer import head_holds
+    from lmperf.pmc.parse import TENSOR_PATHS, KernelRecord
+
+    def head(stored: float) -> KernelRecord:
+        metrics = {TENSOR_PATHS["bf16"]: 2.0 * 96 * 1536 * 152_064, STORE_BYTES: 0.0, TMA_STORE_BYTES: stored}
+        return KernelRecord(0, "nvjet_sm90_tst_384x96_64x3_2x1_v_bz_coopA_TNT", (2, 66, 1), (384, 1, 1), metrics)
+
+    logits = head(96 * 151_936 * 2)
+    counts = Counter({192 * 768: 4, 96 * 768: 6})  # N·d at 96 rows of 1536 reads as 192 rows of 768
+    assert head_holds(logits, 96, 1536, 2, counts)
+    assert not head_holds(logits, 192, 768, 2, counts)
+    assert head_holds(head(7_424_000.0), 192, 768, 2, counts)

@@ -224,7 +224,24 @@ def forward_gemms(forward: list[KernelRecord]) -> list[KernelRecord]:
     if not gemms:
         return []
     typical = sorted(macs(k) for k in gemms)[len(gemms) // 2]
-    return [k for k in gemms if macs(k) >= _TINY * typical]
+    before = {id(k): forward[i - 1] for i, k in enumerate(forward) if i}
+    return [k for k in gemms if macs(k) >= _TINY * typical and not _sums_slices(k, before.get(id(k)))]
+
+
+# cuBLAS may sum a split-K fp32 GEMM's slices in a second xmma GEMM launched right after it, one
+# FFMA an output (128 padded rows x 2816 = 360,448 after 380,633,088): no layer GEMM of its own
+_SLICE_SUM = 0.01
+
+
+def _sums_slices(kernel: KernelRecord, before: KernelRecord | None) -> bool:
+    """Whether a GEMM launch sums the slices of the split-K fp32 GEMM launched right `before` it."""
+    return (
+        before is not None
+        and tensor_path(kernel) is None
+        and category(before) == MATMUL
+        and before.grid[2] > 1
+        and macs(kernel) < _SLICE_SUM * macs(before)
+    )
 
 
 # max-autotune may run one layer's GEMM as a Triton template and the same GEMM of another layer on

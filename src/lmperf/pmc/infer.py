@@ -32,8 +32,8 @@ from lmperf.pmc.attention_shape import (
     untie_by_causal_mask,
     untie_by_rotary_table,
 )
-from lmperf.analysis.kernels import ATTENTION, LOSS, MATMUL
-from lmperf.pmc.kernels import category, is_generated, is_triton
+from lmperf.analysis.kernels import ATTENTION, LOSS, MATMUL, MATMUL_AUX
+from lmperf.pmc.kernels import category, is_generated, is_triton, runs_norm
 from lmperf.pmc.generate import Steps, cache_length, split_steps
 from lmperf.pmc.completeness import (
     attention_groups,
@@ -235,7 +235,9 @@ def _mlp_before_attention(
     return [k for k in before if k not in mlp], [*after, *mlp]
 
 
-def _tokens_and_width(result: Inference, phases: g.Phases, out: KernelRecord, counts: Counter):
+def _tokens_and_width(
+    result: Inference, phases: g.Phases, roles: dict, counts: Counter, head: KernelRecord | None = None
+):
     """(N, d): the row count and exact width that explain the attention output projection.
     Between row counts the launches support equally (a compiled norm's grid of 116 programs of
     2 rows: N=231 or 232), the one whose N·d more kernels count wins. A width the projection's
@@ -243,15 +245,21 @@ def _tokens_and_width(result: Inference, phases: g.Phases, out: KernelRecord, co
     programs of 2 rows reads as N=72 too, and a count of another tensor (a rotary kernel's
     144·512 = 72·1024 elements) then passes for N·d. Nor is one that a max-autotune template's own
     stores deny: a norm's 40 programs of 2 rows padded to 2048 lanes count 40·2048 float ops,
-    which pass for N·d at N=40, d=2048, where the projection stored 80·1536 elements."""
-    best, size = None, _element_size(result)
+    which pass for N·d at N=40, d=2048, where the projection stored 80·1536 elements. Nor is one
+    the MLP's input norm stores too few values for (`norm_stores_rows`), nor one whose N·d·V work
+    the LM head's tiles deny (`head_holds`; `head`: None where the head sees other rows)."""
+    best, size, out = None, _element_size(result), roles["out"]
     for tokens, support in token_candidates(phases.forward).most_common():
         width = exact_width(
             (g.macs(out) / tokens) ** 0.5,
             tokens,
             counts,
             (SLACK * row_padding(tokens)) ** 0.5,
-            lambda w, n=tokens: g.tiles_allow(out, n, w, w),
+            lambda w, n=tokens: (
+                g.tiles_allow(out, n, w, w)
+                and norm_stores_rows(roles, n, w, size)
+                and head_holds(head, n, w, size, counts)
+            ),
         )
         if width and is_generated(out.name) and not g.stores_whole_outputs(out, tokens, width, size):
             continue
@@ -288,20 +296,43 @@ def _attention_off_d(
     size: int,
     head: KernelRecord | None = None,
     rival: bool = False,
+    confirms: Callable[[int, int], bool] | None = None,
 ) -> tuple[_OffD | None, str]:
-    """Where the output projection is no N·d·d GEMM: (the reading, "") when its work reads as
-    N·d·a, d the width `_residual_width` gives (a compiled Qwen3 counts more kernels at N·a
-    than at N·d), and the attention's width a the
+    """The reading of `_off_d_at` at the row count the most launches support; where `confirms`
+    (N, a) does not hold for it, the first that it holds for at the other row counts in order of
+    support, if any (a compiled norm of two rows a program reads as N/2 rows at least as often as
+    N: the attention kernel and the norm's stores decide)."""
+    candidates = [tokens for tokens, _ in token_candidates(phases.forward).most_common()]
+    if not candidates:
+        return None, ""
+    first = _off_d_at(candidates[0], phases, roles, counts, size, head, rival)
+    if confirms is None or (first[0] and confirms(first[0].tokens, first[0].width)):
+        return first
+    for tokens in candidates[1:]:
+        reading, _ = _off_d_at(tokens, phases, roles, counts, size, head, rival)
+        if reading and confirms(reading.tokens, reading.width):
+            return reading, ""
+    return first
+
+
+def _off_d_at(
+    tokens: int,
+    phases: g.Phases,
+    roles: dict,
+    counts: Counter,
+    size: int,
+    head: KernelRecord | None,
+    rival: bool,
+) -> tuple[_OffD | None, str]:
+    """Where the output projection is no N·d·d GEMM at N=`tokens` rows: (the reading, "") when
+    its work reads as N·d·a, d the width `_residual_width` gives (a compiled Qwen3 counts more
+    kernels at N·a than at N·d) and the MLP's input norm stores, and the attention's width a the
     one width in the GEMM's tile interval that kernels count N·a of (the query's rotary, the
     attention's output) and the query projection's tiles allow; else (None, why not), the why
     empty where the work gives no reading at all. A model built so (Qwen3, Gemma 2) and one
     tensor-parallel rank's shard of every GEMM both land here. `rival`: an N·d·d reading stands
     already, and the attention kernel will judge between them: a is then any such width but d,
     even where the tiles would allow d too."""
-    candidates = token_candidates(phases.forward).most_common(1)
-    if not candidates:
-        return None, ""
-    tokens = candidates[0][0]
     widths: Counter = Counter()
     for count, kernels in counts.items():
         for width in _count_widths(count, tokens, counts):
@@ -312,20 +343,23 @@ def _attention_off_d(
     out = roles["out"]
     d, witness = _residual_width(widths, out, head, tokens, size)
     kernels = widths[d]
-    span = _work_span(out, tokens, d)
-    if not span or (span[0] <= d <= span[1] and not rival):
+    if not norm_stores_rows(roles, tokens, d, size) or not head_holds(head, tokens, d, size, counts):
         return None, ""
-    side = "narrower" if span[1] < d else "wider" if span[0] > d else "other"
+    # the tiles' readings, not the interval around them: readings of 737-768 and 1793-2048 leave
+    # d = 1024 out
+    span = _work_span(out, tokens, d)
+    if not span or (_in_span(d, out, tokens, d) and not rival):
+        return None, ""
+    side = "narrower than" if span[1] < d else "wider than" if span[0] > d else "not"
     why = (
         f"its work is N·d·a with N = {tokens} and d = {d} (the width {kernels} elementwise kernels "
-        f"count N·d of) and the attention's width a in [{span[0]}, {span[1]}]"
-        + (f", {side} than d" if side != "other" else "")
+        f"count N·d of) and the attention's width a in [{span[0]}, {span[1]}], {side} d"
     )
     query = roles["qkv"][0] if len(roles["qkv"]) >= 3 else None
     fits = [
         w
         for w in widths
-        if span[0] <= w <= span[1] and w % 32 == 0 and w != d and (query is None or _in_span(w, query, tokens, d))
+        if _in_span(w, out, tokens, d) and w % 32 == 0 and w != d and (query is None or _in_span(w, query, tokens, d))
     ]
     if len(fits) != 1:
         return None, f"{why}, and {'no' if not fits else 'more than one'} width there that kernels count N·a of"
@@ -339,6 +373,41 @@ def _attention_off_d(
         f"({widths[a]} kernels count N·{a}), {side} than d"
     )
     return _OffD(tokens, d, a, evidence), ""
+
+
+def head_holds(head: KernelRecord | None, tokens: int, d: int, size: int, counts: Counter) -> bool:
+    """Whether an LM head of nvjet tiles that stores N·V logits (V whole) may have done N·d·V work
+    in them: it may unless its tiles hold that work for another width kernels count N·w of and not
+    for d (a head whose stores are no logits, a fused loss's, holds none). Twice the rows at half
+    d (N·d alike in every layer GEMM) asks the head for half the logits of the same work:
+    192·768·75,968 where 96·1536·151,936 ran."""
+    vocab = g.output_width(head, tokens, size) if head is not None else None
+    if not vocab:
+        return True
+
+    def held(width: int) -> bool:
+        return any(low <= vocab <= high for low, high in g.width_readings(head, tokens, width))
+
+    others = {int(w) for v in counts for w in _count_widths(v, tokens, counts) if w == int(w) and w > 0} - {d}
+    return held(d) or not any(held(w) for w in others)
+
+
+def norm_stores_rows(roles: dict, tokens: int, d: int, size: int) -> bool:
+    """Whether the norm before the MLP, where one runs apart from the GEMMs, stores at least the
+    N·d values it normalizes (`size` bytes each; it may store a residual sum and row statistics
+    beside them, and a training step's weight casts may store more). A model read at twice its token rows and half its attention width (Qwen3, whose
+    attention is twice d wide: N·d·2d = 2N·d·d in every GEMM and the attention) fails here: its
+    norms store half the values 2N rows of d would need."""
+    mlp = (roles["ups"] or [roles["down"]])[0]
+    between = [k for k in roles["first_layer"] if roles["out"].index < k.index < mlp.index]
+    first = next((i for i, k in enumerate(between) if runs_norm(k)), None)
+    if first is None:
+        return True
+    # the norm's output is one of the kernels from the norm on (a fused norm; eager RMSNorm's
+    # weight multiply, its rsqrt kernel storing a value a row; a cast for an fp8 GEMM storing
+    # one byte a value after it), and none stores more than the largest of them
+    stores = [k.metric(g.STORE_BYTES) for k in between[first:] if category(k) not in (MATMUL, MATMUL_AUX)]
+    return not any(stores) or max(stores) >= tokens * d * size
 
 
 def _work_span(kernel: KernelRecord, tokens: int, k: int) -> tuple[int, int] | None:
@@ -380,6 +449,16 @@ def _residual_width(
     return widths.most_common(1)[0][0], ""
 
 
+def _exact_attention(result: Inference, roles: dict, phases: g.Phases) -> Callable[[int, int], bool]:
+    """Whether the attention kernel's counted work fits N rows of an attention `width` wide exactly."""
+
+    def confirms(tokens: int, width: int) -> bool:
+        fit = _attention_fit(result, roles, tokens, width, phases.forward)
+        return fit is not None and fit.error < EXACT_ATTENTION
+
+    return confirms
+
+
 def _off_d_rival(
     result: Inference,
     phases: g.Phases,
@@ -398,7 +477,9 @@ def _off_d_rival(
     its token rows, or where the rows and the attention are the same and the output projection
     stores N·d of the rival's d."""
     size = _element_size(result)
-    rival, _ = _attention_off_d(phases, roles, counts, size, head, rival=True)
+    rival, _ = _attention_off_d(
+        phases, roles, counts, size, head, rival=True, confirms=_exact_attention(result, roles, phases)
+    )
     if rival is None:
         return None
     theirs = _attention_fit(result, roles, rival.tokens, rival.width, phases.forward)
@@ -763,9 +844,14 @@ def _read_fields(
         return
     size = stored_size(result, phases.forward)
     counts = element_counts(phases.forward, size)
-    found = _tokens_and_width(result, phases, roles["out"], counts)
+    # a generate's prefill runs its LM head over the last position alone (B rows, not N), and a
+    # fused loss over chunks of the rows: neither head can judge a reading of N
+    head = None if last_position_logits or loss_chunks(capture, layer.lm_head) > 1 else layer.lm_head
+    found = _tokens_and_width(result, phases, roles, counts, head)
     if found is None:
-        off_d, why = _attention_off_d(phases, roles, counts, _element_size(result), layer.lm_head)
+        off_d, why = _attention_off_d(
+            phases, roles, counts, _element_size(result), head, confirms=_exact_attention(result, roles, phases)
+        )
         if off_d is None:
             result.missing.append(
                 "tokens/d_model: no row count and element count explain the output projection"
@@ -773,7 +859,7 @@ def _read_fields(
             )
             return
     else:
-        off_d = _off_d_rival(result, phases, roles, counts, layer.lm_head, *found)
+        off_d = _off_d_rival(result, phases, roles, counts, head, *found)
     if off_d is not None:
         tokens, d, attention_width = off_d.tokens, off_d.d, off_d.width
         result.set("d_model", d, 0.9, off_d.evidence)

@@ -76,3 +76,20 @@ def category(kernel: KernelRecord) -> str:
     if named == OPTIMIZER and not (kernel.metric(FADD) or kernel.metric(FFMA)):
         return COPY
     return named
+
+
+# A normalization's statistic by name: eager RMSNorm's rsqrt kernel, a fused norm, or an inductor
+# reduction named after the mean of squares it computes.
+_NORM_OP = re.compile(r"rsqrt|rms_?norm|layer_?norm|mean_pow|pow_mean", re.IGNORECASE)
+
+
+def runs_norm(kernel: KernelRecord) -> bool:
+    """A kernel that normalizes rows itself. Inductor names a GEMM template, and the kernel that
+    adds a projection's bias (addmm), after the norm whose output they consume: those are no
+    norm of their own."""
+    return (
+        bool(_NORM_OP.search(kernel.name))
+        and category(kernel) not in (MATMUL, MATMUL_AUX)
+        and "addmm" not in kernel.name
+        and not kernel.name.startswith("triton_tem_")
+    )

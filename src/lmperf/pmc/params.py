@@ -4,10 +4,8 @@ embeddings, nor a learned position table's length)."""
 
 from __future__ import annotations
 
-import re
-
 from lmperf.analysis.kernels import MATMUL, MATMUL_AUX, NORM
-from lmperf.pmc.kernels import category, is_generated
+from lmperf.pmc.kernels import category, is_generated, runs_norm
 from lmperf.pmc.completeness import lookups_before_first_gemm
 from lmperf.pmc.gemms import FADD, Phases, tensor_path
 from lmperf.pmc.parse import Capture, KernelRecord
@@ -46,25 +44,11 @@ def block_parameters(
     return weights + bias + norms
 
 
-# A normalization's statistic by name: eager RMSNorm's rsqrt kernel, a fused norm, or an inductor
-# reduction named after the mean of squares it computes.
-_NORM_OP = re.compile(r"rsqrt|rms_?norm|layer_?norm|mean_pow|pow_mean", re.IGNORECASE)
-
-
 def normalizes_heads(roles: dict) -> bool:
     """Whether the first layer normalizes q or k between the first projection and the attention
-    kernel: only per-head q and k norms (Qwen3) run a norm there; rotary and reshapes do not.
-    Inductor names a projection's template, and the kernel that adds its bias (addmm), after the
-    input norm it consumes too: those are no norm of their own."""
+    kernel: only per-head q and k norms (Qwen3) run a norm there; rotary and reshapes do not."""
     first, marker = roles["qkv"][0].index, roles["marker"].index
-    return any(
-        first < k.index < marker
-        and _NORM_OP.search(k.name)
-        and category(k) not in (MATMUL, MATMUL_AUX)
-        and "addmm" not in k.name
-        and not k.name.startswith("triton_tem_")
-        for k in roles["first_layer"]
-    )
+    return any(first < k.index < marker and runs_norm(k) for k in roles["first_layer"])
 
 
 def _biases(roles: dict, gated: bool, kernels: list[KernelRecord]) -> tuple[bool, bool]:
