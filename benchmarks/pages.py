@@ -1167,7 +1167,7 @@ SERVED_BLIND = {
     "aa": "score-56-served-blindaa-d5cfac8",
     "ab": "score-58-served-blindab-1018dcf",
 }
-SERVED_NOW = "score-57-served-all-70a2332"
+SERVED_NOW = "score-59-served-all-390d50f"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
@@ -1255,7 +1255,7 @@ LIMITS_AT_CAPTURE = (
     "limits-at-capture-d461497",
     "limits-at-capture-3cd2926",
 )
-LIMITS_NOW = "limits-70a2332"
+LIMITS_NOW = "limits-390d50f"
 
 
 def _limit_reading(row: dict) -> str:
