@@ -1166,6 +1166,7 @@ SERVED_BLIND = {
     "a": "score-54-served-blinda-4a08e29",
     "aa": "score-56-served-blindaa-d5cfac8",
     "ab": "score-58-served-blindab-1018dcf",
+    "ac": "score-60-served-blindac-90a25fc",
 }
 SERVED_NOW = "score-59-served-all-390d50f"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
