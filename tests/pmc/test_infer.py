@@ -447,7 +447,16 @@ def test_a_batch_the_attention_cannot_decide_is_decided_by_the_mask_or_left_an_a
 
     from lmperf.pmc.infer import infer
 
+    # PyTorch's memory-efficient kernel launches (query tiles, heads, batch): (2, 16, 1) is 1 x 100
+    # already. Named as a kernel whose grid order is not known, the mask decides.
     capture, _ = _served("z_opt_h16_t100_fp32_compile")
+    result = infer(capture)
+    assert (result.values["batch"], result.values["seq_len"]) == (1, 100)
+    assert result.confidence["batch"] == 0.9 and not result.assumptions
+    capture = dataclasses.replace(
+        capture,
+        kernels=[dataclasses.replace(k, name=k.name.replace("cutlassF", "generic")) for k in capture.kernels],
+    )
     result = infer(capture)
     assert (result.values["batch"], result.values["seq_len"]) == (1, 100)
     assert result.confidence["batch"] == 0.9 and "40,000 B" in result.evidence["batch"]
@@ -736,3 +745,17 @@ def test_an_lm_head_s_tiles_and_logits_deny_twice_the_rows_at_half_d():
     assert head_holds(logits, 96, 1536, 2, counts)
     assert not head_holds(logits, 192, 768, 2, counts)
     assert head_holds(head(7_424_000.0), 192, 768, 2, counts)
+
+
+def test_a_template_stores_its_product_and_at_most_one_more_tensor():
+    """An fp32 max-autotune output projection over 80 rows of 1024 stores 80·1024·4 = 327,680 B.
+    That is one product of 80 rows, or a product and an epilogue's second tensor at 40 rows, but
+    four products of 20 rows is no epilogue: 20 rows of d 1024 are denied."""
+    from lmperf.pmc.gemms import STORE_BYTES, stores_whole_outputs
+    from lmperf.pmc.parse import KernelRecord
+
+    out = KernelRecord(0, "triton_tem_fused_mm_t_transpose_view_6", (96, 1, 1), (128, 1, 1), {STORE_BYTES: 327_680.0})
+    assert stores_whole_outputs(out, 80, 1024, 4)
+    assert stores_whole_outputs(out, 40, 1024, 4)
+    assert not stores_whole_outputs(out, 20, 1024, 4)
+    assert not stores_whole_outputs(out, 80, 1000, 4)

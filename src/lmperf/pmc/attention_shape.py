@@ -19,6 +19,10 @@ from lmperf.analysis.tiles import causal_tile_fraction
 from lmperf.pmc.gemms import FADD, FFMA, FMUL, STORE_BYTES, TENSOR_PATHS, macs
 from lmperf.pmc.parse import KernelRecord
 
+# PyTorch's memory-efficient attention forward (cutlass): its grid is (query tiles, H, B), so
+# where the tiles leave B·H and T in doubt (2 tiles x 20 heads x 1 sequence of 72, or 1 tile x 20
+# x 2 of 36) the grid's order settles it; every such kernel of the corpora launches so.
+_MEM_EFFICIENT = re.compile(r"fmha_cutlassF")
 PLAUSIBLE_HEAD_DIMS = (32, 40, 48, 64, 80, 96, 112, 128, 160, 192, 256)
 _TILES = (64, 128)
 
@@ -172,6 +176,8 @@ def fused_shape(kernel: KernelRecord, tokens: int, d: int, batch: int | None = N
             tiles = math.ceil(T / tq)
             if split_kv and (kernel.grid[0], kernel.grid[2]) != (tiles, B * H):
                 continue
+            if _MEM_EFFICIENT.search(kernel.name) and kernel.grid != (tiles, H, B):
+                continue  # PyTorch's memory-efficient forward launches (query tiles, heads, batch)
             if (
                 not split_kv
                 and kernel.grid[1:] != (1, 1)

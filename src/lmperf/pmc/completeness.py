@@ -20,7 +20,18 @@ from __future__ import annotations
 
 import math
 
-from lmperf.analysis.kernels import ATTENTION, COPY, ELEMENTWISE, EMBEDDING, LOSS, MATMUL, NORM, REDUCTION, SOFTMAX
+from lmperf.analysis.kernels import (
+    ATTENTION,
+    COPY,
+    ELEMENTWISE,
+    EMBEDDING,
+    LOSS,
+    MATMUL,
+    MATMUL_AUX,
+    NORM,
+    REDUCTION,
+    SOFTMAX,
+)
 from lmperf.pmc.kernels import category, is_generated
 from lmperf.pmc import gemms as g
 from lmperf.pmc.parse import Capture, KernelRecord
@@ -95,7 +106,10 @@ def forward_gaps(phases: g.Phases, layers: g.Layers | None, whole_layer: bool) -
 
 def _forward_cut(phases: g.Phases, layers: g.Layers | None, whole_layer: bool) -> str | None:
     forward = phases.forward
-    last = category(forward[-1]) if forward else None
+    # cuBLAS prepares some GEMMs with kernels of no work of their own (an fp32 sgemm_largek's
+    # scal_kernel scaling C): a range ending there ends with what ran before them
+    working = [k for k in forward if not (category(k) in (MATMUL, MATMUL_AUX) and not g.macs(k))]
+    last = category(working[-1]) if working else None
     if last in (NORM, ATTENTION) and not (phases.backward or phases.optimizer):
         return (
             f"the range ends with a {last} kernel, which no forward pass ends with (an output "

@@ -151,11 +151,12 @@ PAD_MM_ROWS = 8
 def stores_whole_outputs(kernel: KernelRecord, rows: int, width: int, size: int) -> bool:
     """Whether a GEMM that stores with st.global (an inductor template) stored a whole number of
     rows x width outputs of `size` bytes (rows as given or padded by pad_mm): its epilogue may
-    store a second tensor beside the product, never a part of one. True where it counts no store
+    store a second tensor beside the product, never a part of one, nor three more (80 rows of
+    1024 fp32 values are no 20-row product's four). True where it counts no store
     bytes (a TMA store)."""
     stored = kernel.metrics.get(STORE_BYTES)
     padded = -(-rows // PAD_MM_ROWS) * PAD_MM_ROWS
-    return not stored or any(whole(stored, n * width * size) is not None for n in {rows, padded})
+    return not stored or any(whole(stored, n * width * size) in (1, 2) for n in {rows, padded})
 
 
 def simt_inner_sizes(kernel: KernelRecord, tokens: int, width: int) -> set[int]:
