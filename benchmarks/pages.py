@@ -1168,7 +1168,7 @@ SERVED_BLIND = {
     "ab": "score-58-served-blindab-1018dcf",
     "ac": "score-60-served-blindac-90a25fc",
 }
-SERVED_NOW = "score-59-served-all-390d50f"
+SERVED_NOW = "score-61-served-all-4423e52"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
@@ -1256,7 +1256,7 @@ LIMITS_AT_CAPTURE = (
     "limits-at-capture-d461497",
     "limits-at-capture-3cd2926",
 )
-LIMITS_NOW = "limits-390d50f"
+LIMITS_NOW = "limits-4423e52"
 
 
 def _limit_reading(row: dict) -> str:
