@@ -1332,7 +1332,7 @@ def pmc_paths() -> str:
     return markdown(["attention path", "captures", "every structural field exact", "vocab_size exact"], body)
 
 
-INFER_TIME = "infer-time-88dc341"
+INFER_TIME = "infer-time-80c6122"
 
 
 def _timed_capture(what: str) -> str:
