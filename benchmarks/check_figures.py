@@ -1123,8 +1123,8 @@ QUOTES: list[Quote] = [
         "in batch z, {} of {} in batch w, {} of {} in batch v, {} of {} in batch u, {} of {} in batch t, {} of {} "
         "in batch q, {} of {} in batch p, {} of {} in batch o, {} of {} in batch n, {} of {} in batch k, {} of {} "
         "in batch j, {} of {} in batch i, {} of {} in batch h, {} of {} in batch f, {} of {} in batch l, {} "
-        "of {} in batch a, {} of {} in batch aa, {} of {} in batch ab and {} of {} in batch ac. Over the "
-        "twenty-one batches every "
+        "of {} in batch a, {} of {} in batch aa, {} of {} in batch ab, {} of {} in batch ac and {} of {} in "
+        "batch ad. Over the twenty-two batches every "
         "structural field was exact on {} of {} ({}%), the vocabulary exact on {} of {} ({}%) and exact or in its "
         "interval on {} of {} ({}%), and the parameters within 1% or in their interval on {} of {} ({}%).",
         _served_totals,

@@ -1167,6 +1167,7 @@ SERVED_BLIND = {
     "aa": "score-56-served-blindaa-d5cfac8",
     "ab": "score-58-served-blindab-1018dcf",
     "ac": "score-60-served-blindac-90a25fc",
+    "ad": "score-62-served-blindad-aea90b8",
 }
 SERVED_NOW = "score-61-served-all-4423e52"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
