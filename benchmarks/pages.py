@@ -15,7 +15,7 @@ import figures as F
 import leaderboard as L
 from tuning import tuning_table
 
-from lmperf.pmc.accuracy import STRUCTURE
+from lmperf.pmc.accuracy import PARAMS_TOLERANCE, STRUCTURE
 from lmperf.pmc.limits import LIMIT_CLAIMS
 
 MODES = ["forward", "forward-backward", "train-step"]
@@ -1169,7 +1169,7 @@ SERVED_BLIND = {
     "ac": "score-60-served-blindac-90a25fc",
     "ad": "score-62-served-blindad-aea90b8",
 }
-SERVED_NOW = "score-61-served-all-4423e52"
+SERVED_NOW = "score-63-served-all-aea90b8"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
@@ -1196,16 +1196,50 @@ def pmc_served_blind() -> str:
 
 
 def served_field_counts(scoring: str, split: str = "held_out") -> dict[str, tuple[int, int]]:
-    """field -> (captures right, captures) of a served scoring's `split`, from its field rates
-    (whole percentages, as the score file prints them): the one count of n captures that prints
-    as that percentage; a field whose percentage two counts print as is left out."""
+    """field -> (captures right, captures) of a served scoring's `split`: for the targets, from
+    its captures' wrong fields; for any other field, from its field rates (whole percentages, as
+    the score file prints them), the one count of n captures that prints as that percentage (a
+    field whose percentage two counts print as, 201 or 202 of 202, is left out)."""
     counts = {}
     for row in F.of_set("pmc-accuracy", scoring, kind="field"):
         n, rate = row[f"{split}_n"], row[f"{split}_exact"]
         right = [k for k in range(n + 1) if f"{k / n:.0%}" == rate] if n else [0]
         if len(right) == 1:
             counts[row["field"]] = (right[0], n)
+    captures = [
+        r
+        for r in F.of_set("pmc-accuracy", scoring, kind="capture")
+        if r["split"] == split.replace("_", "-") or (split == "dev" and r["split"] == "dev")
+    ]
+    if captures:
+        for target in SERVED_TARGETS:
+            counts[target] = (sum(target_met(r, target) for r in captures), len(captures))
     return counts
+
+
+_WRONG_VALUE = re.compile(r"(\w+)=(\[[^\]]*\]|\S+) \(true ([^)]*)\)")
+
+
+def target_met(row: dict, target: str) -> bool:
+    """Whether a scored capture meets one of the issue's targets, from its wrong-fields cell: every
+    structural field exact; the vocabulary exact; the vocabulary exact or an interval holding it;
+    the total parameters within 1% or an interval holding them."""
+    wrong = {m[1]: (m[2], m[3]) for m in _WRONG_VALUE.finditer(row["wrong"])}
+    if target == "structure":
+        return not wrong_fields(row) & set(STRUCTURE)
+    field = "vocab_size" if target.startswith("vocab") else "params_total"
+    if field not in wrong:
+        return True
+    if target == "vocab_size":
+        return False
+    value, true = wrong[field]
+    if not value.startswith("["):
+        return False  # a value listed wrong is off by more than the 1% a parameter count may be
+    # an interval holds the truth within the tolerance at its ends (lmperf.pmc.accuracy's rule);
+    # an open end prints as ? (a forward pass bounds a learned position table from below only)
+    low, high = (None if v.strip() == "?" else int(v) for v in value[1:-1].split(","))
+    tolerance = PARAMS_TOLERANCE if field == "params_total" else 0.0
+    return low <= int(true) * (1 + tolerance) and (high is None or int(true) <= high * (1 + tolerance))
 
 
 def served_blind_totals() -> dict[str, tuple[int, int]]:

@@ -100,3 +100,30 @@ def test_one_readme_figure_recomputed_from_the_raw_rows():
     lowest = min(min(v) for v in per_keys.values())
     quoted = f"{min(medians):.3f}-{max(medians):.3f}x at head_dim 64 non-causal (lowest round {lowest:.3f})"
     assert quoted in " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+
+
+def test_a_served_capture_meets_a_target_as_pmc_accuracy_counts_it():
+    """The served pages count the issue's targets from each capture's wrong-fields cell, as
+    lmperf.pmc.accuracy decides them: a parameter interval holds the truth within 1% at its ends
+    (246,353,664 x 1.01 holds 247,533,824), a vocabulary interval exactly; an open end (?) holds
+    everything above; a value listed wrong meets nothing; a structural field wrong fails the
+    structure alone."""
+    import pages
+
+    def row(wrong: str) -> dict:
+        return {"wrong": wrong}
+
+    near = row("params_total=[129666816, 246353664] (true 247533824)")
+    assert pages.target_met(near, "params_total within 1% or in interval")
+    assert pages.target_met(near, "structure") and pages.target_met(near, "vocab_size")
+    far = row("params_total=[129666816, 240000000] (true 247533824)")
+    assert not pages.target_met(far, "params_total within 1% or in interval")
+    assert pages.target_met(
+        row("params_total=[177717760, ?] (true 333192704)"), "params_total within 1% or in interval"
+    )
+    vocab = row("vocab_size=[37928, 151935] (true 151936), batch=4 (true 1)")
+    assert not pages.target_met(vocab, "vocab exact or in interval") and not pages.target_met(vocab, "structure")
+    assert pages.target_met(row("vocab_size=[37928, 152064] (true 151936)"), "vocab exact or in interval")
+    assert not pages.target_met(row("vocab_size=75968 (true 151936)"), "vocab exact or in interval")
+    assert not pages.target_met(row("params_total=None (true 65255680)"), "params_total within 1% or in interval")
+    assert pages.target_met(row("-"), "structure")
