@@ -96,6 +96,11 @@ def tiles_allow(kernel: KernelRecord, tokens: int, k: int, width: int) -> bool:
         return split_k_simt_allows(kernel, tokens, k, width)
     if not (tensor_path(kernel) and _NVJET.search(kernel.name)):
         return True
+    return readings_hold(kernel, tokens, k, width)
+
+
+def readings_hold(kernel: KernelRecord, tokens: int, k: int, width: int) -> bool:
+    """Whether one of `width_readings` holds `width` (False where the name declares no tiles)."""
     return any(low <= width <= high for low, high in width_readings(kernel, tokens, k))
 
 

@@ -236,7 +236,7 @@ def _mlp_before_attention(
 
 
 def _tokens_and_width(
-    result: Inference, phases: g.Phases, roles: dict, counts: Counter, head: KernelRecord | None = None
+    result: Inference, support: Counter, roles: dict, counts: Counter, head: KernelRecord | None = None
 ):
     """(N, d): the row count and exact width that explain the attention output projection.
     Between row counts the launches support equally (a compiled norm's grid of 116 programs of
@@ -247,9 +247,10 @@ def _tokens_and_width(
     stores deny: a norm's 40 programs of 2 rows padded to 2048 lanes count 40·2048 float ops,
     which pass for N·d at N=40, d=2048, where the projection stored 80·1536 elements. Nor is one
     the MLP's input norm stores too few values for (`norm_stores_rows`), nor one whose N·d·V work
-    the LM head's tiles deny (`head_holds`; `head`: None where the head sees other rows)."""
+    the LM head's tiles deny (`head_holds`; `head`: None where the head sees other rows).
+    `support`: row count -> launches that support it (`token_candidates`)."""
     best, size, out = None, _element_size(result), roles["out"]
-    for tokens, support in token_candidates(phases.forward).most_common():
+    for tokens, launches in support.most_common():
         width = exact_width(
             (g.macs(out) / tokens) ** 0.5,
             tokens,
@@ -263,12 +264,12 @@ def _tokens_and_width(
         )
         if width and is_generated(out.name) and not g.stores_whole_outputs(out, tokens, width, size):
             continue
-        if width and (best is None or (support, counts[tokens * width]) > best[2:]):
-            best = (tokens, width, support, counts[tokens * width])
+        if width and (best is None or (launches, counts[tokens * width]) > best[2:]):
+            best = (tokens, width, launches, counts[tokens * width])
     if best is None:
         return None
-    tokens, d, support, _ = best
-    result.evidence["_tokens"] = f"N={tokens} rows seen in {support} norm/gather/reduction launches"
+    tokens, d, launches, _ = best
+    result.evidence["_tokens"] = f"N={tokens} rows seen in {launches} norm/gather/reduction launches"
     result.set(
         "d_model",
         d,
@@ -290,7 +291,7 @@ class _OffD:
 
 
 def _attention_off_d(
-    phases: g.Phases,
+    support: Counter,
     roles: dict,
     counts: Counter,
     size: int,
@@ -302,14 +303,14 @@ def _attention_off_d(
     (N, a) does not hold for it, the first that it holds for at the other row counts in order of
     support, if any (a compiled norm of two rows a program reads as N/2 rows at least as often as
     N: the attention kernel and the norm's stores decide)."""
-    candidates = [tokens for tokens, _ in token_candidates(phases.forward).most_common()]
+    candidates = [tokens for tokens, _ in support.most_common()]
     if not candidates:
         return None, ""
-    first = _off_d_at(candidates[0], phases, roles, counts, size, head, rival)
+    first = _off_d_at(candidates[0], roles, counts, size, head, rival)
     if confirms is None or (first[0] and confirms(first[0].tokens, first[0].width)):
         return first
     for tokens in candidates[1:]:
-        reading, _ = _off_d_at(tokens, phases, roles, counts, size, head, rival)
+        reading, _ = _off_d_at(tokens, roles, counts, size, head, rival)
         if reading and confirms(reading.tokens, reading.width):
             return reading, ""
     return first
@@ -317,7 +318,6 @@ def _attention_off_d(
 
 def _off_d_at(
     tokens: int,
-    phases: g.Phases,
     roles: dict,
     counts: Counter,
     size: int,
@@ -333,11 +333,7 @@ def _off_d_at(
     tensor-parallel rank's shard of every GEMM both land here. `rival`: an N·d·d reading stands
     already, and the attention kernel will judge between them: a is then any such width but d,
     even where the tiles would allow d too."""
-    widths: Counter = Counter()
-    for count, kernels in counts.items():
-        for width in _count_widths(count, tokens, counts):
-            if width == int(width):
-                widths[int(width)] += kernels
+    widths = _counted_widths(counts, tokens)
     if not widths:
         return None, ""
     out = roles["out"]
@@ -375,6 +371,16 @@ def _off_d_at(
     return _OffD(tokens, d, a, evidence), ""
 
 
+def _counted_widths(counts: Counter, tokens: int) -> Counter:
+    """width w -> kernels whose element counts read as N·w (N=`tokens`), whole positive widths only."""
+    widths: Counter = Counter()
+    for count, kernels in counts.items():
+        for width in _count_widths(count, tokens, counts):
+            if width == int(width) and width > 0:
+                widths[int(width)] += kernels
+    return widths
+
+
 def head_holds(head: KernelRecord | None, tokens: int, d: int, size: int, counts: Counter) -> bool:
     """Whether an LM head of nvjet tiles that stores N·V logits (V whole) may have done N·d·V work
     in them: it may unless its tiles hold that work for another width kernels count N·w of and not
@@ -384,20 +390,17 @@ def head_holds(head: KernelRecord | None, tokens: int, d: int, size: int, counts
     vocab = g.output_width(head, tokens, size) if head is not None else None
     if not vocab:
         return True
-
-    def held(width: int) -> bool:
-        return any(low <= vocab <= high for low, high in g.width_readings(head, tokens, width))
-
-    others = {int(w) for v in counts for w in _count_widths(v, tokens, counts) if w == int(w) and w > 0} - {d}
-    return held(d) or not any(held(w) for w in others)
+    others = set(_counted_widths(counts, tokens)) - {d}
+    return g.readings_hold(head, tokens, d, vocab) or not any(g.readings_hold(head, tokens, w, vocab) for w in others)
 
 
 def norm_stores_rows(roles: dict, tokens: int, d: int, size: int) -> bool:
     """Whether the norm before the MLP, where one runs apart from the GEMMs, stores at least the
     N·d values it normalizes (`size` bytes each; it may store a residual sum and row statistics
-    beside them, and a training step's weight casts may store more). A model read at twice its token rows and half its attention width (Qwen3, whose
-    attention is twice d wide: N·d·2d = 2N·d·d in every GEMM and the attention) fails here: its
-    norms store half the values 2N rows of d would need."""
+    beside them, and a training step's weight casts may store more). A model read at twice its
+    token rows and half its attention width (Qwen3, whose attention is twice d wide: N·d·2d =
+    2N·d·d in every GEMM and the attention) fails here: its norms store half the values 2N rows of
+    d would need."""
     mlp = (roles["ups"] or [roles["down"]])[0]
     between = [k for k in roles["first_layer"] if roles["out"].index < k.index < mlp.index]
     first = next((i for i, k in enumerate(between) if runs_norm(k)), None)
@@ -424,7 +427,7 @@ def _work_span(kernel: KernelRecord, tokens: int, k: int) -> tuple[int, int] | N
 def _in_span(width: int, kernel: KernelRecord, tokens: int, k: int) -> bool:
     """Whether a GEMM's tiles (or, a template's, its work) allow an output `width`."""
     if g.width_readings(kernel, tokens, k):
-        return any(low <= width <= high for low, high in g.width_readings(kernel, tokens, k))
+        return g.readings_hold(kernel, tokens, k, width)
     span = _work_span(kernel, tokens, k)
     return span is not None and span[0] <= width <= span[1]
 
@@ -438,9 +441,7 @@ def _residual_width(
     the width the most kernels count."""
     vocab = g.output_width(head, tokens, size) if head is not None else None
     if vocab:
-        held = [
-            w for w in widths if w > 0 and any(low <= vocab <= high for low, high in g.width_readings(head, tokens, w))
-        ]
+        held = [w for w in widths if g.readings_hold(head, tokens, w, vocab)]
         if len(held) == 1:
             return held[0], f"the only one whose N·d·{vocab:,} work the LM head's tiles hold"
     stored = g.output_width(out, tokens, size)
@@ -477,8 +478,9 @@ def _off_d_rival(
     its token rows, or where the rows and the attention are the same and the output projection
     stores N·d of the rival's d."""
     size = _element_size(result)
+    support = token_candidates(phases.forward)
     rival, _ = _attention_off_d(
-        phases, roles, counts, size, head, rival=True, confirms=_exact_attention(result, roles, phases)
+        support, roles, counts, size, head, rival=True, confirms=_exact_attention(result, roles, phases)
     )
     if rival is None:
         return None
@@ -491,7 +493,6 @@ def _off_d_rival(
         return dataclasses.replace(
             rival, evidence=rival.evidence + beaten + "which the attention kernel fits less well"
         )
-    support = token_candidates(phases.forward)
     if support[rival.tokens] > support[tokens]:
         why = f"which fewer launches count the rows of ({support[tokens]:g})"
         return dataclasses.replace(rival, evidence=rival.evidence + beaten + why)
@@ -593,7 +594,7 @@ def _width(
         return simt[0]
     # a split-K fp32 SIMT GEMM's tiles and slices hold its FFMA exactly (`g.split_k_simt_allows`)
     simt_split_k = not span and g.tensor_path(kernel) is None and kernel.grid[2] > 1
-    split = [w for w in allowed if simt_split_k and g.tiles_allow(kernel, tokens, d, w)]
+    split = [w for w in allowed if g.tiles_allow(kernel, tokens, d, w)] if simt_split_k else []
     if len(split) == 1:
         result.set(
             name,
@@ -847,10 +848,11 @@ def _read_fields(
     # a generate's prefill runs its LM head over the last position alone (B rows, not N), and a
     # fused loss over chunks of the rows: neither head can judge a reading of N
     head = None if last_position_logits or loss_chunks(capture, layer.lm_head) > 1 else layer.lm_head
-    found = _tokens_and_width(result, phases, roles, counts, head)
+    support = token_candidates(phases.forward)
+    found = _tokens_and_width(result, support, roles, counts, head)
     if found is None:
         off_d, why = _attention_off_d(
-            phases, roles, counts, _element_size(result), head, confirms=_exact_attention(result, roles, phases)
+            support, roles, counts, _element_size(result), head, confirms=_exact_attention(result, roles, phases)
         )
         if off_d is None:
             result.missing.append(
@@ -863,9 +865,7 @@ def _read_fields(
     if off_d is not None:
         tokens, d, attention_width = off_d.tokens, off_d.d, off_d.width
         result.set("d_model", d, 0.9, off_d.evidence)
-        result.evidence["_tokens"] = (
-            f"N={tokens} rows seen in {token_candidates(phases.forward)[tokens]:g} norm/gather/reduction launches"
-        )
+        result.evidence["_tokens"] = f"N={tokens} rows seen in {support[tokens]:g} norm/gather/reduction launches"
     else:
         tokens, d = found
         attention_width = d
