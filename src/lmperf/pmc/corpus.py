@@ -1962,6 +1962,79 @@ _SERVED_BLIND_AD = [
     ("ad_gpt2_h16_t90_graphs_fp32", gpt2(2, 1024, 16, 50257), 1, 90, "forward", "fp32", "sdpa", GRAPHED),
 ]
 
+# Blind batch ae of the served kinds, written down after batch ad's score (5 of 5) and the review
+# that followed, before any of it is captured, to test the last fixes where batch ad did not: four
+# Qwen3 runs whose attention is twice d (a compiled training step, a compiled forward, bf16 and
+# fp32 max-autotune forwards, one of 81 rows); fp32 max-autotune Llama and GPT-2 (63 rows), whose
+# templates' stores were the rule of the last fix; a compiled OPT; an fp16 max-autotune Mistral of
+# 128-wide heads; CUDA graphs on a Qwen2 of 75 rows; a max-autotune GPT-NeoX. Training first.
+_SERVED_BLIND_AE = [
+    (
+        "ae_qwen3_h16_kv4_t72_train_compile",
+        qwen3(2, 1024, 16, 4, 128, 3072, 151936),
+        1,
+        72,
+        "train-step",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "ae_qwen3_h16_kv8_t81_autotune",
+        qwen3(2, 1024, 16, 8, 128, 3072, 151936),
+        1,
+        81,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    ("ae_qwen3_h8_kv2_t96_compile", qwen3(2, 512, 8, 2, 128, 1536, 151936), 2, 96, "forward", "bf16", "sdpa", COMPILED),
+    (
+        "ae_qwen3_h12_kv4_t64_autotune_fp32",
+        qwen3(2, 768, 12, 4, 128, 2048, 151936),
+        1,
+        64,
+        "forward",
+        "fp32",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    (
+        "ae_llama_h12_kv4_t88_autotune_fp32",
+        llama(2, 768, 12, 4, 2048, 32000),
+        1,
+        88,
+        "forward",
+        "fp32",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    ("ae_gpt2_h16_t63_autotune_fp32", gpt2(2, 1024, 16, 50257), 1, 63, "forward", "fp32", "sdpa", AUTOTUNED),
+    ("ae_opt_h16_t96_compile", opt(2, 1024, 16, 4096, 50272), 1, 96, "forward", "bf16", "sdpa", COMPILED),
+    (
+        "ae_mistral_h8_kv2_t100_autotune_fp16",
+        llama(2, 1024, 8, 2, 2816, 32768, "mistral"),
+        1,
+        100,
+        "forward",
+        "fp16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    (
+        "ae_qwen2_h14_kv2_t75_graphs",
+        llama(2, 896, 14, 2, 4864, 151936, "qwen2"),
+        1,
+        75,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("ae_neox_h12_t80_autotune", neox(2, 768, 12, 3072, 50304), 2, 80, "forward", "bf16", "sdpa", AUTOTUNED),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -2099,6 +2172,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_AB
             + _SERVED_BLIND_AC
             + _SERVED_BLIND_AD
+            + _SERVED_BLIND_AE
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
