@@ -1168,6 +1168,7 @@ SERVED_BLIND = {
     "ab": "score-58-served-blindab-1018dcf",
     "ac": "score-60-served-blindac-90a25fc",
     "ad": "score-62-served-blindad-aea90b8",
+    "ae": "score-64-served-blindae-f30af0a",
 }
 SERVED_NOW = "score-63-served-all-aea90b8"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
