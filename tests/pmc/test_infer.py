@@ -644,6 +644,68 @@ def test_a_fused_forward_s_log_sum_exp_stores_give_its_heads():
     assert _log_sum_exp_heads(forward(393_216.0), 192, 1024) is None
 
 
+def test_a_fused_forward_s_stores_deny_readings_of_other_rows_and_widths():
+    """A fused attention forward stores its N·a outputs with st.global, with or without N·H fp32
+    log-sum-exps, or (cuDNN, its outputs by TMA) the statistics alone. 64 rows of an attention
+    1536 wide in fp32 store 64·1536·4 = 393,216 B, which 32 rows of it (196,608 B) do not; with 12
+    heads' statistics 393,216 + 64·12·4 = 396,288 B; cuDNN's 3,072 B are 64·12·4. A split-KV
+    forward's partial sums, and a kernel whose stores count nothing, say nothing."""
+    from lmperf.pmc.attention_shape import stores_fit
+    from lmperf.pmc.parse import KernelRecord
+
+    def forward(stored: float, name: str = "fmha_cutlassF_f32_aligned_64x128_rf_sm80") -> KernelRecord:
+        return KernelRecord(0, name, (1, 12, 1), (128, 1, 1), {"sm__sass_data_bytes_mem_global_op_st.sum": stored})
+
+    assert stores_fit(forward(393_216.0), 64, 1536, 12, 4) is True
+    assert stores_fit(forward(393_216.0), 32, 1536, 12, 4) is False
+    assert stores_fit(forward(396_288.0), 64, 1536, 12, 4) is True
+    assert stores_fit(forward(396_288.0), 64, 1536, 16, 4) is False
+    assert stores_fit(forward(3_072.0, "cudnn_generated_fort_native_sdpa_sm90"), 64, 1536, 12, 2) is True
+    assert stores_fit(forward(0.0), 32, 1536, 12, 4) is None
+    assert stores_fit(forward(5_490_240.0, "void pytorch_flash::flash_fwd_splitkv_kernel"), 32, 1536, 12, 2) is None
+
+
+def test_a_causal_mask_fits_one_sequence_length_of_the_same_rows():
+    """160 rows as 2 x 80 or as 2 x 40 (an alias at half the rows and twice d): a kernel that
+    stores 25,600 B with no arithmetic is an 80 x 80 fp32 mask (or 2 x 80 x 80 fp16), and no mask
+    of T = 40 (40 x 40 x 4 = 6,400 B; 2 x 40 x 40 x 4 = 12,800 B); a kernel doing arithmetic is none."""
+    from lmperf.pmc.attention_shape import mask_fits
+    from lmperf.pmc.parse import KernelRecord
+
+    def kernel(stored: float, fadd: float = 0.0) -> KernelRecord:
+        metrics = {"sm__sass_data_bytes_mem_global_op_st.sum": stored}
+        if fadd:
+            metrics["sm__sass_thread_inst_executed_op_fadd_pred_on.sum"] = fadd
+        return KernelRecord(0, "triton_poi_fused_add_arange_expand_9", (200, 1, 1), (128, 1, 1), metrics)
+
+    assert mask_fits([kernel(25_600.0)], 2, 80)
+    assert not mask_fits([kernel(25_600.0)], 2, 40)
+    assert mask_fits([kernel(12_800.0)], 2, 40)
+    assert not mask_fits([kernel(25_600.0, fadd=6_400.0)], 2, 80)
+    assert not mask_fits([], 2, 80)
+
+
+def test_a_split_k_simt_gemm_s_tiles_bound_an_off_d_attention_s_width():
+    """cuBLAS's fp32 split-K query projection of 64 rows, d 768 in, 1536 out: tiles of 64 x 64, 11
+    slices of ceil(768 / 11) = 70 rounded up to 72, 64·1536·792 = 77,856,768 FFMA. Its tiles
+    allow the widths of 24 column tiles (1473-1536) at 64 rows; at 32 rows of d 1536 (the alias
+    that halves the rows and doubles d: 144 x 11 = 1,584 a row) only 12 tiles' (705-768), not the
+    1536 that alias's attention would need."""
+    from lmperf.pmc.infer import _in_span
+    from lmperf.pmc.parse import KernelRecord
+
+    query = KernelRecord(
+        0,
+        "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4",
+        (1, 24, 11),
+        (128, 1, 1),
+        {"sm__sass_thread_inst_executed_op_ffma_pred_on.sum": 77_856_768.0},
+    )
+    assert _in_span(1536, query, 64, 768) and _in_span(1504, query, 64, 768)
+    assert not _in_span(1440, query, 64, 768) and not _in_span(1600, query, 64, 768)
+    assert [w for w in range(1, 4097) if _in_span(w, query, 32, 1536)] == list(range(705, 769))
+
+
 def _gemm(index: int, name: str, work: float):
     from lmperf.pmc.parse import KernelRecord
 

@@ -301,16 +301,42 @@ def _mask_fits(stored: float, batch: int, seq_len: int) -> bool:
     return False
 
 
-def untie_by_causal_mask(shape: AttentionShape, kernels: list[KernelRecord]) -> AttentionShape:
-    """Where equal fits tie across B, a kernel between the Q/K/V projections and the attention
-    that does no arithmetic and stores one causal mask (T·T or B·T·T entries) may allow only one
-    of them: that one, with the mask as its evidence; else `shape` unchanged."""
-    masks = [
+def _mask_kernels(kernels: list[KernelRecord]) -> list[KernelRecord]:
+    """The kernels that may have built a causal mask: they store and do no arithmetic."""
+    return [
         k
         for k in kernels
         if (k.metrics.get(STORE_BYTES) or 0) > 0 and not macs(k) and not any(k.metric(m) for m in (FFMA, FADD, FMUL))
     ]
-    return _untie(shape, masks, _mask_fits, "the causal mask's {:,.0f} B of stores (T x T or B x T x T entries)")
+
+
+def untie_by_causal_mask(shape: AttentionShape, kernels: list[KernelRecord]) -> AttentionShape:
+    """Where equal fits tie across B, a kernel between the Q/K/V projections and the attention
+    that does no arithmetic and stores one causal mask (T·T or B·T·T entries) may allow only one
+    of them: that one, with the mask as its evidence; else `shape` unchanged."""
+    return _untie(
+        shape, _mask_kernels(kernels), _mask_fits, "the causal mask's {:,.0f} B of stores (T x T or B x T x T entries)"
+    )
+
+
+def mask_fits(kernels: list[KernelRecord], batch: int, seq_len: int) -> bool:
+    """Whether one of `kernels` (those between the Q/K/V projections and the attention) stores a
+    causal mask of B = `batch` sequences of `seq_len` tokens."""
+    return any(_mask_fits(k.metrics[STORE_BYTES], batch, seq_len) for k in _mask_kernels(kernels))
+
+
+def stores_fit(kernel: KernelRecord, tokens: int, width: int, heads: int, size: int) -> bool | None:
+    """Whether a fused attention forward's st.global stores are what N = `tokens` rows of an
+    attention `width` wide store: its N·width outputs of `size` bytes, with or without the N·H
+    fp32 log-sum-exps a backward pass needs, or those statistics alone (cuDNN stores its output
+    by TMA, which counts no bytes). None where the stores say nothing: none counted, or
+    FlashAttention's split-KV forward, whose partial sums are stored too. Every fused attention
+    of the corpora stores so."""
+    stored = kernel.metric(STORE_BYTES)
+    if not stored or "splitkv" in kernel.name:
+        return None
+    out, statistics = tokens * width * size, 4 * tokens * heads
+    return stored in (out, out + statistics, statistics)
 
 
 def _untie(shape: AttentionShape, kernels: list[KernelRecord], fits_stores, what: str) -> AttentionShape:

@@ -92,7 +92,7 @@ def tiles_allow(kernel: KernelRecord, tokens: int, k: int, width: int) -> bool:
     tiles its name declares. An nvjet name counts against a width: it declares tiles and
     clusters exactly; so does a split-K fp32 SIMT GEMM's (`split_k_simt_allows`). Another fp32
     SIMT GEMM's epilogue leaves readings out."""
-    if tensor_path(kernel) is None and kernel.grid[2] > 1 and _SIMT_TILE.search(kernel.name):
+    if split_k_simt(kernel):
         return split_k_simt_allows(kernel, tokens, k, width)
     if not (tensor_path(kernel) and _NVJET.search(kernel.name)):
         return True
@@ -107,6 +107,11 @@ def readings_hold(kernel: KernelRecord, tokens: int, k: int, width: int) -> bool
 # A split-K slice's share of k, rounded up to a whole number of these elements: 8 on cuBLAS's
 # xmma kernels, 1 or 2 on cutlass's simt_sgemm (every split-K SIMT GEMM of the corpora fits one)
 _SLICE_ALIGNMENTS = (1, 2, 4, 8)
+
+
+def split_k_simt(kernel: KernelRecord) -> bool:
+    """Whether a GEMM is an fp32 SIMT one of named tiles split along k (grid z = its slices)."""
+    return tensor_path(kernel) is None and kernel.grid[2] > 1 and bool(_SIMT_TILE.search(kernel.name))
 
 
 def split_k_simt_allows(kernel: KernelRecord, tokens: int, k: int, width: int) -> bool:

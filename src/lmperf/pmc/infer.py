@@ -28,7 +28,9 @@ from lmperf.pmc.attention_shape import (
     PLAUSIBLE_HEAD_DIMS,
     AttentionShape,
     fused_shape,
+    mask_fits,
     naive_shape,
+    stores_fit,
     untie_by_causal_mask,
     untie_by_rotary_table,
 )
@@ -428,6 +430,8 @@ def _in_span(width: int, kernel: KernelRecord, tokens: int, k: int) -> bool:
     """Whether a GEMM's tiles (or, a template's, its work) allow an output `width`."""
     if g.width_readings(kernel, tokens, k):
         return g.readings_hold(kernel, tokens, k, width)
+    if g.split_k_simt(kernel):
+        return g.split_k_simt_allows(kernel, tokens, k, width)
     span = _work_span(kernel, tokens, k)
     return span is not None and span[0] <= width <= span[1]
 
@@ -450,14 +454,39 @@ def _residual_width(
     return widths.most_common(1)[0][0], ""
 
 
-def _exact_attention(result: Inference, roles: dict, phases: g.Phases) -> Callable[[int, int], bool]:
-    """Whether the attention kernel's counted work fits N rows of an attention `width` wide exactly."""
+def _attention_confirms(result: Inference, roles: dict, phases: g.Phases) -> Callable[[int, int], bool]:
+    """Whether the attention kernel confirms N rows of an attention `width` wide: its counted
+    work fits them exactly or its own stores hold their outputs exactly, and its stores do not
+    deny them."""
 
     def confirms(tokens: int, width: int) -> bool:
-        fit = _attention_fit(result, roles, tokens, width, phases.forward)
-        return fit is not None and fit.error < EXACT_ATTENTION
+        return _confirmed(result, roles, tokens, _attention_fit(result, roles, tokens, width, phases.forward))
 
     return confirms
+
+
+def _confirmed(result: Inference, roles: dict, tokens: int, shape: AttentionShape | None) -> bool:
+    if shape is None:
+        return False
+    stores = _attention_stores_fit(result, roles, tokens, shape)
+    return stores is not False and (shape.error < EXACT_ATTENTION or stores is True)
+
+
+def _attention_stores_fit(result: Inference, roles: dict, tokens: int, shape: AttentionShape) -> bool | None:
+    """`stores_fit` of the fused attention kernel for a reading of N = `tokens` rows as `shape`."""
+    if roles["kind"] == "softmax":
+        return None
+    width = shape.n_heads * shape.head_dim
+    return stores_fit(roles["marker"], tokens, width, shape.n_heads, _element_size(result))
+
+
+def _masks_fit(roles: dict, shape: AttentionShape) -> bool:
+    """Whether a kernel between the Q/K/V projections and the attention stores a causal mask of
+    the shape's B and T (or of one of its ties)."""
+    if not roles["qkv"]:
+        return False
+    kernels = _before_attention(roles, roles["qkv"][-1])
+    return any(mask_fits(kernels, b, t) for b, t, _ in ((shape.batch, shape.seq_len, 0), *shape.ties))
 
 
 def _off_d_rival(
@@ -476,23 +505,35 @@ def _off_d_rival(
     in tiles of 96 rows is 256·768·768 in tiles of 128). The rival wins where its attention
     reading is exact and the N·d·d one's is not, or where both are exact and more launches count
     its token rows, or where the rows and the attention are the same and the output projection
-    stores N·d of the rival's d."""
+    stores N·d of the rival's d. Before the launches count, the attention's own stores (its
+    outputs, N·a values) and a causal mask's (B·T·T entries) judge where they tell the two apart:
+    a max-autotune GPT-NeoX of 2 x 80 rows at d 768 reads as 80 rows of d 1536 and an attention
+    768 wide in every GEMM and in the attention's padded tiles, but not in its T x T mask."""
     size = _element_size(result)
     support = token_candidates(phases.forward)
     rival, _ = _attention_off_d(
-        support, roles, counts, size, head, rival=True, confirms=_exact_attention(result, roles, phases)
+        support, roles, counts, size, head, rival=True, confirms=_attention_confirms(result, roles, phases)
     )
     if rival is None:
         return None
     theirs = _attention_fit(result, roles, rival.tokens, rival.width, phases.forward)
-    if theirs is None or theirs.error >= EXACT_ATTENTION:
+    if not _confirmed(result, roles, rival.tokens, theirs):
         return None
     ours = _attention_fit(result, roles, tokens, d, phases.forward)
     beaten = f"; over N={tokens} rows of an attention {d} wide (N·d·d), "
-    if ours is None or ours.error >= EXACT_ATTENTION:
+    if ours is not None and _attention_stores_fit(result, roles, tokens, ours) is False:
+        why = f"which the attention's {roles['marker'].metric(g.STORE_BYTES):,.0f} B of stores deny"
+        return dataclasses.replace(rival, evidence=rival.evidence + beaten + why)
+    if not _confirmed(result, roles, tokens, ours):
         return dataclasses.replace(
             rival, evidence=rival.evidence + beaten + "which the attention kernel fits less well"
         )
+    masked = _masks_fit(roles, ours), _masks_fit(roles, theirs)
+    if masked == (True, False):
+        return None
+    if masked == (False, True):
+        why = f"whose B={ours.batch}, T={ours.seq_len} no causal mask's stores fit"
+        return dataclasses.replace(rival, evidence=rival.evidence + beaten + why)
     if support[rival.tokens] > support[tokens]:
         why = f"which fewer launches count the rows of ({support[tokens]:g})"
         return dataclasses.replace(rival, evidence=rival.evidence + beaten + why)
@@ -593,7 +634,7 @@ def _width(
         )
         return simt[0]
     # a split-K fp32 SIMT GEMM's tiles and slices hold its FFMA exactly (`g.split_k_simt_allows`)
-    simt_split_k = not span and g.tensor_path(kernel) is None and kernel.grid[2] > 1
+    simt_split_k = not span and g.split_k_simt(kernel)
     split = [w for w in allowed if g.tiles_allow(kernel, tokens, d, w)] if simt_split_k else []
     if len(split) == 1:
         result.set(
@@ -852,7 +893,7 @@ def _read_fields(
     found = _tokens_and_width(result, support, roles, counts, head)
     if found is None:
         off_d, why = _attention_off_d(
-            support, roles, counts, _element_size(result), head, confirms=_exact_attention(result, roles, phases)
+            support, roles, counts, _element_size(result), head, confirms=_attention_confirms(result, roles, phases)
         )
         if off_d is None:
             result.missing.append(
@@ -879,7 +920,7 @@ def _read_fields(
             "head_dim) of the attention kernel confirms",
         )
         return
-    _mlp(result, roles, tokens, d, size)
+    _mlp(result, roles, tokens, d, size, attention_width)
     if shape:
         _kv_heads(result, roles, tokens, d, shape, counts)
     if decode:  # one new token per sequence, whatever the attention was read as
@@ -931,8 +972,9 @@ def loss_chunks(capture: Capture, head: KernelRecord) -> int:
     return chunks if chunks > 1 and heads >= chunks - 1 else 1  # the last chunk may be smaller
 
 
-def _d_ff(result: Inference, roles: dict, tokens: int, d: int, size: int | None) -> int:
-    """d_ff is the down-projection's K; its output (width d) is padded like the out-projection's."""
+def _d_ff(result: Inference, roles: dict, tokens: int, d: int, size: int | None, attention_width: int) -> int:
+    """d_ff is the down-projection's K; its output (width d) is padded like the out-projection's,
+    whose K is the attention's width."""
     down, out = roles["down"], roles["out"]
     bound = g.macs(down) / (tokens * d)
     # The activation between the up- and the down-projection counts N·d_ff exactly; counts from
@@ -998,15 +1040,16 @@ def _d_ff(result: Inference, roles: dict, tokens: int, d: int, size: int | None)
                 f"{both[0]} fits both",
             )
             return both[0]
-    ratio = g.macs(down) / g.macs(out) * d  # same output width d, same padding
+    ratio = g.macs(down) / g.macs(out) * attention_width  # same output width d, same padding
     f = int(round(ratio))
     same_tile = down.name == out.name
     result.set(
         "d_ff",
         f,
         0.8 if same_tile and abs(ratio - f) < 0.01 else 0.5,
-        f"down/out-projection work ratio {g.macs(down) / g.macs(out):.4f} x d "
-        f"({'same' if same_tile else 'different'} GEMM kernel, so "
+        f"down/out-projection work ratio {g.macs(down) / g.macs(out):.4f} x "
+        + ("d " if attention_width == d else f"the attention's width {attention_width} ")
+        + f"({'same' if same_tile else 'different'} GEMM kernel, so "
         f"{'the same' if same_tile else 'possibly different'} tile padding)",
     )
     return f
@@ -1041,8 +1084,8 @@ def _several_ops_width(
     return (agreed[-1][1], sorted(support[agreed[-1][1]])) if agreed else None
 
 
-def _mlp(result: Inference, roles: dict, tokens: int, d: int, size: int | None) -> None:
-    f = _d_ff(result, roles, tokens, d, size)
+def _mlp(result: Inference, roles: dict, tokens: int, d: int, size: int | None, attention_width: int) -> None:
+    f = _d_ff(result, roles, tokens, d, size, attention_width)
     ups = roles["ups"]
     up_width = sum(g.macs(k) for k in ups) / (tokens * d)
     gated = len(ups) == 2 or (len(ups) == 1 and up_width > 1.5 * f)
