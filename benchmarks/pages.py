@@ -1170,7 +1170,7 @@ SERVED_BLIND = {
     "ad": "score-62-served-blindad-aea90b8",
     "ae": "score-64-served-blindae-f30af0a",
 }
-SERVED_NOW = "score-63-served-all-aea90b8"
+SERVED_NOW = "score-65-served-all-fff3286"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
@@ -1292,7 +1292,7 @@ LIMITS_AT_CAPTURE = (
     "limits-at-capture-d461497",
     "limits-at-capture-3cd2926",
 )
-LIMITS_NOW = "limits-4423e52"
+LIMITS_NOW = "limits-fff3286"
 
 
 def _limit_reading(row: dict) -> str:
