@@ -2035,6 +2035,79 @@ _SERVED_BLIND_AE = [
     ("ae_neox_h12_t80_autotune", neox(2, 768, 12, 3072, 50304), 2, 80, "forward", "bf16", "sdpa", AUTOTUNED),
 ]
 
+# Blind batch af of the served kinds, written down after batch ae's score (8 of 10) and the fixes
+# its two misses led to (half the token rows at twice d), before any of it is captured: runs where
+# that alias may pass every GEMM and the attention's padded tiles (bf16 max-autotune GPT-2 and
+# Llama of two sequences, CUDA graphs on a GPT-NeoX of two, a compiled GPT-NeoX training step), fp32
+# runs of a max-autotune OPT, a compiled Qwen3 and an eager Qwen3 (attentions twice d), CUDA graphs
+# on a Qwen3 of 85 rows, a Liger Qwen3 over d 640, an fp16 max-autotune Qwen2. Training first.
+_SERVED_BLIND_AF = [
+    (
+        "af_neox_h16_t64_train_compile",
+        neox(2, 1024, 16, 4096, 50304),
+        2,
+        64,
+        "train-step",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("af_gpt2_h12_t96_autotune", gpt2(2, 768, 12, 50257), 2, 96, "forward", "bf16", "sdpa", AUTOTUNED),
+    ("af_opt_h12_t120_autotune_fp32", opt(2, 768, 12, 3072, 50272), 1, 120, "forward", "fp32", "sdpa", AUTOTUNED),
+    (
+        "af_qwen3_h16_kv4_t90_compile_fp32",
+        qwen3(2, 1024, 16, 4, 128, 3072, 151936),
+        1,
+        90,
+        "forward",
+        "fp32",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "af_qwen3_h8_kv4_t100_eager_fp32",
+        qwen3(2, 512, 8, 4, 128, 1536, 151936),
+        1,
+        100,
+        "forward",
+        "fp32",
+        "sdpa",
+        {},
+    ),
+    (
+        "af_llama_h16_kv4_t72_autotune",
+        llama(2, 1024, 16, 4, 2816, 32000),
+        2,
+        72,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    ("af_neox_h12_t96_graphs", neox(2, 768, 12, 3072, 50304), 2, 96, "forward", "bf16", "sdpa", GRAPHED),
+    (
+        "af_qwen3_h12_kv4_t85_graphs",
+        qwen3(2, 768, 12, 4, 128, 2048, 151936),
+        1,
+        85,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("af_qwen3_h10_kv2_t80_liger", qwen3(2, 640, 10, 2, 128, 1792, 151936), 1, 80, "forward", "bf16", "sdpa", LIGER),
+    (
+        "af_qwen2_h12_kv2_t64_autotune_fp16",
+        llama(2, 768, 12, 2, 2048, 151936, "qwen2"),
+        2,
+        64,
+        "forward",
+        "fp16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -2173,6 +2246,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_AC
             + _SERVED_BLIND_AD
             + _SERVED_BLIND_AE
+            + _SERVED_BLIND_AF
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
