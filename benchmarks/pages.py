@@ -1169,6 +1169,7 @@ SERVED_BLIND = {
     "ac": "score-60-served-blindac-90a25fc",
     "ad": "score-62-served-blindad-aea90b8",
     "ae": "score-64-served-blindae-f30af0a",
+    "af": "score-66-served-blindaf-326962f",
 }
 SERVED_NOW = "score-65-served-all-fff3286"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
