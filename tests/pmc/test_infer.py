@@ -685,6 +685,34 @@ def test_a_causal_mask_fits_one_sequence_length_of_the_same_rows():
     assert not mask_fits([], 2, 80)
 
 
+def test_a_per_head_norm_s_stores_give_the_attention_s_width():
+    """Liger's Qwen3 q norm runs a program a row of head_dim, N·H rows: 80 tokens x 10 heads of 128
+    in bf16 store 800·128·2 values' bytes and an fp32 statistic a row, 204,800 + 3,200 = 208,000 B:
+    N·1280. Its k norm, 160 rows: 41,600 B, N·256. The rotary kernel after them is no norm, and a
+    norm before the first projection (the layer's input norm) is not between it and the attention."""
+    from lmperf.pmc.infer import _head_norm_widths
+    from lmperf.pmc.parse import KernelRecord
+
+    def kernel(index: int, name: str, rows: int, stored: float) -> KernelRecord:
+        return KernelRecord(
+            index, name, (rows, 1, 1), (128, 1, 1), {"sm__sass_data_bytes_mem_global_op_st.sum": stored}
+        )
+
+    layer = [
+        kernel(0, "_rms_norm_forward_kernel", 80, 102_720.0),
+        kernel(1, "nvjet_sm90_tst_64x24_64x16_2x4_h_bz_TNT", 8, 0.0),
+        kernel(2, "_rms_norm_forward_kernel", 800, 208_000.0),
+        kernel(3, "nvjet_sm90_tst_64x8_64x16_2x4_h_bz_TNT", 8, 0.0),
+        kernel(4, "_rms_norm_forward_kernel", 160, 41_600.0),
+        kernel(5, "_triton_rope", 80, 245_760.0),
+        kernel(6, "cudnn_generated_fort_native_sdpa_sm90_flash_fprop", 10, 0.0),
+    ]
+    roles = {"qkv": [layer[1], layer[3]], "qk": None, "marker": layer[6], "first_layer": layer}
+    assert _head_norm_widths(roles, 80, 2) == {1280, 256}
+    assert _head_norm_widths(roles, 96, 2) == set()
+    assert _head_norm_widths({**roles, "qkv": []}, 80, 2) == set()
+
+
 def test_a_split_k_simt_gemm_s_tiles_bound_an_off_d_attention_s_width():
     """cuBLAS's fp32 split-K query projection of 64 rows, d 768 in, 1536 out: tiles of 64 x 64, 11
     slices of ceil(768 / 11) = 70 rounded up to 72, 64·1536·792 = 77,856,768 FFMA. Its tiles

@@ -354,9 +354,10 @@ def _off_d_at(
         f"count N·d of) and the attention's width a in [{span[0]}, {span[1]}], {side} d"
     )
     query = roles["qkv"][0] if len(roles["qkv"]) >= 3 else None
+    normed = _head_norm_widths(roles, tokens, size)
     fits = [
         w
-        for w in widths
+        for w in set(widths) | normed
         if _in_span(w, out, tokens, d) and w % 32 == 0 and w != d and (query is None or _in_span(w, query, tokens, d))
     ]
     if len(fits) != 1:
@@ -368,9 +369,29 @@ def _off_d_at(
         + (f", {witness}" if witness else "")
         + "; out-projection "
         f"{g.macs(out):,.0f} MACs = N·d·{g.macs(out) / tokens / d:.0f}: an attention {a} wide "
-        f"({widths[a]} kernels count N·{a}), {side} than d"
+        + (
+            f"({widths[a]} kernels count N·{a})"
+            if widths[a]
+            else f"(a norm before it stores N·{a} values and an fp32 statistic a row it normalizes)"
+        )
+        + f", {side} than d"
     )
     return _OffD(tokens, d, a, evidence), ""
+
+
+def _head_norm_widths(roles: dict, tokens: int, size: int) -> set[int]:
+    """The widths w of N·w values that a norm between the first projection and the attention
+    stores beside one fp32 statistic a row, a program a row: Liger's per-head q and k norms of
+    Qwen3 (N·H rows of head_dim) count their elements over padded rows, so only their stores give
+    the attention's width."""
+    if not roles["qkv"]:
+        return set()
+    widths = set()
+    for kernel in _before_attention(roles, roles["qkv"][0]):
+        values = (kernel.metric(g.STORE_BYTES) - 4 * kernel.blocks) / size
+        if runs_norm(kernel) and values > 0 and values % tokens == 0:
+            widths.add(int(values // tokens))
+    return widths
 
 
 def _counted_widths(counts: Counter, tokens: int) -> Counter:
