@@ -1171,7 +1171,7 @@ SERVED_BLIND = {
     "ae": "score-64-served-blindae-f30af0a",
     "af": "score-66-served-blindaf-326962f",
 }
-SERVED_NOW = "score-65-served-all-fff3286"
+SERVED_NOW = "score-67-served-all-4aea98d"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
@@ -1293,7 +1293,7 @@ LIMITS_AT_CAPTURE = (
     "limits-at-capture-d461497",
     "limits-at-capture-3cd2926",
 )
-LIMITS_NOW = "limits-fff3286"
+LIMITS_NOW = "limits-4aea98d"
 
 
 def _limit_reading(row: dict) -> str:
