@@ -2108,6 +2108,61 @@ _SERVED_BLIND_AF = [
     ),
 ]
 
+# Blind batch ag of the served kinds, written down after batch af's score (9 of 10) and the fix its
+# miss led to (a per-head norm's stores witness the attention's width), before any of it is
+# captured: Liger Qwen3 forwards whose norms pad d to a width no attention has (d 896, a = 2d;
+# d 1536, a = d/2), an eager Qwen3 of an attention 1.5 d, an fp32 compiled Qwen3 training step, an
+# fp16 max-autotune Qwen3 of two sequences; compiled GPT-2 and Mistral, an eager GPT-NeoX and CUDA
+# graphs on an OPT, each of two sequences; CUDA graphs on an fp16 Llama of 90 rows. Training first.
+_SERVED_BLIND_AG = [
+    (
+        "ag_qwen3_h12_kv4_t64_train_compile_fp32",
+        qwen3(2, 768, 12, 4, 128, 2048, 151936),
+        1,
+        64,
+        "train-step",
+        "fp32",
+        "sdpa",
+        COMPILED,
+    ),
+    ("ag_qwen3_h14_kv2_t72_liger", qwen3(2, 896, 14, 2, 128, 2432, 151936), 1, 72, "forward", "bf16", "sdpa", LIGER),
+    ("ag_qwen3_h12_kv4_t96_liger", qwen3(2, 1536, 12, 4, 64, 4096, 151936), 1, 96, "forward", "bf16", "sdpa", LIGER),
+    ("ag_qwen3_h12_kv4_t80_eager", qwen3(2, 1024, 12, 4, 128, 3072, 151936), 2, 80, "forward", "bf16", "sdpa", {}),
+    ("ag_gpt2_h16_t64_compile", gpt2(2, 1024, 16, 50257), 2, 64, "forward", "bf16", "sdpa", COMPILED),
+    ("ag_neox_h16_t72_eager", neox(2, 1024, 16, 4096, 50304), 2, 72, "forward", "bf16", "sdpa", {}),
+    ("ag_opt_h12_t100_graphs", opt(2, 768, 12, 3072, 50272), 2, 100, "forward", "bf16", "sdpa", GRAPHED),
+    (
+        "ag_mistral_h16_kv4_t100_compile",
+        llama(2, 1024, 16, 4, 2816, 32768, "mistral"),
+        2,
+        100,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "ag_llama_h12_kv4_t90_graphs_fp16",
+        llama(2, 768, 12, 4, 2048, 32000),
+        1,
+        90,
+        "forward",
+        "fp16",
+        "sdpa",
+        GRAPHED,
+    ),
+    (
+        "ag_qwen3_h16_kv8_t96_autotune_fp16",
+        qwen3(2, 1024, 16, 8, 128, 3072, 151936),
+        2,
+        96,
+        "forward",
+        "fp16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -2247,6 +2302,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_AD
             + _SERVED_BLIND_AE
             + _SERVED_BLIND_AF
+            + _SERVED_BLIND_AG
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
