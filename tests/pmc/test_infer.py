@@ -713,6 +713,32 @@ def test_a_per_head_norm_s_stores_give_the_attention_s_width():
     assert _head_norm_widths({**roles, "qkv": []}, 80, 2) == set()
 
 
+def test_an_fp32_simt_head_s_epilogue_leaves_d_the_aligned_width():
+    """An fp32 SIMT LM head of 64 x 64 tiles, 64 rows, V = 151,936 (2,374 column tiles): its
+    64·769·151,936 = 7,477,682,176 FFMA are N·(d + 1)·V at d = 768 (the epilogue's FFMA) and
+    N·d·V at d = 769, and a training norm storing N·768 values and a statistic a row counts N·769
+    too. d is 768, the width a multiple of 8, not 512, the width the most kernels count."""
+    from collections import Counter
+
+    from lmperf.pmc.infer import _residual_width
+    from lmperf.pmc.parse import KernelRecord
+
+    head = KernelRecord(
+        0,
+        "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4",
+        (1, 2374, 1),
+        (128, 1, 1),
+        {
+            "sm__sass_thread_inst_executed_op_ffma_pred_on.sum": 7_477_682_176.0,
+            "sm__sass_data_bytes_mem_global_op_st.sum": 64 * 151_936 * 4.0,
+        },
+    )
+    out = KernelRecord(1, "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize32x32x8", (2, 24, 8), (64, 1, 1), {})
+    widths = Counter({512: 10, 1536: 8, 768: 1, 769: 1})
+    d, witness = _residual_width(widths, out, head, 64, 4)
+    assert d == 768 and "LM head's tiles hold" in witness
+
+
 def test_a_split_k_simt_gemm_s_tiles_bound_an_off_d_attention_s_width():
     """cuBLAS's fp32 split-K query projection of 64 rows, d 768 in, 1536 out: tiles of 64 x 64, 11
     slices of ceil(768 / 11) = 70 rounded up to 72, 64·1536·792 = 77,856,768 FFMA. Its tiles

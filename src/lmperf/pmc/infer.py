@@ -467,6 +467,11 @@ def _residual_width(
     vocab = g.output_width(head, tokens, size) if head is not None else None
     if vocab:
         held = [w for w in widths if g.readings_hold(head, tokens, w, vocab)]
+        # an fp32 SIMT head's epilogue FFMA make its work N·(d + 1)·V as well as N·d·V, and a
+        # training norm's stores count N·(d + 1) (its outputs and a statistic a row): of two such
+        # widths, d is the one the GEMM libraries' alignment of 8 allows
+        if len(held) == 2 and held[1] - held[0] == 1:
+            held = [w for w in held if w % 8 == 0] or held
         if len(held) == 1:
             return held[0], f"the only one whose N·d·{vocab:,} work the LM head's tiles hold"
     stored = g.output_width(out, tokens, size)
