@@ -2163,6 +2163,37 @@ _SERVED_BLIND_AG = [
     ),
 ]
 
+# Blind batch ah of the served kinds, written down after batch ag's score (9 of 10) and the fix its
+# miss led to (of d and d + 1 an fp32 SIMT head holds, d is the aligned one), before any of it is
+# captured: five captures for the last device minutes: an fp32 compiled Qwen3 training step, a
+# Liger Qwen3 of an attention 0.8 d, an eager fp32 Qwen3 of one 1.6 d, a bf16 max-autotune GPT-NeoX
+# and CUDA graphs on an fp32 GPT-2, both of two sequences. Training first.
+_SERVED_BLIND_AH = [
+    (
+        "ah_qwen3_h16_kv4_t72_train_compile_fp32",
+        qwen3(2, 1024, 16, 4, 128, 3072, 151936),
+        1,
+        72,
+        "train-step",
+        "fp32",
+        "sdpa",
+        COMPILED,
+    ),
+    ("ah_qwen3_h8_kv4_t72_liger", qwen3(2, 1280, 8, 4, 128, 3456, 151936), 1, 72, "forward", "bf16", "sdpa", LIGER),
+    (
+        "ah_qwen3_h8_kv2_t96_eager_fp32",
+        qwen3(2, 640, 8, 2, 128, 1792, 151936),
+        1,
+        96,
+        "forward",
+        "fp32",
+        "sdpa",
+        {},
+    ),
+    ("ah_neox_h12_t64_autotune", neox(2, 768, 12, 3072, 50304), 2, 64, "forward", "bf16", "sdpa", AUTOTUNED),
+    ("ah_gpt2_h12_t80_graphs_fp32", gpt2(2, 768, 12, 50257), 2, 80, "forward", "fp32", "sdpa", GRAPHED),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -2303,6 +2334,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_AE
             + _SERVED_BLIND_AF
             + _SERVED_BLIND_AG
+            + _SERVED_BLIND_AH
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
