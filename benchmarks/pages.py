@@ -1171,6 +1171,7 @@ SERVED_BLIND = {
     "ae": "score-64-served-blindae-f30af0a",
     "af": "score-66-served-blindaf-326962f",
     "ag": "score-68-served-blindag-686da0e",
+    "ah": "score-69-served-blindah-e0b796a",
 }
 SERVED_NOW = "score-67-served-all-4aea98d"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
