@@ -1173,7 +1173,7 @@ SERVED_BLIND = {
     "ag": "score-68-served-blindag-686da0e",
     "ah": "score-69-served-blindah-e0b796a",
 }
-SERVED_NOW = "score-67-served-all-4aea98d"
+SERVED_NOW = "score-70-served-all-114b65f"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
@@ -1295,7 +1295,7 @@ LIMITS_AT_CAPTURE = (
     "limits-at-capture-d461497",
     "limits-at-capture-3cd2926",
 )
-LIMITS_NOW = "limits-4aea98d"
+LIMITS_NOW = "limits-114b65f"
 
 
 def _limit_reading(row: dict) -> str:
@@ -1371,7 +1371,7 @@ def pmc_paths() -> str:
     return markdown(["attention path", "captures", "every structural field exact", "vocab_size exact"], body)
 
 
-INFER_TIME = "infer-time-80c6122"
+INFER_TIME = "infer-time-114b65f"
 
 
 def _timed_capture(what: str) -> str:
