@@ -2194,6 +2194,36 @@ _SERVED_BLIND_AH = [
     ("ah_gpt2_h12_t80_graphs_fp32", gpt2(2, 768, 12, 50257), 2, 80, "forward", "fp32", "sdpa", GRAPHED),
 ]
 
+# Blind batch ai of the served kinds, written down after batch ah's score (5 of 5), with the same
+# inference code, before any of it is captured: five captures for the device minutes left: a
+# compiled fp16 Qwen3 of an attention twice d, a Liger Llama of 128-wide heads, an eager fp32 OPT
+# and a compiled Qwen2, both of two sequences, and a bf16 max-autotune GPT-2 of two sequences of 70.
+_SERVED_BLIND_AI = [
+    (
+        "ai_qwen3_h16_kv4_t80_compile_fp16",
+        qwen3(2, 1024, 16, 4, 128, 3072, 151936),
+        1,
+        80,
+        "forward",
+        "fp16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("ai_llama_h8_kv2_t120_liger", llama(2, 1024, 8, 2, 2816, 32000), 1, 120, "forward", "bf16", "sdpa", LIGER),
+    ("ai_opt_h16_t72_eager_fp32", opt(2, 1024, 16, 4096, 50272), 2, 72, "forward", "fp32", "sdpa", {}),
+    (
+        "ai_qwen2_h14_kv2_t96_compile",
+        llama(2, 896, 14, 2, 4864, 151936, "qwen2"),
+        2,
+        96,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("ai_gpt2_h12_t70_autotune", gpt2(2, 768, 12, 50257), 2, 70, "forward", "bf16", "sdpa", AUTOTUNED),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -2335,6 +2365,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_AF
             + _SERVED_BLIND_AG
             + _SERVED_BLIND_AH
+            + _SERVED_BLIND_AI
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
