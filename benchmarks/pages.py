@@ -1172,6 +1172,7 @@ SERVED_BLIND = {
     "af": "score-66-served-blindaf-326962f",
     "ag": "score-68-served-blindag-686da0e",
     "ah": "score-69-served-blindah-e0b796a",
+    "ai": "score-71-served-blindai-518c962",
 }
 SERVED_NOW = "score-70-served-all-114b65f"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
