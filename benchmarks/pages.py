@@ -1174,7 +1174,7 @@ SERVED_BLIND = {
     "ah": "score-69-served-blindah-e0b796a",
     "ai": "score-71-served-blindai-518c962",
 }
-SERVED_NOW = "score-70-served-all-114b65f"
+SERVED_NOW = "score-72-served-all-cb0bda8"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
