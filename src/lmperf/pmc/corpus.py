@@ -2224,6 +2224,35 @@ _SERVED_BLIND_AI = [
     ("ai_gpt2_h12_t70_autotune", gpt2(2, 768, 12, 50257), 2, 70, "forward", "bf16", "sdpa", AUTOTUNED),
 ]
 
+# Blind batch aj of the served kinds, written down after batch ai's score (5 of 5) with the same
+# inference code, before any of it is captured: four quick captures for the last device minutes:
+# CUDA graphs on an fp16 Qwen3 of an attention 12 x 128 over d 896 and on a GPT-NeoX of 128-wide
+# heads, a Liger Mistral of 96-wide heads, an eager fp32 GPT-2 of two sequences.
+_SERVED_BLIND_AJ = [
+    (
+        "aj_qwen3_h12_kv2_t88_graphs_fp16",
+        qwen3(2, 896, 12, 2, 128, 2432, 151936),
+        1,
+        88,
+        "forward",
+        "fp16",
+        "sdpa",
+        GRAPHED,
+    ),
+    (
+        "aj_mistral_h8_kv2_t96_liger",
+        llama(2, 768, 8, 2, 2048, 32768, "mistral"),
+        1,
+        96,
+        "forward",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    ("aj_gpt2_h16_t72_eager_fp32", gpt2(2, 1024, 16, 50257), 2, 72, "forward", "fp32", "sdpa", {}),
+    ("aj_neox_h8_t100_graphs", neox(2, 1024, 8, 4096, 50304), 1, 100, "forward", "bf16", "sdpa", GRAPHED),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -2366,6 +2395,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_AG
             + _SERVED_BLIND_AH
             + _SERVED_BLIND_AI
+            + _SERVED_BLIND_AJ
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
