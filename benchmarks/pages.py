@@ -1173,6 +1173,7 @@ SERVED_BLIND = {
     "ag": "score-68-served-blindag-686da0e",
     "ah": "score-69-served-blindah-e0b796a",
     "ai": "score-71-served-blindai-518c962",
+    "aj": "score-73-served-blindaj-c715432",
 }
 SERVED_NOW = "score-72-served-all-cb0bda8"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
