@@ -490,10 +490,12 @@ def test_a_decode_step_decides_the_batch_its_prefill_leaves_open():
         ("q_neox_h16_t100_autotune", "d_model", "N·d"),
         # the V projection after the softmax, its padded work equal to QK^T's
         ("q_qwen2_h14_kv2_t88_eager_compile", "d_model", "N·d"),
-        # B=3, T=64 ties B=1, T=192 at the attention; the rotary angle table does not
-        ("q_mistral_h20_kv4_t64_autotune", "batch", "rotary angle table"),
-        # B=3, T=56 ties B=1, T=168 at the attention (GPT-2: no rotary table); its mask does not
-        ("p_gpt2_h12_t56_autotune", "batch", "causal mask"),
+        # B=3, T=64 tied B=1, T=192 at the attention when 64-row query tiles counted; cuDNN's
+        # grid of a block per 128 query rows of each head does not (60 blocks, not 40)
+        ("q_mistral_h20_kv4_t64_autotune", "batch", "ceil(T/128)"),
+        # B=3, T=56 tied B=1, T=168 at the attention when 64-row query tiles counted (GPT-2: no
+        # rotary table; its mask broke the tie); cuDNN's 128-row blocks do not (36, not 24)
+        ("p_gpt2_h12_t56_autotune", "batch", "ceil(T/128)"),
         # one query tile, a (1, B·H) grid, where B=2, H=8 of two 64-row tiles gives the blocks too
         ("p_lmperf_h16_t96_train_compile_fused", "n_heads", "log-sum-exps"),
         # q and k rotated by kernels of their own, k stored twice
@@ -737,6 +739,25 @@ def test_an_fp32_simt_head_s_epilogue_leaves_d_the_aligned_width():
     widths = Counter({512: 10, 1536: 8, 768: 1, 769: 1})
     d, witness = _residual_width(widths, out, head, 64, 4)
     assert d == 768 and "LM head's tiles hold" in witness
+
+
+def test_cudnn_s_forward_grid_counts_128_query_rows_a_block():
+    """cuDNN's forward over B=1, T=96 and an attention 768 wide launches 8 blocks: 8 heads of 96
+    in one 128-row query tile each, not 4 heads of 192 in two 64-row tiles. Its tiles pad a head
+    of 96 to 128, so its 4·8·128·(2·64·128) = 67,108,864 tensor ops fit neither reading exactly;
+    the grid decides."""
+    from lmperf.pmc.attention_shape import fused_shape
+    from lmperf.pmc.parse import KernelRecord
+
+    kernel = KernelRecord(
+        0,
+        "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x128_4x1x1_cga1x1x1_kernel0_0",
+        (8, 1, 1),
+        (384, 1, 1),
+        {"sm__ops_path_tensor_src_bf16_dst_fp32.sum": 67_108_864.0},
+    )
+    shape = fused_shape(kernel, 96, 768)
+    assert (shape.batch, shape.seq_len, shape.n_heads, shape.head_dim) == (1, 96, 8, 96)
 
 
 def test_a_split_k_simt_gemm_s_tiles_bound_an_off_d_attention_s_width():

@@ -23,6 +23,11 @@ from lmperf.pmc.parse import KernelRecord
 # where the tiles leave B·H and T in doubt (2 tiles x 20 heads x 1 sequence of 72, or 1 tile x 20
 # x 2 of 36) the grid's order settles it; every such kernel of the corpora launches so.
 _MEM_EFFICIENT = re.compile(r"fmha_cutlassF")
+# cuDNN's fused forward (not its persistent grid, which counts SMs) runs a block per 128 query
+# rows of each head, whatever tile its name declares: 4 heads in blocks of 64 query rows pass for
+# 8 heads of 128 (T = 96, 8 blocks), and every such kernel of the corpora launches so.
+_CUDNN_FORWARD = re.compile(r"cudnn_generated_fort_native_sdpa_sm\d+_flash_fprop")
+_CUDNN_QUERY_TILE = 128
 PLAUSIBLE_HEAD_DIMS = (32, 40, 48, 64, 80, 96, 112, 128, 160, 192, 256)
 _TILES = (64, 128)
 
@@ -178,6 +183,8 @@ def fused_shape(kernel: KernelRecord, tokens: int, d: int, batch: int | None = N
                 continue
             if _MEM_EFFICIENT.search(kernel.name) and kernel.grid != (tiles, H, B):
                 continue  # PyTorch's memory-efficient forward launches (query tiles, heads, batch)
+            if _CUDNN_FORWARD.search(kernel.name) and tq != _CUDNN_QUERY_TILE:
+                continue
             if (
                 not split_kv
                 and kernel.grid[1:] != (1, 1)

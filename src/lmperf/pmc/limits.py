@@ -98,20 +98,15 @@ LIMIT_CLAIMS = {
         "batching across requests (prefill only)",
         "defeats",
         "Four prompts of 64 tokens prefilled together into a static cache, with no decode step "
-        "after: the masked prefill runs whole padded key tiles, so B=4, T=64 and B=1, T=256 count "
-        "the same attention work on the same grid, and no decode step's rows tell them apart. pmc "
-        "takes the fewest sequences (batch 1, seq_len 256) at confidence 0.6 and names B=4, T=64 "
-        "among its assumptions, and the architecture exactly. The sampling after the LM head reads "
-        "as a generate that the range cut after its prefill, so the mode is not determined; the LM "
-        "head runs on each prompt's last position only, so neither is the vocabulary.",
-        {
-            **_AS_TRUTH,
-            "mode": None,
-            "batch": 1,
-            "seq_len": 256,
-            "vocab_size": None,
-        },
-        assumes=("B=4, T=64",),
+        "after. Claimed at capture: the masked prefill runs whole padded key tiles, so B=4, T=64 "
+        "and B=1, T=256 count the same attention work, pmc takes the fewest sequences (batch 1, "
+        "seq_len 256) and names B=4, T=64 among its assumptions. Revised after capture, not blind, "
+        "once pmc reads cuDNN's grid as a block per 128 query rows of each head: its 32 blocks are "
+        "B=4, T=64 (B=1, T=256 would launch 16), so batch and seq_len read right, with the "
+        "architecture. The sampling after the LM head reads as a generate that the range cut after "
+        "its prefill, so the mode is not determined; the LM head runs on each prompt's last "
+        "position only, so neither is the vocabulary: the limit still defeats those two.",
+        {**_AS_TRUTH, "mode": None, "vocab_size": None},
     ),
     "m_llama_h16_kv4_t128_tp2": LimitClaim(
         "tensor parallelism (emulated rank, no communication kernels)",
