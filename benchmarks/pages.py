@@ -1175,7 +1175,7 @@ SERVED_BLIND = {
     "ai": "score-71-served-blindai-518c962",
     "aj": "score-73-served-blindaj-c715432",
 }
-SERVED_NOW = "score-72-served-all-cb0bda8"
+SERVED_NOW = "score-74-served-all-cf6f07e"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
@@ -1297,7 +1297,7 @@ LIMITS_AT_CAPTURE = (
     "limits-at-capture-d461497",
     "limits-at-capture-3cd2926",
 )
-LIMITS_NOW = "limits-114b65f"
+LIMITS_NOW = "limits-cf6f07e"
 
 
 def _limit_reading(row: dict) -> str:
@@ -1373,7 +1373,7 @@ def pmc_paths() -> str:
     return markdown(["attention path", "captures", "every structural field exact", "vocab_size exact"], body)
 
 
-INFER_TIME = "infer-time-114b65f"
+INFER_TIME = "infer-time-cf6f07e"
 
 
 def _timed_capture(what: str) -> str:
