@@ -492,6 +492,8 @@ def _attention_confirms(result: Inference, roles: dict, phases: g.Phases) -> Cal
 
 
 def _confirmed(result: Inference, roles: dict, tokens: int, shape: AttentionShape | None) -> bool:
+    """Whether the attention kernel confirms the reading `shape` of N = `tokens` rows (see
+    `_attention_confirms`)."""
     if shape is None:
         return False
     stores = _attention_stores_fit(result, roles, tokens, shape)
@@ -528,9 +530,9 @@ def _off_d_rival(
     (`tokens`, d) does: N·d·a at N' = 2N·d·d where a = 2d (Qwen3's 16 heads of 128 over d
     1024: half the token rows of a d-wide attention, which the compiled norms' programs of two
     rows also support), and padded tiles can make N·d·a pass for N·d·d at the same N (160·768·1024
-    in tiles of 96 rows is 256·768·768 in tiles of 128). The rival wins where its attention
-    reading is exact and the N·d·d one's is not, or where both are exact and more launches count
-    its token rows, or where the rows and the attention are the same and the output projection
+    in tiles of 96 rows is 256·768·768 in tiles of 128). The rival wins where the attention
+    kernel confirms it and not the N·d·d reading, or where it confirms both and more launches count
+    the rival's token rows, or where the rows and the attention are the same and the output projection
     stores N·d of the rival's d. Before the launches count, the attention's own stores (its
     outputs, N·a values) and a causal mask's (B·T·T entries) judge where they tell the two apart:
     a max-autotune GPT-NeoX of 2 x 80 rows at d 768 reads as 80 rows of d 1536 and an attention
