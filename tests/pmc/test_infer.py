@@ -760,6 +760,26 @@ def test_cudnn_s_forward_grid_counts_128_query_rows_a_block():
     assert (shape.batch, shape.seq_len, shape.n_heads, shape.head_dim) == (1, 96, 8, 96)
 
 
+@pytest.mark.parametrize(
+    ("name", "confidence"),
+    [
+        # memory-efficient fp32 forward: TF32 work not modelled exactly (error 0.11), but its grid
+        # (1, 12, 1) names H=12 and B=1, and its 393,216 B of stores are 64·1536·4 exactly
+        ("ae_qwen3_h12_kv4_t64_autotune_fp32", 0.9),
+        # cuDNN pads heads of 96 to 128 (error 0.25) and stores its outputs by TMA: nothing pins it
+        ("aj_mistral_h8_kv2_t96_liger", 0.6),
+    ],
+)
+def test_an_inexact_attention_fit_is_confident_only_where_grid_and_stores_pin_it(name, confidence):
+    from lmperf.pmc.infer import infer
+
+    capture, expected = _served(name)
+    result = infer(capture)
+    for field in ("batch", "seq_len", "n_heads", "head_dim"):
+        assert result.values[field] == expected[field]
+        assert result.confidence[field] == confidence, result.evidence[field]
+
+
 def test_a_split_k_simt_gemm_s_tiles_bound_an_off_d_attention_s_width():
     """cuBLAS's fp32 split-K query projection of 64 rows, d 768 in, 1536 out: tiles of 64 x 64, 11
     slices of ceil(768 / 11) = 70 rounded up to 72, 64·1536·792 = 77,856,768 FFMA. Its tiles

@@ -181,7 +181,7 @@ def fused_shape(kernel: KernelRecord, tokens: int, d: int, batch: int | None = N
             tiles = math.ceil(T / tq)
             if split_kv and (kernel.grid[0], kernel.grid[2]) != (tiles, B * H):
                 continue
-            if _MEM_EFFICIENT.search(kernel.name) and kernel.grid != (tiles, H, B):
+            if grid_names_batch(kernel) and kernel.grid != (tiles, H, B):
                 continue  # PyTorch's memory-efficient forward launches (query tiles, heads, batch)
             if _CUDNN_FORWARD.search(kernel.name) and tq != _CUDNN_QUERY_TILE:
                 continue
@@ -324,6 +324,12 @@ def untie_by_causal_mask(shape: AttentionShape, kernels: list[KernelRecord]) -> 
     return _untie(
         shape, _mask_kernels(kernels), _mask_fits, "the causal mask's {:,.0f} B of stores (T x T or B x T x T entries)"
     )
+
+
+def grid_names_batch(kernel: KernelRecord) -> bool:
+    """Whether a fused attention's grid names B and H themselves: PyTorch's memory-efficient
+    forward launches (query tiles, heads, batch)."""
+    return bool(_MEM_EFFICIENT.search(kernel.name))
 
 
 def mask_fits(kernels: list[KernelRecord], batch: int, seq_len: int) -> bool:

@@ -28,6 +28,7 @@ from lmperf.pmc.attention_shape import (
     PLAUSIBLE_HEAD_DIMS,
     AttentionShape,
     fused_shape,
+    grid_names_batch,
     mask_fits,
     naive_shape,
     stores_fit,
@@ -1186,6 +1187,17 @@ def _attention(
             result.unknown(name, f"attention kernel {roles['marker'].name[:50]} fits no (B, T, H)")
         return None
     confidence = 0.9 if shape.error < EXACT_ATTENTION else 0.6
+    evidence = shape.evidence
+    # where the work is not modelled exactly (the memory-efficient kernel's TF32 tiles), a grid
+    # that names B and H and stores that hold exactly the N·d outputs pin the shape as well
+    if (
+        confidence < 0.9
+        and roles["kind"] != "softmax"
+        and grid_names_batch(roles["marker"])
+        and _attention_stores_fit(result, roles, tokens, shape) is True
+    ):
+        confidence = 0.9
+        evidence += "; its grid (query tiles, H, B) names B and H, and its stores hold the N·d outputs exactly"
     # a tie of other heads leaves H and head_dim resting on the same choice as B and T
     tied_fields = ("batch", "seq_len", "n_heads", "head_dim")
     if shape.ties:
@@ -1203,7 +1215,7 @@ def _attention(
         ("head_dim", shape.head_dim),
     ):
         tied = shape.ties and name in tied_fields
-        result.set(name, value, min(confidence, TIED) if tied else confidence, shape.evidence)
+        result.set(name, value, min(confidence, TIED) if tied else confidence, evidence)
     return shape
 
 
