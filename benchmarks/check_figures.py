@@ -273,6 +273,18 @@ def _batch_targets(letter: str, targets: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(str(v) for target in targets for v in counts[target])
 
 
+def _batch_targets_quote(letter: str) -> Quote:
+    """A blind batch's paragraph on pmc-accuracy.md: its three targets, each captures right of
+    captures, with the code of its capture commit (the last part of its scoring's name)."""
+    commit = pages.SERVED_BLIND[letter].rsplit("-", 1)[1]
+    return Quote(
+        "benchmarks/pmc-accuracy.md",
+        "read every structural field exact on {} of {}, the vocabulary exact on {} of {} and the parameters within "
+        f"1% or in their interval on {{}} of {{}} with the code of its capture commit {commit}",
+        lambda: _batch_targets(letter, ("structure", "vocab_size", "params_total within 1% or in interval")),
+    )
+
+
 def _blocks_exact_now() -> tuple[str, str]:
     """(held-out captures whose blocks' parameter count the re-score reads right, held-out
     captures), from its rows per capture: field rates print whole percentages, too coarse."""
@@ -1142,36 +1154,7 @@ QUOTES: list[Quote] = [
         "capture commit f30af0a, and the parameters within 1% or in their interval on {} of {}.",
         lambda: _batch_targets("ae", ("structure", "vocab_size", "params_total within 1% or in interval")),
     ),
-    Quote(
-        "benchmarks/pmc-accuracy.md",
-        "read every structural field exact on {} of {}, the vocabulary exact on {} of {} and the parameters within "
-        "1% or in their interval on {} of {} with the code of its capture commit 326962f.",
-        lambda: _batch_targets("af", ("structure", "vocab_size", "params_total within 1% or in interval")),
-    ),
-    Quote(
-        "benchmarks/pmc-accuracy.md",
-        "read every structural field exact on {} of {}, the vocabulary exact on {} of {} and the parameters within "
-        "1% or in their interval on {} of {} with the code of its capture commit 686da0e.",
-        lambda: _batch_targets("ag", ("structure", "vocab_size", "params_total within 1% or in interval")),
-    ),
-    Quote(
-        "benchmarks/pmc-accuracy.md",
-        "read every structural field exact on {} of {}, the vocabulary exact on {} of {} and the parameters within "
-        "1% or in their interval on {} of {} with the code of its capture commit e0b796a",
-        lambda: _batch_targets("ah", ("structure", "vocab_size", "params_total within 1% or in interval")),
-    ),
-    Quote(
-        "benchmarks/pmc-accuracy.md",
-        "read every structural field exact on {} of {}, the vocabulary exact on {} of {} and the parameters within "
-        "1% or in their interval on {} of {} with the code of its capture commit 518c962",
-        lambda: _batch_targets("ai", ("structure", "vocab_size", "params_total within 1% or in interval")),
-    ),
-    Quote(
-        "benchmarks/pmc-accuracy.md",
-        "read every structural field exact on {} of {}, the vocabulary exact on {} of {} and the parameters within "
-        "1% or in their interval on {} of {} with the code of its capture commit c715432",
-        lambda: _batch_targets("aj", ("structure", "vocab_size", "params_total within 1% or in interval")),
-    ),
+    *(_batch_targets_quote(letter) for letter in ("af", "ag", "ah", "ai", "aj")),
     Quote(
         "benchmarks/pmc-accuracy.md",
         "The blocks' parameter count, no target of the issue, is exact on {} of the {} held-out captures",

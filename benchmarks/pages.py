@@ -15,7 +15,7 @@ import figures as F
 import leaderboard as L
 from tuning import tuning_table
 
-from lmperf.pmc.accuracy import PARAMS_TOLERANCE, STRUCTURE
+from lmperf.pmc.accuracy import PARAMS_TOLERANCE, STRUCTURE, interval_holds
 from lmperf.pmc.limits import LIMIT_CLAIMS
 
 MODES = ["forward", "forward-backward", "train-step"]
@@ -1244,8 +1244,7 @@ def target_met(row: dict, target: str) -> bool:
     # an interval holds the truth within the tolerance at its ends (lmperf.pmc.accuracy's rule);
     # an open end prints as ? (a forward pass bounds a learned position table from below only)
     low, high = (None if v.strip() == "?" else int(v) for v in value[1:-1].split(","))
-    tolerance = PARAMS_TOLERANCE if field == "params_total" else 0.0
-    return low <= int(true) * (1 + tolerance) and (high is None or int(true) <= high * (1 + tolerance))
+    return interval_holds(low, high, int(true), PARAMS_TOLERANCE if field == "params_total" else 0.0)
 
 
 def served_blind_totals() -> dict[str, tuple[int, int]]:

@@ -111,7 +111,11 @@ def _in_interval(result, field: str, truth: int, tolerance: float) -> bool:
     open above has no upper end)."""
     if field not in result.intervals:
         return False
-    low, high = result.intervals[field]
+    return interval_holds(*result.intervals[field], truth, tolerance)
+
+
+def interval_holds(low: int, high: int | None, truth: int, tolerance: float) -> bool:
+    """Whether [low, high] holds `truth` within `tolerance` at its ends (`high` None: open above)."""
     return low <= truth * (1 + tolerance) and (high is None or truth <= high * (1 + tolerance))
 
 
