@@ -2253,6 +2253,70 @@ _SERVED_BLIND_AJ = [
     ("aj_neox_h8_t100_graphs", neox(2, 1024, 8, 4096, 50304), 1, 100, "forward", "bf16", "sdpa", GRAPHED),
 ]
 
+# Blind batch ak of the served kinds, written down after batch aj's score (3 of 4) and the fix its
+# miss led to (cuDNN's forward runs a block per 128 query rows of each head), before any of it is
+# captured: heads of 80, 96 and 112 that cuDNN pads to 128, over sequences past one 128-row query
+# tile (129 to 250 rows): an eager Mistral, a Liger Llama and a Liger Qwen3 of an attention 0.75 d,
+# a compiled Qwen3 of one 1.3 d, CUDA graphs on a GPT-NeoX and an fp16 Llama, a max-autotune
+# Mistral and GPT-2, an fp16 eager OPT, and a compiled Qwen2 training step. Training first.
+_SERVED_BLIND_AK = [
+    (
+        "ak_qwen2_h12_kv2_t136_train_compile",
+        llama(2, 1152, 12, 2, 3072, 151936, "qwen2"),
+        1,
+        136,
+        "train-step",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "ak_mistral_h14_kv2_t129_autotune",
+        llama(2, 1344, 14, 2, 3584, 32768, "mistral"),
+        1,
+        129,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    ("ak_gpt2_h12_t160_autotune", gpt2(2, 768, 12, 50257), 2, 160, "forward", "bf16", "sdpa", AUTOTUNED),
+    (
+        "ak_qwen3_h12_kv4_t144_compile",
+        qwen3(2, 1024, 12, 4, 112, 3072, 151936),
+        1,
+        144,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "ak_mistral_h8_kv2_t160_eager",
+        llama(2, 768, 8, 2, 2048, 32768, "mistral"),
+        1,
+        160,
+        "forward",
+        "bf16",
+        "sdpa",
+        {},
+    ),
+    ("ak_llama_h16_kv4_t200_liger", llama(2, 1280, 16, 4, 3456, 32000), 1, 200, "forward", "bf16", "sdpa", LIGER),
+    ("ak_qwen3_h8_kv2_t250_liger", qwen3(2, 1024, 8, 2, 96, 2816, 151936), 1, 250, "forward", "bf16", "sdpa", LIGER),
+    ("ak_neox_h16_t192_graphs", neox(2, 1280, 16, 5120, 50304), 1, 192, "forward", "bf16", "sdpa", GRAPHED),
+    (
+        "ak_llama_h10_kv2_t180_graphs_fp16",
+        llama(2, 1120, 10, 2, 3072, 32000),
+        1,
+        180,
+        "forward",
+        "fp16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("ak_opt_h16_t130_eager_fp16", opt(2, 1280, 16, 5120, 50272), 2, 130, "forward", "fp16", "sdpa", {}),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -2396,6 +2460,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_AH
             + _SERVED_BLIND_AI
             + _SERVED_BLIND_AJ
+            + _SERVED_BLIND_AK
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
