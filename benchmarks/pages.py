@@ -1174,6 +1174,7 @@ SERVED_BLIND = {
     "ah": "score-69-served-blindah-e0b796a",
     "ai": "score-71-served-blindai-518c962",
     "aj": "score-73-served-blindaj-c715432",
+    "ak": "score-75-served-blindak-8f6c64b",
 }
 SERVED_NOW = "score-74-served-all-cf6f07e"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
