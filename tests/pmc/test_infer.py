@@ -412,6 +412,46 @@ def test_a_gemm_that_stores_its_own_output_gives_the_kv_width():
     _assert_kv_heads_read_as_ran("w_mistral_h16_kv4_t64_autotune", "own store")
 
 
+def test_an_nvjet_gemm_runs_its_inner_size_in_whole_steps():
+    """nvjet_..._32x64_64x16_4x1 takes k in 64-deep steps: 180 rows of d 1120 over k 1120 run as
+    192 padded rows (64-row side) x 1152 columns (128-column side) x 1152 (18 steps), 254,803,968
+    MACs, which no unpadded k explains (254,803,968 / 1120 is no whole number). 180 rows of 1024
+    over k 1024 would need 1296 padded columns on the 128 side or 972 on the 64 side: neither."""
+    from lmperf.pmc.gemms import tiles_allow
+    from lmperf.pmc.parse import TENSOR_PATHS, KernelRecord
+
+    out = KernelRecord(
+        0,
+        "nvjet_sm90_hsh_32x64_64x16_4x1_v_bz_TNN",
+        (4, 27, 1),
+        (384, 1, 1),
+        {TENSOR_PATHS["fp16"]: 2 * 192 * 1152 * 1152},
+    )
+    assert tiles_allow(out, 180, 1120, 1120)
+    assert not tiles_allow(out, 180, 1024, 1024)
+
+
+def test_an_off_d_output_projection_pads_its_rows_and_d_not_the_attention():
+    """Qwen3's output projection of 144 rows, an attention 1344 wide in and d 1024 out, in
+    nvjet 64x24 tiles of 4x2 clusters (sides of 256 and 48): 144·1024·1344 = 198,180,864 MACs,
+    the 144 rows on the 48 side and 1024 on the 256 side, none padded. Read the other way round
+    (1344 outputs over k 1024) no tile fits: 1344 columns on the 256 side, or 756 on the 48 side
+    over 256 padded rows, are no whole number of tiles."""
+    from lmperf.pmc.infer import _in_span, _out_projection_allows
+    from lmperf.pmc.parse import TENSOR_PATHS, KernelRecord
+
+    out = KernelRecord(
+        0,
+        "nvjet_sm90_tst_64x24_64x16_4x2_h_bz_TNT",
+        (8, 12, 1),
+        (384, 1, 1),
+        {TENSOR_PATHS["bf16"]: 2 * 144 * 1024 * 1344},
+    )
+    assert not _in_span(1344, out, 144, 1024)
+    assert _out_projection_allows(out, 144, 1024, 1344)
+    assert not _out_projection_allows(out, 144, 1024, 1024) and not _out_projection_allows(out, 144, 1024, 1280)
+
+
 def test_an_nvjet_gemms_tiles_rule_out_a_width_its_work_cannot_hold():
     """An nvjet 64x32 tile in 4x2 clusters pads rows to 64 (or 256) and columns to 256 (or 64):
     314,572,800 MACs are 192 padded rows of 1280 columns x 1280 (144 rows of d = 1280), while
@@ -506,12 +546,19 @@ def test_a_decode_step_decides_the_batch_its_prefill_leaves_open():
         ("n_gpt2_h12_t64_fp32_autotune", "n_kv_heads", "split-K slices"),
         # a K projection whose tiles allow 1 or 2 K/V heads; its TMA epilogue stores N·128 values
         ("j_mistral_h14_kv2_t112_compile", "n_kv_heads", "TMA store bytes = N·128·2 B"),
+        # d 1120: the output projection's tensor work runs k in whole 64-deep steps (1152)
+        ("ak_llama_h10_kv2_t180_graphs_fp16", "d_model", "elementwise counts 201,600 = N·d"),
+        # attentions off d, their output projections' tiles padding N and d, not a
+        ("ak_qwen3_h12_kv4_t144_compile", "d_model", "an attention 1344 wide"),
+        ("ak_qwen3_h8_kv2_t250_liger", "d_model", "an attention 768 wide"),
+        # cuDNN's head tile of 128 runs heads of 112: its work fits them padded, exactly
+        ("ak_qwen3_h12_kv4_t144_compile", "head_dim", "relative error 0.000) give B=1, T=144, H=12 (heads of 112"),
     ],
 )
 def test_blind_batches_misses_read_as_ran(name, field, how):
-    """The max-autotune and compiled captures blind batches t, q, p, n and j missed (fixed after
-    them, so not blind): every field against the configuration that ran, and the field the fix
-    is about read the way `how` names."""
+    """The captures blind batches t, q, p, n, j and ak missed (fixed after them, so not blind):
+    every field against the configuration that ran, and the field the fix is about read the way
+    `how` names."""
     from lmperf.pmc.infer import infer
 
     _assert_every_field_read_as_ran(name)
@@ -743,9 +790,10 @@ def test_an_fp32_simt_head_s_epilogue_leaves_d_the_aligned_width():
 
 def test_cudnn_s_forward_grid_counts_128_query_rows_a_block():
     """cuDNN's forward over B=1, T=96 and an attention 768 wide launches 8 blocks: 8 heads of 96
-    in one 128-row query tile each, not 4 heads of 192 in two 64-row tiles. Its tiles pad a head
-    of 96 to 128, so its 4·8·128·(2·64·128) = 67,108,864 tensor ops fit neither reading exactly;
-    the grid decides."""
+    in one 128-row query tile each, not 4 heads of 192 in two 64-row tiles (nor could its head
+    tile of 128, last in its name, hold a head of 192). It pads a head of 96 to that tile, so its
+    4·8·128·(2·64·128) = 67,108,864 tensor ops are exactly those of one 128-row query tile a
+    head over the two 64-wide key tiles that hold its 96 keys."""
     from lmperf.pmc.attention_shape import fused_shape
     from lmperf.pmc.parse import KernelRecord
 
@@ -758,6 +806,7 @@ def test_cudnn_s_forward_grid_counts_128_query_rows_a_block():
     )
     shape = fused_shape(kernel, 96, 768)
     assert (shape.batch, shape.seq_len, shape.n_heads, shape.head_dim) == (1, 96, 8, 96)
+    assert shape.error == 0 and "heads of 96 padded to its 128-wide tile" in shape.evidence
 
 
 @pytest.mark.parametrize(
@@ -766,8 +815,10 @@ def test_cudnn_s_forward_grid_counts_128_query_rows_a_block():
         # memory-efficient fp32 forward: TF32 work not modelled exactly (error 0.11), but its grid
         # (1, 12, 1) names H=12 and B=1, and its 393,216 B of stores are 64·1536·4 exactly
         ("ae_qwen3_h12_kv4_t64_autotune_fp32", 0.9),
-        # cuDNN pads heads of 96 to 128 (error 0.25) and stores its outputs by TMA: nothing pins it
-        ("aj_mistral_h8_kv2_t96_liger", 0.6),
+        # memory-efficient fp32 forward of a training step (error 0.14): its 595,968 B of stores
+        # are its 72·2048·4 B of outputs and log-sum-exps of 16 heads of rows padded to 96, not
+        # N·H of them, so they do not pin it
+        ("ah_qwen3_h16_kv4_t72_train_compile_fp32", 0.6),
     ],
 )
 def test_an_inexact_attention_fit_is_confident_only_where_grid_and_stores_pin_it(name, confidence):

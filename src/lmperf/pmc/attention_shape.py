@@ -28,6 +28,10 @@ _MEM_EFFICIENT = re.compile(r"fmha_cutlassF")
 # 8 heads of 128 (T = 96, 8 blocks), and every such kernel of the corpora launches so.
 _CUDNN_FORWARD = re.compile(r"cudnn_generated_fort_native_sdpa_sm\d+_flash_fprop")
 _CUDNN_QUERY_TILE = 128
+# Its name declares the head tile last (`..._64x128x128_...`), and its products run over the whole
+# tile: heads of 80, 96 and 112 do the tensor work of 128 (measured exact on every such launch of
+# the corpora), heads of 64 that of a 64 tile.
+_CUDNN_HEAD_TILE = re.compile(r"_\d+x\d+x(\d+)_")
 PLAUSIBLE_HEAD_DIMS = (32, 40, 48, 64, 80, 96, 112, 128, 160, 192, 256)
 _TILES = (64, 128)
 
@@ -93,11 +97,32 @@ def naive_shape(
     return None
 
 
+def _cudnn_head_tile(name: str) -> int | None:
+    """The head tile a cuDNN fused forward's name declares, or None for any other kernel."""
+    tile = _CUDNN_HEAD_TILE.search(name) if _CUDNN_FORWARD.search(name) else None
+    return int(tile.group(1)) if tile else None
+
+
 def _name_head_dims(name: str) -> set[int]:
     """Head dimensions a kernel name suggests (cuDNN ..._64x128x64_..., flash traits<64, ...>)."""
     dims = {int(m.group(3)) for m in re.finditer(r"(\d+)x(\d+)x(\d+)", name)}
     dims |= {int(m.group(1)) for m in re.finditer(r"traits<(\d+)", name)}
     return dims & set(PLAUSIBLE_HEAD_DIMS)
+
+
+def _holds_head(kernel: KernelRecord, hd: int) -> bool:
+    """Whether a cuDNN forward's head tile runs heads of `hd`: those up to the tile and wider than
+    the next tile down (half of it), as every such launch of the corpora does; True for any other
+    kernel."""
+    tile = _cudnn_head_tile(kernel.name)
+    return not tile or tile // 2 < hd <= tile
+
+
+def _worked_head_dim(kernel: KernelRecord, hd: int) -> int:
+    """The head width a fused attention's products run over: a cuDNN forward's head tile where it
+    holds the head, else the head itself."""
+    tile = _cudnn_head_tile(kernel.name)
+    return tile if tile and hd <= tile else hd
 
 
 def _flops_error(kernel: KernelRecord, B: int, H: int, hd: int, T: int, query_tiles: tuple[int, ...] = _TILES) -> float:
@@ -106,6 +131,7 @@ def _flops_error(kernel: KernelRecord, B: int, H: int, hd: int, T: int, query_ti
     counted = sum(kernel.metric(m) for m in TENSOR_PATHS.values())
     if counted <= 0:
         return _simt_error(kernel, B, H, hd, T, query_tiles)
+    hd = _worked_head_dim(kernel, hd)
     areas = [causal_tile_fraction(T, tq, tk) * T * T for tq in query_tiles for tk in _TILES] + [T * T]
     # A mask passed as a tensor (torch.compile hands SDPA its causal mask as a bias) makes the
     # kernel run every tile, the last ones padded: the whole padded square.
@@ -183,7 +209,7 @@ def fused_shape(kernel: KernelRecord, tokens: int, d: int, batch: int | None = N
                 continue
             if grid_names_batch(kernel) and kernel.grid != (tiles, H, B):
                 continue  # PyTorch's memory-efficient forward launches (query tiles, heads, batch)
-            if _CUDNN_FORWARD.search(kernel.name) and tq != _CUDNN_QUERY_TILE:
+            if _CUDNN_FORWARD.search(kernel.name) and (tq != _CUDNN_QUERY_TILE or not _holds_head(kernel, hd)):
                 continue
             if (
                 not split_kv
@@ -196,6 +222,7 @@ def fused_shape(kernel: KernelRecord, tokens: int, d: int, batch: int | None = N
             # the tiles that counted the grid's blocks are the ones the work was done in: with
             # any other query tile, B=2, T=154 explains the work of B=4, T=77 (64x128 tiles)
             error = _flops_error(kernel, B, H, hd, T, (tq,))
+            worked = _worked_head_dim(kernel, hd)
             score = (
                 error
                 + (0.0 if not hinted or hd in hinted else 0.1)
@@ -215,6 +242,7 @@ def fused_shape(kernel: KernelRecord, tokens: int, d: int, batch: int | None = N
                         f"{kernel.grid} grid = B·H·ceil(T/{tq}) blocks{' per KV split' if split_kv else ''}"
                         " and the counted tensor work "
                         f"(causal tiles, relative error {error:.3f}) give B={B}, T={T}, H={H}"
+                        + (f" (heads of {hd} padded to its {worked}-wide tile)" if worked != hd else "")
                         + (
                             f"; its stores, N·d outputs and N·H fp32 log-sum-exps, give H={H}" if lse_heads == H else ""
                         ),

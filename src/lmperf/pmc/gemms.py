@@ -55,7 +55,9 @@ def tile_extent(name: str) -> int | None:
     return max(int(match.group(1)), int(match.group(2))) if match else None
 
 
-_NVJET = re.compile(r"nvjet_\w*?_(\d+)x(\d+)_\d+x\d+_(\d+)x(\d+)_[hv]_")
+# `nvjet_sm90_tst_AxB_KxS_CxD_...`: an A x B output tile, K-deep steps along the inner size (S
+# stages of them), clusters of C x D
+_NVJET = re.compile(r"nvjet_\w*?_(\d+)x(\d+)_(\d+)x\d+_(\d+)x(\d+)_[hv]_")
 # cuBLAS's fp32 SIMT GEMMs (`sm80_xmma_gemm_f32f32_..._tilesize128x128x8_..._ffma`) run whole
 # tiles too: FFMA = (rows padded) x (width padded) x k, measured exact on a fused QKV projection
 _SIMT_TILE = re.compile(r"(?:xmma_gemm_f32f32\w*?_tilesize|_simt_sgemm_)(\d+)x(\d+)(?:x\d+)?_")
@@ -71,15 +73,18 @@ def width_readings(kernel: KernelRecord, tokens: int, k: int) -> list[tuple[int,
     nvjet = _NVJET.search(kernel.name) if tensor_path(kernel) else None
     simt = _SIMT_TILE.search(kernel.name) if not tensor_path(kernel) and kernel.metric(FFMA) else None
     if nvjet:
-        a, b, c, d = map(int, nvjet.groups())
+        a, b, depth, c, d = map(int, nvjet.groups())
         tile_rows, tile_cols = a * c, b * d
+        # its tensor work runs whole K-deep steps: k = 1120 counts as 1152 in steps of 64
+        inners = (-(-k // depth) * depth,)
     elif simt:
         tile_rows, tile_cols = map(int, simt.groups())
+        # an fp32 SIMT GEMM may spend one more FFMA per output element in its epilogue (k + 1)
+        inners = (k, k + 1)
     else:
         return []
     readings = []
-    # an fp32 SIMT GEMM may spend one more FFMA per output element in its epilogue (k + 1)
-    for inner in (k, k + 1) if simt else (k,):
+    for inner in inners:
         for rows, cols in ((tile_rows, tile_cols), (tile_cols, tile_rows)):
             padded = macs(kernel) / (inner * -(-tokens // rows) * rows)
             if padded == int(padded) and padded % cols == 0:

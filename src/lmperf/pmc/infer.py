@@ -347,20 +347,29 @@ def _off_d_at(
     # the tiles' readings, not the interval around them: readings of 737-768 and 1793-2048 leave
     # d = 1024 out
     span = _work_span(out, tokens, d)
-    if not span or (_in_span(d, out, tokens, d) and not rival):
+    if _in_span(d, out, tokens, d) and not rival:
         return None, ""
-    side = "narrower than" if span[1] < d else "wider than" if span[0] > d else "not"
-    why = (
-        f"its work is N·d·a with N = {tokens} and d = {d} (the width {kernels} elementwise kernels "
-        f"count N·d of) and the attention's width a in [{span[0]}, {span[1]}], {side} d"
-    )
     query = roles["qkv"][0] if len(roles["qkv"]) >= 3 else None
     normed = _head_norm_widths(roles, tokens, size)
     fits = [
         w
         for w in set(widths) | normed
-        if _in_span(w, out, tokens, d) and w % 32 == 0 and w != d and (query is None or _in_span(w, query, tokens, d))
+        if _out_projection_allows(out, tokens, d, w)
+        and w % 32 == 0
+        and w != d
+        and (query is None or _in_span(w, query, tokens, d))
     ]
+    if not span and not fits:
+        return None, ""
+    where = (
+        f"in [{span[0]}, {span[1]}], {'narrower than' if span[1] < d else 'wider than' if span[0] > d else 'not'} d"
+        if span
+        else "not d"
+    )
+    why = (
+        f"its work is N·d·a with N = {tokens} and d = {d} (the width {kernels} elementwise kernels "
+        f"count N·d of) and the attention's width a {where}"
+    )
     if len(fits) != 1:
         return None, f"{why}, and {'no' if not fits else 'more than one'} width there that kernels count N·a of"
     a = fits[0]
@@ -458,6 +467,14 @@ def _in_span(width: int, kernel: KernelRecord, tokens: int, k: int) -> bool:
     return span is not None and span[0] <= width <= span[1]
 
 
+def _out_projection_allows(out: KernelRecord, tokens: int, d: int, width: int) -> bool:
+    """Whether the output projection's tiles allow N rows of d outputs from an attention `width`
+    wide: read both ways, as outputs `width` wide over d (where its tiles pad the rows and the
+    width alike) and as outputs d wide over `width`, the GEMM it is (its tiles pad the rows and d,
+    not the inner width: 144·1024·1344 in tiles of 48 rows and 256 columns)."""
+    return _in_span(width, out, tokens, d) or g.readings_hold(out, tokens, width, d)
+
+
 def _residual_width(
     widths: Counter, out: KernelRecord, head: KernelRecord | None, tokens: int, size: int
 ) -> tuple[int, str]:
@@ -468,11 +485,12 @@ def _residual_width(
     vocab = g.output_width(head, tokens, size) if head is not None else None
     if vocab:
         held = [w for w in widths if g.readings_hold(head, tokens, w, vocab)]
-        # an fp32 SIMT head's epilogue FFMA make its work N·(d + 1)·V as well as N·d·V, and a
-        # training norm's stores count N·(d + 1) (its outputs and a statistic a row): of two such
-        # widths, d is the one the GEMM libraries' alignment of 8 allows
-        if len(held) == 2 and held[1] - held[0] == 1:
-            held = [w for w in held if w % 8 == 0] or held
+        # an fp32 SIMT head's epilogue FFMA make its work N·(d + 1)·V as well as N·d·V, a
+        # training norm's stores count N·(d + 1) (its outputs and a statistic a row), and an nvjet
+        # head's K-deep steps do the same work for d and d - 2: of such near widths, d is the one
+        # a power of two divides furthest
+        if len(held) == 2 and held[1] - held[0] <= 2:
+            held = [max(held, key=_alignment)]
         if len(held) == 1:
             return held[0], f"the only one whose N·d·{vocab:,} work the LM head's tiles hold"
     stored = g.output_width(out, tokens, size)
@@ -569,6 +587,12 @@ def _off_d_rival(
     # the same rows and attention: only d differs, and the projection's own stores say which
     if (rival.tokens, rival.width) == (tokens, d) and g.output_width(roles["out"], tokens, size) == rival.d:
         why = f"which the output projection's stores of N·{rival.d} values deny"
+        return dataclasses.replace(rival, evidence=rival.evidence + beaten + why)
+    # the same rows and d: only the attention's width differs (heads of 96 and of 128 do the same
+    # work in cuDNN's 128-wide head tiles), and the query projection's own stores say which
+    query = roles["qkv"][0] if len(roles["qkv"]) >= 3 else None
+    if (rival.tokens, rival.d) == (tokens, d) and query and g.output_width(query, tokens, size) == rival.width:
+        why = f"which the query projection's stores of N·{rival.width} values deny"
         return dataclasses.replace(rival, evidence=rival.evidence + beaten + why)
     return None
 
