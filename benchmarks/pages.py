@@ -1176,7 +1176,7 @@ SERVED_BLIND = {
     "aj": "score-73-served-blindaj-c715432",
     "ak": "score-75-served-blindak-8f6c64b",
 }
-SERVED_NOW = "score-74-served-all-cf6f07e"
+SERVED_NOW = "score-76-served-all-94bd9d0"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
@@ -1297,7 +1297,7 @@ LIMITS_AT_CAPTURE = (
     "limits-at-capture-d461497",
     "limits-at-capture-3cd2926",
 )
-LIMITS_NOW = "limits-cf6f07e"
+LIMITS_NOW = "limits-94bd9d0"
 
 
 def _limit_reading(row: dict) -> str:
@@ -1373,7 +1373,7 @@ def pmc_paths() -> str:
     return markdown(["attention path", "captures", "every structural field exact", "vocab_size exact"], body)
 
 
-INFER_TIME = "infer-time-cf6f07e"
+INFER_TIME = "infer-time-94bd9d0"
 
 
 def _timed_capture(what: str) -> str:
