@@ -1175,6 +1175,7 @@ SERVED_BLIND = {
     "ai": "score-71-served-blindai-518c962",
     "aj": "score-73-served-blindaj-c715432",
     "ak": "score-75-served-blindak-8f6c64b",
+    "al": "score-77-served-blindal-c7d2b95",
 }
 SERVED_NOW = "score-76-served-all-94bd9d0"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
