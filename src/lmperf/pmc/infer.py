@@ -1051,14 +1051,14 @@ def _d_ff(result: Inference, roles: dict, tokens: int, d: int, size: int | None,
         )
         result.set("d_ff", exact, 0.9, f"down-projection {g.macs(down):,.0f} MACs bound d_ff by {bound:.0f}; {counted}")
         return exact
-    stored = _stored_d_ff(result, roles["ups"], tokens, bound)
+    stored = _stored_d_ff(result, roles["ups"], down, tokens, d, bound)
     if stored:
         result.set(
             "d_ff",
             stored,
             0.85,
-            f"down-projection {g.macs(down):,.0f} MACs bound d_ff by {bound:.0f}; the up-projection "
-            f"templates' own store bytes = N·{stored}·{_element_size(result)} B each",
+            f"down-projection {g.macs(down):,.0f} MACs bound d_ff by {bound:.0f}; the up-projection's "
+            f"own stores = N·{stored}·{_element_size(result)} B each",
         )
         return stored
     # fp32 SIMT GEMMs of named whole tiles: the down-projection's inner size is d_ff (up to its
@@ -1108,16 +1108,23 @@ def _d_ff(result: Inference, roles: dict, tokens: int, d: int, size: int | None,
     return f
 
 
-def _stored_d_ff(result: Inference, ups: list[KernelRecord], tokens: int, bound: float) -> int | None:
-    """d_ff from up-projections that are max-autotune templates storing their own product with
-    st.global (N·d_ff elements each, where an activation like OPT's ReLU counts no float op to
-    read it from): one width they all store, within the down-projection's bound and at most its
-    row padding below it; else None."""
-    if not ups or not all(is_generated(k.name) for k in ups):
+def _stored_d_ff(
+    result: Inference, ups: list[KernelRecord], down: KernelRecord, tokens: int, d: int, bound: float
+) -> int | None:
+    """d_ff from up-projections that store their own product once, N·d_ff elements each, with
+    st.global (a max-autotune template) or TMA (cuBLAS), where an activation like OPT's ReLU
+    counts no float op to read it from: one width they all store, within the down-projection's
+    bound and at most its row padding below it, and one the down-projection's tiles run as their
+    inner size; else None."""
+    if not ups:
         return None
-    widths = {g.stored_width(k, tokens, _element_size(result)) for k in ups}
+    widths = {g.output_width(k, tokens, _element_size(result)) for k in ups}
     (width,) = widths if len(widths) == 1 else (None,)
-    if width and bound / (SLACK * row_padding(tokens)) <= width <= bound * 1.0001:
+    if (
+        width
+        and bound / (SLACK * row_padding(tokens)) <= width <= bound * 1.0001
+        and g.tiles_allow(down, tokens, width, d)
+    ):
         return width
     return None
 
@@ -1143,10 +1150,10 @@ def _mlp(result: Inference, roles: dict, tokens: int, d: int, size: int | None, 
     up_width = sum(g.macs(k) for k in ups) / (tokens * d)
     gated = len(ups) == 2 or (len(ups) == 1 and up_width > 1.5 * f)
     readings = g.width_readings(ups[0], tokens, d) if len(ups) == 1 else []
-    stores_f = len(ups) == 1 and _stored_d_ff(result, ups, tokens, f) == f
+    stores_f = len(ups) == 1 and g.output_width(ups[0], tokens, _element_size(result)) == f
     if stores_f or any(low <= f <= high for low, high in readings):
         # rows padded far beyond N (a decode step's one token per sequence, a template's tiles)
-        # inflate the work; a tile reading or a template's own stores that hold d_ff itself say
+        # inflate the work; a tile reading or the GEMM's own stores that hold d_ff itself say
         # the one up-projection is no fused gate and up
         gated, up_width = False, f
     result.set(
