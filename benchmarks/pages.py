@@ -1177,7 +1177,7 @@ SERVED_BLIND = {
     "ak": "score-75-served-blindak-8f6c64b",
     "al": "score-77-served-blindal-c7d2b95",
 }
-SERVED_NOW = "score-76-served-all-94bd9d0"
+SERVED_NOW = "score-78-served-all-ec18144"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
@@ -1298,7 +1298,7 @@ LIMITS_AT_CAPTURE = (
     "limits-at-capture-d461497",
     "limits-at-capture-3cd2926",
 )
-LIMITS_NOW = "limits-94bd9d0"
+LIMITS_NOW = "limits-ec18144"
 
 
 def _limit_reading(row: dict) -> str:
@@ -1374,7 +1374,7 @@ def pmc_paths() -> str:
     return markdown(["attention path", "captures", "every structural field exact", "vocab_size exact"], body)
 
 
-INFER_TIME = "infer-time-94bd9d0"
+INFER_TIME = "infer-time-ec18144"
 
 
 def _timed_capture(what: str) -> str:
