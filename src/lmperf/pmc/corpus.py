@@ -2390,6 +2390,62 @@ _SERVED_BLIND_AL = [
     ("al_llama_h12_kv4_t136_liger", llama(2, 1152, 12, 4, 3072, 32000), 1, 136, "forward", "bf16", "sdpa", LIGER),
 ]
 
+# Blind batch am of the served kinds, written down after batch al's score (9 of 10) and the fix its
+# miss led to (an up-projection's own TMA stores give d_ff), before any of it is captured: OPT and
+# GPT-2 of heads of 80 and widths no multiple of 128 (eager fp16, max-autotune fp16, compiled),
+# lmperf's compiled training step with its fused loss, a Liger Qwen2 training step (fused linear
+# cross-entropy), CUDA graphs on a Mistral of 10 heads of 128, a compiled Qwen3 of 14 x 96 over
+# d 1152, a Liger Qwen3 of 12 x 64 over it, a max-autotune GPT-NeoX of d 1600 and an eager Llama
+# of 9 heads. Training first.
+_SERVED_BLIND_AM = [
+    (
+        "am_lmperf_h14_t144_train_compile_fused",
+        _small(n_layers=2, d_model=896, n_heads=14, d_ff=2432),
+        1,
+        144,
+        "train-step",
+        "bf16",
+        "sdpa",
+        {**COMPILED, "loss": "fused"},
+    ),
+    (
+        "am_qwen2_h12_kv2_t128_train_liger",
+        llama(2, 960, 12, 2, 2560, 151936, "qwen2"),
+        1,
+        128,
+        "train-step",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    ("am_neox_h20_t96_autotune", neox(2, 1600, 20, 6400, 50304), 2, 96, "forward", "bf16", "sdpa", AUTOTUNED),
+    ("am_opt_h12_t100_autotune_fp16", opt(2, 960, 12, 3840, 50272), 2, 100, "forward", "fp16", "sdpa", AUTOTUNED),
+    (
+        "am_qwen3_h14_kv2_t100_compile",
+        qwen3(2, 1152, 14, 2, 96, 3072, 151936),
+        1,
+        100,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("am_gpt2_h14_t120_compile", gpt2(2, 1120, 14, 50257), 2, 120, "forward", "bf16", "sdpa", COMPILED),
+    (
+        "am_mistral_h10_kv2_t180_graphs",
+        llama(2, 1280, 10, 2, 3584, 32768, "mistral"),
+        1,
+        180,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("am_opt_h10_t150_eager_fp16", opt(2, 800, 10, 3200, 50272), 1, 150, "forward", "fp16", "sdpa", {}),
+    ("am_llama_h9_kv3_t160_eager", llama(2, 1152, 9, 3, 3072, 32000), 1, 160, "forward", "bf16", "sdpa", {}),
+    ("am_qwen3_h12_kv6_t140_liger", qwen3(2, 1152, 12, 6, 64, 3072, 151936), 1, 140, "forward", "bf16", "sdpa", LIGER),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -2535,6 +2591,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_AJ
             + _SERVED_BLIND_AK
             + _SERVED_BLIND_AL
+            + _SERVED_BLIND_AM
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
