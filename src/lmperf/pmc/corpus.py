@@ -2446,6 +2446,51 @@ _SERVED_BLIND_AM = [
     ("am_qwen3_h12_kv6_t140_liger", qwen3(2, 1152, 12, 6, 64, 3072, 151936), 1, 140, "forward", "bf16", "sdpa", LIGER),
 ]
 
+# Blind batch an of the served kinds, written down after batch am's score (9 of 9) with the same
+# inference code, before any of it is captured: quick kinds only, for the device minutes left:
+# eager (bf16, fp16, an fp32 Qwen3 of 10 x 96 over d 1024), Liger (a Qwen3 of 20 x 64 on d, a
+# Llama of 12 heads of 112), CUDA graphs (a Llama of 6 heads of 128, an fp16 OPT of heads of 80, a
+# GPT-2 of 256 rows) and compiled forwards (a Mistral of 12 x 128, a GPT-NeoX of 10 x 128).
+_SERVED_BLIND_AN = [
+    ("an_qwen3_h20_kv4_t110_liger", qwen3(2, 1280, 20, 4, 64, 3456, 151936), 1, 110, "forward", "bf16", "sdpa", LIGER),
+    ("an_llama_h6_kv2_t200_graphs", llama(2, 768, 6, 2, 2048, 32000), 1, 200, "forward", "bf16", "sdpa", GRAPHED),
+    ("an_gpt2_h12_t144_eager_fp16", gpt2(2, 960, 12, 50257), 1, 144, "forward", "fp16", "sdpa", {}),
+    (
+        "an_mistral_h12_kv4_t150_compile",
+        llama(2, 1536, 12, 4, 4096, 32768, "mistral"),
+        1,
+        150,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("an_opt_h16_t90_graphs_fp16", opt(2, 1280, 16, 5120, 50272), 2, 90, "forward", "fp16", "sdpa", GRAPHED),
+    (
+        "an_qwen2_h16_kv2_t120_eager",
+        llama(2, 1280, 16, 2, 3456, 151936, "qwen2"),
+        1,
+        120,
+        "forward",
+        "bf16",
+        "sdpa",
+        {},
+    ),
+    ("an_neox_h10_t200_compile", neox(2, 1280, 10, 5120, 50304), 1, 200, "forward", "bf16", "sdpa", COMPILED),
+    (
+        "an_qwen3_h10_kv5_t96_eager_fp32",
+        qwen3(2, 1024, 10, 5, 96, 2816, 151936),
+        1,
+        96,
+        "forward",
+        "fp32",
+        "sdpa",
+        {},
+    ),
+    ("an_llama_h12_kv3_t100_liger", llama(2, 1344, 12, 3, 3584, 32000), 1, 100, "forward", "bf16", "sdpa", LIGER),
+    ("an_gpt2_h16_t256_graphs", gpt2(2, 1024, 16, 50257), 1, 256, "forward", "bf16", "sdpa", GRAPHED),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -2592,6 +2637,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_AK
             + _SERVED_BLIND_AL
             + _SERVED_BLIND_AM
+            + _SERVED_BLIND_AN
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
