@@ -1177,6 +1177,7 @@ SERVED_BLIND = {
     "ak": "score-75-served-blindak-8f6c64b",
     "al": "score-77-served-blindal-c7d2b95",
     "am": "score-79-served-blindam-f56e455",
+    "an": "score-80-served-blindan-0f515e0",
 }
 SERVED_NOW = "score-78-served-all-ec18144"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
