@@ -2491,6 +2491,61 @@ _SERVED_BLIND_AN = [
     ("an_gpt2_h16_t256_graphs", gpt2(2, 1024, 16, 50257), 1, 256, "forward", "bf16", "sdpa", GRAPHED),
 ]
 
+# Blind batch ao of the served kinds, written down after batch an's score (10 of 10) with the same
+# inference code, before any of it is captured: quick kinds only, for the device minutes left:
+# Liger (a Qwen3 of 16 x 128 over d 1536, a Llama of 24 heads of 64), CUDA graphs (an fp16 Mistral
+# of 20 heads of 80, a Qwen2 of one K/V head, a Qwen3 of 12 x 80 over d 896), compiled forwards
+# (a GPT-2 of 20 heads, an fp16 Llama of d 2048) and eager ones (a bf16 OPT of 8 heads of 128, an
+# fp16 GPT-NeoX of 14 heads of 80, an fp32 GPT-2 over 300 rows).
+_SERVED_BLIND_AO = [
+    ("ao_qwen3_h16_kv8_t130_liger", qwen3(2, 1536, 16, 8, 128, 4096, 151936), 1, 130, "forward", "bf16", "sdpa", LIGER),
+    (
+        "ao_mistral_h20_kv4_t96_graphs_fp16",
+        llama(2, 1600, 20, 4, 4352, 32768, "mistral"),
+        1,
+        96,
+        "forward",
+        "fp16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("ao_gpt2_h20_t100_compile", gpt2(2, 1280, 20, 50257), 2, 100, "forward", "bf16", "sdpa", COMPILED),
+    ("ao_opt_h8_t180_eager", opt(2, 1024, 8, 4096, 50272), 1, 180, "forward", "bf16", "sdpa", {}),
+    (
+        "ao_llama_h16_kv2_t88_compile_fp16",
+        llama(2, 2048, 16, 2, 5632, 32000),
+        2,
+        88,
+        "forward",
+        "fp16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "ao_qwen2_h7_kv1_t160_graphs",
+        llama(2, 896, 7, 1, 2432, 151936, "qwen2"),
+        1,
+        160,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("ao_neox_h14_t120_eager_fp16", neox(2, 1120, 14, 4480, 50304), 1, 120, "forward", "fp16", "sdpa", {}),
+    (
+        "ao_qwen3_h12_kv2_t200_graphs",
+        qwen3(2, 896, 12, 2, 80, 2432, 151936),
+        1,
+        200,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("ao_llama_h24_kv8_t64_liger", llama(2, 1536, 24, 8, 4096, 32000), 1, 64, "forward", "bf16", "sdpa", LIGER),
+    ("ao_gpt2_h8_t300_eager_fp32", gpt2(2, 512, 8, 50257), 1, 300, "forward", "fp32", "sdpa", {}),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -2638,6 +2693,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_AL
             + _SERVED_BLIND_AM
             + _SERVED_BLIND_AN
+            + _SERVED_BLIND_AO
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
