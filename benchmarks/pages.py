@@ -1178,6 +1178,7 @@ SERVED_BLIND = {
     "al": "score-77-served-blindal-c7d2b95",
     "am": "score-79-served-blindam-f56e455",
     "an": "score-80-served-blindan-0f515e0",
+    "ao": "score-81-served-blindao-b792da4",
 }
 SERVED_NOW = "score-78-served-all-ec18144"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
