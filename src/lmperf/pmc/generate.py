@@ -13,6 +13,7 @@ attention counts (the first step may be cut at its start).
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from lmperf.analysis.kernels import COPY, MATMUL
@@ -65,6 +66,12 @@ def split_steps(capture: Capture) -> Steps | None:
         if any(category(k) == MATMUL and g.macs(k) > keys[at[0]][1] for k in kernels[bounds[-1] + 1 :]):
             continue
         prefill = gemms[0] == gemms[1] and _rows(steps[0]) > _rows(steps[1])
+        if prefill and 2 * _shared_launches(steps[0], steps[1]) > gemms[1]:
+            # a prefill's B·T rows and a decode step's B run other GEMM kernels or other work in
+            # all but a few launches (one of 16 in every generate of the corpora); mostly the same
+            # launches over "more rows" are a compiled forward's layers, cut at a GEMM, whose norms
+            # cover one row a program in the first and two in the second
+            continue
         # decode steps alone must each look up embeddings: a layer's repeated GEMM splits a
         # forward range cut after a layer into look-alike steps; and behind a prefill too, each
         # step's head must be its largest GEMM (a compiled layer's norms may cover fewer rows a
@@ -93,6 +100,12 @@ def _one_decode_step(kernels: list[KernelRecord], gemms: list[int]) -> Steps | N
     if len(before) < _SAMPLING_EVIDENCE or after[-len(before) :] != before:
         return None
     return Steps([step], False, tail)
+
+
+def _shared_launches(first: list[KernelRecord], second: list[KernelRecord]) -> int:
+    """How many of the second step's GEMM launches the first runs too, by kernel and work."""
+    launches = [Counter((k.name, g.macs(k)) for k in step if category(k) == MATMUL) for step in (first, second)]
+    return sum((launches[0] & launches[1]).values())
 
 
 def _whole_steps(steps: list[list[KernelRecord]], gemms: list[int]) -> bool:
