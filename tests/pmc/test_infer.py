@@ -412,6 +412,32 @@ def test_a_gemm_that_stores_its_own_output_gives_the_kv_width():
     _assert_kv_heads_read_as_ran("w_mistral_h16_kv4_t64_autotune", "own store")
 
 
+def test_eager_kernels_that_rotate_q_then_k_give_k_s_share_of_q_s_width():
+    """Eager rotary: multiply by cos, negate a half, concatenate, multiply by sin, add, for q's 8
+    heads (N·q = 1,024 elements a float op: 512 of them in the negated half), then the same five
+    kernels for k's 2 heads at a quarter of that work: the ratio is 2/8. A k run whose work is no
+    one multiple of q's (one kernel at a quarter, another at a half) gives none."""
+    from fractions import Fraction
+
+    from lmperf.pmc.gemms import FMUL
+    from lmperf.pmc.infer import _rotated_in_turn
+    from lmperf.pmc.parse import KernelRecord
+
+    ops = ("mul_cos", "neg", "cat", "mul_sin", "add")
+    q_work = (1024, 512, 0, 1024, 1024)
+
+    def layer(k_work):
+        kernels = [KernelRecord(0, "gemm_qkv", (1, 1, 1), (128, 1, 1), {})]
+        for work in (q_work, k_work):
+            for op, ops_done in zip(ops, work):
+                kernels.append(KernelRecord(len(kernels), op, (1, 1, 1), (128, 1, 1), {FMUL: float(ops_done)}))
+        kernels.append(KernelRecord(len(kernels), "flash_fwd_kernel", (1, 1, 1), (128, 1, 1), {}))
+        return {"first_layer": kernels, "qkv": kernels[:1], "qk": None, "marker": kernels[-1]}
+
+    assert _rotated_in_turn(layer((256, 128, 0, 256, 256))) == {Fraction(2, 8)}
+    assert _rotated_in_turn(layer((256, 256, 0, 256, 256))) == set()
+
+
 def test_an_nvjet_gemm_runs_its_inner_size_in_whole_steps():
     """nvjet_..._32x64_64x16_4x1 takes k in 64-deep steps: 180 rows of d 1120 over k 1120 run as
     192 padded rows (64-row side) x 1152 columns (128-column side) x 1152 (18 steps), 254,803,968
@@ -555,10 +581,12 @@ def test_a_decode_step_decides_the_batch_its_prefill_leaves_open():
         ("ak_qwen3_h12_kv4_t144_compile", "head_dim", "relative error 0.000) give B=1, T=144, H=12 (heads of 112"),
         # OPT's ReLU counts no float op, and cuBLAS's up-projection stores its N·d_ff outputs by TMA
         ("al_opt_h14_t120_eager", "d_ff", "the up-projection's own stores = N·4480·2 B"),
+        # a fused QKV whose tiles allow 2 or 14 K/V heads of 80; eager kernels rotate q, then k
+        ("ao_neox_h14_t120_eager_fp16", "n_kv_heads", "rotated in turn"),
     ],
 )
 def test_blind_batches_misses_read_as_ran(name, field, how):
-    """The captures blind batches t, q, p, n, j, ak and al missed (fixed after them, so not blind):
+    """The captures blind batches t, q, p, n, j, ak, al and ao missed (fixed after them, so not blind):
     every field against the configuration that ran, and the field the fix is about read the way
     `how` names."""
     from lmperf.pmc.infer import infer

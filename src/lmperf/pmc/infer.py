@@ -18,6 +18,7 @@ import dataclasses
 import math
 import re
 from collections import Counter
+from fractions import Fraction
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -1284,6 +1285,12 @@ def _kv_heads(result, roles, tokens, d, shape: AttentionShape, counts: Counter) 
             if kv * hd in apart
         }
         or {
+            width: f"only {width} has the kernels that rotate k repeat those that rotate q op for op at "
+            f"{kv}/{shape.n_heads} of their float work: k of {kv} K/V heads, rotated in turn"
+            for width, kv in kv_of.items()
+            if Fraction(kv, shape.n_heads) in _rotated_in_turn(roles)
+        }
+        or {
             width: f"only {width} is what its epilogue's FADD ({kernel.metric(g.FADD):,.0f} = N·{width}) "
             f"counts: one bias added to each output, {kv} K/V heads"
             for width, kv in kv_of.items()
@@ -1336,6 +1343,30 @@ def _rotated_widths(roles: dict, tokens: int, size: int) -> set[int]:
             width = g.stored_width(k, tokens, size)
             widths |= {width} if width else set()
     return widths
+
+
+def _rotated_in_turn(roles: dict) -> set[Fraction]:
+    """The ratios r of k's width to q's where eager kernels rotate q, then k, op by op (multiply by
+    cos, negate and concatenate the halves, multiply by sin, add: a partial rotary's too): two
+    runs of kernels of the same names, each doing float work, the second doing r times the
+    first's in every kernel, since k's heads rotate as many dimensions as q's."""
+    between = [
+        k for k in _before_attention(roles, roles["qkv"][-1], scores=True) if category(k) not in (MATMUL, ATTENTION)
+    ]
+    work = [sum(k.metric(m) for m in (g.FFMA, g.FADD, g.FMUL)) for k in between]
+    ratios = set()
+    for length in range(2, len(between) // 2 + 1):
+        for start in range(len(between) - 2 * length + 1):
+            q_run, k_run = range(start, start + length), range(start + length, start + 2 * length)
+            if [between[i].name for i in q_run] != [between[i].name for i in k_run]:
+                continue
+            worked = [(work[i], work[j]) for i, j in zip(q_run, k_run) if work[i] or work[j]]
+            if len(worked) < 2 or not all(a and b for a, b in worked):
+                continue
+            run_ratios = {Fraction(int(b), int(a)) for a, b in worked}
+            if len(run_ratios) == 1:
+                ratios |= run_ratios
+    return ratios
 
 
 def _rotated_apart(roles: dict, tokens: int, q: int, size: int) -> set[int]:
