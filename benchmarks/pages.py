@@ -1180,7 +1180,7 @@ SERVED_BLIND = {
     "an": "score-80-served-blindan-0f515e0",
     "ao": "score-81-served-blindao-b792da4",
 }
-SERVED_NOW = "score-78-served-all-ec18144"
+SERVED_NOW = "score-82-served-all-2fe2029"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
@@ -1301,7 +1301,7 @@ LIMITS_AT_CAPTURE = (
     "limits-at-capture-d461497",
     "limits-at-capture-3cd2926",
 )
-LIMITS_NOW = "limits-ec18144"
+LIMITS_NOW = "limits-2fe2029"
 
 
 def _limit_reading(row: dict) -> str:
@@ -1377,7 +1377,7 @@ def pmc_paths() -> str:
     return markdown(["attention path", "captures", "every structural field exact", "vocab_size exact"], body)
 
 
-INFER_TIME = "infer-time-ec18144"
+INFER_TIME = "infer-time-2fe2029"
 
 
 def _timed_capture(what: str) -> str:
