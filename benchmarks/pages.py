@@ -1179,6 +1179,7 @@ SERVED_BLIND = {
     "am": "score-79-served-blindam-f56e455",
     "an": "score-80-served-blindan-0f515e0",
     "ao": "score-81-served-blindao-b792da4",
+    "ap": "score-83-served-blindap-0624af0",
 }
 SERVED_NOW = "score-82-served-all-2fe2029"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
