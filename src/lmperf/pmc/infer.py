@@ -1265,6 +1265,7 @@ def _kv_heads(result, roles, tokens, d, shape: AttentionShape, counts: Counter) 
         kv_of = {q_width + 2 * kv * hd: kv for kv in heads}
     rotated = _rotated_widths(roles, tokens, _element_size(result))
     apart = _rotated_apart(roles, tokens, q, _element_size(result))
+    in_turn = _rotated_in_turn(roles)
     witnessed = (
         {
             width: f"only {width} has a kernel after it store N·{q + kv * hd} = N·(q + k) elements: "
@@ -1288,7 +1289,7 @@ def _kv_heads(result, roles, tokens, d, shape: AttentionShape, counts: Counter) 
             width: f"only {width} has the kernels that rotate k repeat those that rotate q op for op at "
             f"{kv}/{shape.n_heads} of their float work: k of {kv} K/V heads, rotated in turn"
             for width, kv in kv_of.items()
-            if Fraction(kv, shape.n_heads) in _rotated_in_turn(roles)
+            if Fraction(kv, shape.n_heads) in in_turn
         }
         or {
             width: f"only {width} is what its epilogue's FADD ({kernel.metric(g.FADD):,.0f} = N·{width}) "
