@@ -444,15 +444,8 @@ def test_an_nvjet_gemm_runs_its_inner_size_in_whole_steps():
     MACs, which no unpadded k explains (254,803,968 / 1120 is no whole number). 180 rows of 1024
     over k 1024 would need 1296 padded columns on the 128 side or 972 on the 64 side: neither."""
     from lmperf.pmc.gemms import tiles_allow
-    from lmperf.pmc.parse import TENSOR_PATHS, KernelRecord
 
-    out = KernelRecord(
-        0,
-        "nvjet_sm90_hsh_32x64_64x16_4x1_v_bz_TNN",
-        (4, 27, 1),
-        (384, 1, 1),
-        {TENSOR_PATHS["fp16"]: 2 * 192 * 1152 * 1152},
-    )
+    out = _gemm(0, "nvjet_sm90_hsh_32x64_64x16_4x1_v_bz_TNN", 192 * 1152 * 1152)
     assert tiles_allow(out, 180, 1120, 1120)
     assert not tiles_allow(out, 180, 1024, 1024)
 
@@ -464,15 +457,8 @@ def test_an_off_d_output_projection_pads_its_rows_and_d_not_the_attention():
     (1344 outputs over k 1024) no tile fits: 1344 columns on the 256 side, or 756 on the 48 side
     over 256 padded rows, are no whole number of tiles."""
     from lmperf.pmc.infer import _in_span, _out_projection_allows
-    from lmperf.pmc.parse import TENSOR_PATHS, KernelRecord
 
-    out = KernelRecord(
-        0,
-        "nvjet_sm90_tst_64x24_64x16_4x2_h_bz_TNT",
-        (8, 12, 1),
-        (384, 1, 1),
-        {TENSOR_PATHS["bf16"]: 2 * 144 * 1024 * 1344},
-    )
+    out = _gemm(0, "nvjet_sm90_tst_64x24_64x16_4x2_h_bz_TNT", 144 * 1024 * 1344)
     assert not _in_span(1344, out, 144, 1024)
     assert _out_projection_allows(out, 144, 1024, 1344)
     assert not _out_projection_allows(out, 144, 1024, 1024) and not _out_projection_allows(out, 144, 1024, 1280)
@@ -483,15 +469,8 @@ def test_an_nvjet_gemms_tiles_rule_out_a_width_its_work_cannot_hold():
     314,572,800 MACs are 192 padded rows of 1280 columns x 1280 (144 rows of d = 1280), while
     72 rows of d = 1024 would need 1200 or 2400 padded columns, no whole number of tiles."""
     from lmperf.pmc.gemms import tiles_allow
-    from lmperf.pmc.parse import TENSOR_PATHS, KernelRecord
 
-    out = KernelRecord(
-        0,
-        "nvjet_sm90_hsh_64x32_64x16_4x2_h_bz_TNT",
-        (8, 15, 1),
-        (384, 1, 1),
-        {TENSOR_PATHS["fp16"]: 2 * 192 * 1280 * 1280},
-    )
+    out = _gemm(0, "nvjet_sm90_hsh_64x32_64x16_4x2_h_bz_TNT", 192 * 1280 * 1280)
     assert tiles_allow(out, 144, 1280, 1280)
     assert not tiles_allow(out, 72, 1024, 1024)
 
@@ -883,6 +862,8 @@ def test_a_split_k_simt_gemm_s_tiles_bound_an_off_d_attention_s_width():
 
 
 def _gemm(index: int, name: str, work: float):
+    """A bf16 tensor-core GEMM launch of `work` multiply-adds (two tensor ops each); its tile
+    readings depend on its name and work alone."""
     from lmperf.pmc.parse import KernelRecord
 
     return KernelRecord(index, name, (8, 8, 1), (128, 1, 1), {"sm__ops_path_tensor_src_bf16_dst_fp32.sum": 2 * work})

@@ -18,8 +18,8 @@ import dataclasses
 import math
 import re
 from collections import Counter
-from fractions import Fraction
 from collections.abc import Callable, Sequence
+from fractions import Fraction
 from pathlib import Path
 
 from lmperf.pmc import gemms as g
@@ -350,7 +350,7 @@ def _off_d_at(
     span = _work_span(out, tokens, d)
     if _in_span(d, out, tokens, d) and not rival:
         return None, ""
-    query = roles["qkv"][0] if len(roles["qkv"]) >= 3 else None
+    query = _query_projection(roles)
     normed = _head_norm_widths(roles, tokens, size)
     fits = [
         w
@@ -468,6 +468,12 @@ def _in_span(width: int, kernel: KernelRecord, tokens: int, k: int) -> bool:
     return span is not None and span[0] <= width <= span[1]
 
 
+def _query_projection(roles: dict) -> KernelRecord | None:
+    """The query projection where Q, K and V run apart (its output is the attention's width), else
+    None (a fused QKV's output is not)."""
+    return roles["qkv"][0] if len(roles["qkv"]) >= 3 else None
+
+
 def _out_projection_allows(out: KernelRecord, tokens: int, d: int, width: int) -> bool:
     """Whether the output projection's tiles allow N rows of d outputs from an attention `width`
     wide: read both ways, as outputs `width` wide over d (where its tiles pad the rows and the
@@ -541,6 +547,7 @@ def _off_d_rival(
     result: Inference,
     phases: g.Phases,
     roles: dict,
+    support: Counter,
     counts: Counter,
     head: KernelRecord,
     tokens: int,
@@ -553,12 +560,13 @@ def _off_d_rival(
     in tiles of 96 rows is 256·768·768 in tiles of 128). The rival wins where the attention
     kernel confirms it and not the N·d·d reading, or where it confirms both and more launches count
     the rival's token rows, or where the rows and the attention are the same and the output projection
-    stores N·d of the rival's d. Before the launches count, the attention's own stores (its
+    stores N·d of the rival's d, or where the rows and d are the same and the query projection
+    stores N·a of the rival's a. Before the launches count, the attention's own stores (its
     outputs, N·a values) and a causal mask's (B·T·T entries) judge where they tell the two apart:
     a max-autotune GPT-NeoX of 2 x 80 rows at d 768 reads as 80 rows of d 1536 and an attention
-    768 wide in every GEMM and in the attention's padded tiles, but not in its T x T mask."""
+    768 wide in every GEMM and in the attention's padded tiles, but not in its T x T mask.
+    `support`: row count -> launches that support it (`token_candidates`)."""
     size = _element_size(result)
-    support = token_candidates(phases.forward)
     rival, _ = _attention_off_d(
         support, roles, counts, size, head, rival=True, confirms=_attention_confirms(result, roles, phases)
     )
@@ -591,7 +599,7 @@ def _off_d_rival(
         return dataclasses.replace(rival, evidence=rival.evidence + beaten + why)
     # the same rows and d: only the attention's width differs (heads of 96 and of 128 do the same
     # work in cuDNN's 128-wide head tiles), and the query projection's own stores say which
-    query = roles["qkv"][0] if len(roles["qkv"]) >= 3 else None
+    query = _query_projection(roles)
     if (rival.tokens, rival.d) == (tokens, d) and query and g.output_width(query, tokens, size) == rival.width:
         why = f"which the query projection's stores of N·{rival.width} values deny"
         return dataclasses.replace(rival, evidence=rival.evidence + beaten + why)
@@ -956,7 +964,7 @@ def _read_fields(
             )
             return
     else:
-        off_d = _off_d_rival(result, phases, roles, counts, head, *found)
+        off_d = _off_d_rival(result, phases, roles, support, counts, head, *found)
     if off_d is not None:
         tokens, d, attention_width = off_d.tokens, off_d.d, off_d.width
         result.set("d_model", d, 0.9, off_d.evidence)
