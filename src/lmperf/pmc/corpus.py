@@ -2577,6 +2577,70 @@ _SERVED_BLIND_AP = [
     ),
 ]
 
+# Blind batch aq of the served kinds, written down after batch ap's score (5 of 5) and the review
+# that left inference unchanged, before any of it is captured: a compiled Llama training step, an
+# eager Qwen3 of heads of 256 (attention twice d wide), fp32 under torch.compile (a Mistral),
+# max-autotune fp16 on a GPT-2 of 18 heads, CUDA graphs on an OPT of 14 heads of 80 and an fp16
+# Llama of 20 x 64, Liger on a Qwen2 of 12 x 128, a compiled Qwen3 of 16 x 128 over d 1280, a
+# compiled fp16 GPT-NeoX of 8 heads of 128 and an eager GPT-2 of 10 heads of 128. Training first.
+_SERVED_BLIND_AQ = [
+    (
+        "aq_llama_h14_kv2_t120_train_compile",
+        llama(2, 896, 14, 2, 2432, 32000),
+        1,
+        120,
+        "train-step",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("aq_qwen3_h8_kv2_t128_eager", qwen3(2, 1024, 8, 2, 256, 2816, 151936), 1, 128, "forward", "bf16", "sdpa", {}),
+    (
+        "aq_mistral_h16_kv8_t100_compile_fp32",
+        llama(2, 1024, 16, 8, 2816, 32768, "mistral"),
+        1,
+        100,
+        "forward",
+        "fp32",
+        "sdpa",
+        COMPILED,
+    ),
+    ("aq_gpt2_h18_t150_autotune_fp16", gpt2(2, 1152, 18, 50257), 1, 150, "forward", "fp16", "sdpa", AUTOTUNED),
+    ("aq_opt_h14_t120_graphs", opt(2, 1120, 14, 4480, 50272), 2, 120, "forward", "bf16", "sdpa", GRAPHED),
+    (
+        "aq_llama_h20_kv5_t90_graphs_fp16",
+        llama(2, 1280, 20, 5, 3456, 32000),
+        1,
+        90,
+        "forward",
+        "fp16",
+        "sdpa",
+        GRAPHED,
+    ),
+    (
+        "aq_qwen2_h12_kv2_t140_liger",
+        llama(2, 1536, 12, 2, 4096, 151936, "qwen2"),
+        1,
+        140,
+        "forward",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    (
+        "aq_qwen3_h16_kv4_t110_compile",
+        qwen3(2, 1280, 16, 4, 128, 3456, 151936),
+        1,
+        110,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("aq_neox_h8_t200_compile_fp16", neox(2, 1024, 8, 4096, 50304), 1, 200, "forward", "fp16", "sdpa", COMPILED),
+    ("aq_gpt2_h10_t180_eager", gpt2(2, 1280, 10, 50257), 1, 180, "forward", "bf16", "sdpa", {}),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -2726,6 +2790,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_AN
             + _SERVED_BLIND_AO
             + _SERVED_BLIND_AP
+            + _SERVED_BLIND_AQ
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
