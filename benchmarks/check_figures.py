@@ -1144,7 +1144,8 @@ QUOTES: list[Quote] = [
         "of {} in batch a, {} of {} in batch aa, {} of {} in batch ab, {} of {} in batch ac, {} of {} in "
         "batch ad, {} of {} in batch ae, {} of {} in batch af, {} of {} in batch ag, {} of {} in batch ah, {} "
         "of {} in batch ai, {} of {} in batch aj, {} of {} in batch ak, {} of {} in batch al, {} of {} in batch "
-        "am, {} of {} in batch an, {} of {} in batch ao and {} of {} in batch ap. Over the thirty-four batches "
+        "am, {} of {} in batch an, {} of {} in batch ao, {} of {} in batch ap and {} of {} in batch aq. Over the "
+        "thirty-five batches "
         "every "
         "structural field was exact on {} of {} ({}%), the vocabulary exact on {} of {} ({}%) and exact or in its "
         "interval on {} of {} ({}%), and the parameters within 1% or in their interval on {} of {} ({}%).",
@@ -1156,7 +1157,10 @@ QUOTES: list[Quote] = [
         "capture commit f30af0a, and the parameters within 1% or in their interval on {} of {}.",
         lambda: _batch_targets("ae", ("structure", "vocab_size", "params_total within 1% or in interval")),
     ),
-    *(_batch_targets_quote(letter) for letter in ("af", "ag", "ah", "ai", "aj", "ak", "al", "am", "an", "ao", "ap")),
+    *(
+        _batch_targets_quote(letter)
+        for letter in ("af", "ag", "ah", "ai", "aj", "ak", "al", "am", "an", "ao", "ap", "aq")
+    ),
     Quote(
         "benchmarks/pmc-accuracy.md",
         "The blocks' parameter count, no target of the issue, is exact on {} of the {} held-out captures",
