@@ -2641,6 +2641,71 @@ _SERVED_BLIND_AQ = [
     ("aq_gpt2_h10_t180_eager", gpt2(2, 1280, 10, 50257), 1, 180, "forward", "bf16", "sdpa", {}),
 ]
 
+# Blind batch ar of the served kinds, written down after batch aq's score (10 of 10) with the same
+# inference code, before any of it is captured: a compiled OPT training step, cuDNN's attention on
+# a Qwen3 of heads of 256 (a head tile over 128, unmeasured so far), max-autotune on a Qwen3 whose
+# attention is off d, CUDA graphs over three sequences of 77 tokens (a Llama) and an fp16 GPT-NeoX
+# of 14 heads of 128, lmperf's own model compiled, an fp32 eager Mistral, an fp32 compiled GPT-2 of
+# heads of 80, a Liger Llama of 10 heads of 128 and an eager fp16 Qwen2 of 14 heads of 80. Training
+# first.
+_SERVED_BLIND_AR = [
+    ("ar_opt_h12_t128_train_compile", opt(2, 768, 12, 3072, 50272), 2, 128, "train-step", "bf16", "sdpa", COMPILED),
+    (
+        "ar_qwen3_h4_kv1_t150_cudnn",
+        qwen3(2, 768, 4, 1, 256, 2048, 151936),
+        1,
+        150,
+        "forward",
+        "bf16",
+        "sdpa",
+        CUDNN,
+    ),
+    (
+        "ar_qwen3_h16_kv8_t96_autotune",
+        qwen3(2, 1024, 16, 8, 128, 3072, 151936),
+        1,
+        96,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    ("ar_llama_h12_kv4_t77_graphs", llama(2, 1536, 12, 4, 4096, 32000), 3, 77, "forward", "bf16", "sdpa", GRAPHED),
+    (
+        "ar_lmperf_h12_t160_compile",
+        _small(n_layers=2, d_model=768, n_heads=12, d_ff=2048),
+        2,
+        160,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "ar_mistral_h8_kv2_t200_eager_fp32",
+        llama(2, 1024, 8, 2, 2816, 32768, "mistral"),
+        1,
+        200,
+        "forward",
+        "fp32",
+        "sdpa",
+        {},
+    ),
+    ("ar_neox_h14_t110_graphs_fp16", neox(2, 1792, 14, 7168, 50304), 1, 110, "forward", "fp16", "sdpa", GRAPHED),
+    ("ar_gpt2_h12_t100_compile_fp32", gpt2(2, 960, 12, 50257), 1, 100, "forward", "fp32", "sdpa", COMPILED),
+    ("ar_llama_h10_kv2_t130_liger", llama(2, 1280, 10, 2, 3456, 32000), 1, 130, "forward", "bf16", "sdpa", LIGER),
+    (
+        "ar_qwen2_h14_kv2_t90_eager_fp16",
+        llama(2, 1120, 14, 2, 3072, 151936, "qwen2"),
+        1,
+        90,
+        "forward",
+        "fp16",
+        "sdpa",
+        {},
+    ),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -2791,6 +2856,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_AO
             + _SERVED_BLIND_AP
             + _SERVED_BLIND_AQ
+            + _SERVED_BLIND_AR
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
