@@ -562,10 +562,13 @@ def test_a_decode_step_decides_the_batch_its_prefill_leaves_open():
         ("al_opt_h14_t120_eager", "d_ff", "the up-projection's own stores = N·4480·2 B"),
         # a fused QKV whose tiles allow 2 or 14 K/V heads of 80; eager kernels rotate q, then k
         ("ao_neox_h14_t120_eager_fp16", "n_kv_heads", "rotated in turn"),
+        # an nvjet head of 400x64 tiles whose TMA stores are 16% over N·V·2 B; autocast casts
+        # its fp32 weight to bf16 just before it
+        ("ar_lmperf_h12_t160_compile", "vocab_size", "copy of its weight before it stores V·d·2 B"),
     ],
 )
 def test_blind_batches_misses_read_as_ran(name, field, how):
-    """The captures blind batches t, q, p, n, j, ak, al and ao missed (fixed after them, so not blind):
+    """The captures blind batches t, q, p, n, j, ak, al, ao and ar missed (fixed after them, so not blind):
     every field against the configuration that ran, and the field the fix is about read the way
     `how` names."""
     from lmperf.pmc.infer import infer

@@ -66,6 +66,38 @@ def test_output_bytes_that_are_no_whole_number_of_rows_leave_an_interval():
     assert low <= expected["vocab_size"] <= high
 
 
+@pytest.mark.parametrize("weight_copy_whole, pinned", [(True, True), (False, False)])
+def test_a_compiled_autocast_head_is_pinned_by_the_copy_of_its_weight(weight_copy_whole, pinned):
+    """lmperf's compiled forward keeps its weights in fp32 and casts the head's V x d weight to bf16
+    just before the head. With the head's own TMA bytes 16% over N·V·2 B (as a 400x64 nvjet head
+    stored them), the cast's V·d·2 bytes pin V; cast bytes that are no whole number of d·2 leave
+    an interval."""
+    name = "l_lmperf_h12_t144_compile"
+    expected = truth(name)
+    rows, vocab, d = expected["batch"] * expected["seq_len"], expected["vocab_size"], expected["d_model"]
+    head = _lm_head(name)
+    over = {TMA_STORE_BYTES: rows * vocab * 2 * 1.16, L2_WRITE_SECTORS: rows * vocab * 2 * 1.16 / SECTOR_BYTES}
+    capture = _edited(name, lambda k: k.index == head.index, **over)
+    casts = [k for k in capture.kernels if k.index < head.index and g.stored_width(k, d, 2) == vocab]
+    assert len(casts) == 1 and "copy" in casts[0].name
+    if not weight_copy_whole:
+        capture = dataclasses.replace(
+            capture,
+            kernels=[
+                dataclasses.replace(k, metrics={**k.metrics, g.STORE_BYTES: vocab * d * 2 + 2}) if k in casts else k
+                for k in capture.kernels
+            ],
+        )
+    result = infer(capture)
+    if pinned:
+        assert result.values["vocab_size"] == vocab
+        assert "copy of its weight" in result.evidence["vocab_size"]
+    else:
+        assert result.values["vocab_size"] is None
+        low, high = result.intervals["vocab_size"]
+        assert low <= vocab <= high
+
+
 def test_lmperf_fused_loss_row_kernel_pins_the_vocabulary():
     """lmperf's fused loss writes each row's gradient over its logits (V values) and one fp32 loss:
     7 rows of V = 1,000 bf16 logits store 7·(1,000·2 + 4) bytes; bytes that are no whole number of

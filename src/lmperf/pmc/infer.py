@@ -1414,7 +1414,8 @@ def _vocab(
     bound = g.macs(head) / (tokens * d)
     low = bound / (SLACK * row_padding(tokens))
     after_head = [k for k in phases.forward + phases.backward if k.index > head.index]
-    if vocab.set_vocab(result, head, after_head + followers, tokens, low, bound):
+    before_head = [k for k in phases.forward if k.index < head.index]
+    if vocab.set_vocab(result, head, after_head + followers, tokens, low, bound, before_head, d):
         return
     # Tiles pad both the rows (N) and the vocabulary: V is at most the work / (N·d), and at least
     # that with the largest row and column padding the GEMM's tiles allow; an nvjet kernel's name

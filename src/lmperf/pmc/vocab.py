@@ -12,7 +12,11 @@ padding). Counters of bytes pin it when one of them sees the N·V logits exactly
 - a Hopper TMA-store head (st.global bytes 0): the bytes its TMA stores send to L2, or the L2
   write sectors from the SMs (x 32 bytes), when they are a whole number of N·bytes rows;
 - the fp32 copy of the logits that follows the head (Hugging Face generate's last-position
-  logits, a training loss's upcast): st.global bytes = N·V·4.
+  logits, a training loss's upcast): st.global bytes = N·V·4;
+- the 16-bit copy of the head's weight that precedes it where the weights are kept in fp32 and
+  autocast (a compiled graph casts each weight just before its GEMM): st.global bytes = V·d·size.
+  It stands after the head's own bytes, which are not always N·V·size (an nvjet head named
+  400x64 stores 16% more).
 Each reading counts only when it lies in the head's work bound; else V is an interval.
 """
 
@@ -107,18 +111,25 @@ def tma_vocab(head: KernelRecord, tokens: int, size: int) -> tuple[int, str] | N
     return None
 
 
-def copy_vocabs(followers: list[KernelRecord], tokens: int) -> list[int]:
-    """V from each copy kernel after the head whose st.global bytes are a whole number of N·4:
-    one of them is the fp32 copy of the logits (the caller keeps the one in the head's bound;
-    the others copy small tensors, e.g. generate's growing token ids)."""
-    found = [g.stored_width(k, tokens, 4) for k in followers if category(k) != MATMUL and "copy" in k.name.lower()]
+def copy_vocabs(kernels: list[KernelRecord], rows: int, size: int) -> list[int]:
+    """V from each copy kernel whose st.global bytes are a whole number of rows·size: after the
+    head (N rows of 4 bytes), one of them is the fp32 copy of the logits; before it (d rows of
+    the compute dtype's bytes), the cast of its weight. The caller keeps the one in the head's
+    bound; the others copy other tensors (generate's growing token ids, other weights)."""
+    found = [g.stored_width(k, rows, size) for k in kernels if category(k) != MATMUL and "copy" in k.name.lower()]
     return [vocab for vocab in found if vocab]
 
 
 def readings(
-    head: KernelRecord, followers: list[KernelRecord], tokens: int, dtype: str | None
+    head: KernelRecord,
+    followers: list[KernelRecord],
+    tokens: int,
+    dtype: str | None,
+    leaders: list[KernelRecord] = (),
+    d: int | None = None,
 ) -> list[tuple[int, str]]:
-    """Every exact reading of V, strongest first, each with how it was read."""
+    """Every exact reading of V, strongest first, each with how it was read: `leaders` are the
+    kernels before the head, d the model width."""
     size = 4 if dtype == "fp32" else 2
     found = [
         (loss_vocab(followers[:_FOLLOWERS], tokens), "the loss's log-softmax FFMA count"),
@@ -137,16 +148,28 @@ def readings(
         found.append(tma)
     found += [
         (vocab, "the fp32 copy of the logits after it stores N·V·4 B")
-        for vocab in copy_vocabs(followers[:_FOLLOWERS], tokens)
+        for vocab in copy_vocabs(followers[:_FOLLOWERS], tokens, 4)
     ]
+    if d and size == 2:
+        found += [
+            (vocab, f"the {size}-byte copy of its weight before it stores V·d·{size} B")
+            for vocab in copy_vocabs(list(leaders)[-_FOLLOWERS:], d, size)
+        ]
     return [(v, how) for v, how in found if v]
 
 
 def set_vocab(
-    result: Inference, head: KernelRecord, followers: list[KernelRecord], tokens: int, low: float, bound: float
+    result: Inference,
+    head: KernelRecord,
+    followers: list[KernelRecord],
+    tokens: int,
+    low: float,
+    bound: float,
+    leaders: list[KernelRecord] = (),
+    d: int | None = None,
 ) -> bool:
     """Set V from the first exact reading inside the head's work bound [low, bound]."""
-    for vocab, how in readings(head, followers, tokens, result.values["dtype"]):
+    for vocab, how in readings(head, followers, tokens, result.values["dtype"], leaders, d):
         if low <= vocab <= bound * 1.0001:
             result.set(
                 "vocab_size",
