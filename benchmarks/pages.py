@@ -1182,6 +1182,7 @@ SERVED_BLIND = {
     "ap": "score-83-served-blindap-0624af0",
     "aq": "score-84-served-blindaq-1ad4906",
     "ar": "score-85-served-blindar-7dd12e5",
+    "as": "score-86-served-blindas-913570d",
 }
 SERVED_NOW = "score-82-served-all-2fe2029"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
