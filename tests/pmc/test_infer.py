@@ -565,10 +565,13 @@ def test_a_decode_step_decides_the_batch_its_prefill_leaves_open():
         # an nvjet head of 400x64 tiles whose TMA stores are 16% over N·V·2 B; autocast casts
         # its fp32 weight to bf16 just before it
         ("ar_lmperf_h12_t160_compile", "vocab_size", "copy of its weight before it stores V·d·2 B"),
+        # an attention off d whose N·2048 a norm's FADD (N·1920) and a split-K reduction's sums
+        # (N·2048) both fit; the query projection stores its N·2048 outputs
+        ("as_qwen3_h16_kv4_t120_liger", "d_model", "the query projection's stores of N·2048 values pick"),
     ],
 )
 def test_blind_batches_misses_read_as_ran(name, field, how):
-    """The captures blind batches t, q, p, n, j, ak, al, ao and ar missed (fixed after them, so not blind):
+    """The captures blind batches t, q, p, n, j, ak, al, ao, ar and as missed (fixed after them, so not blind):
     every field against the configuration that ran, and the field the fix is about read the way
     `how` names."""
     from lmperf.pmc.infer import infer
@@ -577,6 +580,41 @@ def test_blind_batches_misses_read_as_ran(name, field, how):
     result = infer(_served(name)[0])
     assert how in result.evidence[field], result.evidence[field]
     assert not result.assumptions, result.assumptions
+
+
+def test_an_off_d_attention_without_its_query_stores_is_left_undetermined():
+    """Blind batch as's Liger Qwen3 (16 heads of 128 over d 1024): two widths in the output
+    projection's tile span are counted by kernels, 1920 (a norm's FADD) and 2048. Without the
+    query projection's stores (a capture without the TMA counter) nothing picks one, and d, the
+    heads and V stay undetermined rather than guessed."""
+    import dataclasses
+
+    from lmperf.pmc.gemms import TMA_STORE_BYTES
+    from lmperf.pmc.infer import infer
+
+    capture, expected = _served("as_qwen3_h16_kv4_t120_liger")
+    rows = expected["batch"] * expected["seq_len"]
+    query_bytes = rows * expected["n_heads"] * expected["head_dim"] * 2
+    # the attention's output is as many bytes, and so are the split-K down projection's fp32
+    # partial sums of N·d
+    queries = [
+        k
+        for k in capture.kernels
+        if k.metrics.get(TMA_STORE_BYTES) == query_bytes and k.name.startswith("nvjet") and "splitK" not in k.name
+    ]
+    assert len(queries) == expected["n_layers"]
+    stripped = dataclasses.replace(
+        capture,
+        kernels=[
+            dataclasses.replace(k, metrics={m: v for m, v in k.metrics.items() if m != TMA_STORE_BYTES})
+            if k in queries
+            else k
+            for k in capture.kernels
+        ],
+    )
+    result = infer(stripped)
+    assert result.values["d_model"] is None and result.values["n_heads"] is None
+    assert "more than one width" in result.evidence["d_model"]
 
 
 def test_a_compiled_backward_with_its_embedding_gradient_fused_into_a_norm_is_whole():

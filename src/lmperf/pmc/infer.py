@@ -371,6 +371,10 @@ def _off_d_at(
         f"its work is N·d·a with N = {tokens} and d = {d} (the width {kernels} elementwise kernels "
         f"count N·d of) and the attention's width a {where}"
     )
+    # Counts may fit more than one width by coincidence (a norm's FADD, a split-K reduction's
+    # sums); the query projection's own stores of its N·a outputs decide between them.
+    stored = g.output_width(query, tokens, size) if query is not None and len(fits) > 1 else None
+    fits = [stored] if stored in fits else fits
     if len(fits) != 1:
         return None, f"{why}, and {'no' if not fits else 'more than one'} width there that kernels count N·a of"
     a = fits[0]
@@ -385,6 +389,7 @@ def _off_d_at(
             if widths[a]
             else f"(a norm before it stores N·{a} values and an fp32 statistic a row it normalizes)"
         )
+        + (f", which the query projection's stores of N·{a} values pick" if stored else "")
         + f", {side} than d"
     )
     return _OffD(tokens, d, a, evidence), ""
