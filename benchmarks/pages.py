@@ -1183,6 +1183,7 @@ SERVED_BLIND = {
     "aq": "score-84-served-blindaq-1ad4906",
     "ar": "score-85-served-blindar-7dd12e5",
     "as": "score-86-served-blindas-913570d",
+    "at": "score-87-served-blindat-5af5150",
 }
 SERVED_NOW = "score-82-served-all-2fe2029"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
