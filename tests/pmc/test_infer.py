@@ -568,10 +568,13 @@ def test_a_decode_step_decides_the_batch_its_prefill_leaves_open():
         # an attention off d whose N·2048 a norm's FADD (N·1920) and a split-K reduction's sums
         # (N·2048) both fit; the query projection stores its N·2048 outputs
         ("as_qwen3_h16_kv4_t120_liger", "d_model", "the query projection's stores of N·2048 values pick"),
+        # a bf16 copy of the logits (N·V·2 B) read as an fp32 one of V/2 inside the rows' padding
+        # bound; the head's 152-wide tiles hold 10,000 and not 5,000
+        ("at_lmperf_h8_t128_train_compile", "vocab_size", "copy of its weight before it stores V·d·2 B"),
     ],
 )
 def test_blind_batches_misses_read_as_ran(name, field, how):
-    """The captures blind batches t, q, p, n, j, ak, al, ao, ar and as missed (fixed after them, so not blind):
+    """The captures blind batches t, q, p, n, j, ak, al, ao, ar, as and at missed (fixed after them, so not blind):
     every field against the configuration that ran, and the field the fix is about read the way
     `how` names."""
     from lmperf.pmc.infer import infer

@@ -98,6 +98,24 @@ def test_a_compiled_autocast_head_is_pinned_by_the_copy_of_its_weight(weight_cop
         assert low <= vocab <= high
 
 
+def test_a_copy_of_half_the_logits_bytes_is_no_reading_the_head_tiles_deny():
+    """Blind batch at's lmperf compiled training step: a kernel after the head stores N·V·2 B (the
+    logits' gradient in bf16), which reads as an fp32 copy of V/2 logits, inside the bound the
+    rows' padding leaves. The head's tiles (152 wide) hold V = 10,000 and not 5,000: with the cast
+    of its weight gone, V is an interval holding the truth, not 5,000."""
+    name = "at_lmperf_h8_t128_train_compile"
+    expected = truth(name)
+    vocab, d = expected["vocab_size"], expected["d_model"]
+    capture = read_capture(capture_path(name))
+    casts = [k for k in capture.kernels if g.stored_width(k, d, 2) == vocab and "copy" in k.name]
+    assert casts
+    capture = dataclasses.replace(capture, kernels=[k for k in capture.kernels if k not in casts])
+    result = infer(capture)
+    assert result.values["vocab_size"] is None
+    low, high = result.intervals["vocab_size"]
+    assert low <= vocab <= high and low > vocab // 2
+
+
 def test_lmperf_fused_loss_row_kernel_pins_the_vocabulary():
     """lmperf's fused loss writes each row's gradient over its logits (V values) and one fp32 loss:
     7 rows of V = 1,000 bf16 logits store 7·(1,000·2 + 4) bytes; bytes that are no whole number of
