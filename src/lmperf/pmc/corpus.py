@@ -2836,6 +2836,70 @@ _SERVED_BLIND_AT = [
     ),
 ]
 
+# Blind batch au of the served kinds, written down after batch at's score (10 of 10, one wrong
+# vocabulary) and the fix its miss led to (readings of V held to the head's tile interval), before
+# any of it is captured: lmperf's compiled training step with PyTorch's loss (the fix's case) and
+# compiled forward at widths whose LM heads tile otherwise, a Liger Qwen3 whose attention is off d,
+# compiled forwards of an fp16 GPT-2 and an fp32 GPT-NeoX, max-autotune on a Llama of 24 heads,
+# CUDA graphs on an fp16 OPT of heads of 128 and a Qwen2, and an eager Mistral of 12 heads of 128.
+# Training first.
+_SERVED_BLIND_AU = [
+    (
+        "au_lmperf_h14_t100_train_compile",
+        _small(n_layers=2, d_model=896, n_heads=14, d_ff=2432),
+        1,
+        100,
+        "train-step",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "au_lmperf_h18_t110_compile",
+        _small(n_layers=2, d_model=1152, n_heads=18, d_ff=3072),
+        2,
+        110,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("au_qwen3_h8_kv2_t90_liger", qwen3(2, 768, 8, 2, 128, 2048, 151936), 1, 90, "forward", "bf16", "sdpa", LIGER),
+    ("au_gpt2_h16_t130_compile_fp16", gpt2(2, 1024, 16, 50257), 1, 130, "forward", "fp16", "sdpa", COMPILED),
+    ("au_neox_h12_t140_compile_fp32", neox(2, 768, 12, 3072, 50304), 1, 140, "forward", "fp32", "sdpa", COMPILED),
+    (
+        "au_llama_h24_kv8_t80_autotune",
+        llama(2, 1536, 24, 8, 4096, 32000),
+        1,
+        80,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    ("au_opt_h16_t90_graphs_fp16", opt(2, 2048, 16, 8192, 50272), 1, 90, "forward", "fp16", "sdpa", GRAPHED),
+    (
+        "au_qwen2_h16_kv4_t100_graphs",
+        llama(2, 1024, 16, 4, 2816, 151936, "qwen2"),
+        1,
+        100,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    (
+        "au_mistral_h12_kv3_t150_eager",
+        llama(2, 1536, 12, 3, 4096, 32768, "mistral"),
+        1,
+        150,
+        "forward",
+        "bf16",
+        "sdpa",
+        {},
+    ),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -2989,6 +3053,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_AR
             + _SERVED_BLIND_AS
             + _SERVED_BLIND_AT
+            + _SERVED_BLIND_AU
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
