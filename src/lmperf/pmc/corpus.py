@@ -2900,6 +2900,79 @@ _SERVED_BLIND_AU = [
     ),
 ]
 
+# Blind batch av of the served kinds, written down after batch au's score (9 of 9) with the same
+# inference code, before any of it is captured: quick kinds only, for the device minutes left:
+# lmperf's model compiled at d 640, CUDA graphs on a Qwen3 whose attention is off d and an fp32
+# Mistral, a Liger Mistral of 16 heads of 128, eager forwards (an fp16 GPT-2 of 20 heads, a GPT-NeoX
+# of 16 heads of 128, an fp32 Qwen3 of 16 x 64) and compiled ones (an OPT of 24 heads, an fp16
+# Qwen2 of d_ff 8960, a Llama of d 2560).
+_SERVED_BLIND_AV = [
+    (
+        "av_lmperf_h10_t90_compile",
+        _small(n_layers=2, d_model=640, n_heads=10, d_ff=1728),
+        2,
+        90,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "av_qwen3_h12_kv4_t100_graphs",
+        qwen3(2, 1024, 12, 4, 128, 3072, 151936),
+        1,
+        100,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    (
+        "av_mistral_h16_kv8_t96_liger",
+        llama(2, 2048, 16, 8, 5632, 32768, "mistral"),
+        1,
+        96,
+        "forward",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    ("av_gpt2_h20_t110_eager_fp16", gpt2(2, 1280, 20, 50257), 1, 110, "forward", "fp16", "sdpa", {}),
+    ("av_opt_h24_t80_compile", opt(2, 1536, 24, 6144, 50272), 1, 80, "forward", "bf16", "sdpa", COMPILED),
+    ("av_neox_h16_t160_eager", neox(2, 2048, 16, 8192, 50304), 1, 160, "forward", "bf16", "sdpa", {}),
+    (
+        "av_qwen2_h12_kv2_t150_compile_fp16",
+        llama(2, 1536, 12, 2, 8960, 151936, "qwen2"),
+        1,
+        150,
+        "forward",
+        "fp16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "av_mistral_h8_kv2_t100_graphs_fp32",
+        llama(2, 1024, 8, 2, 2816, 32768, "mistral"),
+        1,
+        100,
+        "forward",
+        "fp32",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("av_llama_h20_kv4_t70_compile", llama(2, 2560, 20, 4, 6912, 32000), 1, 70, "forward", "bf16", "sdpa", COMPILED),
+    (
+        "av_qwen3_h16_kv8_t80_eager_fp32",
+        qwen3(2, 1024, 16, 8, 64, 3072, 151936),
+        1,
+        80,
+        "forward",
+        "fp32",
+        "sdpa",
+        {},
+    ),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -3054,6 +3127,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_AS
             + _SERVED_BLIND_AT
             + _SERVED_BLIND_AU
+            + _SERVED_BLIND_AV
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
