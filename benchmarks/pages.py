@@ -1185,6 +1185,7 @@ SERVED_BLIND = {
     "as": "score-86-served-blindas-913570d",
     "at": "score-87-served-blindat-5af5150",
     "au": "score-88-served-blindau-112cdd0",
+    "av": "score-89-served-blindav-fd564c5",
 }
 SERVED_NOW = "score-82-served-all-2fe2029"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
