@@ -1187,7 +1187,7 @@ SERVED_BLIND = {
     "au": "score-88-served-blindau-112cdd0",
     "av": "score-89-served-blindav-fd564c5",
 }
-SERVED_NOW = "score-82-served-all-2fe2029"
+SERVED_NOW = "score-90-served-all-63d956f"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
@@ -1308,7 +1308,7 @@ LIMITS_AT_CAPTURE = (
     "limits-at-capture-d461497",
     "limits-at-capture-3cd2926",
 )
-LIMITS_NOW = "limits-2fe2029"
+LIMITS_NOW = "limits-63d956f"
 
 
 def _limit_reading(row: dict) -> str:
@@ -1384,7 +1384,7 @@ def pmc_paths() -> str:
     return markdown(["attention path", "captures", "every structural field exact", "vocab_size exact"], body)
 
 
-INFER_TIME = "infer-time-2fe2029"
+INFER_TIME = "infer-time-63d956f"
 
 
 def _timed_capture(what: str) -> str:
