@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from lmperf.analysis.kernels import COPY, MATMUL
+from lmperf.analysis.kernels import ATTENTION, COPY, MATMUL
 from lmperf.pmc.kernels import category
 from lmperf.pmc import gemms as g
 from lmperf.pmc.completeness import attention_groups, forward_start, lookups_before_first_gemm
@@ -72,6 +72,8 @@ def split_steps(capture: Capture) -> Steps | None:
             # launches over "more rows" are a compiled forward's layers, cut at a GEMM, whose norms
             # cover one row a program in the first and two in the second
             continue
+        if prefill and _same_attention_work(steps[0], steps[1]):
+            continue
         # decode steps alone must each look up embeddings: a layer's repeated GEMM splits a
         # forward range cut after a layer into look-alike steps; and behind a prefill too, each
         # step's head must be its largest GEMM (a compiled layer's norms may cover fewer rows a
@@ -100,6 +102,15 @@ def _one_decode_step(kernels: list[KernelRecord], gemms: list[int]) -> Steps | N
     if len(before) < _SAMPLING_EVIDENCE or after[-len(before) :] != before:
         return None
     return Steps([step], False, tail)
+
+
+def _same_attention_work(first: list[KernelRecord], second: list[KernelRecord]) -> bool:
+    """Whether two steps' attention kernels do the same counted work: a prefill attends B·T
+    queries and a decode step B, so theirs differ; a compiled forward's two layers, cut at a
+    GEMM they share, attend alike (a max-autotune layer may run other GEMM kernels than the
+    next, so the launches alone do not tell)."""
+    works = [sum(g.macs(k) for k in step if category(k) == ATTENTION) for step in (first, second)]
+    return works[0] > 0 and works[0] == works[1]
 
 
 def _shared_launches(first: list[KernelRecord], second: list[KernelRecord]) -> int:
