@@ -23,6 +23,7 @@ Each reading counts only when it lies in the head's work bound; else V is an int
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from lmperf.analysis.kernels import MATMUL
 from lmperf.pmc.kernels import category
@@ -111,7 +112,7 @@ def tma_vocab(head: KernelRecord, tokens: int, size: int) -> tuple[int, str] | N
     return None
 
 
-def copy_vocabs(kernels: list[KernelRecord], rows: int, size: int) -> list[int]:
+def copy_vocabs(kernels: Sequence[KernelRecord], rows: int, size: int) -> list[int]:
     """V from each copy kernel whose st.global bytes are a whole number of rows·size: after the
     head (N rows of 4 bytes), one of them is the fp32 copy of the logits; before it (d rows of
     the compute dtype's bytes), the cast of its weight. The caller keeps the one in the head's
@@ -125,7 +126,7 @@ def readings(
     followers: list[KernelRecord],
     tokens: int,
     dtype: str | None,
-    leaders: list[KernelRecord] = (),
+    leaders: Sequence[KernelRecord] = (),
     d: int | None = None,
 ) -> list[tuple[int, str]]:
     """Every exact reading of V, strongest first, each with how it was read: `leaders` are the
@@ -153,7 +154,7 @@ def readings(
     if d and size == 2:
         found += [
             (vocab, f"the {size}-byte copy of its weight before it stores V·d·{size} B")
-            for vocab in copy_vocabs(list(leaders)[-_FOLLOWERS:], d, size)
+            for vocab in copy_vocabs(leaders[-_FOLLOWERS:], d, size)
         ]
     return [(v, how) for v, how in found if v]
 
@@ -165,10 +166,11 @@ def set_vocab(
     tokens: int,
     low: float,
     bound: float,
-    leaders: list[KernelRecord] = (),
+    leaders: Sequence[KernelRecord] = (),
     d: int | None = None,
 ) -> bool:
-    """Set V from the first exact reading inside the head's work bound [low, bound]."""
+    """Set V from the first exact reading inside [low, bound]: the interval the head's tiles
+    allow, else its work bound."""
     for vocab, how in readings(head, followers, tokens, result.values["dtype"], leaders, d):
         if low <= vocab <= bound * 1.0001:
             result.set(
