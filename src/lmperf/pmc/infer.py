@@ -1429,9 +1429,10 @@ def _vocab(
     # Tiles pad both the rows (N) and the vocabulary: V is at most the work / (N·d), and at least
     # that with the largest row and column padding the GEMM's tiles allow; an nvjet kernel's name
     # says both paddings, which leaves one column tile.
-    tile = g.tile_extent(head.name) or 256
-    high, low = int(bound), max(1, int(low) - tile + 1)
-    low, high = g.width_interval(head, tokens, d) or (low, high)
+    if tiles:
+        low, high = tiles
+    else:
+        high, low = int(bound), max(1, int(low) - (g.tile_extent(head.name) or 256) + 1)
     tma_store = head.metrics.get(g.STORE_BYTES) == 0  # None: a capture without the counter
     if g.tensor_path(head) in ("bf16", "fp16") and tma_store:
         high, low = high // 8 * 8, -(-low // 8) * 8  # a TMA store (0 bytes counted) needs V % 8 == 0
