@@ -2973,6 +2973,80 @@ _SERVED_BLIND_AV = [
     ),
 ]
 
+# Blind batch aw of the served kinds, written down after batch av's score (10 of 10) with the same
+# inference code, before any of it is captured: a static-cache generate of two requests over a
+# Qwen2 vocabulary, a compiled lmperf training step at d 768, max-autotune on an fp16 Llama of six
+# K/V heads and on lmperf's model at d 512, CUDA graphs on a 14-head GPT-2 and an fp16 GPT-NeoX at
+# d 2560, a compiled Qwen3 whose attention is wider than d, an fp32 eager OPT, a Liger Mistral at
+# d 3072 and cuDNN attention on a Llama without grouped K/V. Generate and training entries come
+# first: they take longest.
+_SERVED_BLIND_AW = [
+    (
+        "aw_qwen2_h16_kv2_p44_b2_static",
+        llama(2, 1024, 16, 2, 2816, 151936, "qwen2"),
+        2,
+        44,
+        "generate",
+        "bf16",
+        "sdpa",
+        {"new_tokens": 3, "static_cache": True},
+    ),
+    (
+        "aw_lmperf_h12_t120_train_compile",
+        _small(n_layers=2, d_model=768, n_heads=12, d_ff=2048),
+        2,
+        120,
+        "train-step",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "aw_llama_h12_kv6_t130_autotune_fp16",
+        llama(2, 1536, 12, 6, 4096, 32000),
+        1,
+        130,
+        "forward",
+        "fp16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    (
+        "aw_lmperf_h8_t200_autotune",
+        _small(n_layers=2, d_model=512, n_heads=8, d_ff=1408),
+        1,
+        200,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    ("aw_gpt2_h14_t170_graphs", gpt2(2, 896, 14, 50257), 2, 170, "forward", "bf16", "sdpa", GRAPHED),
+    ("aw_neox_h20_t100_graphs_fp16", neox(2, 2560, 20, 10240, 50304), 1, 100, "forward", "fp16", "sdpa", GRAPHED),
+    (
+        "aw_qwen3_h16_kv4_t120_compile",
+        qwen3(2, 1536, 16, 4, 128, 4608, 151936),
+        1,
+        120,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("aw_opt_h12_t210_eager_fp32", opt(2, 768, 12, 3072, 50272), 1, 210, "forward", "fp32", "sdpa", {}),
+    (
+        "aw_mistral_h24_kv8_t90_liger",
+        llama(2, 3072, 24, 8, 8192, 32768, "mistral"),
+        1,
+        90,
+        "forward",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    ("aw_llama_h16_kv16_t75_cudnn", llama(2, 2048, 16, 16, 5504, 32000), 1, 75, "forward", "bf16", "sdpa", CUDNN),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -3128,6 +3202,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_AT
             + _SERVED_BLIND_AU
             + _SERVED_BLIND_AV
+            + _SERVED_BLIND_AW
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
