@@ -571,10 +571,16 @@ def test_a_decode_step_decides_the_batch_its_prefill_leaves_open():
         # a bf16 copy of the logits (N·V·2 B) read as an fp32 one of V/2 inside the rows' padding
         # bound; the head's 152-wide tiles hold 10,000 and not 5,000
         ("at_lmperf_h8_t128_train_compile", "vocab_size", "copy of its weight before it stores V·d·2 B"),
+        # fp32 eager, N·d = 210·768 not a whole number of the adds' 1,024-element blocks: their
+        # FADD counts round up to 161,792, their stores hold 161,280 elements
+        ("aw_opt_h12_t210_eager_fp32", "d_model", "elementwise counts 161,280 = N·d"),
+        # max-autotune's gate template stores its output beside the product: 2·N·d_ff, where the
+        # other up-projection stores N·d_ff
+        ("aw_lmperf_h8_t200_autotune", "d_ff", "= N·1408·2 B each, or twice that from a gate"),
     ],
 )
 def test_blind_batches_misses_read_as_ran(name, field, how):
-    """The captures blind batches t, q, p, n, j, ak, al, ao, ar, as and at missed (fixed after them, so not blind):
+    """The captures blind batches t, q, p, n, j, ak, al, ao, ar, as, at and aw missed (fixed after them, so not blind):
     every field against the configuration that ran, and the field the fix is about read the way
     `how` names."""
     from lmperf.pmc.infer import infer
@@ -583,6 +589,77 @@ def test_blind_batches_misses_read_as_ran(name, field, how):
     result = infer(_served(name)[0])
     assert how in result.evidence[field], result.evidence[field]
     assert not result.assumptions, result.assumptions
+
+
+def test_an_eager_elementwise_count_rounded_to_whole_blocks_reads_its_stores():
+    """An eager fp32 add over N·d = 210·768 = 161,280 elements runs 158 blocks of 1,024 (128
+    threads of 8): the last block's unrolled loop counts a whole block, 158·1,024 = 161,792 FADD,
+    and its stores are the 161,280·4 B it wrote. Stores that the rounding cannot explain (fewer
+    than 157 whole blocks), a count that is no whole number of blocks, or a kernel that is no
+    elementwise one keep the count as it is."""
+    from lmperf.pmc.gemms import STORE_BYTES
+    from lmperf.pmc.infer import element_counts
+    from lmperf.pmc.parse import KernelRecord
+
+    def add(count, stored_bytes, name="void at::vectorized_elementwise_kernel<4, at::CUDAFunctor_add<float>>"):
+        metrics = {"sm__sass_thread_inst_executed_op_fadd_pred_on.sum": count, STORE_BYTES: stored_bytes}
+        return KernelRecord(0, name, (158, 1, 1), (128, 1, 1), metrics)
+
+    def counted(kernel):
+        return set(element_counts([kernel], activation_size=4))
+
+    assert counted(add(161_792, 161_280 * 4)) == {161_280}
+    assert counted(add(161_792, 157 * 1024 * 4)) == {161_792}  # 1,024 short: no rounding of one block
+    assert counted(add(161_791, 161_280 * 4)) == {161_791}
+    assert counted(add(161_792, 161_280 * 4, name="void at::reduce_kernel<512, 1>")) == {161_792}
+    assert set(element_counts([add(161_792, 161_280 * 4)])) == {161_792}  # no activation size given
+
+
+def test_an_eager_step_whose_rounded_counts_have_no_stores_is_left_undetermined():
+    """Blind batch aw's fp32 OPT without the store counter: its adds count N·d rounded up to
+    whole blocks, no count is N·d, and d and what rests on it stay undetermined, not guessed."""
+    import dataclasses
+
+    from lmperf.pmc.gemms import STORE_BYTES
+    from lmperf.pmc.infer import infer
+
+    capture, _ = _served("aw_opt_h12_t210_eager_fp32")
+    stripped = dataclasses.replace(
+        capture,
+        kernels=[
+            dataclasses.replace(k, metrics={m: v for m, v in k.metrics.items() if m != STORE_BYTES})
+            for k in capture.kernels
+        ],
+    )
+    result = infer(stripped)
+    assert result.values["d_model"] is None and result.values["n_heads"] is None
+    assert result.values["vocab_size"] is None
+
+
+def test_up_projections_storing_other_than_once_or_twice_d_ff_give_no_stores_reading():
+    """Blind batch aw's lmperf model under max-autotune: one up-projection's template stores
+    N·1408·2 B and the gate's 2·N·1408·2 B. With the gate's stores made three times the other's,
+    no width is once or twice the narrowest, and d_ff is not read from the stores."""
+    import dataclasses
+
+    from lmperf.pmc.gemms import STORE_BYTES
+    from lmperf.pmc.infer import infer
+
+    capture, expected = _served("aw_lmperf_h8_t200_autotune")
+    rows = expected["batch"] * expected["seq_len"]
+    once = rows * expected["d_ff"] * 2
+    gates = [k for k in capture.kernels if k.name.startswith("triton_tem") and k.metrics.get(STORE_BYTES) == 2 * once]
+    assert len(gates) == expected["n_layers"]
+    tripled = dataclasses.replace(
+        capture,
+        kernels=[
+            dataclasses.replace(k, metrics={**k.metrics, STORE_BYTES: 3 * once}) if k in gates else k
+            for k in capture.kernels
+        ],
+    )
+    result = infer(tripled)
+    assert "own stores" not in result.evidence["d_ff"]
+    assert result.confidence["d_ff"] <= 0.5
 
 
 def test_an_off_d_attention_without_its_query_stores_is_left_undetermined():

@@ -64,8 +64,11 @@ def row_padding(tokens: int) -> float:
     return -(-tokens // ROW_TILE) * ROW_TILE / tokens
 
 
-def element_counts(kernels: list[KernelRecord], stored_size: int | None = None) -> Counter:
-    """How often each exact FFMA / FADD / FMUL count occurs among non-GEMM, non-attention kernels.
+def element_counts(
+    kernels: list[KernelRecord], stored_size: int | None = None, activation_size: int | None = None
+) -> Counter:
+    """How often each exact FFMA / FADD / FMUL count occurs among non-GEMM, non-attention kernels
+    (`activation_size`: bytes of an activation, to read a count rounded up to whole blocks).
 
     With `stored_size` (compiled steps): the elements those kernels store instead, their global
     store bytes / the activations' element size. torch.compile fuses a residual add into the norm
@@ -79,10 +82,23 @@ def element_counts(kernels: list[KernelRecord], stored_size: int | None = None) 
         if category(k) in (MATMUL, ATTENTION):
             continue
         if stored_size is None:
-            counts.update(v for v in (k.metric(g.FFMA), k.metric(g.FADD), k.metric(g.FMUL)) if v)
+            counts.update(
+                _unrounded(k, v, activation_size) for v in (k.metric(g.FFMA), k.metric(g.FADD), k.metric(g.FMUL)) if v
+            )
         elif k.metric(g.STORE_BYTES) and k.metric(g.STORE_BYTES) % stored_size == 0:
             counts[k.metric(g.STORE_BYTES) // stored_size] += 1
     return counts
+
+
+def _unrounded(kernel: KernelRecord, count: float, activation_size: int | None) -> float:
+    """The elements an eager elementwise kernel computed. Its last block runs the whole unrolled
+    loop over masked loads, so its float count is rounded up to whole blocks of work (N·d =
+    161,280 counts 158 blocks of 1,024 = 161,792), while its stores stay exact: the stored
+    elements, where that rounding explains the difference; else the count itself."""
+    if not activation_size or "elementwise_kernel" not in kernel.name or count % kernel.blocks:
+        return count
+    stored = kernel.metric(g.STORE_BYTES) / activation_size
+    return stored if stored == int(stored) and count - count / kernel.blocks < stored < count else count
 
 
 def stored_size(result: Inference, forward: list[KernelRecord]) -> int | None:
@@ -952,7 +968,7 @@ def _read_fields(
         result.missing.append("roles: no attention kernel splits the layer's GEMMs into projections, attention and MLP")
         return
     size = stored_size(result, phases.forward)
-    counts = element_counts(phases.forward, size)
+    counts = element_counts(phases.forward, size, _element_size(result))
     # a generate's prefill runs its LM head over the last position alone (B rows, not N), and a
     # fused loss over chunks of the rows: neither head can judge a reading of N
     head = None if last_position_logits or loss_chunks(capture, layer.lm_head) > 1 else layer.lm_head
@@ -1067,12 +1083,14 @@ def _d_ff(result: Inference, roles: dict, tokens: int, d: int, size: int | None,
         return exact
     stored = _stored_d_ff(result, roles["ups"], down, tokens, d, bound)
     if stored:
+        stored, doubled = stored
         result.set(
             "d_ff",
             stored,
             0.85,
             f"down-projection {g.macs(down):,.0f} MACs bound d_ff by {bound:.0f}; the up-projection's "
-            f"own stores = N·{stored}·{_element_size(result)} B each",
+            f"own stores = N·{stored}·{_element_size(result)} B each"
+            + (", or twice that from a gate whose epilogue stores its output too" if doubled else ""),
         )
         return stored
     # fp32 SIMT GEMMs of named whole tiles: the down-projection's inner size is d_ff (up to its
@@ -1124,22 +1142,26 @@ def _d_ff(result: Inference, roles: dict, tokens: int, d: int, size: int | None,
 
 def _stored_d_ff(
     result: Inference, ups: list[KernelRecord], down: KernelRecord, tokens: int, d: int, bound: float
-) -> int | None:
+) -> tuple[int, bool] | None:
     """d_ff from up-projections that store their own product once, N·d_ff elements each, with
     st.global (a max-autotune template) or TMA (cuBLAS), where an activation like OPT's ReLU
     counts no float op to read it from: one width they all store, within the down-projection's
     bound and at most its row padding below it, and one the down-projection's tiles run as their
-    inner size; else None."""
+    inner size; else None. A gate's template whose epilogue multiplies in the other
+    up-projection's product may store the gate's output beside that product: twice the width the
+    other stores, so the narrowest width counts where every other is it or twice it (the second
+    value: whether one was twice it)."""
     if not ups:
         return None
     widths = {g.output_width(k, tokens, _element_size(result)) for k in ups}
-    (width,) = widths if len(widths) == 1 else (None,)
+    width = None if None in widths else min(widths)
     if (
         width
+        and widths <= {width, 2 * width}
         and bound / (SLACK * row_padding(tokens)) <= width <= bound * 1.0001
         and g.tiles_allow(down, tokens, width, d)
     ):
-        return width
+        return width, len(widths) == 2
     return None
 
 
