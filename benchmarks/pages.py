@@ -1187,6 +1187,7 @@ SERVED_BLIND = {
     "au": "score-88-served-blindau-112cdd0",
     "av": "score-89-served-blindav-fd564c5",
     "aw": "score-91-served-blindaw-355c24a",
+    "ax": "score-92-served-blindax-b5b64ba",
 }
 SERVED_NOW = "score-90-served-all-63d956f"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
