@@ -3103,6 +3103,72 @@ _SERVED_BLIND_AX = [
     ("ax_neox_h16_t120_cudnn_fp16", neox(2, 2048, 16, 8192, 50304), 1, 120, "forward", "fp16", "sdpa", CUDNN),
 ]
 
+# Blind batch ay of the served kinds, written down after batch ax's score (10 of 10) with the same
+# inference code, before any of it is captured: a static-cache generate of three requests over a
+# Llama of two K/V heads, a compiled Qwen3 training step whose attention is wider than d, CUDA
+# graphs on lmperf's model (its first) and on an fp16 Mistral at d 4096, an fp32 eager GPT-2 of 25
+# heads over 120 token rows (N·d no whole number of elementwise blocks), max-autotune on an OPT at
+# d 2560, a compiled GPT-NeoX of heads of 128, a Liger Llama of two K/V heads, an eager fp16 Qwen2
+# and cuDNN attention on a Llama of 24 heads of 128. Generate and training entries come first: they
+# take longest.
+_SERVED_BLIND_AY = [
+    (
+        "ay_llama_h8_kv2_p56_b3_static",
+        llama(2, 1024, 8, 2, 2816, 32000),
+        3,
+        56,
+        "generate",
+        "bf16",
+        "sdpa",
+        {"new_tokens": 3, "static_cache": True},
+    ),
+    (
+        "ay_qwen3_h16_kv8_t100_train_compile",
+        qwen3(2, 1024, 16, 8, 128, 3072, 151936),
+        1,
+        100,
+        "train-step",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "ay_lmperf_h6_t250_graphs",
+        _small(n_layers=2, d_model=384, n_heads=6, d_ff=1024),
+        1,
+        250,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    (
+        "ay_mistral_h32_kv8_t80_graphs_fp16",
+        llama(2, 4096, 32, 8, 14336, 32768, "mistral"),
+        1,
+        80,
+        "forward",
+        "fp16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("ay_gpt2_h25_t120_eager_fp32", gpt2(2, 1600, 25, 50257), 1, 120, "forward", "fp32", "sdpa", {}),
+    ("ay_opt_h20_t150_autotune", opt(2, 2560, 20, 10240, 50272), 1, 150, "forward", "bf16", "sdpa", AUTOTUNED),
+    ("ay_neox_h12_t200_compile", neox(2, 1536, 12, 6144, 50304), 1, 200, "forward", "bf16", "sdpa", COMPILED),
+    ("ay_llama_h16_kv2_t130_liger", llama(2, 2048, 16, 2, 5632, 32000), 1, 130, "forward", "bf16", "sdpa", LIGER),
+    (
+        "ay_qwen2_h12_kv2_t90_eager_fp16",
+        llama(2, 1536, 12, 2, 8960, 151936, "qwen2"),
+        1,
+        90,
+        "forward",
+        "fp16",
+        "sdpa",
+        {},
+    ),
+    ("ay_llama_h24_kv8_t100_cudnn", llama(2, 3072, 24, 8, 8192, 32000), 1, 100, "forward", "bf16", "sdpa", CUDNN),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -3260,6 +3326,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_AV
             + _SERVED_BLIND_AW
             + _SERVED_BLIND_AX
+            + _SERVED_BLIND_AY
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
