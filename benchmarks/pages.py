@@ -1188,6 +1188,7 @@ SERVED_BLIND = {
     "av": "score-89-served-blindav-fd564c5",
     "aw": "score-91-served-blindaw-355c24a",
     "ax": "score-92-served-blindax-b5b64ba",
+    "ay": "score-93-served-blinday-250ee36",
 }
 SERVED_NOW = "score-90-served-all-63d956f"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
