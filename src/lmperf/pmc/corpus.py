@@ -3169,6 +3169,70 @@ _SERVED_BLIND_AY = [
     ("ay_llama_h24_kv8_t100_cudnn", llama(2, 3072, 24, 8, 8192, 32000), 1, 100, "forward", "bf16", "sdpa", CUDNN),
 ]
 
+# Blind batch az of the served kinds, written down after batch ay's score (10 of 10) with the same
+# inference code, before any of it is captured: quick kinds only, for the device minutes left: an
+# fp32 eager Llama of heads of 128 over 170 token rows, CUDA graphs on an OPT and an fp32 Llama,
+# max-autotune on an fp16 20-head GPT-2, compiled forwards of an fp32 Qwen3 whose attention is wider
+# than d, lmperf's model at d 1280 and a GPT-2 over three sequences, a Liger Mistral without grouped
+# K/V, an eager fp16 GPT-NeoX of 32 heads and cuDNN attention on a Qwen2 at d 3584.
+_SERVED_BLIND_AZ = [
+    ("az_llama_h10_kv5_t170_eager_fp32", llama(2, 1280, 10, 5, 3456, 32000), 1, 170, "forward", "fp32", "sdpa", {}),
+    ("az_opt_h12_t110_graphs", opt(2, 768, 12, 3072, 50272), 1, 110, "forward", "bf16", "sdpa", GRAPHED),
+    ("az_gpt2_h20_t140_autotune_fp16", gpt2(2, 1280, 20, 50257), 1, 140, "forward", "fp16", "sdpa", AUTOTUNED),
+    (
+        "az_qwen3_h12_kv2_t110_compile_fp32",
+        qwen3(2, 1024, 12, 2, 128, 3072, 151936),
+        1,
+        110,
+        "forward",
+        "fp32",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "az_mistral_h8_kv8_t150_liger",
+        llama(2, 1024, 8, 8, 3584, 32768, "mistral"),
+        1,
+        150,
+        "forward",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    ("az_neox_h32_t70_eager_fp16", neox(2, 2048, 32, 8192, 50304), 1, 70, "forward", "fp16", "sdpa", {}),
+    (
+        "az_lmperf_h20_t120_compile",
+        _small(n_layers=2, d_model=1280, n_heads=20, d_ff=3456),
+        1,
+        120,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "az_qwen2_h28_kv4_t60_cudnn",
+        llama(2, 3584, 28, 4, 18944, 152064, "qwen2"),
+        1,
+        60,
+        "forward",
+        "bf16",
+        "sdpa",
+        CUDNN,
+    ),
+    (
+        "az_llama_h16_kv4_t200_graphs_fp32",
+        llama(2, 1024, 16, 4, 2816, 32000),
+        1,
+        200,
+        "forward",
+        "fp32",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("az_gpt2_h12_t150_compile", gpt2(2, 768, 12, 50257), 3, 150, "forward", "bf16", "sdpa", COMPILED),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -3327,6 +3391,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_AW
             + _SERVED_BLIND_AX
             + _SERVED_BLIND_AY
+            + _SERVED_BLIND_AZ
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
