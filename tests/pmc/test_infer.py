@@ -577,10 +577,12 @@ def test_a_decode_step_decides_the_batch_its_prefill_leaves_open():
         # max-autotune's gate template stores its output beside the product: 2·N·d_ff, where the
         # other up-projection stores N·d_ff
         ("aw_lmperf_h8_t200_autotune", "d_ff", "= N·1408·2 B each, or twice that from a gate"),
+        # an fp32 head split along k whose slices sum in a workspace over padded rows
+        ("az_llama_h10_kv5_t170_eager_fp32", "vocab_size", "FADD count = 1 split-K slice(s)' padded rows·V"),
     ],
 )
 def test_blind_batches_misses_read_as_ran(name, field, how):
-    """The captures blind batches t, q, p, n, j, ak, al, ao, ar, as, at and aw missed (fixed after them, so not blind):
+    """The captures blind batches t, q, p, n, j, ak, al, ao, ar, as, at, aw and az missed (fixed after them, so not blind):
     every field against the configuration that ran, and the field the fix is about read the way
     `how` names."""
     from lmperf.pmc.infer import infer

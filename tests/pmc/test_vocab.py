@@ -163,3 +163,35 @@ def test_a_split_k_cutlass_head_is_pinned_by_its_slices_stores(name):
         result = infer(capture)
         low, high = result.intervals["vocab_size"]
         assert result.values["vocab_size"] is None and low <= expected["vocab_size"] <= high
+
+
+def test_an_fp32_split_k_head_summing_in_a_workspace_is_pinned_by_fadd_and_stores():
+    """Blind batch az's fp32 Llama (170 token rows, V = 32,000): its LM head is cuBLAS's xmma
+    SIMT GEMM of 64 x 64 tiles split along k in two (grid (3, 500, 2)). One slice stores its
+    partial sums over the padded 3 x 64 = 192 rows, and one FADD an element adds them: FADD =
+    192·32,000 = 6,144,000 and st.global bytes = (170 + 192)·32,000·4 = 46,336,000. Either
+    counter off by a little is no reading, and V stays an interval that holds the truth."""
+    from lmperf.pmc.parse import KernelRecord
+    from lmperf.pmc.vocab import split_k_sums_vocab
+
+    name = "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_execute_kernel"
+
+    def head(fadd, stored):
+        metrics = {g.FFMA: 1.0, g.FADD: fadd, g.STORE_BYTES: stored}
+        return KernelRecord(0, name, (3, 500, 2), (128, 1, 1), metrics)
+
+    assert split_k_sums_vocab(head(6_144_000, 46_336_000), 170) == 32_000
+    assert split_k_sums_vocab(head(6_144_000, 46_336_000 + 4), 170) is None
+    assert split_k_sums_vocab(head(6_144_000 + 192, 46_336_000), 170) is None
+    assert split_k_sums_vocab(dataclasses.replace(head(6_144_000, 46_336_000), grid=(3, 500, 1)), 170) is None
+
+    capture_name = "az_llama_h10_kv5_t170_eager_fp32"
+    expected = truth(capture_name)
+    result = infer(read_capture(capture_path(capture_name)))
+    assert result.values["vocab_size"] == expected["vocab_size"] == 32_000
+    assert "FADD count" in result.evidence["vocab_size"]
+    lm_head = _lm_head(capture_name)
+    edited = _edited(capture_name, lambda k: k.index == lm_head.index, **{g.FADD: lm_head.metrics[g.FADD] + 192})
+    result = infer(edited)
+    low, high = result.intervals["vocab_size"]
+    assert result.values["vocab_size"] is None and low <= expected["vocab_size"] <= high

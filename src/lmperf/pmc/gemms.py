@@ -114,6 +114,12 @@ def readings_hold(kernel: KernelRecord, tokens: int, k: int, width: int) -> bool
 _SLICE_ALIGNMENTS = (1, 2, 4, 8)
 
 
+def simt_tile(kernel: KernelRecord) -> tuple[int, int] | None:
+    """The output tile an fp32 SIMT GEMM's name declares (`..._tilesize64x256x8_...`), or None."""
+    simt = _SIMT_TILE.search(kernel.name) if tensor_path(kernel) is None else None
+    return (int(simt[1]), int(simt[2])) if simt else None
+
+
 def split_k_simt(kernel: KernelRecord) -> bool:
     """Whether a GEMM is an fp32 SIMT one of named tiles split along k (grid z = its slices)."""
     return tensor_path(kernel) is None and kernel.grid[2] > 1 and bool(_SIMT_TILE.search(kernel.name))

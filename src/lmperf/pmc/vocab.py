@@ -9,6 +9,8 @@ padding). Counters of bytes pin it when one of them sees the N·V logits exactly
   (F.linear probes show it); a serial split-K cutlass head (grid z = its slices) stores the
   output once a slice and a 4-byte semaphore a slice for each output tile (2·N·V·2 B plus 9,432 B
   = 2 x 4 B x 1,179 tiles of 128 x 128 over 301 rows);
+- an fp32 SIMT head split along k whose slices' partial sums meet in a workspace: its FADD
+  count and st.global bytes, (z - 1)·padded rows·V and (N + (z - 1)·padded rows)·V·4, agreeing;
 - a Hopper TMA-store head (st.global bytes 0): the bytes its TMA stores send to L2, or the L2
   write sectors from the SMs (x 32 bytes), when they are a whole number of N·bytes rows;
 - the fp32 copy of the logits that follows the head (Hugging Face generate's last-position
@@ -96,6 +98,25 @@ def split_k_vocab(head: KernelRecord, tokens: int, size: int) -> int | None:
     return found.pop() if len(found) == 1 else None
 
 
+def split_k_sums_vocab(head: KernelRecord, tokens: int) -> int | None:
+    """V from an fp32 SIMT head split along k into z slices (grid z) whose partial sums meet in a
+    workspace: z - 1 slices store their padded rows x V fp32 sums there, one FADD an element adds
+    them in, and the N x V output follows, so FADD = (z - 1)·padded rows·V and st.global bytes =
+    (N + (z - 1)·padded rows)·V·4 (cuBLAS's xmma GEMMs of 64 x 64 tiles, z = 2, on three captures'
+    GEMMs). V only where both counters give the same one whole number; rows are padded to either
+    side of the tile the name declares."""
+    tile, slices = g.simt_tile(head), head.grid[2]
+    if tile is None or slices < 2:
+        return None
+    found = set()
+    for rows in set(tile):
+        summed = (slices - 1) * -(-tokens // rows) * rows
+        vocab = g.whole(head.metric(g.FADD), summed)
+        if vocab and head.metrics.get(g.STORE_BYTES) == (tokens + summed) * vocab * 4:
+            found.add(vocab)
+    return found.pop() if len(found) == 1 else None
+
+
 def tma_vocab(head: KernelRecord, tokens: int, size: int) -> tuple[int, str] | None:
     """V from a TMA-store head: its TMA store bytes, else its L2 write sectors (a TMA store's
     rows of V·size bytes start 16-byte aligned, so V is a multiple of 8)."""
@@ -142,6 +163,11 @@ def readings(
         (
             split_k_vocab(head, tokens, size),
             f"its global store bytes = {head.grid[2]} split-K slices x (N·V·{size} B + 4 B a tile)",
+        ),
+        (
+            split_k_sums_vocab(head, tokens) if size == 4 else None,
+            f"its FADD count = {head.grid[2] - 1} split-K slice(s)' padded rows·V, and its global store "
+            "bytes = (N + those rows)·V·4 B",
         ),
     ]
     tma = tma_vocab(head, tokens, size)
