@@ -3233,6 +3233,71 @@ _SERVED_BLIND_AZ = [
     ("az_gpt2_h12_t150_compile", gpt2(2, 768, 12, 50257), 3, 150, "forward", "bf16", "sdpa", COMPILED),
 ]
 
+# Blind batch ba of the served kinds, written down after batch az's score (10 of 10, two
+# vocabularies left intervals) and the fix of its fp32 Llama's head, before any of it is captured:
+# fp32 eager forwards of a Llama at d 1280 over 180 token rows and a Mistral at d 1536 (whose heads
+# may split along k, the fix's case), a compiled fp16 GPT-2 (a vocabulary no multiple of 8), CUDA
+# graphs on an fp16 Qwen2 and a GPT-NeoX of heads of 128, an eager OPT of 32 heads, max-autotune on
+# lmperf's model at d 1024, a compiled Qwen3 whose attention is wider than d, a Liger Llama at
+# d 2560 and cuDNN attention on an fp16 Mistral.
+_SERVED_BLIND_BA = [
+    ("ba_llama_h10_kv2_t180_eager_fp32", llama(2, 1280, 10, 2, 3456, 32000), 1, 180, "forward", "fp32", "sdpa", {}),
+    (
+        "ba_mistral_h12_kv4_t160_eager_fp32",
+        llama(2, 1536, 12, 4, 4096, 32768, "mistral"),
+        1,
+        160,
+        "forward",
+        "fp32",
+        "sdpa",
+        {},
+    ),
+    (
+        "ba_qwen2_h16_kv2_t100_graphs_fp16",
+        llama(2, 1024, 16, 2, 2816, 151936, "qwen2"),
+        1,
+        100,
+        "forward",
+        "fp16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("ba_gpt2_h16_t110_compile_fp16", gpt2(2, 1024, 16, 50257), 1, 110, "forward", "fp16", "sdpa", COMPILED),
+    ("ba_opt_h32_t90_eager", opt(2, 2048, 32, 8192, 50272), 1, 90, "forward", "bf16", "sdpa", {}),
+    (
+        "ba_lmperf_h16_t140_autotune",
+        _small(n_layers=2, d_model=1024, n_heads=16, d_ff=2816),
+        1,
+        140,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    ("ba_neox_h10_t180_graphs", neox(2, 1280, 10, 5120, 50304), 1, 180, "forward", "bf16", "sdpa", GRAPHED),
+    (
+        "ba_qwen3_h8_kv2_t150_compile",
+        qwen3(2, 768, 8, 2, 128, 2048, 151936),
+        1,
+        150,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("ba_llama_h20_kv5_t90_liger", llama(2, 2560, 20, 5, 6912, 32000), 1, 90, "forward", "bf16", "sdpa", LIGER),
+    (
+        "ba_mistral_h16_kv8_t120_cudnn_fp16",
+        llama(2, 2048, 16, 8, 5632, 32768, "mistral"),
+        1,
+        120,
+        "forward",
+        "fp16",
+        "sdpa",
+        CUDNN,
+    ),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -3392,6 +3457,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_AX
             + _SERVED_BLIND_AY
             + _SERVED_BLIND_AZ
+            + _SERVED_BLIND_BA
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
