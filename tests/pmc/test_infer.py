@@ -579,10 +579,14 @@ def test_a_decode_step_decides_the_batch_its_prefill_leaves_open():
         ("aw_lmperf_h8_t200_autotune", "d_ff", "= N·1408·2 B each, or twice that from a gate"),
         # an fp32 head split along k whose slices sum in a workspace over padded rows
         ("az_llama_h10_kv5_t170_eager_fp32", "vocab_size", "FADD count = 1 split-K slice(s)' padded rows·V"),
+        # heads of 128 over d 768 whose work cuDNN's 128-wide head tiles and the output
+        # projection's padded tiles give heads of 96 too; the query projection stores its 1024-wide
+        # output over the 152 rows pad_mm rounds 150 up to
+        ("ba_qwen3_h8_kv2_t150_compile", "d_model", "the query projection's stores of N·1024 values deny"),
     ],
 )
 def test_blind_batches_misses_read_as_ran(name, field, how):
-    """The captures blind batches t, q, p, n, j, ak, al, ao, ar, as, at, aw and az missed (fixed after them, so not blind):
+    """The captures blind batches t, q, p, n, j, ak, al, ao, ar, as, at, aw, az and ba missed (fixed after them, so not blind):
     every field against the configuration that ran, and the field the fix is about read the way
     `how` names."""
     from lmperf.pmc.infer import infer
@@ -662,6 +666,35 @@ def test_up_projections_storing_other_than_once_or_twice_d_ff_give_no_stores_rea
     result = infer(tripled)
     assert "own stores" not in result.evidence["d_ff"]
     assert result.confidence["d_ff"] <= 0.5
+
+
+def test_a_query_projection_storing_padded_rows_of_d_keeps_the_attention_d_wide():
+    """Blind batch ba's compiled Qwen3 (8 heads of 128 over d 768, 150 token rows): its query
+    projection stores 152·1024·2 B by TMA, the rows pad_mm rounds 150 up to, which picks heads of
+    128 over heads of 96. Edited to store 152·768·2 B, as an attention as wide as d would, the
+    heads read as 96 wide: the stores decide either way."""
+    import dataclasses
+
+    from lmperf.pmc.gemms import TMA_STORE_BYTES
+    from lmperf.pmc.infer import infer
+
+    capture, expected = _served("ba_qwen3_h8_kv2_t150_compile")
+    rows = expected["batch"] * expected["seq_len"]
+    padded = -(-rows // 8) * 8
+    width = expected["n_heads"] * expected["head_dim"]
+    queries = [k for k in capture.kernels if k.metrics.get(TMA_STORE_BYTES) == padded * width * 2]
+    assert len(queries) == expected["n_layers"] and padded == 152
+    d_wide = dataclasses.replace(
+        capture,
+        kernels=[
+            dataclasses.replace(k, metrics={**k.metrics, TMA_STORE_BYTES: float(padded * expected["d_model"] * 2)})
+            if k in queries
+            else k
+            for k in capture.kernels
+        ],
+    )
+    result = infer(d_wide)
+    assert result.values["head_dim"] == expected["d_model"] // expected["n_heads"] == 96
 
 
 def test_an_off_d_attention_without_its_query_stores_is_left_undetermined():

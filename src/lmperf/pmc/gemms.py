@@ -169,6 +169,12 @@ def output_width(kernel: KernelRecord, rows: int, size: int) -> int | None:
 PAD_MM_ROWS = 8
 
 
+def padded_output_width(kernel: KernelRecord, rows: int, size: int) -> int | None:
+    """`output_width` over the rows as given, else over those pad_mm rounds them up to: a GEMM
+    whose input inductor padded stores the padded rows too (152 of 150 by TMA)."""
+    return output_width(kernel, rows, size) or output_width(kernel, -(-rows // PAD_MM_ROWS) * PAD_MM_ROWS, size)
+
+
 def stores_whole_outputs(kernel: KernelRecord, rows: int, width: int, size: int) -> bool:
     """Whether a GEMM that stores with st.global (an inductor template) stored a whole number of
     rows x width outputs of `size` bytes (rows as given or padded by pad_mm): its epilogue may

@@ -389,7 +389,7 @@ def _off_d_at(
     )
     # Counts may fit more than one width by coincidence (a norm's FADD, a split-K reduction's
     # sums); the query projection's own stores of its N·a outputs decide between them.
-    stored = g.output_width(query, tokens, size) if query is not None and len(fits) > 1 else None
+    stored = g.padded_output_width(query, tokens, size) if query is not None and len(fits) > 1 else None
     fits = [stored] if stored in fits else fits
     if len(fits) != 1:
         return None, f"{why}, and {'no' if not fits else 'more than one'} width there that kernels count N·a of"
@@ -621,7 +621,7 @@ def _off_d_rival(
     # the same rows and d: only the attention's width differs (heads of 96 and of 128 do the same
     # work in cuDNN's 128-wide head tiles), and the query projection's own stores say which
     query = _query_projection(roles)
-    if (rival.tokens, rival.d) == (tokens, d) and query and g.output_width(query, tokens, size) == rival.width:
+    if (rival.tokens, rival.d) == (tokens, d) and query and g.padded_output_width(query, tokens, size) == rival.width:
         why = f"which the query projection's stores of N·{rival.width} values deny"
         return dataclasses.replace(rival, evidence=rival.evidence + beaten + why)
     return None
