@@ -3298,6 +3298,46 @@ _SERVED_BLIND_BA = [
     ),
 ]
 
+# Blind batch bb of the served kinds, written down after batch ba's score (9 of 10) and the fix of
+# its Qwen3, before any of it is captured: five quick entries for the device seconds left: the two
+# fixes' cases (a compiled Qwen3 of heads of 128 over d 768 and an odd token count, an fp32 eager
+# Llama at d 1280 over 170 token rows whose head may split along k), a compiled Qwen3 of 12 heads
+# of 128 over d 1024, CUDA graphs on a Mistral over 130 token rows and an eager GPT-2 of 14 heads.
+_SERVED_BLIND_BB = [
+    (
+        "bb_qwen3_h8_kv4_t130_compile",
+        qwen3(2, 768, 8, 4, 128, 2304, 151936),
+        1,
+        130,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("bb_llama_h20_kv4_t170_eager_fp32", llama(2, 1280, 20, 4, 3456, 32000), 1, 170, "forward", "fp32", "sdpa", {}),
+    (
+        "bb_qwen3_h12_kv2_t110_compile",
+        qwen3(2, 1024, 12, 2, 128, 3072, 151936),
+        1,
+        110,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "bb_mistral_h16_kv4_t130_graphs",
+        llama(2, 2048, 16, 4, 5632, 32768, "mistral"),
+        1,
+        130,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("bb_gpt2_h14_t150_eager", gpt2(2, 896, 14, 50257), 2, 150, "forward", "bf16", "sdpa", {}),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -3458,6 +3498,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_AY
             + _SERVED_BLIND_AZ
             + _SERVED_BLIND_BA
+            + _SERVED_BLIND_BB
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
