@@ -1191,6 +1191,7 @@ SERVED_BLIND = {
     "ay": "score-93-served-blinday-250ee36",
     "az": "score-94-served-blindaz-656f814",
     "ba": "score-95-served-blindba-a328916",
+    "bb": "score-96-served-blindbb-8a6c438",
 }
 SERVED_NOW = "score-90-served-all-63d956f"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
