@@ -1314,7 +1314,7 @@ LIMITS_AT_CAPTURE = (
     "limits-at-capture-d461497",
     "limits-at-capture-3cd2926",
 )
-LIMITS_NOW = "limits-63d956f"
+LIMITS_NOW = "limits-92d0d7f"
 
 
 def _limit_reading(row: dict) -> str:
