@@ -195,3 +195,36 @@ def test_an_fp32_split_k_head_summing_in_a_workspace_is_pinned_by_fadd_and_store
     result = infer(edited)
     low, high = result.intervals["vocab_size"]
     assert result.values["vocab_size"] is None and low <= expected["vocab_size"] <= high
+
+
+def test_a_head_over_a_padded_copy_of_its_weight_holds_v_within_eight():
+    """Blind batch az's compiled GPT-2 (V = 50,257, d 768): inductor copies the head's weight
+    padded to 50,264 = 8·6,283 rows before the head (77,205,504 B = 50,264·768·2), and no counter
+    pins V, so V lies in [50,257, 50,264]. Without that copy's stores the interval is the head's
+    tiles' again, far wider. Only the kernel just before the head counts, and not where its rows
+    are the N token rows a final norm stores."""
+    from lmperf.pmc.parse import KernelRecord
+    from lmperf.pmc.vocab import padded_weight_vocab
+
+    name = "az_gpt2_h12_t150_compile"
+    expected = truth(name)
+    assert -(-expected["vocab_size"] // 8) * 8 * expected["d_model"] * 2 == 77_205_504
+    result = infer(read_capture(capture_path(name)))
+    assert result.values["vocab_size"] is None
+    assert result.intervals["vocab_size"] == (50_257, 50_264)
+    assert "copies its weight padded to 50264" in result.evidence["vocab_size"]
+
+    pad = _edited(name, lambda k: k.metrics.get(g.STORE_BYTES) == 77_205_504, **{g.STORE_BYTES: 0.0})
+    low, high = infer(pad).intervals["vocab_size"]
+    assert high - low > 1000 and low <= expected["vocab_size"] <= high
+
+    def copy(rows):
+        return KernelRecord(0, "triton_poi_fused_mm_t", (rows, 1, 1), (128, 1, 1), {g.STORE_BYTES: rows * 768 * 2.0})
+
+    assert padded_weight_vocab([copy(50_264)], 450, 768, 2, 45_480, 50_432) == 50_264
+    # only the kernel just before the head: another weight's cast before it is no reading
+    assert padded_weight_vocab([copy(50_264), copy(46_000)], 450, 768, 2, 45_480, 50_432) == 46_000
+    assert padded_weight_vocab([copy(50_264), copy(100)], 450, 768, 2, 45_480, 50_432) is None
+    assert padded_weight_vocab([copy(50_257)], 450, 768, 2, 45_480, 50_432) is None  # no multiple of 8
+    assert padded_weight_vocab([copy(50_440)], 450, 768, 2, 45_480, 50_432) is None  # outside the tiles
+    assert padded_weight_vocab([copy(46_000)], 46_000, 768, 2, 45_480, 50_432) is None  # N rows of d

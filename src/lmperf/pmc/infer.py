@@ -1458,13 +1458,22 @@ def _vocab(
     tma_store = head.metrics.get(g.STORE_BYTES) == 0  # None: a capture without the counter
     if g.tensor_path(head) in ("bf16", "fp16") and tma_store:
         high, low = high // 8 * 8, -(-low // 8) * 8  # a TMA store (0 bytes counted) needs V % 8 == 0
+    # only within the head's tiles: the work bound alone holds the casts of other d-wide weights
+    padded = vocab.padded_weight_vocab(before_head, tokens, d, _element_size(result), low, high) if tiles else None
+    if padded:
+        low, high = padded - 7, padded
     result.bound(
         "vocab_size",
         low,
         high,
         0.5,
         f"LM head {g.macs(head):,.0f} MACs = padded rows x padded V x d: V is in "
-        f"[{low}, {high}] (no loss kernel, and no store count, pins it)",
+        + (
+            f"[{low}, {high}]: a kernel before it copies its weight padded to {padded} rows of d "
+            "(no loss kernel, and no store count, pins it)"
+            if padded
+            else f"[{low}, {high}] (no loss kernel, and no store count, pins it)"
+        ),
     )
 
 

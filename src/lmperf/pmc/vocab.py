@@ -19,7 +19,9 @@ padding). Counters of bytes pin it when one of them sees the N·V logits exactly
   autocast (a compiled graph casts each weight just before its GEMM): st.global bytes = V·d·size.
   It stands after the head's own bytes, which are not always N·V·size (an nvjet head named
   400x64 stores 16% more).
-Each reading counts only when it lies in the head's work bound; else V is an interval.
+Each reading counts only when it lies in the head's work bound; else V is an interval, narrowed
+to the 8 values below a multiple of 8 where the kernel just before the head copies its weight
+padded to that many rows (inductor's pad_mm).
 """
 
 from __future__ import annotations
@@ -140,6 +142,21 @@ def copy_vocabs(kernels: Sequence[KernelRecord], rows: int, size: int) -> list[i
     bound; the others copy other tensors (generate's growing token ids, other weights)."""
     found = [g.stored_width(k, rows, size) for k in kernels if category(k) != MATMUL and "copy" in k.name.lower()]
     return [vocab for vocab in found if vocab]
+
+
+def padded_weight_vocab(
+    leaders: Sequence[KernelRecord], tokens: int, d: int, size: int, low: int, high: int
+) -> int | None:
+    """V rounded up to a multiple of 8, from the kernel just before the head where it copies the
+    head's weight padded so (inductor's pad_mm: 50,257 rows stored as 50,264 x d): its st.global
+    bytes a whole number of d-wide rows, that number a multiple of 8 in [low, high] and not the
+    N token rows a final norm stores. V lies within the 8 below it; a cast of an unpadded weight
+    whose V is a multiple of 8 gives the same. Only the last kernel counts: a compiled autocast
+    graph casts every weight just before its GEMM, the MLP's d-wide ones too."""
+    if not leaders or category(leaders[-1]) == MATMUL:
+        return None
+    padded = g.stored_width(leaders[-1], d, size)
+    return padded if padded and padded % 8 == 0 and padded != tokens and low <= padded <= high else None
 
 
 def readings(
