@@ -1462,18 +1462,14 @@ def _vocab(
     padded = vocab.padded_weight_vocab(before_head, tokens, d, _element_size(result), low, high) if tiles else None
     if padded:
         low, high = padded - 7, padded
+    copied = f": a kernel before it copies its weight padded to {padded} rows of d" if padded else ""
     result.bound(
         "vocab_size",
         low,
         high,
         0.5,
         f"LM head {g.macs(head):,.0f} MACs = padded rows x padded V x d: V is in "
-        + (
-            f"[{low}, {high}]: a kernel before it copies its weight padded to {padded} rows of d "
-            "(no loss kernel, and no store count, pins it)"
-            if padded
-            else f"[{low}, {high}] (no loss kernel, and no store count, pins it)"
-        ),
+        f"[{low}, {high}]{copied} (no loss kernel, and no store count, pins it)",
     )
 
 
