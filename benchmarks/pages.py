@@ -1193,7 +1193,7 @@ SERVED_BLIND = {
     "ba": "score-95-served-blindba-a328916",
     "bb": "score-96-served-blindbb-8a6c438",
 }
-SERVED_NOW = "score-97-served-all-ae93f4b"
+SERVED_NOW = "score-98-served-all-2f6bf1b"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
