@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import gzip
-import io
 import math
 import re
 import zlib
@@ -147,7 +146,7 @@ def raw_table(text: str, source: str = "") -> tuple[list[str], list[str], list[l
         )
     table = [line for line in lines[start:] if line.startswith('"')]  # drop ==PROF== and output
     try:
-        rows = list(csv.reader(io.StringIO("\n".join(table))))
+        rows = list(csv.reader(table))
     except csv.Error as error:
         raise UsageError(f"{source or 'input'}: the ncu table is damaged ({error})") from None
     header, body = rows[0], rows[1:]
@@ -167,7 +166,8 @@ def parse_text(text: str, source: str = "") -> Capture:
         )
     units: dict[str, str] = dict(zip(header, unit_row))
     counters = tuple(name for name in header if name not in _DESCRIPTIVE and not name.startswith(_MACHINE_COLUMNS))
-    kernels = [_record(i, dict(zip(header, row)), counters) for i, row in enumerate(body)]
+    columns = {name: i for i, name in enumerate(header)}
+    kernels = [_record(i, row, columns, counters) for i, row in enumerate(body)]
     if not kernels:
         raise UsageError(f"{source or 'input'}: the ncu table has no kernel rows")
     unseen = [name for name in TENSOR_PIPE_COLUMNS if name not in header]
@@ -191,13 +191,20 @@ def _check_rows(header: list[str], body: list[list[str]], source: str) -> None:
             )
 
 
-def _record(index: int, row: dict[str, str], counters: tuple[str, ...]) -> KernelRecord:
-    grid, block = dims(row.get("Grid Size", "")), dims(row.get("Block Size", ""))
-    if grid == (0, 0, 0) and "launch__grid_size" in row:
-        grid = dims(row["launch__grid_size"])
-    if block == (0, 0, 0) and "launch__block_size" in row:
-        block = dims(row["launch__block_size"])
-    return KernelRecord(index, row.get("Kernel Name", ""), grid, block, {name: number(row[name]) for name in counters})
+def _record(index: int, row: list[str], columns: dict[str, int], counters: tuple[str, ...]) -> KernelRecord:
+    """One kernel's row; `columns`: the header's column of each name."""
+
+    def cell(name: str) -> str:
+        return row[columns[name]] if name in columns else ""
+
+    grid, block = dims(cell("Grid Size")), dims(cell("Block Size"))
+    if grid == (0, 0, 0) and "launch__grid_size" in columns:
+        grid = dims(cell("launch__grid_size"))
+    if block == (0, 0, 0) and "launch__block_size" in columns:
+        block = dims(cell("launch__block_size"))
+    return KernelRecord(
+        index, cell("Kernel Name"), grid, block, {name: number(row[columns[name]]) for name in counters}
+    )
 
 
 def read_capture(path: Path) -> Capture:
