@@ -1390,7 +1390,7 @@ def pmc_paths() -> str:
     return markdown(["attention path", "captures", "every structural field exact", "vocab_size exact"], body)
 
 
-INFER_TIME = "infer-time-63d956f"
+INFER_TIME = "infer-time-c340933"
 
 
 def _timed_capture(what: str) -> str:
