@@ -63,6 +63,12 @@ _NVJET = re.compile(r"nvjet_\w*?_(\d+)x(\d+)_(\d+)x\d+_(\d+)x(\d+)_[hv]_")
 _SIMT_TILE = re.compile(r"(?:xmma_gemm_f32f32\w*?_tilesize|_simt_sgemm_)(\d+)x(\d+)(?:x\d+)?_")
 
 
+def simt_tile(kernel: KernelRecord) -> tuple[int, int] | None:
+    """The output tile an fp32 SIMT GEMM's name declares (`..._tilesize64x256x8_...`), or None."""
+    simt = _SIMT_TILE.search(kernel.name) if tensor_path(kernel) is None else None
+    return (int(simt[1]), int(simt[2])) if simt else None
+
+
 def width_readings(kernel: KernelRecord, tokens: int, k: int) -> list[tuple[int, int]]:
     """Intervals [low, high], one per reading, one of which holds the output width of a cuBLAS nvjet
     (or fp32 SIMT xmma) GEMM with N=`tokens` rows and inner size k. An nvjet name
@@ -71,14 +77,14 @@ def width_readings(kernel: KernelRecord, tokens: int, k: int) -> list[tuple[int,
     Which side holds the rows is not in the name, nor reliably in the grid (both seen on the H100
     captures, and grids of the same tile count fit either), so both readings count."""
     nvjet = _NVJET.search(kernel.name) if tensor_path(kernel) else None
-    simt = _SIMT_TILE.search(kernel.name) if not tensor_path(kernel) and kernel.metric(FFMA) else None
+    simt = simt_tile(kernel) if kernel.metric(FFMA) else None
     if nvjet:
         a, b, depth, c, d = map(int, nvjet.groups())
         tile_rows, tile_cols = a * c, b * d
         # its tensor work runs whole K-deep steps: k = 1120 counts as 1152 in steps of 64
         inners = (-(-k // depth) * depth,)
     elif simt:
-        tile_rows, tile_cols = map(int, simt.groups())
+        tile_rows, tile_cols = simt
         # an fp32 SIMT GEMM may spend one more FFMA per output element in its epilogue (k + 1)
         inners = (k, k + 1)
     else:
@@ -114,24 +120,17 @@ def readings_hold(kernel: KernelRecord, tokens: int, k: int, width: int) -> bool
 _SLICE_ALIGNMENTS = (1, 2, 4, 8)
 
 
-def simt_tile(kernel: KernelRecord) -> tuple[int, int] | None:
-    """The output tile an fp32 SIMT GEMM's name declares (`..._tilesize64x256x8_...`), or None."""
-    simt = _SIMT_TILE.search(kernel.name) if tensor_path(kernel) is None else None
-    return (int(simt[1]), int(simt[2])) if simt else None
-
-
 def split_k_simt(kernel: KernelRecord) -> bool:
     """Whether a GEMM is an fp32 SIMT one of named tiles split along k (grid z = its slices)."""
-    return tensor_path(kernel) is None and kernel.grid[2] > 1 and bool(_SIMT_TILE.search(kernel.name))
+    return kernel.grid[2] > 1 and simt_tile(kernel) is not None
 
 
 def split_k_simt_allows(kernel: KernelRecord, tokens: int, k: int, width: int) -> bool:
     """Whether a split-K fp32 SIMT GEMM (grid z = s slices) of named tiles ran N=`tokens` rows of
     output `width` with inner size k: its FFMA are (rows padded) x (width padded) x (s slices of
     ceil(k / s) rounded up to an alignment), plus none, one or one a slice for its epilogue."""
-    simt = _SIMT_TILE.search(kernel.name)
     slices, ffma = kernel.grid[2], kernel.metric(FFMA)
-    a, b = map(int, simt.groups())
+    a, b = simt_tile(kernel)
     for rows, cols in ((a, b), (b, a)):
         outputs = -(-tokens // rows) * rows * -(-width // cols) * cols
         for align in _SLICE_ALIGNMENTS:
@@ -169,10 +168,15 @@ def output_width(kernel: KernelRecord, rows: int, size: int) -> int | None:
 PAD_MM_ROWS = 8
 
 
+def pad_mm_rows(rows: int) -> int:
+    """The rows pad_mm rounds a GEMM's `rows` up to."""
+    return -(-rows // PAD_MM_ROWS) * PAD_MM_ROWS
+
+
 def padded_output_width(kernel: KernelRecord, rows: int, size: int) -> int | None:
     """`output_width` over the rows as given, else over those pad_mm rounds them up to: a GEMM
     whose input inductor padded stores the padded rows too (152 of 150 by TMA)."""
-    return output_width(kernel, rows, size) or output_width(kernel, -(-rows // PAD_MM_ROWS) * PAD_MM_ROWS, size)
+    return output_width(kernel, rows, size) or output_width(kernel, pad_mm_rows(rows), size)
 
 
 def stores_whole_outputs(kernel: KernelRecord, rows: int, width: int, size: int) -> bool:
@@ -182,7 +186,7 @@ def stores_whole_outputs(kernel: KernelRecord, rows: int, width: int, size: int)
     1024 fp32 values are no 20-row product's four). True where it counts no store
     bytes (a TMA store)."""
     stored = kernel.metrics.get(STORE_BYTES)
-    padded = -(-rows // PAD_MM_ROWS) * PAD_MM_ROWS
+    padded = pad_mm_rows(rows)
     return not stored or any(whole(stored, n * width * size) in (1, 2) for n in {rows, padded})
 
 
@@ -190,10 +194,10 @@ def simt_inner_sizes(kernel: KernelRecord, tokens: int, width: int) -> set[int]:
     """The inner sizes an fp32 SIMT GEMM of named whole tiles, with N=`tokens` rows and a known
     output `width`, can have: its FFMA are (rows padded) x (width padded) x (k + e), the epilogue
     e being 0, 1, or one per split-K slice (grid z) as seen on the H100 captures."""
-    simt = _SIMT_TILE.search(kernel.name) if not tensor_path(kernel) else None
+    simt = simt_tile(kernel)
     if not simt or not kernel.metric(FFMA):
         return set()
-    a, b = map(int, simt.groups())
+    a, b = simt
     sizes = set()
     for rows, cols in ((a, b), (b, a)):
         padded = kernel.metric(FFMA) / (-(-tokens // rows) * rows * -(-width // cols) * cols)
