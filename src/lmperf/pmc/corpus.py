@@ -3338,6 +3338,71 @@ _SERVED_BLIND_BB = [
     ("bb_gpt2_h14_t150_eager", gpt2(2, 896, 14, 50257), 2, 150, "forward", "bf16", "sdpa", {}),
 ]
 
+# Blind batch bc of the served kinds, written down after batch bb's score (5 of 5), before any of it
+# is captured: the cases of the fixes no blind batch has tested yet (max-autotune on lmperf's model
+# at d 512, whose gate template may store twice its width; compiled Qwen3s of heads of 128 over
+# d 768 and d 1024 and token counts no multiple of 8, whose query rows pad_mm may pad; a compiled
+# GPT-2 at d 1024 over two sequences, whose head may run over a padded copy of its weight), plus an
+# fp32 eager GPT-NeoX, CUDA graphs on a Llama at d 1536, a Liger Qwen2 of 14 heads, cuDNN
+# attention on a GPT-2 of 20 heads and a compiled training step of lmperf's model.
+_SERVED_BLIND_BC = [
+    (
+        "bc_lmperf_h8_t180_autotune",
+        _small(n_layers=2, d_model=512, n_heads=8, d_ff=1536),
+        1,
+        180,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    (
+        "bc_qwen3_h8_kv2_t158_compile",
+        qwen3(2, 768, 8, 2, 128, 2560, 151936),
+        1,
+        158,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "bc_qwen3_h16_kv4_t146_compile",
+        qwen3(2, 1024, 16, 4, 128, 3072, 151936),
+        1,
+        146,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("bc_gpt2_h16_t140_compile", gpt2(2, 1024, 16, 50257), 2, 140, "forward", "bf16", "sdpa", COMPILED),
+    ("bc_neox_h8_t150_eager_fp32", neox(2, 1024, 8, 4096, 50304), 1, 150, "forward", "fp32", "sdpa", {}),
+    ("bc_llama_h12_kv4_t120_graphs", llama(2, 1536, 12, 4, 4096, 32000), 1, 120, "forward", "bf16", "sdpa", GRAPHED),
+    (
+        "bc_qwen2_h14_kv2_t100_liger",
+        llama(2, 896, 14, 2, 4864, 151936, "qwen2"),
+        1,
+        100,
+        "forward",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    ("bc_gpt2_h20_t130_cudnn", gpt2(2, 1280, 20, 50257), 1, 130, "forward", "bf16", "sdpa", CUDNN),
+    (
+        "bc_lmperf_h12_t128_train_compile",
+        _small(n_layers=2, d_model=768, n_heads=12, d_ff=2048),
+        1,
+        128,
+        "train-step",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("bc_opt_h12_t110_eager_fp16", opt(2, 768, 12, 3072, 50272), 1, 110, "forward", "fp16", "sdpa", {}),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -3499,6 +3564,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_AZ
             + _SERVED_BLIND_BA
             + _SERVED_BLIND_BB
+            + _SERVED_BLIND_BC
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
