@@ -3403,6 +3403,62 @@ _SERVED_BLIND_BC = [
     ("bc_opt_h12_t110_eager_fp16", opt(2, 768, 12, 3072, 50272), 1, 110, "forward", "fp16", "sdpa", {}),
 ]
 
+# Blind batch bd of the served kinds, written down after batch bc's score (10 of 10), before any of
+# it is captured: the two fixes still untested blind, each twice (max-autotune on lmperf's model at
+# d 512 and d 1280 with gated MLPs of 1408 and 3456, the widths whose gate templates stored twice
+# their width in batches aw and as; compiled GPT-2s over three and four sequences with a vocabulary
+# of 50,257, whose head may run over a padded copy of its weight), plus an fp32 eager Llama at
+# d 2048, a compiled Qwen3 of heads of 128 over d 1536, CUDA graphs on an fp16 Mistral of 8 heads, a
+# compiled GPT-NeoX at d 2048, a Liger Llama at d 1536 and cuDNN attention on an OPT.
+_SERVED_BLIND_BD = [
+    (
+        "bd_lmperf_h8_t176_autotune",
+        _small(n_layers=2, d_model=512, n_heads=8, d_ff=1408),
+        1,
+        176,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    (
+        "bd_lmperf_h10_t150_autotune",
+        _small(n_layers=2, d_model=1280, n_heads=10, d_ff=3456),
+        1,
+        150,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    ("bd_gpt2_h12_t140_compile", gpt2(2, 768, 12, 50257), 3, 140, "forward", "bf16", "sdpa", COMPILED),
+    ("bd_gpt2_h16_t120_compile_fp16", gpt2(2, 1024, 16, 50257), 4, 120, "forward", "fp16", "sdpa", COMPILED),
+    ("bd_llama_h16_kv4_t96_eager_fp32", llama(2, 2048, 16, 4, 5632, 32000), 1, 96, "forward", "fp32", "sdpa", {}),
+    (
+        "bd_qwen3_h16_kv8_t134_compile",
+        qwen3(2, 1536, 16, 8, 128, 4096, 151936),
+        1,
+        134,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "bd_mistral_h8_kv2_t140_graphs_fp16",
+        llama(2, 1024, 8, 2, 3584, 32768, "mistral"),
+        1,
+        140,
+        "forward",
+        "fp16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("bd_neox_h16_t100_compile", neox(2, 2048, 16, 8192, 50304), 1, 100, "forward", "bf16", "sdpa", COMPILED),
+    ("bd_llama_h12_kv4_t160_liger", llama(2, 1536, 12, 4, 4096, 32000), 1, 160, "forward", "bf16", "sdpa", LIGER),
+    ("bd_opt_h16_t100_cudnn", opt(2, 1024, 16, 4096, 50272), 1, 100, "forward", "bf16", "sdpa", CUDNN),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -3565,6 +3621,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_BA
             + _SERVED_BLIND_BB
             + _SERVED_BLIND_BC
+            + _SERVED_BLIND_BD
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
