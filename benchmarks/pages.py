@@ -1193,6 +1193,7 @@ SERVED_BLIND = {
     "ba": "score-95-served-blindba-a328916",
     "bb": "score-96-served-blindbb-8a6c438",
     "bc": "score-99-served-blindbc-3dbc7c3",
+    "bd": "score-100-served-blindbd-326bcd7",
 }
 SERVED_NOW = "score-98-served-all-2f6bf1b"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
