@@ -3459,6 +3459,62 @@ _SERVED_BLIND_BD = [
     ("bd_opt_h16_t100_cudnn", opt(2, 1024, 16, 4096, 50272), 1, 100, "forward", "bf16", "sdpa", CUDNN),
 ]
 
+# Blind batch be of the served kinds, written down after batch bd's score (10 of 10), before any of
+# it is captured: kinds that missed before, again (an fp32 eager OPT over 150 token rows, whose N·d
+# is no whole number of 1,024-element blocks; a compiled Mistral with eager attention; CUDA graphs
+# over three sequences of 75 tokens, an odd number of token rows), plus a compiled GPT-2 training
+# step, max-autotune on a GPT-NeoX at d 1536, an eager fp16 GPT-2 of 25 heads, a Liger Llama at
+# d 4096, a compiled Qwen3 of 14 heads of 128 over d 896, CUDA graphs on lmperf's model and cuDNN
+# attention on an fp16 Mistral whose K/V heads are as many as its heads.
+_SERVED_BLIND_BE = [
+    ("be_opt_h12_t150_eager_fp32", opt(2, 768, 12, 3072, 50272), 1, 150, "forward", "fp32", "sdpa", {}),
+    (
+        "be_mistral_h16_kv4_t130_eager_compile",
+        llama(2, 2048, 16, 4, 5632, 32768, "mistral"),
+        1,
+        130,
+        "forward",
+        "bf16",
+        "naive",
+        COMPILED,
+    ),
+    ("be_llama_h12_kv4_t75_graphs", llama(2, 1536, 12, 4, 4096, 32000), 3, 75, "forward", "bf16", "sdpa", GRAPHED),
+    ("be_gpt2_h16_t128_train_compile", gpt2(2, 1024, 16, 50257), 1, 128, "train-step", "bf16", "sdpa", COMPILED),
+    ("be_neox_h12_t140_autotune", neox(2, 1536, 12, 6144, 50304), 1, 140, "forward", "bf16", "sdpa", AUTOTUNED),
+    ("be_gpt2_h25_t90_eager_fp16", gpt2(2, 1600, 25, 50257), 2, 90, "forward", "fp16", "sdpa", {}),
+    ("be_llama_h32_kv8_t64_liger", llama(2, 4096, 32, 8, 14336, 32000), 1, 64, "forward", "bf16", "sdpa", LIGER),
+    (
+        "be_qwen3_h14_kv2_t118_compile",
+        qwen3(2, 896, 14, 2, 128, 3072, 151936),
+        1,
+        118,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "be_lmperf_h16_t96_graphs",
+        _small(n_layers=2, d_model=1024, n_heads=16, d_ff=2816),
+        2,
+        96,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    (
+        "be_mistral_h8_kv8_t100_cudnn_fp16",
+        llama(2, 1024, 8, 8, 3584, 32768, "mistral"),
+        1,
+        100,
+        "forward",
+        "fp16",
+        "sdpa",
+        CUDNN,
+    ),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -3622,6 +3678,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_BB
             + _SERVED_BLIND_BC
             + _SERVED_BLIND_BD
+            + _SERVED_BLIND_BE
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
