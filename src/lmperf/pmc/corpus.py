@@ -3515,6 +3515,61 @@ _SERVED_BLIND_BE = [
     ),
 ]
 
+# Blind batch bf of the served kinds, written down after batch be's score (10 of 10), before any of
+# it is captured: lmperf's fused loss in an eager and a compiled training step, a compiled Llama of
+# one K/V head, CUDA graphs on an fp16 GPT-2 over three sequences of 45 tokens, an eager Llama of 32
+# heads of 64, an fp32 compiled GPT-NeoX, max-autotune on an OPT, a Liger Qwen2 at d 1536, an fp16
+# compiled Qwen3 whose attention is narrower than d and cuDNN attention on a Llama over two
+# sequences.
+_SERVED_BLIND_BF = [
+    (
+        "bf_lmperf_h12_t160_train_fused",
+        _small(n_layers=2, d_model=768, n_heads=12, d_ff=2048),
+        1,
+        160,
+        "train-step",
+        "bf16",
+        "sdpa",
+        {"loss": "fused"},
+    ),
+    (
+        "bf_lmperf_h16_t120_train_fused_compile",
+        _small(n_layers=2, d_model=1024, n_heads=16, d_ff=2816),
+        1,
+        120,
+        "train-step",
+        "bf16",
+        "sdpa",
+        {**COMPILED, "loss": "fused"},
+    ),
+    ("bf_llama_h16_kv1_t140_compile", llama(2, 2048, 16, 1, 5632, 32000), 1, 140, "forward", "bf16", "sdpa", COMPILED),
+    ("bf_gpt2_h12_t45_graphs_fp16", gpt2(2, 768, 12, 50257), 3, 45, "forward", "fp16", "sdpa", GRAPHED),
+    ("bf_llama_h32_kv8_t120_eager", llama(2, 2048, 32, 8, 5632, 32000), 1, 120, "forward", "bf16", "sdpa", {}),
+    ("bf_neox_h8_t130_compile_fp32", neox(2, 1024, 8, 4096, 50304), 1, 130, "forward", "fp32", "sdpa", COMPILED),
+    ("bf_opt_h16_t120_autotune", opt(2, 1024, 16, 4096, 50272), 1, 120, "forward", "bf16", "sdpa", AUTOTUNED),
+    (
+        "bf_qwen2_h12_kv2_t110_liger",
+        llama(2, 1536, 12, 2, 8960, 151936, "qwen2"),
+        1,
+        110,
+        "forward",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    (
+        "bf_qwen3_h8_kv4_t124_compile_fp16",
+        qwen3(2, 1280, 8, 4, 128, 3456, 151936),
+        1,
+        124,
+        "forward",
+        "fp16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("bf_llama_h16_kv8_t90_cudnn", llama(2, 2048, 16, 8, 5632, 32000), 2, 90, "forward", "bf16", "sdpa", CUDNN),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -3679,6 +3734,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_BC
             + _SERVED_BLIND_BD
             + _SERVED_BLIND_BE
+            + _SERVED_BLIND_BF
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
