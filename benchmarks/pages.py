@@ -1195,6 +1195,7 @@ SERVED_BLIND = {
     "bc": "score-99-served-blindbc-3dbc7c3",
     "bd": "score-100-served-blindbd-326bcd7",
     "be": "score-101-served-blindbe-ec9f6c2",
+    "bf": "score-102-served-blindbf-fe1a6db",
 }
 SERVED_NOW = "score-98-served-all-2f6bf1b"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
