@@ -3570,6 +3570,61 @@ _SERVED_BLIND_BF = [
     ("bf_llama_h16_kv8_t90_cudnn", llama(2, 2048, 16, 8, 5632, 32000), 2, 90, "forward", "bf16", "sdpa", CUDNN),
 ]
 
+# Blind batch bg of the served kinds, written down after batch bf's score (10 of 10), before any of
+# it is captured: an eager fp16 Llama training step, max-autotune on a Llama at d 2048, CUDA graphs
+# on an fp16 Qwen2 at d 896, an fp32 eager Qwen3 whose attention is wider than d, a compiled fp16
+# OPT over two sequences, a Liger Mistral, cuDNN attention on an fp16 GPT-NeoX, an fp32 compiled
+# GPT-2 over 105 token rows, a compiled GPT-NeoX with eager attention and CUDA graphs on an OPT of
+# 20 heads.
+_SERVED_BLIND_BG = [
+    (
+        "bg_llama_h12_kv4_t100_train_fp16",
+        llama(2, 1536, 12, 4, 4096, 32000),
+        1,
+        100,
+        "train-step",
+        "fp16",
+        "sdpa",
+        {},
+    ),
+    (
+        "bg_llama_h16_kv8_t110_autotune",
+        llama(2, 2048, 16, 8, 5632, 32000),
+        1,
+        110,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    (
+        "bg_qwen2_h14_kv2_t150_graphs_fp16",
+        llama(2, 896, 14, 2, 4864, 151936, "qwen2"),
+        1,
+        150,
+        "forward",
+        "fp16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("bg_qwen3_h16_kv4_t90_eager_fp32", qwen3(2, 1024, 16, 4, 128, 3072, 151936), 1, 90, "forward", "fp32", "sdpa", {}),
+    ("bg_opt_h20_t70_compile_fp16", opt(2, 2560, 20, 10240, 50272), 2, 70, "forward", "fp16", "sdpa", COMPILED),
+    (
+        "bg_mistral_h12_kv4_t130_liger",
+        llama(2, 1536, 12, 4, 4096, 32768, "mistral"),
+        1,
+        130,
+        "forward",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    ("bg_neox_h12_t120_cudnn_fp16", neox(2, 1536, 12, 6144, 50304), 1, 120, "forward", "fp16", "sdpa", CUDNN),
+    ("bg_gpt2_h12_t105_compile_fp32", gpt2(2, 768, 12, 50257), 1, 105, "forward", "fp32", "sdpa", COMPILED),
+    ("bg_neox_h16_t110_eager_compile", neox(2, 1024, 16, 4096, 50304), 1, 110, "forward", "bf16", "naive", COMPILED),
+    ("bg_opt_h20_t96_graphs", opt(2, 2560, 20, 10240, 50272), 1, 96, "forward", "bf16", "sdpa", GRAPHED),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -3735,6 +3790,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_BD
             + _SERVED_BLIND_BE
             + _SERVED_BLIND_BF
+            + _SERVED_BLIND_BG
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
