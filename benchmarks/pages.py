@@ -1196,6 +1196,7 @@ SERVED_BLIND = {
     "bd": "score-100-served-blindbd-326bcd7",
     "be": "score-101-served-blindbe-ec9f6c2",
     "bf": "score-102-served-blindbf-fe1a6db",
+    "bg": "score-103-served-blindbg-6ac70c3",
 }
 SERVED_NOW = "score-98-served-all-2f6bf1b"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
