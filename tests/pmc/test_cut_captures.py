@@ -173,7 +173,10 @@ def test_a_served_training_step_cut_after_its_loss_is_a_cut_backward(name):
     kernels = capture.kernels
     loss = next(k.index for k in kernels if kernel_category(k.name) == LOSS)
     start = next(i for i in _gemm_indices(kernels) if i > loss)
-    embedding_grad = next(k.index for k in kernels[start:] if _category(k) == EMBEDDING)
+    after = kernels[start:]
+    embedding_grad = next((k.index for k in after if _category(k) == EMBEDDING), None)
+    if embedding_grad is None:  # inductor fused the embedding's gradient into the first norm's backward
+        embedding_grad = [k.index for k in after if "embedding_dense_backward" in k.name][-1]
     for n in range(start + 1, embedding_grad + 1, 5):
         result = infer(_cut(capture, n))
         assert [gap.part for gap in result.gaps] == ["backward"], (name, n, result.missing)
