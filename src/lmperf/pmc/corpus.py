@@ -3625,6 +3625,61 @@ _SERVED_BLIND_BG = [
     ("bg_opt_h20_t96_graphs", opt(2, 2560, 20, 10240, 50272), 1, 96, "forward", "bf16", "sdpa", GRAPHED),
 ]
 
+# Blind batch bh of the served kinds, written down after batch bg's score (10 of 10), before any of
+# it is captured: ten quick forwards for the device seconds left, two over Llama 3's vocabulary of
+# 128,256 (compiled at d 3072, and under Liger), an fp32 eager GPT-2 over 200 tokens, CUDA graphs on
+# a Mistral and on a GPT-NeoX at d 2560, an fp16 compiled Qwen2 at d 2048, an fp16 eager OPT of 32
+# heads, cuDNN attention on a Qwen3 of heads of 128, a compiled lmperf model of 20 heads and an fp16
+# compiled GPT-2 over three sequences of 77 tokens.
+_SERVED_BLIND_BH = [
+    (
+        "bh_llama_h24_kv8_t100_compile",
+        llama(2, 3072, 24, 8, 8192, 128256),
+        1,
+        100,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("bh_gpt2_h12_t200_eager_fp32", gpt2(2, 768, 12, 50257), 1, 200, "forward", "fp32", "sdpa", {}),
+    (
+        "bh_mistral_h16_kv8_t110_graphs",
+        llama(2, 2048, 16, 8, 5632, 32768, "mistral"),
+        1,
+        110,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    (
+        "bh_qwen2_h16_kv4_t130_compile_fp16",
+        llama(2, 2048, 16, 4, 5632, 151936, "qwen2"),
+        1,
+        130,
+        "forward",
+        "fp16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("bh_llama_h8_kv2_t140_liger", llama(2, 1024, 8, 2, 2816, 128256), 1, 140, "forward", "bf16", "sdpa", LIGER),
+    ("bh_opt_h32_t80_eager_fp16", opt(2, 2048, 32, 8192, 50272), 2, 80, "forward", "fp16", "sdpa", {}),
+    ("bh_neox_h20_t100_graphs", neox(2, 2560, 20, 10240, 50304), 1, 100, "forward", "bf16", "sdpa", GRAPHED),
+    ("bh_qwen3_h16_kv8_t96_cudnn", qwen3(2, 2048, 16, 8, 128, 6144, 151936), 1, 96, "forward", "bf16", "sdpa", CUDNN),
+    (
+        "bh_lmperf_h20_t120_compile",
+        _small(n_layers=2, d_model=1280, n_heads=20, d_ff=3456),
+        1,
+        120,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("bh_gpt2_h16_t77_compile_fp16", gpt2(2, 1024, 16, 50257), 3, 77, "forward", "fp16", "sdpa", COMPILED),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -3791,6 +3846,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_BE
             + _SERVED_BLIND_BF
             + _SERVED_BLIND_BG
+            + _SERVED_BLIND_BH
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
