@@ -1145,7 +1145,7 @@ QUOTES: list[Quote] = [
         "batch ad, {} of {} in batch ae, {} of {} in batch af, {} of {} in batch ag, {} of {} in batch ah, {} "
         "of {} in batch ai, {} of {} in batch aj, {} of {} in batch ak, {} of {} in batch al, {} of {} in batch "
         "am, {} of {} in batch an, {} of {} in batch ao, {} of {} in batch ap, {} of {} in batch aq, {} of {} "
-        "in batch ar, {} of {} in batch as, {} of {} in batch at, {} of {} in batch au, {} of {} in batch av, {} of {} in batch aw, {} of {} in batch ax, {} of {} in batch ay, {} of {} in batch az, {} of {} in batch ba, {} of {} in batch bb, {} of {} in batch bc, {} of {} in batch bd, {} of {} in batch be, {} of {} in batch bf and {} of {} in batch bg. Over the fifty-one batches every structural field was exact on {} of {} ({}%), the vocabulary exact on {} of {} ({}%) and exact or in its "
+        "in batch ar, {} of {} in batch as, {} of {} in batch at, {} of {} in batch au, {} of {} in batch av, {} of {} in batch aw, {} of {} in batch ax, {} of {} in batch ay, {} of {} in batch az, {} of {} in batch ba, {} of {} in batch bb, {} of {} in batch bc, {} of {} in batch bd, {} of {} in batch be, {} of {} in batch bf, {} of {} in batch bg and {} of {} in batch bh. Over the fifty-two batches every structural field was exact on {} of {} ({}%), the vocabulary exact on {} of {} ({}%) and exact or in its "
         "interval on {} of {} ({}%), and the parameters within 1% or in their interval on {} of {} ({}%).",
         _served_totals,
     ),
@@ -1186,6 +1186,7 @@ QUOTES: list[Quote] = [
             "be",
             "bf",
             "bg",
+            "bh",
         )
     ),
     Quote(

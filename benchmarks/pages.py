@@ -1197,6 +1197,7 @@ SERVED_BLIND = {
     "be": "score-101-served-blindbe-ec9f6c2",
     "bf": "score-102-served-blindbf-fe1a6db",
     "bg": "score-103-served-blindbg-6ac70c3",
+    "bh": "score-104-served-blindbh-79da3ea",
 }
 SERVED_NOW = "score-98-served-all-2f6bf1b"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
