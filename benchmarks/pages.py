@@ -1199,7 +1199,7 @@ SERVED_BLIND = {
     "bg": "score-103-served-blindbg-6ac70c3",
     "bh": "score-104-served-blindbh-79da3ea",
 }
-SERVED_NOW = "score-98-served-all-2f6bf1b"
+SERVED_NOW = "score-105-served-all-6c78700"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
