@@ -1320,7 +1320,7 @@ LIMITS_AT_CAPTURE = (
     "limits-at-capture-d461497",
     "limits-at-capture-3cd2926",
 )
-LIMITS_NOW = "limits-92d0d7f"
+LIMITS_NOW = "limits-237589e"
 
 
 def _limit_reading(row: dict) -> str:
