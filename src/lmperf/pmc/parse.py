@@ -9,6 +9,7 @@ entirely when a metric was not collected. Every kernel becomes a `KernelRecord`.
 from __future__ import annotations
 
 import csv
+import functools
 import gzip
 import math
 import re
@@ -90,8 +91,10 @@ class Capture:
 
 def number(text: str) -> float | None:
     """'1,234,567' -> 1234567.0; '', 'n/a' and other non-numbers -> None."""
-    try:  # most of a raw page's hundreds of cells per kernel are plain numbers
-        return float(text)
+    if not text:
+        return None
+    try:  # most cells are numbers, a fifth of them with thousands separators: no exception
+        return float(text.replace(",", "") if "," in text else text)
     except ValueError:
         pass
     cleaned = text.strip().replace(",", "")
@@ -103,6 +106,7 @@ def number(text: str) -> float | None:
         return None
 
 
+@functools.lru_cache(maxsize=1024)  # a capture's launches repeat a few dozen grids and blocks
 def dims(text: str) -> tuple[int, int, int]:
     """'(128, 1, 1)' -> (128, 1, 1); a bare number is (n, 1, 1); unreadable -> (0, 0, 0)."""
     match = _DIMS.search(text)
@@ -167,7 +171,8 @@ def parse_text(text: str, source: str = "") -> Capture:
     units: dict[str, str] = dict(zip(header, unit_row))
     counters = tuple(name for name in header if name not in _DESCRIPTIVE and not name.startswith(_MACHINE_COLUMNS))
     columns = {name: i for i, name in enumerate(header)}
-    kernels = [_record(i, row, columns, counters) for i, row in enumerate(body)]
+    counter_columns = [(name, columns[name]) for name in counters]
+    kernels = [_record(i, row, columns, counter_columns) for i, row in enumerate(body)]
     if not kernels:
         raise UsageError(f"{source or 'input'}: the ncu table has no kernel rows")
     unseen = [name for name in TENSOR_PIPE_COLUMNS if name not in header]
@@ -191,8 +196,11 @@ def _check_rows(header: list[str], body: list[list[str]], source: str) -> None:
             )
 
 
-def _record(index: int, row: list[str], columns: dict[str, int], counters: tuple[str, ...]) -> KernelRecord:
-    """One kernel's row; `columns`: the header's column of each name."""
+def _record(
+    index: int, row: list[str], columns: dict[str, int], counter_columns: list[tuple[str, int]]
+) -> KernelRecord:
+    """One kernel's row; `columns`: the header's column of each name; `counter_columns`: each
+    counter's name and column."""
 
     def cell(name: str) -> str:
         return row[columns[name]] if name in columns else ""
@@ -203,7 +211,7 @@ def _record(index: int, row: list[str], columns: dict[str, int], counters: tuple
     if block == (0, 0, 0) and "launch__block_size" in columns:
         block = dims(cell("launch__block_size"))
     return KernelRecord(
-        index, cell("Kernel Name"), grid, block, {name: number(row[columns[name]]) for name in counters}
+        index, cell("Kernel Name"), grid, block, {name: number(row[column]) for name, column in counter_columns}
     )
 
 
