@@ -17,8 +17,9 @@ padding). Counters of bytes pin it when one of them sees the N·V logits exactly
   logits, a training loss's upcast): st.global bytes = N·V·4;
 - the 16-bit copy of the head's weight that precedes it where the weights are kept in fp32 and
   autocast (a compiled graph casts each weight just before its GEMM): st.global bytes = V·d·size.
-  It stands after the head's own bytes, which are not always N·V·size (an nvjet head named
-  400x64 stores 16% more).
+  It stands after the head's own bytes, which are not always N·V·size: TMA stores count whole
+  32-byte sectors, and rows or column tiles that start off a sector boundary touch more of them
+  (an nvjet head named 400x64 stores 16% more).
 Each reading counts only when it lies in the head's work bound; else V is an interval, narrowed
 to the 8 values below a multiple of 8 where the kernel just before the head copies its weight
 padded to that many rows (inductor's pad_mm).
