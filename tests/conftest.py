@@ -10,6 +10,14 @@ import pytest
 import torch
 
 
+@pytest.fixture(autouse=True)
+def _no_terminal_size_from_xdist(monkeypatch):
+    """pytest-xdist's workers set COLUMNS=80 and LINES=24; without them a test's console is as
+    wide as in a plain pytest run (lmperf.cli_support.console). Tests that want a width set it."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
+
+
 def pytest_collection_modifyitems(config, items):
     if torch.cuda.is_available():
         return
