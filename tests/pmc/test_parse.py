@@ -64,3 +64,17 @@ def test_unreadable_file_is_a_usage_error(tmp_path):
     bad.write_bytes(b"not gzip")
     with pytest.raises(UsageError):
         read_capture(bad)
+
+
+def test_counters_read_their_cells_as_numbers_however_they_are_asked_for():
+    """Counters convert a cell when first asked; every way of reading them gives the numbers."""
+    first, second = parse_text(RAW).kernels
+    ffma, time = "sm__sass_thread_inst_executed_op_ffma_pred_on.sum", "gpu__time_duration.sum"
+    assert first.metrics.get(ffma) == 1073741824.0 and first.metrics[time] == 12345.0
+    assert second.metrics.get(ffma) is None and second.metric(ffma) == 0.0  # "n/a"
+    assert dict(second.metrics.items()) == {time: 1024.5, ffma: None}
+    assert {**first.metrics, ffma: 0.0} == {time: 12345.0, ffma: 0.0}
+    assert "Kernel Name" not in first.metrics and first.metrics.get("Kernel Name", -1) == -1
+    with pytest.raises(KeyError):
+        first.metrics["Kernel Name"]
+    assert len(first.metrics) == 2 and first.metrics == {time: 12345.0, ffma: 1073741824.0}

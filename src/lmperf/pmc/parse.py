@@ -14,6 +14,7 @@ import gzip
 import math
 import re
 import zlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,6 +54,43 @@ _DESCRIPTIVE = {
 }
 
 
+class Counters(Mapping[str, "float | None"]):
+    """A kernel's counters by name, each read from its table cell (`number`) the first time it is
+    asked for: inference reads nine of a row's fifty-one counters, so a 5,000-kernel capture
+    converts a seventh of its cells. Iteration, `items()` and equality give the values."""
+
+    __slots__ = ("_cells", "_columns", "_values")
+
+    def __init__(self, cells: list[str], columns: dict[str, int]):
+        self._cells, self._columns, self._values = cells, columns, {}  # columns: shared by a capture
+
+    def __getitem__(self, name: str) -> float | None:
+        if name not in self._values:
+            self._values[name] = number(self._cells[self._columns[name]])
+        return self._values[name]
+
+    def get(self, name: str, default=None):
+        if name in self._values:
+            return self._values[name]
+        column = self._columns.get(name)
+        if column is None:
+            return default
+        value = self._values[name] = number(self._cells[column])
+        return value
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._columns
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._columns)
+
+    def __len__(self) -> int:
+        return len(self._columns)
+
+    def __repr__(self) -> str:
+        return repr(dict(self.items()))
+
+
 @dataclass(frozen=True)
 class KernelRecord:
     """One profiled kernel launch: its name, launch shape and counters (None = no value)."""
@@ -61,7 +99,7 @@ class KernelRecord:
     name: str
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
-    metrics: dict[str, float | None] = field(default_factory=dict)
+    metrics: Mapping[str, float | None] = field(default_factory=dict)
 
     def metric(self, name: str) -> float:
         """The counter's value, 0 when missing (a kernel with no tensor work has no count)."""
@@ -171,7 +209,7 @@ def parse_text(text: str, source: str = "") -> Capture:
     units: dict[str, str] = dict(zip(header, unit_row))
     counters = tuple(name for name in header if name not in _DESCRIPTIVE and not name.startswith(_MACHINE_COLUMNS))
     columns = {name: i for i, name in enumerate(header)}
-    counter_columns = [(name, columns[name]) for name in counters]
+    counter_columns = {name: columns[name] for name in counters}
     kernels = [_record(i, row, columns, counter_columns) for i, row in enumerate(body)]
     if not kernels:
         raise UsageError(f"{source or 'input'}: the ncu table has no kernel rows")
@@ -196,11 +234,9 @@ def _check_rows(header: list[str], body: list[list[str]], source: str) -> None:
             )
 
 
-def _record(
-    index: int, row: list[str], columns: dict[str, int], counter_columns: list[tuple[str, int]]
-) -> KernelRecord:
+def _record(index: int, row: list[str], columns: dict[str, int], counter_columns: dict[str, int]) -> KernelRecord:
     """One kernel's row; `columns`: the header's column of each name; `counter_columns`: each
-    counter's name and column."""
+    counter's."""
 
     def cell(name: str) -> str:
         return row[columns[name]] if name in columns else ""
@@ -210,9 +246,7 @@ def _record(
         grid = dims(cell("launch__grid_size"))
     if block == (0, 0, 0) and "launch__block_size" in columns:
         block = dims(cell("launch__block_size"))
-    return KernelRecord(
-        index, cell("Kernel Name"), grid, block, {name: number(row[column]) for name, column in counter_columns}
-    )
+    return KernelRecord(index, cell("Kernel Name"), grid, block, Counters(row, counter_columns))
 
 
 def read_capture(path: Path) -> Capture:
