@@ -1396,7 +1396,7 @@ def pmc_paths() -> str:
     return markdown(["attention path", "captures", "every structural field exact", "vocab_size exact"], body)
 
 
-INFER_TIME = "infer-time-99a6eaf"
+INFER_TIME = "infer-time-5fa5145"
 
 
 def _timed_capture(what: str) -> str:
