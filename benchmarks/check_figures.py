@@ -267,6 +267,32 @@ def _served_totals() -> tuple[str, ...]:
     return tuple(values)
 
 
+_BLIND_LETTERS = list(pages.SERVED_BLIND)  # in the order the batches were written down
+_UNITS = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen"
+).split()
+_TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
+
+
+def _in_words(n: int) -> str:
+    """1-99 as the pages write them: 'seven', 'fifty-two'."""
+    return _UNITS[n] if n < 20 else _TENS[n // 10] + (f"-{_UNITS[n % 10]}" if n % 10 else "")
+
+
+def _served_totals_text() -> str:
+    """pmc-accuracy.md's sentence of every blind batch's structure score and the totals, with the
+    batches `pages.SERVED_BLIND` lists (the values: `_served_totals`)."""
+    first, *rest = _BLIND_LETTERS
+    scores = [f"{{}} of {{}} captures in batch {first}"] + [f"{{}} of {{}} in batch {letter}" for letter in rest]
+    return (
+        f"Blind, every structural field was exact on {', '.join(scores[:-1])} and {scores[-1]}. Over the "
+        f"{_in_words(len(scores))} batches every structural field was exact on {{}} of {{}} ({{}}%), the vocabulary "
+        "exact on {} of {} ({}%) and exact or in its interval on {} of {} ({}%), and the parameters within 1% or in "
+        "their interval on {} of {} ({}%)."
+    )
+
+
 def _batch_targets(letter: str, targets: tuple[str, ...]) -> tuple[str, ...]:
     """(captures right, captures) of one blind batch for each of `targets`."""
     counts = pages.served_field_counts(pages.SERVED_BLIND[letter])
@@ -1135,60 +1161,14 @@ QUOTES: list[Quote] = [
         "every structural field was right on {} of {} captures, on {} of {} in the newest",
         _blind_totals,
     ),
-    Quote(
-        "benchmarks/pmc-accuracy.md",
-        "Blind, every structural field was exact on {} of {} captures in batch x, {} of {} in batch y, {} of {} "
-        "in batch z, {} of {} in batch w, {} of {} in batch v, {} of {} in batch u, {} of {} in batch t, {} of {} "
-        "in batch q, {} of {} in batch p, {} of {} in batch o, {} of {} in batch n, {} of {} in batch k, {} of {} "
-        "in batch j, {} of {} in batch i, {} of {} in batch h, {} of {} in batch f, {} of {} in batch l, {} "
-        "of {} in batch a, {} of {} in batch aa, {} of {} in batch ab, {} of {} in batch ac, {} of {} in "
-        "batch ad, {} of {} in batch ae, {} of {} in batch af, {} of {} in batch ag, {} of {} in batch ah, {} "
-        "of {} in batch ai, {} of {} in batch aj, {} of {} in batch ak, {} of {} in batch al, {} of {} in batch "
-        "am, {} of {} in batch an, {} of {} in batch ao, {} of {} in batch ap, {} of {} in batch aq, {} of {} "
-        "in batch ar, {} of {} in batch as, {} of {} in batch at, {} of {} in batch au, {} of {} in batch av, {} of {} in batch aw, {} of {} in batch ax, {} of {} in batch ay, {} of {} in batch az, {} of {} in batch ba, {} of {} in batch bb, {} of {} in batch bc, {} of {} in batch bd, {} of {} in batch be, {} of {} in batch bf, {} of {} in batch bg and {} of {} in batch bh. Over the fifty-two batches every structural field was exact on {} of {} ({}%), the vocabulary exact on {} of {} ({}%) and exact or in its "
-        "interval on {} of {} ({}%), and the parameters within 1% or in their interval on {} of {} ({}%).",
-        _served_totals,
-    ),
+    Quote("benchmarks/pmc-accuracy.md", _served_totals_text(), _served_totals),
     Quote(
         "benchmarks/pmc-accuracy.md",
         "read every structural field exact on {} of {} and the vocabulary exact on {} of {} with the code of its "
         "capture commit f30af0a, and the parameters within 1% or in their interval on {} of {}.",
         lambda: _batch_targets("ae", ("structure", "vocab_size", "params_total within 1% or in interval")),
     ),
-    *(
-        _batch_targets_quote(letter)
-        for letter in (
-            "af",
-            "ag",
-            "ah",
-            "ai",
-            "aj",
-            "ak",
-            "al",
-            "am",
-            "an",
-            "ao",
-            "ap",
-            "aq",
-            "ar",
-            "as",
-            "at",
-            "au",
-            "av",
-            "aw",
-            "ax",
-            "ay",
-            "az",
-            "ba",
-            "bb",
-            "bc",
-            "bd",
-            "be",
-            "bf",
-            "bg",
-            "bh",
-        )
-    ),
+    *(_batch_targets_quote(letter) for letter in _BLIND_LETTERS[_BLIND_LETTERS.index("af") :]),
     Quote(
         "benchmarks/pmc-accuracy.md",
         "The blocks' parameter count, no target of the issue, is exact on {} of the {} held-out captures",
