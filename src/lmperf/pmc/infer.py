@@ -1461,7 +1461,7 @@ def _vocab(
     # only within the head's tiles: the work bound alone holds the casts of other d-wide weights
     padded = vocab.padded_weight_vocab(before_head, tokens, d, _element_size(result), low, high) if tiles else None
     if padded:
-        low, high = padded - 7, padded
+        low, high = padded - g.PAD_MM_ROWS + 1, padded
     copied = f": a kernel before it copies its weight padded to {padded} rows of d" if padded else ""
     result.bound(
         "vocab_size",

@@ -157,7 +157,7 @@ def padded_weight_vocab(
     if not leaders or category(leaders[-1]) == MATMUL:
         return None
     padded = g.stored_width(leaders[-1], d, size)
-    return padded if padded and padded % 8 == 0 and padded != tokens and low <= padded <= high else None
+    return padded if padded and padded % g.PAD_MM_ROWS == 0 and padded != tokens and low <= padded <= high else None
 
 
 def readings(
