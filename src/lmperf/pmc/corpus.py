@@ -3680,6 +3680,79 @@ _SERVED_BLIND_BH = [
     ("bh_gpt2_h16_t77_compile_fp16", gpt2(2, 1024, 16, 50257), 3, 77, "forward", "fp16", "sdpa", COMPILED),
 ]
 
+# Blind batch bi of the served kinds, written down after batch bh's score (10 of 10), before any of
+# it is captured: max-autotune on a Qwen3 whose attention is wider than d, CUDA graphs on a Llama at
+# d 4096 over Llama 3's vocabulary, a compiled GPT-NeoX training step, an fp32 compiled OPT, an fp16
+# Mistral with eager attention, a Liger Qwen2 at d 1536, CUDA graphs on an lmperf model at d 1536,
+# cuDNN attention on an fp16 GPT-2 at d 1280, an fp32 compiled Llama of 4 K/V heads and an fp16 eager
+# GPT-NeoX over two sequences.
+_SERVED_BLIND_BI = [
+    (
+        "bi_qwen3_h16_kv4_t120_autotune",
+        qwen3(2, 1280, 16, 4, 128, 3456, 151936),
+        1,
+        120,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    (
+        "bi_llama_h32_kv8_t90_graphs",
+        llama(2, 4096, 32, 8, 14336, 128256),
+        1,
+        90,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("bi_neox_h12_t100_train_compile", neox(2, 768, 12, 3072, 50304), 1, 100, "train-step", "bf16", "sdpa", COMPILED),
+    ("bi_opt_h16_t140_compile_fp32", opt(2, 1024, 16, 4096, 50272), 1, 140, "forward", "fp32", "sdpa", COMPILED),
+    (
+        "bi_mistral_h8_kv2_t160_eager_fp16",
+        llama(2, 1024, 8, 2, 3584, 32768, "mistral"),
+        1,
+        160,
+        "forward",
+        "fp16",
+        "naive",
+        {},
+    ),
+    (
+        "bi_qwen2_h12_kv2_t110_liger",
+        llama(2, 1536, 12, 2, 8960, 151936, "qwen2"),
+        1,
+        110,
+        "forward",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    (
+        "bi_lmperf_h12_t144_graphs",
+        _small(n_layers=2, d_model=1536, n_heads=12, d_ff=4096),
+        1,
+        144,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("bi_gpt2_h20_t90_cudnn_fp16", gpt2(2, 1280, 20, 50257), 1, 90, "forward", "fp16", "sdpa", CUDNN),
+    (
+        "bi_llama_h16_kv4_t128_compile_fp32",
+        llama(2, 2048, 16, 4, 5632, 32000),
+        1,
+        128,
+        "forward",
+        "fp32",
+        "sdpa",
+        COMPILED,
+    ),
+    ("bi_neox_h8_t150_eager_fp16", neox(2, 512, 8, 2048, 50304), 2, 150, "forward", "fp16", "sdpa", {}),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -3847,6 +3920,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_BF
             + _SERVED_BLIND_BG
             + _SERVED_BLIND_BH
+            + _SERVED_BLIND_BI
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
