@@ -3753,6 +3753,91 @@ _SERVED_BLIND_BI = [
     ("bi_neox_h8_t150_eager_fp16", neox(2, 512, 8, 2048, 50304), 2, 150, "forward", "fp16", "sdpa", {}),
 ]
 
+# Blind batch bj of the served kinds, written down after batch bi's score (10 of 10), before any of
+# it is captured, twelve to a call: an fp16 compiled Qwen3 whose attention is wider than d, CUDA
+# graphs on an fp16 Llama at d 2560, a compiled GPT-2 training step over 160 tokens, a Liger Mistral
+# at d 4096, an fp16 compiled GPT-NeoX at d 2048, a compiled lmperf model at d 512, an fp32 eager
+# Qwen2 of seven query heads per K/V head, CUDA graphs on a GPT-2 over four sequences, cuDNN
+# attention on an fp16 Llama with as many K/V heads as heads, an OPT with eager attention,
+# max-autotune on a GPT-NeoX of heads of 80 and CUDA graphs on a Qwen3 at d 2560.
+_SERVED_BLIND_BJ = [
+    (
+        "bj_qwen3_h8_kv4_t100_compile_fp16",
+        qwen3(2, 768, 8, 4, 128, 2048, 151936),
+        1,
+        100,
+        "forward",
+        "fp16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "bj_llama_h20_kv4_t120_graphs_fp16",
+        llama(2, 2560, 20, 4, 6912, 32000),
+        1,
+        120,
+        "forward",
+        "fp16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("bj_gpt2_h12_t160_train_compile", gpt2(2, 768, 12, 50257), 1, 160, "train-step", "bf16", "sdpa", COMPILED),
+    (
+        "bj_mistral_h32_kv8_t80_liger",
+        llama(2, 4096, 32, 8, 14336, 32768, "mistral"),
+        1,
+        80,
+        "forward",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    ("bj_neox_h16_t130_compile_fp16", neox(2, 2048, 16, 8192, 50304), 1, 130, "forward", "fp16", "sdpa", COMPILED),
+    (
+        "bj_lmperf_h8_t200_compile",
+        _small(n_layers=2, d_model=512, n_heads=8, d_ff=1408),
+        1,
+        200,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "bj_qwen2_h14_kv2_t90_eager_fp32",
+        llama(2, 896, 14, 2, 4864, 151936, "qwen2"),
+        1,
+        90,
+        "forward",
+        "fp32",
+        "sdpa",
+        {},
+    ),
+    ("bj_gpt2_h8_t64_graphs", gpt2(2, 512, 8, 50257), 4, 64, "forward", "bf16", "sdpa", GRAPHED),
+    (
+        "bj_llama_h16_kv16_t100_cudnn_fp16",
+        llama(2, 2048, 16, 16, 5504, 32000),
+        1,
+        100,
+        "forward",
+        "fp16",
+        "sdpa",
+        CUDNN,
+    ),
+    ("bj_opt_h12_t180_eager", opt(2, 768, 12, 3072, 50272), 1, 180, "forward", "bf16", "naive", {}),
+    ("bj_neox_h32_t64_autotune", neox(2, 2560, 32, 10240, 50304), 1, 64, "forward", "bf16", "sdpa", AUTOTUNED),
+    (
+        "bj_qwen3_h32_kv8_t70_graphs",
+        qwen3(2, 2560, 32, 8, 128, 9728, 151936),
+        1,
+        70,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -3921,6 +4006,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_BG
             + _SERVED_BLIND_BH
             + _SERVED_BLIND_BI
+            + _SERVED_BLIND_BJ
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
