@@ -450,6 +450,25 @@ def test_an_nvjet_gemm_runs_its_inner_size_in_whole_steps():
     assert not tiles_allow(out, 180, 1024, 1024)
 
 
+def test_a_split_k_nvjet_gemm_runs_each_slices_share_of_k_in_whole_steps():
+    """Qwen3's output projection of 70 rows, an attention 4096 wide in and d 2560 out, in nvjet
+    64x72 tiles of 4x1 clusters split along k in 3 slices: each slice runs ceil(4096 / 3 / 64) = 22
+    steps of 64, 1408 deep, 4224 in all, over 72 padded rows and 2560 columns: 778,567,680 MACs,
+    which no single slice explains (778,567,680 / (72 x 4096) = 2640 is no whole number of
+    256-column clusters). The grid pins the slices: 40 CTAs of 64 columns times 3 is its 120; a
+    grid of 121 CTAs pins none and leaves the reading out."""
+    from lmperf.pmc.gemms import tiles_allow
+    from lmperf.pmc.parse import KernelRecord
+
+    def out(grid):
+        metrics = {"sm__ops_path_tensor_src_bf16_dst_fp32.sum": 2 * 72 * 2560 * 4224}
+        return KernelRecord(0, "nvjet_sm90_tst_64x72_64x12_4x1_v_bz_splitK_TNT", grid, (384, 1, 1), metrics)
+
+    assert tiles_allow(out((4, 30, 1)), 70, 4096, 2560)
+    assert not tiles_allow(out((4, 30, 1)), 70, 4096, 2048)
+    assert not tiles_allow(out((11, 11, 1)), 70, 4096, 2560)
+
+
 def test_an_off_d_output_projection_pads_its_rows_and_d_not_the_attention():
     """Qwen3's output projection of 144 rows, an attention 1344 wide in and d 1024 out, in
     nvjet 64x24 tiles of 4x2 clusters (sides of 256 and 48): 144·1024·1344 = 198,180,864 MACs,
@@ -583,10 +602,13 @@ def test_a_decode_step_decides_the_batch_its_prefill_leaves_open():
         # projection's padded tiles give heads of 96 too; the query projection stores its 1024-wide
         # output over the 152 rows pad_mm rounds 150 up to
         ("ba_qwen3_h8_kv2_t150_compile", "d_model", "the query projection's stores of N·1024 values deny"),
+        # an attention 4096 wide over d 2560 whose output projection splits k in 3 slices of 1408
+        # (22 steps of 64 each): its work is N·2560·4224 over 72 padded rows
+        ("bj_qwen3_h32_kv8_t70_graphs", "d_model", "an attention 4096 wide"),
     ],
 )
 def test_blind_batches_misses_read_as_ran(name, field, how):
-    """The captures blind batches t, q, p, n, j, ak, al, ao, ar, as, at, aw, az and ba missed (fixed after them, so not blind):
+    """The captures blind batches t, q, p, n, j, ak, al, ao, ar, as, at, aw, az, ba and bj missed (fixed after them, so not blind):
     every field against the configuration that ran, and the field the fix is about read the way
     `how` names."""
     from lmperf.pmc.infer import infer

@@ -95,6 +95,30 @@ def width_readings(kernel: KernelRecord, tokens: int, k: int) -> list[tuple[int,
             padded = macs(kernel) / (inner * -(-tokens // rows) * rows)
             if padded == int(padded) and padded % cols == 0:
                 readings.append((int(padded) - cols + 1, int(padded)))
+    if nvjet and "splitK" in kernel.name:
+        readings += _split_k_nvjet_readings(kernel, tokens, k, *map(int, nvjet.groups()))
+    return readings
+
+
+def _split_k_nvjet_readings(
+    kernel: KernelRecord, tokens: int, k: int, a: int, b: int, depth: int, c: int, d: int
+) -> list[tuple[int, int]]:
+    """Width readings of a split-K nvjet GEMM whose s slices each run whole K-deep steps of their
+    share of k: 3 slices of k = 4096 in steps of 64 run 1408 each, 4224 in all (a Qwen3's output
+    projection over an attention 4096 wide). s is no part of the name; the grid pins it: s times
+    the output tiles' CTAs, clusters of C x D CTAs of A x B tiles, is every CTA it launched."""
+    readings = []
+    for slices in range(2, kernel.blocks + 1):
+        inner = slices * -(-k // (slices * depth)) * depth
+        if kernel.blocks % slices or inner == -(-k // depth) * depth:
+            continue
+        for (rows, row_cluster), (cols, col_cluster) in (((a, c), (b, d)), ((b, d), (a, c))):
+            row_tiles = -(-tokens // (rows * row_cluster)) * row_cluster
+            padded = macs(kernel) / (inner * row_tiles * rows)
+            if padded != int(padded) or padded % (cols * col_cluster):
+                continue
+            if slices * row_tiles * int(padded) // cols == kernel.blocks:
+                readings.append((int(padded) - cols * col_cluster + 1, int(padded)))
     return readings
 
 
