@@ -3838,6 +3838,86 @@ _SERVED_BLIND_BJ = [
     ),
 ]
 
+# Blind batch bk of the served kinds, written down after batch bj's score (11 of 12) and the fix of
+# its miss (split-K nvjet GEMMs), before any of it is captured, fourteen to a call, several of few
+# rows over wide layers where cuBLAS splits k: a compiled Qwen3 at d 2560 with an attention 4096
+# wide, CUDA graphs on an fp16 Qwen3 at d 2048, on a Llama at d 4096 over 40 tokens, on an OPT at d
+# 4096 and on an fp32 GPT-2 at d 1024, an fp16 compiled Mistral at d 4096, a compiled GPT-2 at d
+# 1600, a Liger Qwen2 at d 3584 over a vocabulary of 152,064, max-autotune on an lmperf model at d
+# 2048, an fp32 eager Llama with as many K/V heads as heads, a compiled Llama training step, cuDNN
+# attention on a GPT-NeoX at d 2560, a Qwen3 with eager attention and an fp16 compiled OPT of heads
+# of 128.
+_SERVED_BLIND_BK = [
+    (
+        "bk_qwen3_h32_kv8_t50_compile",
+        qwen3(2, 2560, 32, 8, 128, 9728, 151936),
+        1,
+        50,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "bk_qwen3_h16_kv8_t64_graphs_fp16",
+        qwen3(2, 2048, 16, 8, 128, 6144, 151936),
+        1,
+        64,
+        "forward",
+        "fp16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("bk_llama_h32_kv8_t40_graphs", llama(2, 4096, 32, 8, 14336, 128256), 1, 40, "forward", "bf16", "sdpa", GRAPHED),
+    (
+        "bk_mistral_h32_kv8_t60_compile_fp16",
+        llama(2, 4096, 32, 8, 14336, 32768, "mistral"),
+        1,
+        60,
+        "forward",
+        "fp16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("bk_gpt2_h25_t100_compile", gpt2(2, 1600, 25, 50257), 1, 100, "forward", "bf16", "sdpa", COMPILED),
+    ("bk_opt_h32_t50_graphs", opt(2, 4096, 32, 16384, 50272), 1, 50, "forward", "bf16", "sdpa", GRAPHED),
+    (
+        "bk_qwen2_h28_kv4_t80_liger",
+        llama(2, 3584, 28, 4, 18944, 152064, "qwen2"),
+        1,
+        80,
+        "forward",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    (
+        "bk_lmperf_h16_t96_autotune",
+        _small(n_layers=2, d_model=2048, n_heads=16, d_ff=5504),
+        1,
+        96,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    ("bk_llama_h8_kv8_t200_eager_fp32", llama(2, 512, 8, 8, 1408, 32000), 1, 200, "forward", "fp32", "sdpa", {}),
+    (
+        "bk_llama_h8_kv2_t96_train_compile",
+        llama(2, 768, 8, 2, 2048, 32000),
+        1,
+        96,
+        "train-step",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("bk_neox_h20_t80_cudnn", neox(2, 2560, 20, 10240, 50304), 1, 80, "forward", "bf16", "sdpa", CUDNN),
+    ("bk_qwen3_h8_kv2_t130_eager", qwen3(2, 1024, 8, 2, 128, 3072, 151936), 1, 130, "forward", "bf16", "naive", {}),
+    ("bk_opt_h16_t110_compile_fp16", opt(2, 2048, 16, 8192, 50272), 1, 110, "forward", "fp16", "sdpa", COMPILED),
+    ("bk_gpt2_h16_t150_graphs_fp32", gpt2(2, 1024, 16, 50257), 1, 150, "forward", "fp32", "sdpa", GRAPHED),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -4007,6 +4087,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_BH
             + _SERVED_BLIND_BI
             + _SERVED_BLIND_BJ
+            + _SERVED_BLIND_BK
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
