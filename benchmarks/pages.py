@@ -1200,6 +1200,7 @@ SERVED_BLIND = {
     "bh": "score-104-served-blindbh-79da3ea",
     "bi": "score-106-served-blindbi-ae92d72",
     "bj": "score-107-served-blindbj-f6ff51b",
+    "bk": "score-108-served-blindbk-9abed1b",
 }
 SERVED_NOW = "score-105-served-all-6c78700"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
