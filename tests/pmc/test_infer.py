@@ -600,15 +600,19 @@ def test_a_decode_step_decides_the_batch_its_prefill_leaves_open():
         ("az_llama_h10_kv5_t170_eager_fp32", "vocab_size", "FADD count = 1 split-K slice(s)' padded rows·V"),
         # heads of 128 over d 768 whose work cuDNN's 128-wide head tiles and the output
         # projection's padded tiles give heads of 96 too; the query projection stores its 1024-wide
-        # output over the 152 rows pad_mm rounds 150 up to
-        ("ba_qwen3_h8_kv2_t150_compile", "d_model", "the query projection's stores of N·1024 values deny"),
+        # output over the 152 rows pad_mm rounds 150 up to (fixed so; the attention's TMA stores of
+        # its 150·1024 outputs, counted since, decide first: see the test after this one)
+        ("ba_qwen3_h8_kv2_t150_compile", "d_model", "the attention's 307,200 B of stores deny"),
+        # 64 rows at d 2048 whose compiled norms run two rows a program (a grid of 32) and whose
+        # GEMMs' row tiles pad 32 and 64 alike; cuDNN's TMA stores hold 64·2048 outputs
+        ("bk_qwen3_h16_kv8_t64_graphs_fp16", "d_model", "not N=32, which more launches count"),
         # an attention 4096 wide over d 2560 whose output projection splits k in 3 slices of 1408
         # (22 steps of 64 each): its work is N·2560·4224 over 72 padded rows
         ("bj_qwen3_h32_kv8_t70_graphs", "d_model", "an attention 4096 wide"),
     ],
 )
 def test_blind_batches_misses_read_as_ran(name, field, how):
-    """The captures blind batches t, q, p, n, j, ak, al, ao, ar, as, at, aw, az, ba and bj missed (fixed after them, so not blind):
+    """The captures blind batches t, q, p, n, j, ak, al, ao, ar, as, at, aw, az, ba, bj and bk missed (fixed after them, so not blind):
     every field against the configuration that ran, and the field the fix is about read the way
     `how` names."""
     from lmperf.pmc.infer import infer
@@ -694,7 +698,9 @@ def test_a_query_projection_storing_padded_rows_of_d_keeps_the_attention_d_wide(
     """Blind batch ba's compiled Qwen3 (8 heads of 128 over d 768, 150 token rows): its query
     projection stores 152·1024·2 B by TMA, the rows pad_mm rounds 150 up to, which picks heads of
     128 over heads of 96. Edited to store 152·768·2 B, as an attention as wide as d would, the
-    heads read as 96 wide: the stores decide either way."""
+    heads read as 96 wide: the stores decide either way. The attention's own TMA stores
+    (150·1024·2 B) decide before them, so both captures drop that count, as one collected before
+    the TMA counter joined the metric list would."""
     import dataclasses
 
     from lmperf.pmc.gemms import TMA_STORE_BYTES
@@ -705,18 +711,24 @@ def test_a_query_projection_storing_padded_rows_of_d_keeps_the_attention_d_wide(
     padded = -(-rows // 8) * 8
     width = expected["n_heads"] * expected["head_dim"]
     queries = [k for k in capture.kernels if k.metrics.get(TMA_STORE_BYTES) == padded * width * 2]
-    assert len(queries) == expected["n_layers"] and padded == 152
-    d_wide = dataclasses.replace(
-        capture,
-        kernels=[
-            dataclasses.replace(k, metrics={**k.metrics, TMA_STORE_BYTES: float(padded * expected["d_model"] * 2)})
-            if k in queries
-            else k
-            for k in capture.kernels
-        ],
-    )
-    result = infer(d_wide)
-    assert result.values["head_dim"] == expected["d_model"] // expected["n_heads"] == 96
+    attentions = [k for k in capture.kernels if "sdpa" in k.name and "fprop" in k.name]
+    assert len(queries) == len(attentions) == expected["n_layers"] and padded == 152
+    assert all(k.metrics[TMA_STORE_BYTES] == rows * width * 2 for k in attentions)
+
+    def edited(query_width):
+        def metrics(k):
+            if k in queries:
+                return {**k.metrics, TMA_STORE_BYTES: float(padded * query_width * 2)}
+            return {**k.metrics, TMA_STORE_BYTES: 0.0} if k in attentions else k.metrics
+
+        return dataclasses.replace(
+            capture, kernels=[dataclasses.replace(k, metrics=metrics(k)) for k in capture.kernels]
+        )
+
+    as_ran = infer(edited(width))
+    assert as_ran.values["head_dim"] == expected["head_dim"] == 128
+    assert "the query projection's stores of N·1024 values deny" in as_ran.evidence["d_model"]
+    assert infer(edited(expected["d_model"])).values["head_dim"] == expected["d_model"] // expected["n_heads"] == 96
 
 
 def test_an_off_d_attention_without_its_query_stores_is_left_undetermined():
@@ -899,6 +911,24 @@ def test_a_fused_forward_s_stores_deny_readings_of_other_rows_and_widths():
     assert stores_fit(forward(3_072.0, "cudnn_generated_fort_native_sdpa_sm90"), 64, 1536, 12, 2) is True
     assert stores_fit(forward(0.0), 32, 1536, 12, 4) is None
     assert stores_fit(forward(5_490_240.0, "void pytorch_flash::flash_fwd_splitkv_kernel"), 32, 1536, 12, 2) is None
+
+
+def test_cudnns_tma_stores_of_its_outputs_deny_half_the_rows():
+    """cuDNN's forward stores its N·a outputs by TMA, clipped to N rows: 64 rows of 16 heads of
+    128 in fp16 are 64·2048·2 = 262,144 B, which 32 rows (131,072 B) do not explain; a training
+    forward adds its N·H fp32 log-sum-exps by st.global, 64·16·4 = 4,096 B."""
+    from lmperf.pmc.attention_shape import stores_fit
+    from lmperf.pmc.gemms import STORE_BYTES, TMA_STORE_BYTES
+    from lmperf.pmc.parse import KernelRecord
+
+    def cudnn(tma: float, st: float = 0.0) -> KernelRecord:
+        name = "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x128_4x1x1_cga1x1"
+        return KernelRecord(0, name, (16, 1, 1), (384, 1, 1), {STORE_BYTES: st, TMA_STORE_BYTES: tma})
+
+    assert stores_fit(cudnn(262_144.0), 64, 2048, 16, 2) is True
+    assert stores_fit(cudnn(262_144.0), 32, 2048, 16, 2) is False
+    assert stores_fit(cudnn(262_144.0, 4_096.0), 64, 2048, 16, 2) is True
+    assert stores_fit(cudnn(262_144.0, 4_096.0), 64, 2048, 8, 2) is False
 
 
 def test_a_causal_mask_fits_one_sequence_length_of_the_same_rows():

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 from lmperf.analysis.tiles import causal_tile_fraction
-from lmperf.pmc.gemms import FADD, FFMA, FMUL, STORE_BYTES, TENSOR_PATHS, macs
+from lmperf.pmc.gemms import FADD, FFMA, FMUL, STORE_BYTES, TENSOR_PATHS, TMA_STORE_BYTES, macs
 from lmperf.pmc.parse import KernelRecord
 
 # PyTorch's memory-efficient attention forward (cutlass): its grid is (query tiles, H, B), so
@@ -367,13 +367,14 @@ def mask_fits(kernels: list[KernelRecord], batch: int, seq_len: int) -> bool:
 
 
 def stores_fit(kernel: KernelRecord, tokens: int, width: int, heads: int, size: int) -> bool | None:
-    """Whether a fused attention forward's st.global stores are what N = `tokens` rows of an
-    attention `width` wide store: its N·width outputs of `size` bytes, with or without the N·H
-    fp32 log-sum-exps a backward pass needs, or those statistics alone (cuDNN stores its output
-    by TMA, which counts no bytes). None where the stores say nothing: none counted, or
-    FlashAttention's split-KV forward, whose partial sums are stored too. Every fused attention
-    of the corpora stores so."""
-    stored = kernel.metric(STORE_BYTES)
+    """Whether a fused attention forward's stores are what N = `tokens` rows of an attention
+    `width` wide store: its N·width outputs of `size` bytes, with or without the N·H fp32
+    log-sum-exps a backward pass needs, or those statistics alone (cuDNN stores its output by
+    TMA, which captures made before the TMA counter joined the metric list do not count). TMA
+    clips a tile's rows past N, so cuDNN's 128-row tiles store N rows exactly. None where the
+    stores say nothing: none counted, or FlashAttention's split-KV forward, whose partial sums
+    are stored too. Every fused attention of the corpora stores so."""
+    stored = kernel.metric(STORE_BYTES) + kernel.metric(TMA_STORE_BYTES)
     if not stored or "splitkv" in kernel.name:
         return None
     out, statistics = tokens * width * size, 4 * tokens * heads

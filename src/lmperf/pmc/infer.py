@@ -256,7 +256,12 @@ def _mlp_before_attention(
 
 
 def _tokens_and_width(
-    result: Inference, support: Counter, roles: dict, counts: Counter, head: KernelRecord | None = None
+    result: Inference,
+    support: Counter,
+    roles: dict,
+    counts: Counter,
+    head: KernelRecord | None = None,
+    stores: Callable[[int, int], bool | None] | None = None,
 ):
     """(N, d): the row count and exact width that explain the attention output projection.
     Between row counts the launches support equally (a compiled norm's grid of 116 programs of
@@ -268,9 +273,14 @@ def _tokens_and_width(
     which pass for N·d at N=40, d=2048, where the projection stored 80·1536 elements. Nor is one
     the MLP's input norm stores too few values for (`norm_stores_rows`), nor one whose N·d·V work
     the LM head's tiles deny (`head_holds`; `head`: None where the head sees other rows).
+    A reading the attention kernel's own stores deny (`stores`(N, d) False) yields to one they
+    hold exactly (True): a compiled Qwen3's norms of two rows a program over 64 rows of d 2048
+    read N=32 from their grids, and every GEMM's row tiles pad 32 and 64 alike, but its attention
+    stores 64·2048 outputs.
     `support`: row count -> launches that support it (`token_candidates`)."""
-    best, size, out = None, _element_size(result), roles["out"]
-    for tokens, launches in support.most_common():
+    size, out = _element_size(result), roles["out"]
+    readings = []  # (launches, counts of N·d, -order of support, N, d): ties go to the first
+    for order, (tokens, launches) in enumerate(support.most_common()):
         width = exact_width(
             (g.macs(out) / tokens) ** 0.5,
             tokens,
@@ -284,18 +294,27 @@ def _tokens_and_width(
         )
         if width and is_generated(out.name) and not g.stores_whole_outputs(out, tokens, width, size):
             continue
-        if width and (best is None or (launches, counts[tokens * width]) > best[2:]):
-            best = (tokens, width, launches, counts[tokens * width])
-    if best is None:
+        if width:
+            readings.append((launches, counts[tokens * width], -order, tokens, width))
+    if not readings:
         return None
-    tokens, d, launches, _ = best
+    launches, _, _, tokens, d = max(readings)
+    passed = ""
+    if stores is not None and stores(tokens, d) is False:
+        confirmed = [r for r in readings if stores(r[3], r[4]) is True]
+        if confirmed:
+            passed = (
+                f"; not N={tokens}, which more launches count: the attention's "
+                f"{_attention_stored(roles['marker']):,.0f} B of stores deny it"
+            )
+            launches, _, _, tokens, d = max(confirmed)
     result.evidence["_tokens"] = f"N={tokens} rows seen in {launches} norm/gather/reduction launches"
     result.set(
         "d_model",
         d,
         0.9,
         f"elementwise counts {tokens * d:,} = N·d; out-projection "
-        f"{g.macs(out):,.0f} MACs = N·d·{g.macs(out) / tokens / d:.0f} (padded d)",
+        f"{g.macs(out):,.0f} MACs = N·d·{g.macs(out) / tokens / d:.0f} (padded d){passed}",
     )
     return tokens, d
 
@@ -538,6 +557,17 @@ def _attention_confirms(result: Inference, roles: dict, phases: g.Phases) -> Cal
     return confirms
 
 
+def _attention_stores(result: Inference, roles: dict, phases: g.Phases) -> Callable[[int, int], bool | None]:
+    """Whether the attention kernel's own stores hold N rows of an attention `width` wide (True),
+    deny them (False) or say nothing (None: no stores counted, or no shape fits)."""
+
+    def fit(tokens: int, width: int) -> bool | None:
+        shape = _attention_fit(result, roles, tokens, width, phases.forward)
+        return None if shape is None else _attention_stores_fit(result, roles, tokens, shape)
+
+    return fit
+
+
 def _confirmed(result: Inference, roles: dict, tokens: int, shape: AttentionShape | None) -> bool:
     """Whether the attention kernel confirms the reading `shape` of N = `tokens` rows (see
     `_attention_confirms`)."""
@@ -545,6 +575,11 @@ def _confirmed(result: Inference, roles: dict, tokens: int, shape: AttentionShap
         return False
     stores = _attention_stores_fit(result, roles, tokens, shape)
     return stores is not False and (shape.error < EXACT_ATTENTION or stores is True)
+
+
+def _attention_stored(marker: KernelRecord) -> float:
+    """The bytes a fused attention kernel stores, by st.global and by TMA (`stores_fit`)."""
+    return marker.metric(g.STORE_BYTES) + marker.metric(g.TMA_STORE_BYTES)
 
 
 def _attention_stores_fit(result: Inference, roles: dict, tokens: int, shape: AttentionShape) -> bool | None:
@@ -599,7 +634,7 @@ def _off_d_rival(
     ours = _attention_fit(result, roles, tokens, d, phases.forward)
     beaten = f"; over N={tokens} rows of an attention {d} wide (N·d·d), "
     if ours is not None and _attention_stores_fit(result, roles, tokens, ours) is False:
-        why = f"which the attention's {roles['marker'].metric(g.STORE_BYTES):,.0f} B of stores deny"
+        why = f"which the attention's {_attention_stored(roles['marker']):,.0f} B of stores deny"
         return dataclasses.replace(rival, evidence=rival.evidence + beaten + why)
     if not _confirmed(result, roles, tokens, ours):
         return dataclasses.replace(
@@ -973,7 +1008,7 @@ def _read_fields(
     # fused loss over chunks of the rows: neither head can judge a reading of N
     head = None if last_position_logits or loss_chunks(capture, layer.lm_head) > 1 else layer.lm_head
     support = token_candidates(phases.forward)
-    found = _tokens_and_width(result, support, roles, counts, head)
+    found = _tokens_and_width(result, support, roles, counts, head, _attention_stores(result, roles, phases))
     if found is None:
         off_d, why = _attention_off_d(
             support, roles, counts, _element_size(result), head, confirms=_attention_confirms(result, roles, phases)
