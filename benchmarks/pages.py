@@ -1201,6 +1201,7 @@ SERVED_BLIND = {
     "bi": "score-106-served-blindbi-ae92d72",
     "bj": "score-107-served-blindbj-f6ff51b",
     "bk": "score-108-served-blindbk-9abed1b",
+    "bl": "score-109-served-blindbl-7356a06",
 }
 SERVED_NOW = "score-105-served-all-6c78700"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
