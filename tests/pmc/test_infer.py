@@ -606,13 +606,16 @@ def test_a_decode_step_decides_the_batch_its_prefill_leaves_open():
         # 64 rows at d 2048 whose compiled norms run two rows a program (a grid of 32) and whose
         # GEMMs' row tiles pad 32 and 64 alike; cuDNN's TMA stores hold 64·2048 outputs
         ("bk_qwen3_h16_kv8_t64_graphs_fp16", "d_model", "not N=32, which more launches count"),
+        # autocast casts the down-projection's 5632 x 2048 weight a few kernels before the head's
+        # 10,000 x 2048 one; the cast nearest the head is its weight's
+        ("bl_lmperf_h16_t64_graphs", "vocab_size", "copy of its weight before it stores V·d·2 B gives V=10000"),
         # an attention 4096 wide over d 2560 whose output projection splits k in 3 slices of 1408
         # (22 steps of 64 each): its work is N·2560·4224 over 72 padded rows
         ("bj_qwen3_h32_kv8_t70_graphs", "d_model", "an attention 4096 wide"),
     ],
 )
 def test_blind_batches_misses_read_as_ran(name, field, how):
-    """The captures blind batches t, q, p, n, j, ak, al, ao, ar, as, at, aw, az, ba, bj and bk missed (fixed after them, so not blind):
+    """The captures blind batches t, q, p, n, j, ak, al, ao, ar, as, at, aw, az, ba, bj, bk and bl missed (fixed after them, so not blind):
     every field against the configuration that ran, and the field the fix is about read the way
     `how` names."""
     from lmperf.pmc.infer import infer

@@ -228,3 +228,28 @@ def test_a_head_over_a_padded_copy_of_its_weight_holds_v_within_eight():
     assert padded_weight_vocab([copy(50_257)], 450, 768, 2, 45_480, 50_432) is None  # no multiple of 8
     assert padded_weight_vocab([copy(50_440)], 450, 768, 2, 45_480, 50_432) is None  # outside the tiles
     assert padded_weight_vocab([copy(46_000)], 46_000, 768, 2, 45_480, 50_432) is None  # N rows of d
+
+
+def test_the_weight_cast_nearest_the_head_gives_v_before_other_weights_casts():
+    """Blind batch bl's lmperf model under CUDA graphs (V = 10,000, d 2048, d_ff 5632): autocast
+    casts the down-projection's 5632 x 2048 weight five kernels before the head and the head's
+    10,000 x 2048 weight just before it; both store a whole number of d-wide bf16 rows, and both
+    lie in the head's bound (10,208), so the cast nearest the head is read first."""
+    from lmperf.pmc.parse import KernelRecord
+    from lmperf.pmc.vocab import readings
+
+    def cast(rows):
+        return KernelRecord(
+            0, "triton_poi_fused__to_copy_t", (rows, 1, 1), (128, 1, 1), {g.STORE_BYTES: rows * 2048 * 2.0}
+        )
+
+    def other(index):
+        return KernelRecord(index, "triton_poi_fused__unsafe_view_mul_silu", (704, 1, 1), (256, 1, 1), {})
+
+    head = KernelRecord(9, "nvjet_sm90_tst_88x64_64x11_4x1_v_bz_TNN", (4, 29, 1), (384, 1, 1), {})
+    leaders = [cast(5632), other(1), other(2), other(3), cast(10_000)]
+    assert [v for v, _ in readings(head, [], 64, "bf16", leaders, 2048)] == [10_000, 5632]
+
+    name = "bl_lmperf_h16_t64_graphs"
+    result = infer(read_capture(capture_path(name)))
+    assert result.values["vocab_size"] == truth(name)["vocab_size"] == 10_000

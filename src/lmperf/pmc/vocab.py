@@ -196,9 +196,11 @@ def readings(
         for vocab in copy_vocabs(followers[:_FOLLOWERS], tokens, 4)
     ]
     if d and size == 2:
+        # nearest the head first: a compiled autocast graph casts every weight just before its
+        # GEMM, so the down-projection's d_ff x d cast may come a few kernels before the head's
         found += [
             (vocab, f"the {size}-byte copy of its weight before it stores V·d·{size} B")
-            for vocab in copy_vocabs(leaders[-_FOLLOWERS:], d, size)
+            for vocab in copy_vocabs(leaders[-_FOLLOWERS:][::-1], d, size)
         ]
     return [(v, how) for v, how in found if v]
 
