@@ -4006,6 +4006,94 @@ _SERVED_BLIND_BL = [
     ("bl_opt_h16_t100_eager_fp32", opt(2, 1024, 16, 4096, 50272), 1, 100, "forward", "fp32", "sdpa", {}),
 ]
 
+# Blind batch bm of the served kinds, written down after batch bl's score (14 of 14, its vocabulary
+# 13 of 14) and the fix of its miss (the weight cast nearest the head), before any of it is
+# captured, fourteen to a call: lmperf models under CUDA graphs at d 1536 and compiled at d 2048
+# with d_ff 8192, an fp16 compiled Qwen3 at d 2048 over 40 tokens, CUDA graphs on a Qwen3 at d 1024,
+# on an fp16 Mistral at d 2048, on a GPT-2 over two sequences and on an fp16 OPT of 32 heads, a
+# compiled Llama at d 4096 over Llama 3's vocabulary, a compiled GPT-NeoX at d 2048, a Liger Qwen2
+# over 64 tokens, cuDNN attention on a Llama at d 2048, a compiled lmperf training step,
+# max-autotune on a Mistral and an fp16 eager GPT-2.
+_SERVED_BLIND_BM = [
+    (
+        "bm_lmperf_h12_t80_graphs",
+        _small(n_layers=2, d_model=1536, n_heads=12, d_ff=4096),
+        1,
+        80,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    (
+        "bm_lmperf_h16_t72_compile",
+        _small(n_layers=2, d_model=2048, n_heads=16, d_ff=8192),
+        1,
+        72,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "bm_qwen3_h16_kv8_t40_compile_fp16",
+        qwen3(2, 2048, 16, 8, 128, 6144, 151936),
+        1,
+        40,
+        "forward",
+        "fp16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("bm_qwen3_h8_kv4_t64_graphs", qwen3(2, 1024, 8, 4, 128, 3072, 151936), 1, 64, "forward", "bf16", "sdpa", GRAPHED),
+    ("bm_llama_h32_kv8_t56_compile", llama(2, 4096, 32, 8, 14336, 128256), 1, 56, "forward", "bf16", "sdpa", COMPILED),
+    (
+        "bm_mistral_h16_kv8_t64_graphs_fp16",
+        llama(2, 2048, 16, 8, 5632, 32768, "mistral"),
+        1,
+        64,
+        "forward",
+        "fp16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("bm_gpt2_h16_t30_graphs", gpt2(2, 1024, 16, 50257), 2, 30, "forward", "bf16", "sdpa", GRAPHED),
+    ("bm_neox_h16_t64_compile", neox(2, 2048, 16, 8192, 50304), 1, 64, "forward", "bf16", "sdpa", COMPILED),
+    ("bm_opt_h32_t72_graphs_fp16", opt(2, 2048, 32, 8192, 50272), 1, 72, "forward", "fp16", "sdpa", GRAPHED),
+    (
+        "bm_qwen2_h12_kv2_t64_liger",
+        llama(2, 1536, 12, 2, 8960, 151936, "qwen2"),
+        1,
+        64,
+        "forward",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    ("bm_llama_h16_kv8_t64_cudnn", llama(2, 2048, 16, 8, 8192, 128256), 1, 64, "forward", "bf16", "sdpa", CUDNN),
+    (
+        "bm_lmperf_h8_t128_train_compile",
+        _small(n_layers=2, d_model=1024, n_heads=8, d_ff=2816),
+        1,
+        128,
+        "train-step",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "bm_mistral_h8_kv2_t96_autotune",
+        llama(2, 1024, 8, 2, 3584, 32768, "mistral"),
+        1,
+        96,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    ("bm_gpt2_h12_t140_eager_fp16", gpt2(2, 768, 12, 50257), 1, 140, "forward", "fp16", "sdpa", {}),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -4177,6 +4265,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_BJ
             + _SERVED_BLIND_BK
             + _SERVED_BLIND_BL
+            + _SERVED_BLIND_BM
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
