@@ -1202,6 +1202,7 @@ SERVED_BLIND = {
     "bj": "score-107-served-blindbj-f6ff51b",
     "bk": "score-108-served-blindbk-9abed1b",
     "bl": "score-109-served-blindbl-7356a06",
+    "bm": "score-110-served-blindbm-b258630",
 }
 SERVED_NOW = "score-105-served-all-6c78700"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
