@@ -4094,6 +4094,66 @@ _SERVED_BLIND_BM = [
     ("bm_gpt2_h12_t140_eager_fp16", gpt2(2, 768, 12, 50257), 1, 140, "forward", "fp16", "sdpa", {}),
 ]
 
+# Blind batch bn of the served kinds, written down after batch bm's score (14 of 14), before any of
+# it is captured: seven quick forwards, one wave for the device seconds left: lmperf models under
+# CUDA graphs at d 2048 with d_ff 5632 (batch bl's miss, over other rows) and compiled at d 1536,
+# CUDA graphs on an fp16 Qwen3 at d 2048, a compiled Mistral at d 1024, a Liger Qwen2 at d 896,
+# cuDNN attention on an fp16 GPT-NeoX and a compiled OPT.
+_SERVED_BLIND_BN = [
+    (
+        "bn_lmperf_h16_t56_graphs",
+        _small(n_layers=2, d_model=2048, n_heads=16, d_ff=5632),
+        1,
+        56,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    (
+        "bn_lmperf_h12_t96_compile",
+        _small(n_layers=2, d_model=1536, n_heads=12, d_ff=6144),
+        1,
+        96,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "bn_qwen3_h16_kv8_t80_graphs_fp16",
+        qwen3(2, 2048, 16, 8, 128, 6144, 151936),
+        1,
+        80,
+        "forward",
+        "fp16",
+        "sdpa",
+        GRAPHED,
+    ),
+    (
+        "bn_mistral_h8_kv2_t48_compile",
+        llama(2, 1024, 8, 2, 3584, 32768, "mistral"),
+        1,
+        48,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "bn_qwen2_h14_kv2_t72_liger",
+        llama(2, 896, 14, 2, 4864, 151936, "qwen2"),
+        1,
+        72,
+        "forward",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    ("bn_neox_h12_t100_cudnn_fp16", neox(2, 768, 12, 3072, 50304), 1, 100, "forward", "fp16", "sdpa", CUDNN),
+    ("bn_opt_h12_t64_compile", opt(2, 768, 12, 3072, 50272), 1, 64, "forward", "bf16", "sdpa", COMPILED),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -4266,6 +4326,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_BK
             + _SERVED_BLIND_BL
             + _SERVED_BLIND_BM
+            + _SERVED_BLIND_BN
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
