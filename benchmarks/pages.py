@@ -1203,6 +1203,7 @@ SERVED_BLIND = {
     "bk": "score-108-served-blindbk-9abed1b",
     "bl": "score-109-served-blindbl-7356a06",
     "bm": "score-110-served-blindbm-b258630",
+    "bn": "score-111-served-blindbn-b7483c0",
 }
 SERVED_NOW = "score-105-served-all-6c78700"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
