@@ -1205,7 +1205,7 @@ SERVED_BLIND = {
     "bm": "score-110-served-blindbm-b258630",
     "bn": "score-111-served-blindbn-b7483c0",
 }
-SERVED_NOW = "score-105-served-all-6c78700"
+SERVED_NOW = "score-112-served-all-dabdc1c"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
