@@ -1326,7 +1326,7 @@ LIMITS_AT_CAPTURE = (
     "limits-at-capture-d461497",
     "limits-at-capture-3cd2926",
 )
-LIMITS_NOW = "limits-237589e"
+LIMITS_NOW = "limits-4a8ac88"
 
 
 def _limit_reading(row: dict) -> str:
