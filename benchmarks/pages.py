@@ -1402,7 +1402,7 @@ def pmc_paths() -> str:
     return markdown(["attention path", "captures", "every structural field exact", "vocab_size exact"], body)
 
 
-INFER_TIME = "infer-time-5fa5145"
+INFER_TIME = "infer-time-8644aaf"
 
 
 def _timed_capture(what: str) -> str:
