@@ -108,7 +108,7 @@ def _split_k_nvjet_readings(
     projection over an attention 4096 wide). s is no part of the name; the grid pins it: s times
     the output tiles' CTAs, clusters of C x D CTAs of A x B tiles, is every CTA it launched."""
     readings = []
-    for slices in range(2, kernel.blocks + 1):
+    for slices in range(2, min(kernel.blocks, -(-k // depth)) + 1):  # each slice runs a step or more
         inner = slices * -(-k // (slices * depth)) * depth
         if kernel.blocks % slices or inner == -(-k // depth) * depth:
             continue
