@@ -366,6 +366,11 @@ def mask_fits(kernels: list[KernelRecord], batch: int, seq_len: int) -> bool:
     return any(_mask_fits(k.metrics[STORE_BYTES], batch, seq_len) for k in _mask_kernels(kernels))
 
 
+def stored_bytes(kernel: KernelRecord) -> float:
+    """The bytes a fused attention kernel stores, by st.global and by TMA together."""
+    return kernel.metric(STORE_BYTES) + kernel.metric(TMA_STORE_BYTES)
+
+
 def stores_fit(kernel: KernelRecord, tokens: int, width: int, heads: int, size: int) -> bool | None:
     """Whether a fused attention forward's stores are what N = `tokens` rows of an attention
     `width` wide store: its N·width outputs of `size` bytes, with or without the N·H fp32
@@ -374,7 +379,7 @@ def stores_fit(kernel: KernelRecord, tokens: int, width: int, heads: int, size: 
     clips a tile's rows past N, so cuDNN's 128-row tiles store N rows exactly. None where the
     stores say nothing: none counted, or FlashAttention's split-KV forward, whose partial sums
     are stored too. Every fused attention of the corpora stores so."""
-    stored = kernel.metric(STORE_BYTES) + kernel.metric(TMA_STORE_BYTES)
+    stored = stored_bytes(kernel)
     if not stored or "splitkv" in kernel.name:
         return None
     out, statistics = tokens * width * size, 4 * tokens * heads

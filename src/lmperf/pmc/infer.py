@@ -32,6 +32,7 @@ from lmperf.pmc.attention_shape import (
     grid_names_batch,
     mask_fits,
     naive_shape,
+    stored_bytes,
     stores_fit,
     untie_by_causal_mask,
     untie_by_rotary_table,
@@ -305,7 +306,7 @@ def _tokens_and_width(
         if confirmed:
             passed = (
                 f"; not N={tokens}, which more launches count: the attention's "
-                f"{_attention_stored(roles['marker']):,.0f} B of stores deny it"
+                f"{stored_bytes(roles['marker']):,.0f} B of stores deny it"
             )
             launches, _, _, tokens, d = max(confirmed)
     result.evidence["_tokens"] = f"N={tokens} rows seen in {launches} norm/gather/reduction launches"
@@ -577,11 +578,6 @@ def _confirmed(result: Inference, roles: dict, tokens: int, shape: AttentionShap
     return stores is not False and (shape.error < EXACT_ATTENTION or stores is True)
 
 
-def _attention_stored(marker: KernelRecord) -> float:
-    """The bytes a fused attention kernel stores, by st.global and by TMA (`stores_fit`)."""
-    return marker.metric(g.STORE_BYTES) + marker.metric(g.TMA_STORE_BYTES)
-
-
 def _attention_stores_fit(result: Inference, roles: dict, tokens: int, shape: AttentionShape) -> bool | None:
     """`stores_fit` of the fused attention kernel for a reading of N = `tokens` rows as `shape`."""
     if roles["kind"] == "softmax":
@@ -634,7 +630,7 @@ def _off_d_rival(
     ours = _attention_fit(result, roles, tokens, d, phases.forward)
     beaten = f"; over N={tokens} rows of an attention {d} wide (N·d·d), "
     if ours is not None and _attention_stores_fit(result, roles, tokens, ours) is False:
-        why = f"which the attention's {_attention_stored(roles['marker']):,.0f} B of stores deny"
+        why = f"which the attention's {stored_bytes(roles['marker']):,.0f} B of stores deny"
         return dataclasses.replace(rival, evidence=rival.evidence + beaten + why)
     if not _confirmed(result, roles, tokens, ours):
         return dataclasses.replace(

@@ -70,13 +70,7 @@ class Counters(Mapping[str, "float | None"]):
         return self._values[name]
 
     def get(self, name: str, default=None):
-        if name in self._values:
-            return self._values[name]
-        column = self._columns.get(name)
-        if column is None:
-            return default
-        value = self._values[name] = number(self._cells[column])
-        return value
+        return self[name] if name in self._columns else default
 
     def __contains__(self, name: object) -> bool:
         return name in self._columns
