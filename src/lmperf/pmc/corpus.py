@@ -4154,6 +4154,94 @@ _SERVED_BLIND_BN = [
     ("bn_opt_h12_t64_compile", opt(2, 768, 12, 3072, 50272), 1, 64, "forward", "bf16", "sdpa", COMPILED),
 ]
 
+# Blind batch bo of the served kinds, written down after batch bn's score (7 of 7), before any of it
+# is captured, fourteen to a call: CUDA graphs on a Qwen3 at d 2560 with an attention 4096 wide over
+# 66 tokens (batch bj's missed kind, whose output projection cuBLAS splits in k), on a Llama at d
+# 3072 over Llama 3's vocabulary, on a GPT-NeoX at d 2560, on an fp16 OPT at d 2560 and on a GPT-2
+# of 25 heads over two sequences, lmperf models compiled at d 2560 and in a compiled training step
+# with the fused loss, a compiled fp16 GPT-2 at d 1280, an fp16 compiled Qwen3 with an attention
+# twice d wide, Liger on a Qwen2 at d 2048 and on a Llama at d 1536, max-autotune on a Mistral at d
+# 2048, cuDNN attention on an OPT and an fp32 eager Llama.
+_SERVED_BLIND_BO = [
+    (
+        "bo_qwen3_h32_kv8_t66_graphs",
+        qwen3(2, 2560, 32, 8, 128, 9728, 151936),
+        1,
+        66,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    (
+        "bo_llama_h24_kv8_t80_graphs",
+        llama(2, 3072, 24, 8, 8192, 128256),
+        1,
+        80,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("bo_neox_h32_t56_graphs", neox(2, 2560, 32, 10240, 50304), 1, 56, "forward", "bf16", "sdpa", GRAPHED),
+    ("bo_opt_h32_t80_graphs_fp16", opt(2, 2560, 32, 10240, 50272), 1, 80, "forward", "fp16", "sdpa", GRAPHED),
+    (
+        "bo_lmperf_h20_t64_compile",
+        _small(n_layers=2, d_model=2560, n_heads=20, d_ff=6912),
+        1,
+        64,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "bo_lmperf_h12_t160_train_compile_fused",
+        _small(n_layers=2, d_model=1536, n_heads=12, d_ff=4096),
+        1,
+        160,
+        "train-step",
+        "bf16",
+        "sdpa",
+        {**COMPILED, "loss": "fused"},
+    ),
+    ("bo_gpt2_h25_t48_graphs", gpt2(2, 1600, 25, 50257), 2, 48, "forward", "bf16", "sdpa", GRAPHED),
+    ("bo_gpt2_h20_t90_compile_fp16", gpt2(2, 1280, 20, 50257), 1, 90, "forward", "fp16", "sdpa", COMPILED),
+    (
+        "bo_qwen3_h16_kv8_t50_compile_fp16",
+        qwen3(2, 1024, 16, 8, 128, 3072, 151936),
+        1,
+        50,
+        "forward",
+        "fp16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "bo_qwen2_h16_kv2_t60_liger",
+        llama(2, 2048, 16, 2, 11008, 151936, "qwen2"),
+        1,
+        60,
+        "forward",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    ("bo_llama_h12_kv4_t72_liger", llama(2, 1536, 12, 4, 4096, 32000), 1, 72, "forward", "bf16", "sdpa", LIGER),
+    (
+        "bo_mistral_h16_kv4_t40_autotune",
+        llama(2, 2048, 16, 4, 5632, 32768, "mistral"),
+        1,
+        40,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    ("bo_opt_h16_t100_cudnn", opt(2, 1024, 16, 4096, 50272), 1, 100, "forward", "bf16", "sdpa", CUDNN),
+    ("bo_llama_h8_t200_eager_fp32", llama(2, 512, 8, 8, 1408, 32000), 1, 200, "forward", "fp32", "sdpa", {}),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -4327,6 +4415,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_BL
             + _SERVED_BLIND_BM
             + _SERVED_BLIND_BN
+            + _SERVED_BLIND_BO
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
