@@ -1204,6 +1204,7 @@ SERVED_BLIND = {
     "bl": "score-109-served-blindbl-7356a06",
     "bm": "score-110-served-blindbm-b258630",
     "bn": "score-111-served-blindbn-b7483c0",
+    "bo": "score-113-served-blindbo-c9e866b",
 }
 SERVED_NOW = "score-112-served-all-dabdc1c"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
