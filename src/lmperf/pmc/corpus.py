@@ -4242,6 +4242,189 @@ _SERVED_BLIND_BO = [
     ("bo_llama_h8_t200_eager_fp32", llama(2, 512, 8, 8, 1408, 32000), 1, 200, "forward", "fp32", "sdpa", {}),
 ]
 
+# Blind batch bp of the served kinds, written down after batch bo's score (14 of 14), before any of
+# it is captured, fourteen to a call: CUDA graphs on a Qwen3 at d 5120, on an fp16 Llama at d 4096
+# over Llama 3's vocabulary, on a GPT-2 over three sequences of 41 tokens (an odd number of rows)
+# and on an lmperf model with eager attention, compiled forwards of a Mistral at d 4096, an fp16
+# GPT-NeoX at d 2560, an OPT at d 5120 and an lmperf model with lmperf's Triton attention, a
+# compiled fp16 GPT-2 training step, Liger on a Qwen2 at d 3584 over a vocabulary of 152,064,
+# max-autotune on an fp16 Mistral, cuDNN attention on a GPT-NeoX at d 2048, an fp16 eager Qwen3 and
+# an fp32 eager GPT-NeoX.
+_SERVED_BLIND_BP = [
+    (
+        "bp_qwen3_h40_kv8_t48_graphs",
+        qwen3(2, 5120, 40, 8, 128, 17408, 151936),
+        1,
+        48,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    (
+        "bp_llama_h32_kv8_t100_graphs_fp16",
+        llama(2, 4096, 32, 8, 14336, 128256),
+        1,
+        100,
+        "forward",
+        "fp16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("bp_gpt2_h12_t41_graphs", gpt2(2, 768, 12, 50257), 3, 41, "forward", "bf16", "sdpa", GRAPHED),
+    (
+        "bp_lmperf_h8_t96_graphs_naive",
+        _small(n_layers=2, d_model=1024, n_heads=8, d_ff=2816),
+        1,
+        96,
+        "forward",
+        "bf16",
+        "naive",
+        GRAPHED,
+    ),
+    (
+        "bp_mistral_h32_kv8_t64_compile",
+        llama(2, 4096, 32, 8, 14336, 32768, "mistral"),
+        1,
+        64,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("bp_neox_h20_t88_compile_fp16", neox(2, 2560, 20, 10240, 50304), 1, 88, "forward", "fp16", "sdpa", COMPILED),
+    ("bp_opt_h40_t64_compile", opt(2, 5120, 40, 20480, 50272), 1, 64, "forward", "bf16", "sdpa", COMPILED),
+    (
+        "bp_lmperf_h16_t128_compile_triton",
+        _small(n_layers=2, d_model=2048, n_heads=16, d_ff=5632),
+        1,
+        128,
+        "forward",
+        "bf16",
+        "triton",
+        COMPILED,
+    ),
+    ("bp_gpt2_h12_t128_train_compile_fp16", gpt2(2, 768, 12, 50257), 2, 128, "train-step", "fp16", "sdpa", COMPILED),
+    (
+        "bp_qwen2_h28_kv4_t48_liger",
+        llama(2, 3584, 28, 4, 18944, 152064, "qwen2"),
+        1,
+        48,
+        "forward",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    (
+        "bp_mistral_h8_kv8_t72_autotune_fp16",
+        llama(2, 1024, 8, 8, 3584, 32768, "mistral"),
+        1,
+        72,
+        "forward",
+        "fp16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    ("bp_neox_h16_t150_cudnn", neox(2, 2048, 16, 8192, 50304), 1, 150, "forward", "bf16", "sdpa", CUDNN),
+    (
+        "bp_qwen3_h16_kv8_t120_eager_fp16",
+        qwen3(2, 2048, 16, 8, 128, 6144, 151936),
+        1,
+        120,
+        "forward",
+        "fp16",
+        "sdpa",
+        {},
+    ),
+    ("bp_neox_h16_t128_eager_fp32", neox(2, 1024, 16, 4096, 50304), 1, 128, "forward", "fp32", "sdpa", {}),
+]
+
+# Blind batch bq of the served kinds, written down with batch bp, before either is captured or
+# scored, fourteen to a call: CUDA graphs on an fp16 Qwen3 at d 4096, on a Mistral at d 3072, on a
+# GPT-NeoX over 77 tokens, on an OPT and on an lmperf model at d 3072, a compiled Llama with as many
+# K/V heads as heads, a compiled GPT-2 over two sequences, a compiled lmperf training step, Liger on
+# a Qwen2 over two sequences, on a Mistral at d 4096 and on an fp16 Llama, max-autotune on a Qwen3,
+# cuDNN attention on an fp16 Llama at d 3072 and an eager OPT at d 4096.
+_SERVED_BLIND_BQ = [
+    (
+        "bq_qwen3_h32_kv8_t72_graphs_fp16",
+        qwen3(2, 4096, 32, 8, 128, 12288, 151936),
+        1,
+        72,
+        "forward",
+        "fp16",
+        "sdpa",
+        GRAPHED,
+    ),
+    (
+        "bq_mistral_h24_kv8_t90_graphs",
+        llama(2, 3072, 24, 8, 8192, 32768, "mistral"),
+        1,
+        90,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("bq_neox_h8_t77_graphs", neox(2, 512, 8, 2048, 50304), 1, 77, "forward", "bf16", "sdpa", GRAPHED),
+    ("bq_opt_h12_t96_graphs", opt(2, 768, 12, 3072, 50272), 1, 96, "forward", "bf16", "sdpa", GRAPHED),
+    (
+        "bq_lmperf_h24_t80_graphs",
+        _small(n_layers=2, d_model=3072, n_heads=24, d_ff=8192),
+        1,
+        80,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("bq_llama_h32_kv32_t52_compile", llama(2, 4096, 32, 32, 11008, 32000), 1, 52, "forward", "bf16", "sdpa", COMPILED),
+    ("bq_gpt2_h16_t55_compile", gpt2(2, 1024, 16, 50257), 2, 55, "forward", "bf16", "sdpa", COMPILED),
+    (
+        "bq_lmperf_h16_t256_train_compile",
+        _small(n_layers=2, d_model=1024, n_heads=16, d_ff=4096),
+        1,
+        256,
+        "train-step",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "bq_qwen2_h12_kv2_t40_liger",
+        llama(2, 1536, 12, 2, 8960, 151936, "qwen2"),
+        2,
+        40,
+        "forward",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    (
+        "bq_mistral_h32_kv8_t56_liger",
+        llama(2, 4096, 32, 8, 14336, 32768, "mistral"),
+        1,
+        56,
+        "forward",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    ("bq_llama_h16_kv4_t80_liger_fp16", llama(2, 2048, 16, 4, 5632, 32000), 1, 80, "forward", "fp16", "sdpa", LIGER),
+    (
+        "bq_qwen3_h16_kv8_t64_autotune",
+        qwen3(2, 2048, 16, 8, 128, 6144, 151936),
+        1,
+        64,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    ("bq_llama_h24_kv8_t120_cudnn_fp16", llama(2, 3072, 24, 8, 8192, 128256), 1, 120, "forward", "fp16", "sdpa", CUDNN),
+    ("bq_opt_h32_t64_eager", opt(2, 4096, 32, 16384, 50272), 1, 64, "forward", "bf16", "sdpa", {}),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -4416,6 +4599,8 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_BM
             + _SERVED_BLIND_BN
             + _SERVED_BLIND_BO
+            + _SERVED_BLIND_BP
+            + _SERVED_BLIND_BQ
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
