@@ -1205,6 +1205,8 @@ SERVED_BLIND = {
     "bm": "score-110-served-blindbm-b258630",
     "bn": "score-111-served-blindbn-b7483c0",
     "bo": "score-113-served-blindbo-c9e866b",
+    "bp": "score-114-served-blindbp-ba1d8a4",
+    "bq": "score-115-served-blindbq-6e8463f",
 }
 SERVED_NOW = "score-112-served-all-dabdc1c"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
