@@ -4425,6 +4425,85 @@ _SERVED_BLIND_BQ = [
     ("bq_opt_h32_t64_eager", opt(2, 4096, 32, 16384, 50272), 1, 64, "forward", "bf16", "sdpa", {}),
 ]
 
+# Blind batch br of the served kinds, written down after the scores of batches bp and bq (13 and 12
+# of 14) and before their misses are fixed, so it holds none of their three missed kinds; before any
+# of it is captured, fourteen to a call: CUDA graphs on a Llama at d 2048 over Llama 3's vocabulary,
+# on a Qwen3 at d 4096, on an fp16 GPT-2 over two sequences, on an OPT at d 2048 and on an lmperf
+# model with lmperf's Triton attention, compiled forwards of a GPT-NeoX at d 4096 over a vocabulary
+# of 50,432, an lmperf model at d 4096 and an fp32 OPT, a compiled Mistral training step, Liger on a
+# Qwen3 and on a Llama at d 4096, max-autotune on a GPT-2, cuDNN attention on a Qwen2 at d 896 and
+# an fp16 eager Mistral at d 4096.
+_SERVED_BLIND_BR = [
+    ("br_llama_h16_kv8_t84_graphs", llama(2, 2048, 16, 8, 8192, 128256), 1, 84, "forward", "bf16", "sdpa", GRAPHED),
+    (
+        "br_qwen3_h32_kv8_t60_graphs",
+        qwen3(2, 4096, 32, 8, 128, 12288, 151936),
+        1,
+        60,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("br_gpt2_h16_t64_graphs_fp16", gpt2(2, 1024, 16, 50257), 2, 64, "forward", "fp16", "sdpa", GRAPHED),
+    ("br_opt_h32_t48_graphs", opt(2, 2048, 32, 8192, 50272), 1, 48, "forward", "bf16", "sdpa", GRAPHED),
+    (
+        "br_lmperf_h16_t96_graphs_triton",
+        _small(n_layers=2, d_model=2048, n_heads=16, d_ff=5632),
+        1,
+        96,
+        "forward",
+        "bf16",
+        "triton",
+        GRAPHED,
+    ),
+    ("br_neox_h32_t60_compile", neox(2, 4096, 32, 16384, 50432), 1, 60, "forward", "bf16", "sdpa", COMPILED),
+    (
+        "br_lmperf_h32_t64_compile",
+        _small(n_layers=2, d_model=4096, n_heads=32, d_ff=11008),
+        1,
+        64,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("br_opt_h16_t150_compile_fp32", opt(2, 1024, 16, 4096, 50272), 1, 150, "forward", "fp32", "sdpa", COMPILED),
+    (
+        "br_mistral_h16_kv8_t160_train_compile",
+        llama(2, 1024, 16, 8, 3584, 32768, "mistral"),
+        1,
+        160,
+        "train-step",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("br_qwen3_h16_kv8_t56_liger", qwen3(2, 2048, 16, 8, 128, 6144, 151936), 1, 56, "forward", "bf16", "sdpa", LIGER),
+    ("br_llama_h32_kv8_t64_liger", llama(2, 4096, 32, 8, 14336, 128256), 1, 64, "forward", "bf16", "sdpa", LIGER),
+    ("br_gpt2_h12_t80_autotune", gpt2(2, 768, 12, 50257), 1, 80, "forward", "bf16", "sdpa", AUTOTUNED),
+    (
+        "br_qwen2_h14_kv2_t90_cudnn",
+        llama(2, 896, 14, 2, 4864, 151936, "qwen2"),
+        1,
+        90,
+        "forward",
+        "bf16",
+        "sdpa",
+        CUDNN,
+    ),
+    (
+        "br_mistral_h32_kv8_t48_eager_fp16",
+        llama(2, 4096, 32, 8, 14336, 32768, "mistral"),
+        1,
+        48,
+        "forward",
+        "fp16",
+        "sdpa",
+        {},
+    ),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -4601,6 +4680,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_BO
             + _SERVED_BLIND_BP
             + _SERVED_BLIND_BQ
+            + _SERVED_BLIND_BR
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
