@@ -1207,6 +1207,7 @@ SERVED_BLIND = {
     "bo": "score-113-served-blindbo-c9e866b",
     "bp": "score-114-served-blindbp-ba1d8a4",
     "bq": "score-115-served-blindbq-6e8463f",
+    "br": "score-116-served-blindbr-dbea245",
 }
 SERVED_NOW = "score-112-served-all-dabdc1c"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
