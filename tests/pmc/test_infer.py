@@ -612,10 +612,13 @@ def test_a_decode_step_decides_the_batch_its_prefill_leaves_open():
         # an attention 4096 wide over d 2560 whose output projection splits k in 3 slices of 1408
         # (22 steps of 64 each): its work is N·2560·4224 over 72 padded rows
         ("bj_qwen3_h32_kv8_t70_graphs", "d_model", "an attention 4096 wide"),
+        # 64 rows at d 2048 whose max-autotune norms run four rows a program (grids of 16): at 16
+        # rows of d 4096 no (B, T, H) fits cuDNN's grid, and its TMA stores hold 64·2048 outputs
+        ("bq_qwen3_h16_kv8_t64_autotune", "d_model", "not N=16, which more launches count"),
     ],
 )
 def test_blind_batches_misses_read_as_ran(name, field, how):
-    """The captures blind batches t, q, p, n, j, ak, al, ao, ar, as, at, aw, az, ba, bj, bk and bl missed (fixed after them, so not blind):
+    """The captures blind batches t, q, p, n, j, ak, al, ao, ar, as, at, aw, az, ba, bj, bk, bl and bq missed (fixed after them, so not blind):
     every field against the configuration that ran, and the field the fix is about read the way
     `how` names."""
     from lmperf.pmc.infer import infer
@@ -932,6 +935,47 @@ def test_cudnns_tma_stores_of_its_outputs_deny_half_the_rows():
     assert stores_fit(cudnn(262_144.0), 32, 2048, 16, 2) is False
     assert stores_fit(cudnn(262_144.0, 4_096.0), 64, 2048, 16, 2) is True
     assert stores_fit(cudnn(262_144.0, 4_096.0), 64, 2048, 8, 2) is False
+
+
+def test_cudnns_stores_deny_rows_at_which_no_heads_fit_its_grid():
+    """A max-autotune Qwen3's norms run four rows a program: 64 rows of d 2048 launch grids of 16,
+    and the output projection's 64·2048·2048 MACs are 16·4096·4096, as the K projection's
+    64·1024 stored values are 16·4096. cuDNN's 16 blocks of 128 query rows over 16 rows of an
+    attention 4096 wide would be B=1, T=16 and 16 heads of 256, which its 128-wide head tile
+    cannot hold (fewer heads, wider still), so no (B, T, H) fits and no heads judge the
+    log-sum-exps; its TMA stores, 64·2048·2 = 262,144 B, still judge the outputs: not 16·4096·2 =
+    131,072 B, nor that plus 16·H·4 B of statistics (H = 2,048, heads of 2), nor those alone (H =
+    4,096). They deny N=16 and hold N=64 (B=1, T=64, 16 heads of 128: 4·16·128·128·128 tensor
+    ops over one 128 x 128 tile a head), which the launches count less often."""
+    from collections import Counter
+
+    from lmperf.analysis.kernels import ATTENTION
+    from lmperf.pmc import gemms as g
+    from lmperf.pmc.attention_shape import stores_deny
+    from lmperf.pmc.infer import _attention_stores, _tokens_and_width
+    from lmperf.pmc.parse import KernelRecord
+    from lmperf.pmc.result import Inference
+
+    bf16 = g.TENSOR_PATHS["bf16"]
+
+    def kernel(index: int, name: str, grid: int, metrics: dict) -> KernelRecord:
+        return KernelRecord(index, name, (grid, 1, 1), (128, 1, 1), metrics)
+
+    name = "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x128_4x1x1_cga1x1"
+    attention = kernel(0, name, 16, {bf16: 134_217_728.0, g.STORE_BYTES: 0.0, g.TMA_STORE_BYTES: 262_144.0})
+    out = kernel(1, "triton_tem_fused_mm_t_view_1", 64, {bf16: 2 * 268_435_456.0, g.STORE_BYTES: 262_144.0})
+    up = kernel(2, "nvjet_sm90_tst_64x64_64x13_4x1_v_bz_TNT", 4, {bf16: 2 * 805_306_368.0})
+    roles = dict(kind=ATTENTION, marker=attention, qkv=[], qk=None, out=out, ups=[up], down=up)
+    roles["first_layer"] = [attention, out, up]
+    result = Inference()
+    result.set("dtype", "bf16", 0.95, "the layer GEMMs' tensor pipe")
+    stores = _attention_stores(result, roles, g.Phases(roles["first_layer"], [], []))
+
+    assert stores_deny(attention, 16, 4096, 2) and not stores_deny(attention, 64, 2048, 2)
+    assert (stores(16, 4096), stores(64, 2048)) == (False, True)
+    counts = Counter({65_536: 2, 131_072: 3})  # the K projection's N·1024 values; N·d
+    assert _tokens_and_width(result, Counter({16: 3, 64: 1}), roles, counts, None, stores) == (64, 2048)
+    assert "not N=16, which more launches count" in result.evidence["d_model"]
 
 
 def test_a_causal_mask_fits_one_sequence_length_of_the_same_rows():

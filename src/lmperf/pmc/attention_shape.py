@@ -386,6 +386,17 @@ def stores_fit(kernel: KernelRecord, tokens: int, width: int, heads: int, size: 
     return stored in (out, out + statistics, statistics)
 
 
+def stores_deny(kernel: KernelRecord, tokens: int, width: int, size: int) -> bool:
+    """Whether a fused attention forward's stores deny N = `tokens` rows of an attention `width`
+    wide whatever its heads: `stores_fit` is False for every head count of a plausible head_dim.
+    Only the log-sum-exps depend on H, so the N·width outputs judge a reading that no (B, T, H)
+    of the grid fits: a max-autotune Qwen3's norms of four rows a program over 64 rows of d 2048
+    read N=16 from their grids, at which cuDNN's 16 blocks would be heads of 256 its 128-wide head
+    tile cannot hold, and its 262,144 B of stores are not 16·4096 outputs of 2 B."""
+    fits = {stores_fit(kernel, tokens, width, width // hd, size) for hd in PLAUSIBLE_HEAD_DIMS if width % hd == 0}
+    return fits == {False}
+
+
 def _untie(shape: AttentionShape, kernels: list[KernelRecord], fits_stores, what: str) -> AttentionShape:
     """The one of `shape`'s equal fits across B whose (B, T) `fits_stores`(bytes, B, T) of one of
     `kernels`, with `what` (formatted with those bytes) added to its evidence; `shape` unchanged

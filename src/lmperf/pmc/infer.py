@@ -33,6 +33,7 @@ from lmperf.pmc.attention_shape import (
     mask_fits,
     naive_shape,
     stored_bytes,
+    stores_deny,
     stores_fit,
     untie_by_causal_mask,
     untie_by_rotary_table,
@@ -560,11 +561,16 @@ def _attention_confirms(result: Inference, roles: dict, phases: g.Phases) -> Cal
 
 def _attention_stores(result: Inference, roles: dict, phases: g.Phases) -> Callable[[int, int], bool | None]:
     """Whether the attention kernel's own stores hold N rows of an attention `width` wide (True),
-    deny them (False) or say nothing (None: no stores counted, or no shape fits)."""
+    deny them (False) or say nothing (None: no stores counted, or no shape fits and the stores
+    do not deny every plausible head count, `stores_deny`)."""
 
     def fit(tokens: int, width: int) -> bool | None:
         shape = _attention_fit(result, roles, tokens, width, phases.forward)
-        return None if shape is None else _attention_stores_fit(result, roles, tokens, shape)
+        if shape is not None:
+            return _attention_stores_fit(result, roles, tokens, shape)
+        # no (B, T, H) fits, so no heads to judge the log-sum-exps by: the outputs still judge
+        denied = roles["kind"] != "softmax" and stores_deny(roles["marker"], tokens, width, _element_size(result))
+        return False if denied else None
 
     return fit
 
