@@ -469,6 +469,50 @@ def test_a_split_k_nvjet_gemm_runs_each_slices_share_of_k_in_whole_steps():
     assert not tiles_allow(out((11, 11, 1)), 70, 4096, 2560)
 
 
+def test_a_split_k_projection_is_read_from_the_reduction_that_stores_its_output():
+    """A K projection of N = 30 rows, which pad_mm rounds up to 32, d 1024 in, 8 K/V heads of 64
+    (512) out, 16 query heads: nvjet 64x32 tiles in 4x1 clusters (sides of 256 and 32), k in 2
+    slices of 8 steps of 64, 32·512·1024 = 16,777,216 MACs. Rows on the 32 side pad to 32 and
+    512 columns fill two 256 sides; rows on the 256 side pad to 256 and leave 64 columns: 1 K/V
+    head fits as well as 8, and both count 8 output tiles (16 CTAs in 2 slices), so neither the
+    work nor the grid picks one. cuBLAS's splitKreduce after it scales each output once and stores
+    it: 16,384 FMUL and 32,768 B are 32 x 512 bf16 outputs, while 64 columns would need 256 rows.
+    Without the reduction, or with one storing a bias epilogue's 6 B an output, the heads stay
+    bounded by [1, 8]."""
+    from lmperf.pmc.attention_shape import AttentionShape
+    from lmperf.pmc.gemms import FMUL, STORE_BYTES
+    from lmperf.pmc.infer import StoredCounts, _kv_heads
+    from lmperf.pmc.parse import FADD, KernelRecord
+    from lmperf.pmc.result import Inference
+
+    tensor = "sm__ops_path_tensor_src_bf16_dst_fp32.sum"
+    split_k = "nvjet_sm90_tst_64x32_64x16_4x1_v_bz_splitK_TNT"
+    reduce = "void cublasLt::splitKreduce_kernel<32, 16, int, float, __nv_bfloat16, float, __nv_bfloat16>"
+
+    def read(reduction_stores: float | None):
+        q = KernelRecord(0, "nvjet_sm90_tst_64x64_64x13_4x1_v_bz_TNT", (4, 4, 1), (384, 1, 1), {tensor: 0.0})
+        k = KernelRecord(1, split_k, (4, 4, 1), (384, 1, 1), {tensor: 2.0 * 32 * 512 * 1024})
+        v = KernelRecord(3, split_k, (4, 4, 1), (384, 1, 1), {tensor: 2.0 * 32 * 512 * 1024})
+        attention = KernelRecord(5, "flash_fwd_kernel", (1, 16, 1), (128, 1, 1), {})
+        layer = [q, k, v, attention]
+        if reduction_stores is not None:
+            sums = {FMUL: 32.0 * 512, FADD: 2 * 32.0 * 512, STORE_BYTES: reduction_stores}
+            layer = [q, k, KernelRecord(2, reduce, (16, 2, 1), (32, 16, 1), sums), v, attention]
+        roles = {"qkv": [q, k, v], "first_layer": layer, "qk": None, "marker": attention}
+        result = Inference()
+        result.values["dtype"] = "bf16"
+        shape = AttentionShape(batch=1, seq_len=30, n_heads=16, head_dim=64, error=0.0, evidence="")
+        _kv_heads(result, roles, 30, 1024, shape, StoredCounts())
+        return result
+
+    result = read(32 * 512 * 2)
+    assert result.values["n_kv_heads"] == 8, result.evidence["n_kv_heads"]
+    assert "32 rows x 512 values of 2 B" in result.evidence["n_kv_heads"]
+    for stores in (None, 32 * 512 * 6):
+        result = read(stores)
+        assert result.values["n_kv_heads"] is None and result.intervals["n_kv_heads"] == (1, 8)
+
+
 def test_an_off_d_output_projection_pads_its_rows_and_d_not_the_attention():
     """Qwen3's output projection of 144 rows, an attention 1344 wide in and d 1024 out, in
     nvjet 64x24 tiles of 4x2 clusters (sides of 256 and 48): 144·1024·1344 = 198,180,864 MACs,
@@ -615,6 +659,10 @@ def test_a_decode_step_decides_the_batch_its_prefill_leaves_open():
         # 64 rows at d 2048 whose max-autotune norms run four rows a program (grids of 16): at 16
         # rows of d 4096 no (B, T, H) fits cuDNN's grid, and its TMA stores hold 64·2048 outputs
         ("bq_qwen3_h16_kv8_t64_autotune", "d_model", "not N=16, which more launches count"),
+        # a split-K K projection whose tiles fit 3 or 8 K/V heads in the same padded area (so the
+        # same grid); the reduction summing its slices stores the 96 x 1024 outputs of the 96 rows
+        # pad_mm rounds 90 up to
+        ("bq_mistral_h24_kv8_t90_graphs", "n_kv_heads", "what the split-K reduction after it stores"),
     ],
 )
 def test_blind_batches_misses_read_as_ran(name, field, how):

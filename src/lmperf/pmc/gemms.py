@@ -203,6 +203,22 @@ def padded_output_width(kernel: KernelRecord, rows: int, size: int) -> int | Non
     return output_width(kernel, rows, size) or output_width(kernel, pad_mm_rows(rows), size)
 
 
+def reduced_widths(kernel: KernelRecord, after: KernelRecord | None, rows: int, size: int) -> dict[int, int]:
+    """The output widths w of a split-K GEMM whose slices cuBLAS sums in the splitKreduce kernel
+    launched right `after` it, each with the rows it is read over: the GEMM's own TMA stores are
+    its slices' fp32 partial sums, and the reduction scales each output once (one FMUL) and stores
+    it once, rows x w values of `size` bytes, over the rows as given or as pad_mm rounds them up
+    to (96 of 90). Empty where its stores are not one value an FMUL (with a bias its epilogue
+    stores more: 6 B an output in bf16), or without such a reduction."""
+    if after is None or "splitKreduce" not in after.name or category(kernel) != MATMUL:
+        return {}
+    outputs = after.metric(FMUL)
+    if not outputs or after.metrics.get(STORE_BYTES) != outputs * size:
+        return {}
+    widths = {whole(outputs, n): n for n in sorted({pad_mm_rows(rows), rows}, reverse=True)}
+    return {w: n for w, n in widths.items() if w}
+
+
 def stores_whole_outputs(kernel: KernelRecord, rows: int, width: int, size: int) -> bool:
     """Whether a GEMM that stores with st.global (an inductor template) stored a whole number of
     rows x width outputs of `size` bytes (rows as given or padded by pad_mm): its epilogue may

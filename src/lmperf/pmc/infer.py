@@ -1335,11 +1335,22 @@ def _kv_heads(result, roles, tokens, d, shape: AttentionShape, counts: Counter) 
         kernel, what = qkv[-1], "fused QKV projection"
         q_width = q if len(qkv) == 1 else 0  # one fused GEMM, or Q apart and K, V fused
         kv_of = {q_width + 2 * kv * hd: kv for kv in heads}
-    rotated = _rotated_widths(roles, tokens, _element_size(result))
-    apart = _rotated_apart(roles, tokens, q, _element_size(result))
+    size = _element_size(result)
+    rotated = _rotated_widths(roles, tokens, size)
+    apart = _rotated_apart(roles, tokens, q, size)
     in_turn = _rotated_in_turn(roles)
+    # a split-K GEMM's output is stored by the reduction that sums its slices: the projection's own
+    # N·w values, where its tiles (both ways round, in padded areas alike) leave several widths
+    reduced = g.reduced_widths(kernel, _launched_after(roles, kernel), tokens, size)
     witnessed = (
         {
+            width: f"only {width} is what the split-K reduction after it stores: {reduced[width]} rows x "
+            f"{width} values of {size} B, one FMUL each"
+            + (f" (N = {tokens} rows padded by pad_mm)" if reduced[width] != tokens else "")
+            for width in kv_of
+            if width in reduced
+        }
+        or {
             width: f"only {width} has a kernel after it store N·{q + kv * hd} = N·(q + k) elements: "
             f"q and k of {kv} K/V heads (rotated)"
             for width, kv in kv_of.items()
@@ -1389,6 +1400,12 @@ def _kv_heads(result, roles, tokens, d, shape: AttentionShape, counts: Counter) 
         confidence,
         f"K/V width {kv_width} / head_dim {hd}; " + result.evidence["n_kv_heads"],
     )
+
+
+def _launched_after(roles: dict, kernel: KernelRecord) -> KernelRecord | None:
+    """The first layer's kernel launched right after `kernel`, or None."""
+    layer = roles["first_layer"]
+    return next((layer[i + 1] for i, k in enumerate(layer[:-1]) if k is kernel), None)
 
 
 def _counts_off_multiples(counts: Counter, tokens: int, d: int) -> Counter:
