@@ -195,6 +195,21 @@ def test_causal_forwards_take_single_tiles_in_the_hosts_order(launches, monkeypa
     assert not launches[-1][2]["ORDERED"] and not launches.pop()[2]["PAIRS"]
 
 
+def test_a_kept_order_table_is_made_by_a_thread_of_its_own(monkeypatch):
+    """A CUDA graph's warm-up routes its thread's allocations to the graph's private pool, so the
+    order table kept past it is made by another thread, and an error there reaches the caller."""
+    import threading
+
+    makers = []
+    real = torch.tensor
+    monkeypatch.setattr(torch, "tensor", lambda *a, **kw: makers.append(threading.get_ident()) or real(*a, **kw))
+    table = schedule._kept_tensor([7, 0, 3], torch.device("cpu"))
+    assert table.dtype == torch.int32 and table.tolist() == [7, 0, 3]
+    assert len(makers) == 1 and makers[0] != threading.get_ident()
+    with pytest.raises(RuntimeError):  # 2**40 does not fit in int32
+        schedule._kept_tensor([2**40], torch.device("cpu"))
+
+
 def test_non_causal_forwards_run_a_sparse_last_round_as_runs_over_keys(launches, monkeypatch):
     """From tuning.split_from_keys's key counts a non-causal forward launches the kernel for
     schedule.split_plan's whole tiles (one program per SM, the runs' arguments unread: LSE,

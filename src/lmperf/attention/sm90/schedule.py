@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import heapq
+import threading
 
 import torch
 from triton.experimental import gluon
@@ -75,8 +76,35 @@ def order_table(n_m: int, heads: int, seq_k: int, block_m: int, block_n: int, se
         if len(_TABLES) >= MAX_TABLES or (device.type == "cuda" and torch.cuda.is_current_stream_capturing()):
             return None
         codes, starts = ordered_items(n_m, heads, programs, seq_k, block_m, block_n, section, tile_cost)
-        table = _TABLES[key] = torch.tensor(codes + starts, dtype=torch.int32, device=device)
+        table = _TABLES[key] = _kept_tensor(codes + starts, device)
     return table
+
+
+def _kept_tensor(values: list[int], device: torch.device) -> torch.Tensor:
+    """values as an int32 tensor on `device`, allocated and filled by a thread of its own.
+
+    A thread that warms up a CUDA graph (torch.compile's mode="reduce-overhead") allocates from
+    that graph's private pool, whose blocks the graph's outputs reuse and whose live blocks it
+    checks against its outputs: a table kept for good would be overwritten there, or fail the
+    check. The caching allocator routes a pool's allocations by thread, so another thread's land
+    in the ordinary pool; that thread waits for its copy, so the caller's stream reads it whole."""
+    made: list = []
+
+    def make():
+        try:
+            table = torch.tensor(values, dtype=torch.int32, device=device)
+            if device.type == "cuda":
+                torch.cuda.current_stream(device).synchronize()
+            made.append(table)
+        except Exception as error:  # handed to the caller's thread
+            made.append(error)
+
+    worker = threading.Thread(target=make, name="lmperf-order-table")
+    worker.start()
+    worker.join()
+    if isinstance(made[0], Exception):
+        raise made[0]
+    return made[0]
 
 
 def split_plan(tiles: int, programs: int, key_tiles: int) -> tuple[int, int]:
