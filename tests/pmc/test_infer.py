@@ -663,10 +663,13 @@ def test_a_decode_step_decides_the_batch_its_prefill_leaves_open():
         # same grid); the reduction summing its slices stores the 96 x 1024 outputs of the 96 rows
         # pad_mm rounds 90 up to
         ("bq_mistral_h24_kv8_t90_graphs", "n_kv_heads", "what the split-K reduction after it stores"),
+        # lmperf's naive attention compiled: its forward keeps gradients on, so the softmax stores
+        # each row's fp32 maximum and sum beside its probabilities
+        ("bp_lmperf_h8_t96_graphs_naive", "n_heads", "probabilities and each row's fp32 maximum and sum"),
     ],
 )
 def test_blind_batches_misses_read_as_ran(name, field, how):
-    """The captures blind batches t, q, p, n, j, ak, al, ao, ar, as, at, aw, az, ba, bj, bk, bl and bq missed (fixed after them, so not blind):
+    """The captures blind batches t, q, p, n, j, ak, al, ao, ar, as, at, aw, az, ba, bj, bk, bl, bp and bq missed (fixed after them, so not blind):
     every field against the configuration that ran, and the field the fix is about read the way
     `how` names."""
     from lmperf.pmc.infer import infer
@@ -1119,6 +1122,35 @@ def test_cudnn_s_forward_grid_counts_128_query_rows_a_block():
     shape = fused_shape(kernel, 96, 768)
     assert (shape.batch, shape.seq_len, shape.n_heads, shape.head_dim) == (1, 96, 8, 96)
     assert shape.error == 0 and "heads of 96 padded to its 128-wide tile" in shape.evidence
+
+
+def test_a_compiled_softmax_s_row_statistics_join_its_stored_probabilities():
+    """A compiled softmax in a step autograd records stores, beside its B·H·T² probabilities, each
+    row's fp32 maximum and sum: B=2, T=8 and 4 heads of 16 (d = 64) in bf16 store
+    2·4·8·(8·2 + 8) = 1,536 B. As probabilities alone those are 768 = B·T²·6, 6 heads, no divisor
+    of 64; with the statistics, H=4. QK^T's N·T·d = 16·8·64 = 8,192 multiply-adds give T=8. With
+    the masked scores stored too, 2·4·8·(2·8·2 + 8) = 2,560 B, H=4 again; the probabilities alone
+    (1,024 B) read as before; 1,600 B fit no whole number of heads (6.25, 4.17, 2.5). Over d = 120,
+    1,920 B are 5 heads with one copy a row or 3 with two: no reading."""
+    from lmperf.pmc.attention_shape import naive_shape
+    from lmperf.pmc.gemms import STORE_BYTES
+    from lmperf.pmc.parse import KernelRecord
+
+    qk = _gemm(0, "nvjet_sm90_tst_64x16_64x16_2x2_h_bz_TNT", 8_192.0)
+
+    def softmax(stored: float) -> KernelRecord:
+        name = "triton_per_fused__softmax__to_copy_arange_bitwise_not_exp_le_masked_fill_mul_3"
+        return KernelRecord(1, name, (64, 1, 1), (64, 1, 1), {STORE_BYTES: stored})
+
+    for stored, how in ((1_536.0, "probabilities and each row's"), (2_560.0, "the masked scores and each row's")):
+        shape = naive_shape(qk, softmax(stored), 16, 64, stored_size=2)
+        assert (shape.batch, shape.seq_len, shape.n_heads, shape.head_dim) == (2, 8, 4, 16)
+        assert how in shape.evidence, shape.evidence
+    plain = naive_shape(qk, softmax(1_024.0), 16, 64, stored_size=2)
+    assert (plain.batch, plain.seq_len, plain.n_heads) == (2, 8, 4) and "B·H·T²" in plain.evidence
+    assert naive_shape(qk, softmax(1_600.0), 16, 64, stored_size=2) is None
+    wide_qk = _gemm(0, "nvjet_sm90_tst_64x16_64x16_2x2_h_bz_TNT", 15_360.0)
+    assert naive_shape(wide_qk, softmax(1_920.0), 16, 120, stored_size=2) is None
 
 
 @pytest.mark.parametrize(

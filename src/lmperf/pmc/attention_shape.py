@@ -2,10 +2,11 @@
 
 Naive attention (Hugging Face's "eager"): the scores matmul QK^T does B·H·T·T·hd = N·T·d
 multiply-adds (N = B·T tokens, d = H·hd), so T follows from it; the softmax touches B·H·T·T
-elements, so H follows from its element counters. Fused attention (FlashAttention, cuDNN,
-memory-efficient): the launch grid holds B·H·ceil(T/tile) blocks and the tensor counter counts
-4·B·H·hd·(executed causal tile area); every (B, tile) is tried and the candidate that explains
-both best wins.
+elements, so H follows from its element counters (compiled, from the probabilities it stores,
+with each row's statistics where autograd records the step). Fused attention (FlashAttention,
+cuDNN, memory-efficient): the launch grid holds B·H·ceil(T/tile) blocks and the tensor counter
+counts 4·B·H·hd·(executed causal tile area); every (B, tile) is tried and the candidate that
+explains both best wins.
 """
 
 from __future__ import annotations
@@ -32,6 +33,13 @@ _CUDNN_QUERY_TILE = 128
 # tile: heads of 80, 96 and 112 do the tensor work of 128 (measured exact on every such launch of
 # the corpora), heads of 64 that of a 64 tile.
 _CUDNN_HEAD_TILE = re.compile(r"_\d+x\d+x(\d+)_")
+# A compiled softmax in a step that autograd records (lmperf's forward keeps gradients on) also
+# stores each row's fp32 maximum and sum of the online softmax, from which the backward recomputes
+# the probabilities: B·H·T rows of T·size + 8 bytes. It recomputes them from the QK^T product, or
+# from the scaled and masked scores where the partitioner keeps those, which the softmax then
+# stores as well (a second T·size a row).
+_ROW_STATISTICS_BYTES = 2 * 4
+_SCORE_COPIES = {1: "probabilities", 2: "probabilities, the masked scores"}
 PLAUSIBLE_HEAD_DIMS = (32, 40, 48, 64, 80, 96, 112, 128, 160, 192, 256)
 _TILES = (64, 128)
 
@@ -64,7 +72,8 @@ def naive_shape(
     """`scores`: the elementwise kernels on the score matrix around the softmax (scaling, mask
     add), which count B·H·T² elements exactly where the warp softmax counts padded rows.
     `stored_size` (a compiled step, whose softmax fuses the scaling and the mask and counts
-    several ops an element): count the B·H·T² probabilities it stores, of that many bytes each."""
+    several ops an element): count the B·H·T² probabilities it stores, of that many bytes each,
+    or those and each row's statistics where no count of probabilities alone fits."""
     t_est = macs(qk) / (tokens * d)
     seq_lens = [t for t in _divisors(tokens) if t <= t_est * 1.001]
     if not seq_lens:
@@ -94,7 +103,35 @@ def naive_shape(
                     f"QK^T matmul {macs(qk):,.0f} MACs = N·T·d gives T={T}; "
                     f"softmax counts {count:,.0f} = {shape} give H={H}",
                 )
+    if stored_size:
+        return _with_row_statistics(softmax.metric(STORE_BYTES), B, T, d, stored_size, abs(t_est - T) / T, qk)
     return None
+
+
+def _with_row_statistics(
+    stored: float, B: int, T: int, d: int, size: int, error: float, qk: KernelRecord
+) -> AttentionShape | None:
+    """The heads of a compiled softmax that stores B·H·T rows of T probabilities of `size` bytes
+    (and as many masked scores, or not) and the row's fp32 statistics: `stored` /
+    (B·T·(copies·T·size + 8)); None where no reading, or more than one, is a whole divisor of d."""
+    fits = {}
+    for copies, what in _SCORE_COPIES.items():
+        heads = stored / (B * T * (copies * T * size + _ROW_STATISTICS_BYTES))
+        if heads == int(heads) and heads >= 1 and d % int(heads) == 0:
+            fits[int(heads)] = (copies, what)
+    if len(fits) != 1:
+        return None
+    ((H, (copies, what)),) = fits.items()
+    row = f"{copies}·T·{size}" if copies > 1 else f"T·{size}"
+    return AttentionShape(
+        B,
+        T,
+        H,
+        d // H,
+        error,
+        f"QK^T matmul {macs(qk):,.0f} MACs = N·T·d gives T={T}; softmax stores {stored:,.0f} B ="
+        f" B·H·T·({row} + {_ROW_STATISTICS_BYTES}) B, {what} and each row's fp32 maximum and sum, give H={H}",
+    )
 
 
 def _cudnn_head_tile(name: str) -> int | None:
