@@ -4504,6 +4504,85 @@ _SERVED_BLIND_BR = [
     ),
 ]
 
+# Blind batch bs of the served kinds, written down after batch br's score (13 of 13) and the fixes
+# of batches bp and bq and of br's uncaptured entry, before any of it is captured, fourteen to a
+# call: their four kinds over other shapes (lmperf models with eager attention under CUDA graphs and
+# compiled, max-autotune on a Qwen3 over 48 tokens, CUDA graphs on a Mistral and a Llama whose K
+# projections cuBLAS may split in k, and lmperf's Triton attention under CUDA graphs), and CUDA
+# graphs on a GPT-2 at d 1280 and on an fp16 GPT-NeoX at d 3072, a compiled fp16 OPT at d 4096, a
+# compiled Qwen2 at d 3584, Liger on a Llama at d 3072 and on a Qwen3 at d 2560, cuDNN attention on
+# an fp16 GPT-2 and an eager Llama.
+_SERVED_BLIND_BS = [
+    (
+        "bs_lmperf_h12_t80_graphs_naive",
+        _small(n_layers=2, d_model=1536, n_heads=12, d_ff=4096),
+        1,
+        80,
+        "forward",
+        "bf16",
+        "naive",
+        GRAPHED,
+    ),
+    (
+        "bs_lmperf_h16_t128_compile_naive",
+        _small(n_layers=2, d_model=2048, n_heads=16, d_ff=5632),
+        1,
+        128,
+        "forward",
+        "bf16",
+        "naive",
+        COMPILED,
+    ),
+    (
+        "bs_qwen3_h16_kv8_t48_autotune",
+        qwen3(2, 2048, 16, 8, 128, 6144, 151936),
+        1,
+        48,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    (
+        "bs_mistral_h24_kv8_t100_graphs",
+        llama(2, 3072, 24, 8, 8192, 32768, "mistral"),
+        1,
+        100,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("bs_llama_h20_kv4_t90_graphs", llama(2, 2560, 20, 4, 6912, 32000), 1, 90, "forward", "bf16", "sdpa", GRAPHED),
+    (
+        "bs_lmperf_h16_t112_graphs_triton",
+        _small(n_layers=2, d_model=2048, n_heads=16, d_ff=5632),
+        1,
+        112,
+        "forward",
+        "bf16",
+        "triton",
+        GRAPHED,
+    ),
+    ("bs_gpt2_h20_t100_graphs", gpt2(2, 1280, 20, 50257), 1, 100, "forward", "bf16", "sdpa", GRAPHED),
+    ("bs_neox_h24_t72_graphs_fp16", neox(2, 3072, 24, 12288, 50304), 1, 72, "forward", "fp16", "sdpa", GRAPHED),
+    ("bs_opt_h32_t56_compile_fp16", opt(2, 4096, 32, 16384, 50272), 1, 56, "forward", "fp16", "sdpa", COMPILED),
+    (
+        "bs_qwen2_h28_kv4_t64_compile",
+        llama(2, 3584, 28, 4, 18944, 152064, "qwen2"),
+        1,
+        64,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("bs_llama_h24_kv8_t88_liger", llama(2, 3072, 24, 8, 8192, 128256), 1, 88, "forward", "bf16", "sdpa", LIGER),
+    ("bs_qwen3_h32_kv8_t60_liger", qwen3(2, 2560, 32, 8, 128, 9728, 151936), 1, 60, "forward", "bf16", "sdpa", LIGER),
+    ("bs_gpt2_h16_t120_cudnn_fp16", gpt2(2, 1024, 16, 50257), 1, 120, "forward", "fp16", "sdpa", CUDNN),
+    ("bs_llama_h16_kv4_t150_eager", llama(2, 2048, 16, 4, 5632, 32000), 1, 150, "forward", "bf16", "sdpa", {}),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -4681,6 +4760,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_BP
             + _SERVED_BLIND_BQ
             + _SERVED_BLIND_BR
+            + _SERVED_BLIND_BS
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
