@@ -1208,6 +1208,7 @@ SERVED_BLIND = {
     "bp": "score-114-served-blindbp-ba1d8a4",
     "bq": "score-115-served-blindbq-6e8463f",
     "br": "score-116-served-blindbr-dbea245",
+    "bs": "score-117-served-blindbs-5ed6e24",
 }
 SERVED_NOW = "score-112-served-all-dabdc1c"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
