@@ -1210,7 +1210,7 @@ SERVED_BLIND = {
     "br": "score-116-served-blindbr-dbea245",
     "bs": "score-117-served-blindbs-5ed6e24",
 }
-SERVED_NOW = "score-112-served-all-dabdc1c"
+SERVED_NOW = "score-118-served-all-31e8d68"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
