@@ -1331,7 +1331,7 @@ LIMITS_AT_CAPTURE = (
     "limits-at-capture-d461497",
     "limits-at-capture-3cd2926",
 )
-LIMITS_NOW = "limits-4a8ac88"
+LIMITS_NOW = "limits-50c6e53"
 
 
 def _limit_reading(row: dict) -> str:
@@ -1407,7 +1407,7 @@ def pmc_paths() -> str:
     return markdown(["attention path", "captures", "every structural field exact", "vocab_size exact"], body)
 
 
-INFER_TIME = "infer-time-8644aaf"
+INFER_TIME = "infer-time-6673492"
 
 
 def _timed_capture(what: str) -> str:
