@@ -4583,6 +4583,180 @@ _SERVED_BLIND_BS = [
     ("bs_llama_h16_kv4_t150_eager", llama(2, 2048, 16, 4, 5632, 32000), 1, 150, "forward", "bf16", "sdpa", {}),
 ]
 
+# Blind batch bt of the served kinds, written down after batch bs's score (14 of 14), before any
+# of it is captured, fourteen to a call, with batch bu: the two kinds of batch bq whose fixes no
+# blind batch has yet exercised (CUDA graphs on a Llama whose K projection over 92 rows cuBLAS may
+# split in k, max-autotune on a Qwen3 at d 2048 over 64 rows), CUDA graphs on a Mistral at d 4096,
+# a Qwen2 at d 1536, an fp16 GPT-2, an OPT at d 2560 and lmperf's Triton attention at d 2560, a
+# compiled GPT-NeoX and Qwen3, a compiled lmperf training step with the fused loss, Liger on a
+# Llama at d 4096 and on a Qwen2, cuDNN attention on a Llama and an fp32 eager OPT.
+_SERVED_BLIND_BT = [
+    ("bt_llama_h24_kv8_t92_graphs", llama(2, 3072, 24, 8, 8192, 128256), 1, 92, "forward", "bf16", "sdpa", GRAPHED),
+    (
+        "bt_qwen3_h16_kv4_t64_autotune",
+        qwen3(2, 2048, 16, 4, 128, 6144, 151936),
+        1,
+        64,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    (
+        "bt_mistral_h32_kv8_t88_graphs",
+        llama(2, 4096, 32, 8, 14336, 32768, "mistral"),
+        1,
+        88,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    (
+        "bt_qwen2_h12_kv2_t100_graphs",
+        llama(2, 1536, 12, 2, 8960, 151936, "qwen2"),
+        1,
+        100,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("bt_gpt2_h12_t128_graphs_fp16", gpt2(2, 768, 12, 50257), 2, 128, "forward", "fp16", "sdpa", GRAPHED),
+    ("bt_opt_h20_t70_graphs", opt(2, 2560, 20, 10240, 50272), 1, 70, "forward", "bf16", "sdpa", GRAPHED),
+    (
+        "bt_lmperf_h20_t96_graphs_triton",
+        _small(n_layers=2, d_model=2560, n_heads=20, d_ff=6912),
+        1,
+        96,
+        "forward",
+        "bf16",
+        "triton",
+        GRAPHED,
+    ),
+    ("bt_neox_h16_t80_compile", neox(2, 2048, 16, 8192, 50304), 1, 80, "forward", "bf16", "sdpa", COMPILED),
+    (
+        "bt_qwen3_h20_kv4_t84_compile",
+        qwen3(2, 2560, 20, 4, 128, 9728, 151936),
+        1,
+        84,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "bt_lmperf_h16_t192_train_compile_fused",
+        _small(n_layers=2, d_model=2048, n_heads=16, d_ff=5632),
+        1,
+        192,
+        "train-step",
+        "bf16",
+        "sdpa",
+        {**COMPILED, "loss": "fused"},
+    ),
+    ("bt_llama_h32_kv8_t72_liger", llama(2, 4096, 32, 8, 14336, 128256), 1, 72, "forward", "bf16", "sdpa", LIGER),
+    (
+        "bt_qwen2_h16_kv2_t80_liger",
+        llama(2, 2048, 16, 2, 11008, 151936, "qwen2"),
+        1,
+        80,
+        "forward",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    ("bt_llama_h16_kv8_t110_cudnn", llama(2, 2048, 16, 8, 8192, 32000), 1, 110, "forward", "bf16", "sdpa", CUDNN),
+    ("bt_opt_h16_t90_eager_fp32", opt(2, 1024, 16, 4096, 50272), 1, 90, "forward", "fp32", "sdpa", {}),
+]
+
+# Blind batch bu of the served kinds, written down with batch bt, before either is captured,
+# fourteen to a call: the same two kinds of batch bq over other shapes (CUDA graphs on an fp16
+# Mistral at d 3072 over 86 rows, max-autotune on a Qwen3 at d 2048 over two sequences of 32),
+# CUDA graphs on a Llama at d 5120, a Qwen3 whose attention is twice d wide, a GPT-NeoX at d 2560
+# and a Qwen2 at d 3584, a compiled GPT-2 at d 1600, OPT at d 5120 and lmperf model with its
+# Triton attention, a compiled lmperf training step, Liger on a Qwen3 and an fp16 Mistral, cuDNN
+# attention on a GPT-NeoX and an fp16 eager Llama over an odd length.
+_SERVED_BLIND_BU = [
+    (
+        "bu_mistral_h24_kv8_t86_graphs_fp16",
+        llama(2, 3072, 24, 8, 8192, 32768, "mistral"),
+        1,
+        86,
+        "forward",
+        "fp16",
+        "sdpa",
+        GRAPHED,
+    ),
+    (
+        "bu_qwen3_h16_kv8_b2_t32_autotune",
+        qwen3(2, 2048, 16, 8, 128, 6144, 151936),
+        2,
+        32,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    ("bu_llama_h40_kv8_t64_graphs", llama(2, 5120, 40, 8, 13824, 32000), 1, 64, "forward", "bf16", "sdpa", GRAPHED),
+    (
+        "bu_qwen3_h16_kv8_t100_graphs",
+        qwen3(2, 1024, 16, 8, 128, 3072, 151936),
+        1,
+        100,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("bu_neox_h20_t90_graphs", neox(2, 2560, 20, 10240, 50432), 1, 90, "forward", "bf16", "sdpa", GRAPHED),
+    (
+        "bu_qwen2_h28_kv4_t60_graphs",
+        llama(2, 3584, 28, 4, 18944, 152064, "qwen2"),
+        1,
+        60,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("bu_gpt2_h25_t80_compile", gpt2(2, 1600, 25, 50257), 1, 80, "forward", "bf16", "sdpa", COMPILED),
+    ("bu_opt_h40_t50_compile", opt(2, 5120, 40, 20480, 50272), 1, 50, "forward", "bf16", "sdpa", COMPILED),
+    (
+        "bu_lmperf_h24_t128_compile_triton",
+        _small(n_layers=2, d_model=3072, n_heads=24, d_ff=8192),
+        1,
+        128,
+        "forward",
+        "bf16",
+        "triton",
+        COMPILED,
+    ),
+    (
+        "bu_lmperf_h12_t256_train_compile",
+        _small(n_layers=2, d_model=1536, n_heads=12, d_ff=4096),
+        1,
+        256,
+        "train-step",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("bu_qwen3_h16_kv8_t96_liger", qwen3(2, 1024, 16, 8, 128, 3072, 151936), 1, 96, "forward", "bf16", "sdpa", LIGER),
+    (
+        "bu_mistral_h32_kv8_t64_liger_fp16",
+        llama(2, 4096, 32, 8, 14336, 32768, "mistral"),
+        1,
+        64,
+        "forward",
+        "fp16",
+        "sdpa",
+        LIGER,
+    ),
+    ("bu_neox_h16_t100_cudnn", neox(2, 2048, 16, 8192, 50304), 1, 100, "forward", "bf16", "sdpa", CUDNN),
+    ("bu_llama_h16_kv2_t77_eager_fp16", llama(2, 2048, 16, 2, 5632, 32000), 1, 77, "forward", "fp16", "sdpa", {}),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -4761,6 +4935,8 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_BQ
             + _SERVED_BLIND_BR
             + _SERVED_BLIND_BS
+            + _SERVED_BLIND_BT
+            + _SERVED_BLIND_BU
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
