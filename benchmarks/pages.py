@@ -1209,6 +1209,8 @@ SERVED_BLIND = {
     "bq": "score-115-served-blindbq-6e8463f",
     "br": "score-116-served-blindbr-dbea245",
     "bs": "score-117-served-blindbs-5ed6e24",
+    "bt": "score-119-served-blindbt-bc7a75d",
+    "bu": "score-120-served-blindbu-c506283",
 }
 SERVED_NOW = "score-118-served-all-31e8d68"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
