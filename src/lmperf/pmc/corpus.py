@@ -4757,6 +4757,190 @@ _SERVED_BLIND_BU = [
     ("bu_llama_h16_kv2_t77_eager_fp16", llama(2, 2048, 16, 2, 5632, 32000), 1, 77, "forward", "fp16", "sdpa", {}),
 ]
 
+# Blind batch bv of the served kinds, written down with batch bw after the scores of batches bt
+# and bu (14 of 14 each), before either is captured, fourteen to a call, with some models of three
+# layers: max-autotune on an fp16 Qwen3 at d 2048 over 64 rows (batch bq's missed kind), CUDA
+# graphs on a three-layer Llama at d 3072 over 90 rows, a Qwen2 with heads of 64, a three-layer
+# GPT-2, an fp16 GPT-NeoX at d 4096 and a three-layer lmperf model with eager attention, a
+# compiled three-layer OPT, fp16 Mistral and Qwen3 at d 5120, a compiled Mistral training step,
+# Liger on an fp16 Llama and a Qwen2 at d 3584, cuDNN attention on an OPT and an fp32 eager GPT-2.
+_SERVED_BLIND_BV = [
+    (
+        "bv_qwen3_h16_kv8_t64_autotune_fp16",
+        qwen3(2, 2048, 16, 8, 128, 6144, 151936),
+        1,
+        64,
+        "forward",
+        "fp16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    ("bv_llama_h24_kv8_t90_graphs", llama(3, 3072, 24, 8, 8192, 128256), 1, 90, "forward", "bf16", "sdpa", GRAPHED),
+    (
+        "bv_qwen2_h14_kv2_t96_graphs",
+        llama(2, 896, 14, 2, 4864, 151936, "qwen2"),
+        1,
+        96,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("bv_gpt2_h16_t72_graphs", gpt2(3, 1024, 16, 50257), 2, 72, "forward", "bf16", "sdpa", GRAPHED),
+    ("bv_neox_h32_t64_graphs_fp16", neox(2, 4096, 32, 16384, 50432), 1, 64, "forward", "fp16", "sdpa", GRAPHED),
+    (
+        "bv_lmperf_h16_t144_graphs_naive",
+        _small(n_layers=3, d_model=2048, n_heads=16, d_ff=5632),
+        1,
+        144,
+        "forward",
+        "bf16",
+        "naive",
+        GRAPHED,
+    ),
+    ("bv_opt_h12_t110_compile", opt(3, 768, 12, 3072, 50272), 1, 110, "forward", "bf16", "sdpa", COMPILED),
+    (
+        "bv_mistral_h32_kv8_t70_compile_fp16",
+        llama(2, 4096, 32, 8, 14336, 32768, "mistral"),
+        1,
+        70,
+        "forward",
+        "fp16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "bv_qwen3_h40_kv8_t56_compile",
+        qwen3(2, 5120, 40, 8, 128, 17408, 151936),
+        1,
+        56,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "bv_mistral_h16_kv8_t112_train_compile",
+        llama(2, 2048, 16, 8, 5632, 32768, "mistral"),
+        1,
+        112,
+        "train-step",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("bv_llama_h24_kv8_t80_liger_fp16", llama(2, 3072, 24, 8, 8192, 128256), 1, 80, "forward", "fp16", "sdpa", LIGER),
+    (
+        "bv_qwen2_h28_kv4_t50_liger",
+        llama(2, 3584, 28, 4, 18944, 152064, "qwen2"),
+        1,
+        50,
+        "forward",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    ("bv_opt_h32_t64_cudnn", opt(2, 4096, 32, 16384, 50272), 1, 64, "forward", "bf16", "sdpa", CUDNN),
+    ("bv_gpt2_h20_t99_eager_fp32", gpt2(2, 1280, 20, 50257), 1, 99, "forward", "fp32", "sdpa", {}),
+]
+
+# Blind batch bw of the served kinds, written down with batch bv, before either is captured,
+# fourteen to a call: batch bq's two missed kinds as they ran there (max-autotune on a Qwen3 at d
+# 2048 over 64 rows, CUDA graphs on a Mistral at d 3072 over 94 rows), CUDA graphs on a Qwen3
+# whose attention is wider than d, a Llama with as many K/V heads as heads and an fp16 OPT with
+# heads of 64, a compiled GPT-NeoX at d 5120, fp16 three-layer GPT-2, lmperf model with eager
+# attention at d 4096 and three-layer Qwen2, a compiled lmperf training step with the fused loss,
+# Liger on a three-layer Mistral and an fp16 Qwen3, cuDNN attention on an fp16 Llama at d 4096 and
+# an eager GPT-NeoX.
+_SERVED_BLIND_BW = [
+    (
+        "bw_qwen3_h16_kv8_t64_autotune",
+        qwen3(2, 2048, 16, 8, 128, 6144, 151936),
+        1,
+        64,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    (
+        "bw_mistral_h24_kv8_t94_graphs",
+        llama(2, 3072, 24, 8, 8192, 32768, "mistral"),
+        1,
+        94,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    (
+        "bw_qwen3_h32_kv4_t80_graphs",
+        qwen3(2, 2560, 32, 4, 128, 9728, 151936),
+        1,
+        80,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("bw_llama_h8_kv8_t128_graphs", llama(2, 1024, 8, 8, 4096, 32000), 2, 128, "forward", "bf16", "sdpa", GRAPHED),
+    ("bw_opt_h32_t100_graphs_fp16", opt(2, 2048, 32, 8192, 50272), 1, 100, "forward", "fp16", "sdpa", GRAPHED),
+    ("bw_neox_h40_t48_compile", neox(2, 5120, 40, 20480, 50432), 1, 48, "forward", "bf16", "sdpa", COMPILED),
+    ("bw_gpt2_h16_t160_compile_fp16", gpt2(3, 1024, 16, 50257), 1, 160, "forward", "fp16", "sdpa", COMPILED),
+    (
+        "bw_lmperf_h32_t96_compile_naive",
+        _small(n_layers=2, d_model=4096, n_heads=32, d_ff=11008),
+        1,
+        96,
+        "forward",
+        "bf16",
+        "naive",
+        COMPILED,
+    ),
+    (
+        "bw_qwen2_h12_kv2_t90_compile",
+        llama(3, 1536, 12, 2, 8960, 151936, "qwen2"),
+        1,
+        90,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "bw_lmperf_h20_t160_train_compile_fused",
+        _small(n_layers=2, d_model=2560, n_heads=20, d_ff=6912),
+        1,
+        160,
+        "train-step",
+        "bf16",
+        "sdpa",
+        {**COMPILED, "loss": "fused"},
+    ),
+    (
+        "bw_mistral_h16_kv4_t100_liger",
+        llama(3, 2048, 16, 4, 5632, 32768, "mistral"),
+        1,
+        100,
+        "forward",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    (
+        "bw_qwen3_h32_kv8_t64_liger_fp16",
+        qwen3(2, 4096, 32, 8, 128, 12288, 151936),
+        1,
+        64,
+        "forward",
+        "fp16",
+        "sdpa",
+        LIGER,
+    ),
+    ("bw_llama_h32_kv8_t96_cudnn_fp16", llama(2, 4096, 32, 8, 14336, 128256), 1, 96, "forward", "fp16", "sdpa", CUDNN),
+    ("bw_neox_h8_t130_eager", neox(2, 1024, 8, 4096, 50304), 1, 130, "forward", "bf16", "sdpa", {}),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -4937,6 +5121,8 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_BS
             + _SERVED_BLIND_BT
             + _SERVED_BLIND_BU
+            + _SERVED_BLIND_BV
+            + _SERVED_BLIND_BW
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
