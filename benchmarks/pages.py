@@ -1211,6 +1211,8 @@ SERVED_BLIND = {
     "bs": "score-117-served-blindbs-5ed6e24",
     "bt": "score-119-served-blindbt-bc7a75d",
     "bu": "score-120-served-blindbu-c506283",
+    "bv": "score-121-served-blindbv-bedcaca",
+    "bw": "score-122-served-blindbw-80ee218",
 }
 SERVED_NOW = "score-118-served-all-31e8d68"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
