@@ -4941,6 +4941,84 @@ _SERVED_BLIND_BW = [
     ("bw_neox_h8_t130_eager", neox(2, 1024, 8, 4096, 50304), 1, 130, "forward", "bf16", "sdpa", {}),
 ]
 
+# Blind batch bx of the served kinds, written down after the scores of batches bv and bw (14 of 14
+# each), before any of it is captured, fourteen to a call: max-autotune on a Llama with heads of
+# 64, CUDA graphs on a Mistral with one K/V head, a Qwen2 with as many K/V heads as heads over
+# four sequences, a four-layer GPT-2, a three-layer OPT and lmperf's Triton attention in a
+# three-layer model, a compiled fp16 three-layer GPT-NeoX, a compiled Llama at d 4096 and an fp16
+# Qwen3 over two sequences, a compiled GPT-2 training step, Liger on a three-layer Llama and a
+# Qwen3 whose attention is wider than d, cuDNN attention on a Mistral and an fp16 eager Qwen2.
+_SERVED_BLIND_BX = [
+    ("bx_llama_h32_kv4_t64_autotune", llama(2, 2048, 32, 4, 8192, 128256), 1, 64, "forward", "bf16", "sdpa", AUTOTUNED),
+    (
+        "bx_mistral_h32_kv1_t80_graphs",
+        llama(2, 4096, 32, 1, 14336, 32768, "mistral"),
+        1,
+        80,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    (
+        "bx_qwen2_h16_kv16_t40_graphs",
+        llama(2, 2048, 16, 16, 5504, 151936, "qwen2"),
+        4,
+        40,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("bx_gpt2_h12_t88_graphs", gpt2(4, 768, 12, 50257), 2, 88, "forward", "bf16", "sdpa", GRAPHED),
+    ("bx_opt_h16_t120_graphs", opt(3, 1024, 16, 4096, 50272), 1, 120, "forward", "bf16", "sdpa", GRAPHED),
+    (
+        "bx_lmperf_h24_t100_graphs_triton",
+        _small(n_layers=3, d_model=3072, n_heads=24, d_ff=8192),
+        1,
+        100,
+        "forward",
+        "bf16",
+        "triton",
+        GRAPHED,
+    ),
+    ("bx_neox_h24_t96_compile_fp16", neox(3, 3072, 24, 12288, 50304), 1, 96, "forward", "fp16", "sdpa", COMPILED),
+    ("bx_llama_h32_kv8_t60_compile", llama(2, 4096, 32, 8, 14336, 128256), 1, 60, "forward", "bf16", "sdpa", COMPILED),
+    (
+        "bx_qwen3_h16_kv8_t48_compile_fp16",
+        qwen3(2, 1024, 16, 8, 128, 3072, 151936),
+        2,
+        48,
+        "forward",
+        "fp16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("bx_gpt2_h12_t192_train_compile", gpt2(2, 768, 12, 50257), 1, 192, "train-step", "bf16", "sdpa", COMPILED),
+    ("bx_llama_h16_kv4_t120_liger", llama(3, 2048, 16, 4, 8192, 32000), 1, 120, "forward", "bf16", "sdpa", LIGER),
+    ("bx_qwen3_h32_kv8_t72_liger", qwen3(2, 2560, 32, 8, 128, 9728, 151936), 1, 72, "forward", "bf16", "sdpa", LIGER),
+    (
+        "bx_mistral_h24_kv8_t84_cudnn",
+        llama(2, 3072, 24, 8, 8192, 32768, "mistral"),
+        1,
+        84,
+        "forward",
+        "bf16",
+        "sdpa",
+        CUDNN,
+    ),
+    (
+        "bx_qwen2_h12_kv2_t66_eager_fp16",
+        llama(2, 1536, 12, 2, 8960, 151936, "qwen2"),
+        1,
+        66,
+        "forward",
+        "fp16",
+        "sdpa",
+        {},
+    ),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -5123,6 +5201,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_BU
             + _SERVED_BLIND_BV
             + _SERVED_BLIND_BW
+            + _SERVED_BLIND_BX
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
