@@ -1213,6 +1213,7 @@ SERVED_BLIND = {
     "bu": "score-120-served-blindbu-c506283",
     "bv": "score-121-served-blindbv-bedcaca",
     "bw": "score-122-served-blindbw-80ee218",
+    "bx": "score-123-served-blindbx-ac7f765",
 }
 SERVED_NOW = "score-118-served-all-31e8d68"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
