@@ -10,10 +10,11 @@ from lmperf.model.step import ModelStep, StepConfig
 from lmperf.model import preset
 
 
-def _counted_flops(attention: str, mode: str, batch: int, seq_len: int, kv_heads: int) -> int:
-    """FlopCounterMode's count of one step of the (causal) tiny model with `kv_heads` K/V heads."""
+def _counted_flops(attention: str, mode: str, batch: int, seq_len: int, kv_heads: int, **shape) -> int:
+    """FlopCounterMode's count of one step of the (causal) tiny model with `kv_heads` K/V heads
+    (and any other `shape` fields)."""
     config = StepConfig(
-        "tiny", seq_len, mode, batch=batch, attention=attention, model=preset("tiny", n_kv_heads=kv_heads)
+        "tiny", seq_len, mode, batch=batch, attention=attention, model=preset("tiny", n_kv_heads=kv_heads, **shape)
     )
     step = ModelStep(config, torch.device("cpu"))
     with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
@@ -34,6 +35,21 @@ def test_matmul_flops_match_flop_counter_mode(attention, mode, batch, seq_len, k
     (the full T×T square, masked: causal attention does the square's work unless it skips tiles)."""
     analytic = step_flops(preset("tiny", n_kv_heads=kv_heads, attention=attention), batch, seq_len, mode)
     assert _counted_flops(attention, mode, batch, seq_len, kv_heads) == analytic.matmul
+
+
+# Heads whose width is not d / heads (tiny: d 64, 4 query heads): Qwen3-like 4 x 32 = 128 wide
+# with the per-head q and k norms, and 4 x 8 = 32 wide; grouped K/V, odd lengths.
+WIDTHS = [(2, 19, 2, dict(head_dim=32, qk_norm=True)), (3, 24, 1, dict(head_dim=8)), (1, 37, 4, dict(head_dim=32))]
+
+
+@pytest.mark.parametrize("attention", ["naive", "sdpa"])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("batch, seq_len, kv_heads, shape", WIDTHS)
+def test_attention_of_another_width_matches_flop_counter_mode(attention, mode, batch, seq_len, kv_heads, shape):
+    """The query projection, the scores, the weighted sum and the output projection span
+    heads x head_dim, not d_model: the causal step PyTorch counts is the model's."""
+    analytic = step_flops(preset("tiny", n_kv_heads=kv_heads, attention=attention, **shape), batch, seq_len, mode)
+    assert _counted_flops(attention, mode, batch, seq_len, kv_heads, **shape) == analytic.matmul
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -68,6 +68,9 @@ def test_causality_future_tokens_do_not_change_past_logits():
     [
         (dict(d_model=100, n_heads=3), "not divisible"),
         (dict(d_model=60, n_heads=20), "odd"),
+        (dict(head_dim=7), "head dimension 7 is odd"),
+        (dict(head_dim=0), "head_dim must be positive, got 0"),
+        (dict(head_dim=-16), "head_dim must be positive, got -16"),
         (dict(n_layers=0), "positive"),
         (dict(d_ff=-4), "positive"),
         (dict(attention="magic"), "unknown attention"),
@@ -76,6 +79,58 @@ def test_causality_future_tokens_do_not_change_past_logits():
 def test_impossible_configs_are_usage_errors(overrides, message):
     with pytest.raises(UsageError, match=message):
         preset("tiny", **overrides)
+
+
+def test_an_explicit_head_dim_needs_no_width_divisible_by_the_heads():
+    config = preset("tiny", d_model=100, n_heads=3, n_kv_heads=1, head_dim=32)
+    assert (config.attention_width, config.kv_width) == (96, 32)
+
+
+def test_a_derived_head_dim_follows_new_widths_and_an_own_one_stays():
+    assert preset("tiny").with_(d_model=128).head_dim == 32  # 128 / 4 heads
+    assert preset("tiny", head_dim=16).with_(n_heads=8).head_dim == 8  # 16 is tiny's 64 / 4: derived
+    assert preset("tiny", head_dim=32).with_(d_model=128, n_heads=8).head_dim == 32
+    assert preset("tiny", head_dim=32).with_(head_dim=None).head_dim == 16
+
+
+def test_a_model_without_head_dim_or_qk_norm_writes_the_shape_it_always_wrote():
+    """The shape in a row (and so the resume key) of a model that uses neither names neither:
+    tiny's, as rows on disk have it, also when its derived head_dim is given."""
+    from lmperf.model.step import StepConfig
+
+    written = dict(
+        d_model=64,
+        d_ff=256,
+        n_layers=2,
+        n_heads=4,
+        vocab_size=512,
+        max_seq_len=1024,
+        rope_theta=10000.0,
+        norm_eps=1e-5,
+        n_kv_heads=4,
+        tie_embeddings=False,
+        mlp="swiglu",
+    )
+    assert StepConfig("tiny", 16, "forward").to_dict()["model"] == written
+    assert StepConfig("tiny", 16, "forward", model=preset("tiny", head_dim=16)).to_dict()["model"] == written
+    wide = preset("tiny", head_dim=32, qk_norm=True)
+    shape = StepConfig("tiny", 16, "forward", model=wide).to_dict()["model"]
+    assert shape == {**written, "head_dim": 32, "qk_norm": True}
+    assert StepConfig.from_dict({"preset": "tiny", "seq_len": 16, "mode": "forward", "model": shape}).model == wide
+
+
+def test_the_qk_norm_region_reaches_the_profiler_and_the_flop_model():
+    from torch.profiler import ProfilerActivity, profile
+
+    from lmperf.analysis.flops import region_flops
+
+    config = preset("tiny", head_dim=32, qk_norm=True)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        TransformerLM(config)(torch.randint(0, 512, (1, 8)))
+    assert "qk_norm" in {event.name for event in prof.events()}
+    # per layer 4 FLOPs for each of q's and k's 8 x (128 + 128) elements, two layers, forward only
+    assert region_flops(config, 1, 8, "forward")["qk_norm"] == 2 * 4 * 8 * (128 + 128)
+    assert "qk_norm" not in region_flops(preset("tiny"), 1, 8, "forward")
 
 
 def test_unknown_preset_is_a_usage_error():

@@ -11,6 +11,7 @@ from lmperf.attention import attention
 from lmperf.errors import UsageError
 from lmperf.model import TransformerLM, parameter_count, preset
 from lmperf.model.step import ModelStep, StepConfig
+from lmperf.model.transformer import lm_loss
 
 
 def per_head_reference(q, k, v, is_causal):
@@ -77,6 +78,8 @@ def test_tied_embeddings_share_one_matrix_and_its_gradient():
         dict(n_kv_heads=2),
         dict(n_kv_heads=1, tie_embeddings=True),
         dict(mlp="gelu", tie_embeddings=True),
+        dict(head_dim=128, n_kv_heads=4, qk_norm=True),  # 12 heads of 128: attention 1536 wide
+        dict(head_dim=32, n_kv_heads=6, tie_embeddings=True),  # 384 wide, no q/k norms
     ],
 )
 def test_parameter_count_matches_the_modules_and_a_hand_count(overrides):
@@ -84,10 +87,12 @@ def test_parameter_count_matches_the_modules_and_a_hand_count(overrides):
     with torch.device("meta"):
         model = TransformerLM(config)
     d, f, L, V = 768, 3072, 12, 10_000
-    kv = config.n_kv_heads * 64
+    hd = overrides.get("head_dim", 64)  # small: 12 heads of 64
+    width, kv = 12 * hd, config.n_kv_heads * hd
     mlp = (2 if config.mlp == "gelu" else 3) * d * f
     head = 0 if config.tie_embeddings else V * d
-    by_hand = V * d + L * (2 * d * d + 2 * d * kv + mlp + 2 * d) + d + head
+    qk_norms = 2 * hd if config.qk_norm else 0
+    by_hand = V * d + L * (2 * d * width + 2 * d * kv + mlp + 2 * d + qk_norms) + d + head
     assert sum(p.numel() for p in model.parameters()) == by_hand  # a tied matrix counted once
     assert parameter_count(config)["total"] == by_hand
 
@@ -99,6 +104,8 @@ def test_parameter_count_matches_the_modules_and_a_hand_count(overrides):
         dict(n_kv_heads=2),
         dict(n_kv_heads=1, tie_embeddings=True),
         dict(mlp="gelu", tie_embeddings=True, vocab_size=300),
+        dict(head_dim=32, n_kv_heads=2, qk_norm=True),  # 4 heads of 32: attention 128 wide over d 64
+        dict(head_dim=8, n_kv_heads=1, mlp="gelu"),  # 32 wide
     ],
 )
 def test_matmul_flops_of_other_shapes_match_flop_counter_mode(mode, overrides):
@@ -131,3 +138,92 @@ def test_grouped_query_attention_on_the_gpu_in_bf16(impl):
     expected = per_head_reference(q.double(), k.double(), v.double(), True)
     out = attention(*(t.cuda().bfloat16() for t in (q, k, v)), is_causal=True, impl=impl)
     torch.testing.assert_close(out.double().cpu(), expected, rtol=2e-2, atol=2e-2)
+
+
+# tiny with heads wider than d / heads: 4 query heads of 32 (attention 128 wide over d 64), 2 K/V
+# heads, the per-head q and k norms (Qwen3's shape, small).
+WIDE = dict(head_dim=32, n_kv_heads=2, qk_norm=True)
+
+
+@pytest.mark.parametrize("impl", ["naive", "sdpa", "torch"])
+def test_heads_wider_than_d_over_heads_run_forward_and_backward(impl):
+    torch.manual_seed(0)
+    model = TransformerLM(preset("tiny", attention=impl, **WIDE))
+    attn = model.blocks[0].attn
+    assert tuple(attn.qkv_proj.weight.shape) == (128 + 2 * 64, 64) and tuple(attn.out_proj.weight.shape) == (64, 128)
+    assert tuple(attn.q_norm.weight.shape) == tuple(attn.k_norm.weight.shape) == (32,)
+    tokens = torch.randint(0, 512, (2, 37))
+    logits = model(tokens)
+    assert logits.shape == (2, 37, 512)
+    lm_loss(logits, tokens).backward()
+    for name, param in model.named_parameters():
+        assert param.grad is not None and torch.isfinite(param.grad).all() and param.grad.abs().sum() > 0, name
+
+
+def test_naive_sdpa_and_torch_attention_agree_on_wide_heads():
+    tokens = torch.randint(0, 512, (2, 29), generator=torch.Generator().manual_seed(0))
+    results = {}
+    for impl in ("naive", "sdpa", "torch"):
+        torch.manual_seed(1)
+        model = TransformerLM(preset("tiny", attention=impl, **WIDE))
+        loss = lm_loss(model(tokens), tokens)
+        loss.backward()
+        results[impl] = (
+            loss.detach(),
+            model.blocks[0].attn.q_norm.weight.grad,
+            model.blocks[0].attn.qkv_proj.weight.grad,
+        )
+    for impl in ("sdpa", "torch"):
+        for got, want in zip(results[impl], results["naive"]):
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
+def _attention_by_hand(attn, x, q_gain, k_gain, eps, theta):
+    """The block's attention written out in float64 with torch ops: q, k, v from the QKV weight's
+    rows; each head of q and k divided by its root mean square and multiplied by its gain; pair j
+    (channels 2j, 2j+1) of position t turned as a complex number by t·theta^(-2j/hd); causal
+    softmax(q k^T / sqrt(hd)) v, each K/V head read by its group of query heads
+    (per_head_reference); heads merged; the output projection."""
+    B, T, _ = x.shape
+    H, Hkv, hd = 4, 2, 32
+    wq, wk, wv = attn.qkv_proj.weight.double().split((H * hd, Hkv * hd, Hkv * hd))
+
+    def heads(weight, n):
+        return (x @ weight.T).view(B, T, n, hd).transpose(1, 2)
+
+    def normed(t, gain):
+        return t / torch.sqrt(t.pow(2).mean(-1, keepdim=True) + eps) * gain
+
+    angles = torch.arange(T, dtype=torch.float64)[:, None] * theta ** (
+        -torch.arange(0, hd, 2, dtype=torch.float64) / hd
+    )
+    turn = torch.polar(torch.ones_like(angles), angles)  # (T, hd/2)
+
+    def rotated(t):
+        pairs = torch.view_as_complex(t.reshape(*t.shape[:-1], hd // 2, 2).contiguous())
+        return torch.view_as_real(pairs * turn).flatten(-2)
+
+    q = rotated(normed(heads(wq, H), q_gain))
+    k = rotated(normed(heads(wk, Hkv), k_gain))
+    y = per_head_reference(q, k, heads(wv, Hkv), True)
+    return y.transpose(1, 2).reshape(B, T, H * hd) @ attn.out_proj.weight.double().T
+
+
+@pytest.mark.parametrize("impl", ["naive", "sdpa"])
+@pytest.mark.parametrize("gains", ["ones", "random"])
+def test_qk_norm_attention_matches_a_reference_by_hand(impl, gains):
+    torch.manual_seed(0)
+    config = preset("tiny", attention=impl, **WIDE)
+    attn = TransformerLM(config).blocks[0].attn
+    if gains == "random":
+        with torch.no_grad():
+            attn.q_norm.weight.uniform_(0.5, 2.0)
+            attn.k_norm.weight.uniform_(0.5, 2.0)
+    x = torch.randn(2, 23, 64, generator=torch.Generator().manual_seed(1))
+    q_gain, k_gain = attn.q_norm.weight.detach().double(), attn.k_norm.weight.detach().double()
+    expected = _attention_by_hand(attn, x.double(), q_gain, k_gain, config.norm_eps, config.rope_theta)
+    with torch.no_grad():
+        torch.testing.assert_close(attn(x).double(), expected, rtol=1e-4, atol=1e-5)
+        # the norms are applied: a q gain of 2 doubles every score, which the output shows
+        attn.q_norm.weight.fill_(2.0)
+        assert not torch.allclose(attn(x).double(), expected, rtol=1e-2, atol=1e-3)

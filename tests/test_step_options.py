@@ -31,6 +31,10 @@ CHECKPOINT_POLICIES = (
     "selective-mm-out*1+selective-mm*1",
 )  # ":1" and "*1+..." mix two kinds of block
 BATCH, CONTEXT = 2, 128
+# Heads wider than d / heads (4 of 32: the attention 128 wide over d 64), 2 K/V heads and the
+# per-head q and k norms: the QKV output (128 + 2·64) and the output projection's input (128)
+# are other widths than tiny's, and the norms run between the QKV projection and attention.
+WIDE = dataclasses.replace(CONFIG, head_dim=32, n_kv_heads=2, qk_norm=True)
 
 
 def _batch():
@@ -39,9 +43,9 @@ def _batch():
     return data[:, :-1].clamp(min=0), data[:, 1:]
 
 
-def _loss_and_grads(checkpoint="none", loss="eager", param_dtype=torch.float32):
+def _loss_and_grads(checkpoint="none", loss="eager", param_dtype=torch.float32, config=CONFIG):
     torch.manual_seed(0)
-    model = TransformerLM(CONFIG, checkpoint, loss)
+    model = TransformerLM(config, checkpoint, loss)
     for param in model.parameters():
         param.data = param.data.to(param_dtype)
     inputs, targets = _batch()
@@ -129,20 +133,47 @@ def test_selective_checkpointing_recomputes_lmperfs_own_attention(monkeypatch, c
         ("full*1+none*1", 4),
     ],
 )
-def test_checkpoint_policies_recompute_the_matmuls_they_do_not_keep(checkpoint, recomputed):
+@pytest.mark.parametrize("config", [CONFIG, WIDE], ids=["tiny", "wide-heads"])
+def test_checkpoint_policies_recompute_the_matmuls_they_do_not_keep(checkpoint, recomputed, config):
     # Each tiny block runs 5 matmuls (QKV, output, w1, w3, w2) in its forward; a block that keeps
     # everything runs them once, a selectively checkpointed block runs 4 again in the backward:
     # recomputation stops once every saved tensor is back, and no backward needs w2's output;
     # under selective-mm only the output projection runs again (QKV, w1 and w3 are kept), and
-    # under selective-mm-out none does.
+    # under selective-mm-out none does. The same with wide heads, whose QKV output (256) is not
+    # d 64 wide and whose output projection takes 128, not d_ff 256.
     torch.manual_seed(0)
-    model = TransformerLM(CONFIG, checkpoint)
+    model = TransformerLM(config, checkpoint)
     inputs, targets = _batch()
     with _AttentionCalls({torch.ops.aten.mm.default}) as probe:
         model(inputs, targets).backward()
-    forward_only = 5 * CONFIG.n_layers + 1  # the blocks' and the LM head's
+    forward_only = 5 * config.n_layers + 1  # the blocks' and the LM head's
     backward = 2 * forward_only  # input and weight gradients of each
     assert probe.calls == forward_only + backward + recomputed
+
+
+@pytest.mark.parametrize("checkpoint", CHECKPOINT_POLICIES[1:])
+def test_checkpoint_policies_of_wide_heads_equal_the_plain_eager_model(checkpoint):
+    want = _loss_and_grads(config=WIDE)
+    _assert_matches(_loss_and_grads(checkpoint, config=WIDE), want, 1e-5, 1e-6)
+
+
+@pytest.mark.parametrize(
+    "changes, refused, message",
+    [
+        # 4 heads of 8 and 2 K/V heads: a QKV output 32 + 2·16 = 64 wide, d_model's width
+        (dict(head_dim=8, n_kv_heads=2), ("selective-mm", "selective-mm-out"), "QKV projection is as wide as"),
+        # 4 heads of 64: an attention 256 wide, d_ff's width, which selective-mm-out reads as w2's input
+        (dict(head_dim=64), ("selective-mm-out",), "attention is as wide as its d_ff"),
+    ],
+)
+def test_policies_by_width_refuse_widths_they_would_mistake(changes, refused, message):
+    config = dataclasses.replace(CONFIG, **changes)
+    for checkpoint in ("selective-mm", "selective-mm-out"):
+        if checkpoint in refused:
+            with pytest.raises(UsageError, match=message):
+                TransformerLM(config, checkpoint)
+        else:
+            TransformerLM(config, checkpoint)
 
 
 def test_block_policies_put_the_kept_blocks_last():

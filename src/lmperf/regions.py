@@ -20,6 +20,7 @@ import torch
 # The canonical region names; profile tables group by them and the FLOP model uses the same keys.
 ATTN_NORM = "attn_norm"
 QKV_PROJ = "qkv_proj"
+QK_NORM = "qk_norm"  # the per-head q and k norms of a model with qk_norm (Qwen3)
 ROPE = "rope"
 ATTN_SCORES = "attn_scores"
 ATTN_SOFTMAX = "attn_softmax"

@@ -11,7 +11,17 @@ from plan_tiny import BLOCK, ROOT, TINY
 MiB = 2**20
 
 
-@pytest.mark.parametrize("changes", [{}, {"mlp": "gelu"}, {"tie_embeddings": True}, {"n_kv_heads": 1}])
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"mlp": "gelu"},
+        {"tie_embeddings": True},
+        {"n_kv_heads": 1},
+        {"head_dim": 8, "n_kv_heads": 1, "qk_norm": True},  # 2 heads of 8: attention 16 wide over d 8
+        {"head_dim": 2},
+    ],
+)
 def test_parameter_tensors_are_the_models_own(changes):
     config = TINY.with_(**changes)
     with torch.device("meta"):

@@ -120,11 +120,17 @@ def test_activations_equal_what_autograd_saves(precision, device):
         dict(n_kv_heads=2),
         dict(n_kv_heads=1, tie_embeddings=True),
         dict(n_kv_heads=2, mlp="gelu", vocab_size=300),
+        dict(n_kv_heads=2, head_dim=32, qk_norm=True),  # Qwen3-like: 4 heads of 32, 128 wide over d 64
+        dict(n_kv_heads=1, head_dim=8, qk_norm=True, tie_embeddings=True),  # 32 wide
+        dict(head_dim=32),  # wide, without the q and k norms
+        dict(qk_norm=True),
     ],
 )
 def test_other_shapes_save_what_the_model_says(attention, seq_len, precision, overrides):
-    """Grouped-query K/V, tied embeddings and a GELU MLP, against autograd's saved tensors:
-    fused attention saves K and V at n_kv_heads, naive attention their repeated copies."""
+    """Grouped-query K/V, tied embeddings, a GELU MLP, heads whose width is not d / heads and the
+    per-head q and k norms, against autograd's saved tensors: fused attention saves K and V at
+    n_kv_heads, naive attention their repeated copies; the q and k norms keep their fp32 input
+    (in fp32 the QKV output itself)."""
     config = preset("tiny", attention=attention, **overrides)
     analytic = memory_model(config, 2, seq_len, precision)
     assert _saved_bytes(config, precision, "cpu", seq_len) - (analytic.activations + analytic.head_activations) == 4

@@ -96,6 +96,16 @@ def test_rows_and_memory_md_carry_the_shape_and_its_analytic_model(tmp_path):
     assert f"| {analytic.peak('forward') / 1e9:.2f} |" in text
 
 
+def test_the_model_line_names_heads_of_their_own_width_and_the_qk_norms():
+    from lmperf.model import preset
+    from lmperf.model.step import StepConfig
+    from lmperf.profile.memory_report import model_line
+
+    qwen3 = StepConfig("qwen3", 64, "forward", model=preset("tiny", head_dim=32, n_kv_heads=2, qk_norm=True))
+    assert "2 layers, 4 heads of 32 (2 K/V heads), q/k norms, vocabulary 512" in model_line(qwen3.to_dict())
+    assert "2 layers, 4 heads, vocabulary 512" in model_line(StepConfig("tiny", 64, "forward").to_dict())
+
+
 def test_committed_memory_runs_render_again(tmp_path):
     """Rows measured before the shape was recorded get their preset's, and keep their figures."""
     committed = BENCHMARKS / "profile-h100" / "memory-2.7B"

@@ -66,26 +66,31 @@ def forward_ops(config: ModelConfig, batch: int, seq_len: int, causal_fraction: 
     """Every op of one forward pass (embedding lookup is a gather: 0 FLOPs).
 
     Grouped-query attention (`n_kv_heads` < `n_heads`) narrows the K and V projections and the
-    rotary work on k; the score and weighted-sum matmuls still run per query head. A GELU MLP
-    (`mlp="gelu"`) has one up-projection instead of SwiGLU's two.
+    rotary work on k; the score and weighted-sum matmuls still run per query head. The query
+    projection, the rotary work on q and the output projection span the attention's width, n_heads ·
+    head_dim, which need not be d_model. A GELU MLP (`mlp="gelu"`) has one up-projection instead of
+    SwiGLU's two; `qk_norm` adds the per-head norms of q and k.
     """
     if batch <= 0 or seq_len <= 0:
         raise UsageError(f"batch and context length must be positive, got {batch}, {seq_len}")
     B, T, d, f = batch, seq_len, config.d_model, config.d_ff
     H, hd, L, V = config.n_heads, config.head_dim, config.n_layers, config.vocab_size
-    kv_width = config.kv_width
+    width, kv_width = config.attention_width, config.kv_width
     gated = config.mlp == "swiglu"
     up_width = 2 * f if gated else f
     tokens = B * T
     square = int(round(B * H * T * T * causal_fraction))
+    # square, mean, rsqrt·x, ·g per element of every q and k head
+    qk_norm = [_vector("qk_norm", regions.QK_NORM, tokens * (width + kv_width), 4, L)] if config.qk_norm else []
     return [
         _vector("attn_norm", regions.ATTN_NORM, tokens * d, 4, L),  # square, mean, rsqrt·x, ·g
-        _matmul("qkv_proj", regions.QKV_PROJ, tokens, d, d + 2 * kv_width, L),
-        _vector("rope", regions.ROPE, tokens * (d + kv_width), 3, L),  # q and k: 2 mul + 1 add each
+        _matmul("qkv_proj", regions.QKV_PROJ, tokens, d, width + 2 * kv_width, L),
+        *qk_norm,
+        _vector("rope", regions.ROPE, tokens * (width + kv_width), 3, L),  # q and k: 2 mul + 1 add each
         Op("attn_scores", regions.ATTN_SCORES, True, 2.0 * square * hd, L, (B * H * T, hd, T)),
         _vector("attn_softmax", regions.ATTN_SOFTMAX, square, 5, L),  # scale, max, exp, sum, div
         Op("attn_weighted_sum", regions.ATTN_WEIGHTED_SUM, True, 2.0 * square * hd, L, (B * H * T, T, hd)),
-        _matmul("out_proj", regions.OUT_PROJ, tokens, d, d, L),
+        _matmul("out_proj", regions.OUT_PROJ, tokens, width, d, L),
         _vector("attn_residual", regions.OUT_PROJ, tokens * d, 1, L),
         _vector("ffn_norm", regions.FFN_NORM, tokens * d, 4, L),
         _matmul("ffn_w1_w3", regions.FFN, tokens, d, up_width, L),

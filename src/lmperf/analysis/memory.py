@@ -1,7 +1,8 @@
 """The analytic memory model of one TransformerLM step on a GPU: what is alive at the peak.
 
 Counting rules (bytes; N = batch·context tokens, S = batch·heads·context² attention entries,
-`a` = bytes of a matmul output: 4 in fp32, 2 under bf16 autocast):
+w = heads·head_dim the attention's width (d where head_dim is d / heads), `a` = bytes of a matmul
+output: 4 in fp32, 2 under bf16 autocast):
 - Parameters, and their gradients, are fp32 (autocast never changes a parameter's dtype).
 - Rotary tables: every attention layer keeps fp32 cos and sin buffers of max_seq_len × head_dim/2.
 - AdamW keeps two fp32 moments per parameter (exp_avg, exp_avg_sq).
@@ -18,20 +19,25 @@ Counting rules (bytes; N = batch·context tokens, S = batch·heads·context² at
   - rotary under bf16: rope casts its fp32 cos and sin tables to q's and k's bf16, four new
     context × head_dim/2 tensors per layer that its multiplications save: 4·context·head_dim
     bytes (in fp32 the cast is the buffer itself);
-  - naive attention: rotated q and k: 2·N·d·a; v, which the weighted sum copies to a contiguous
-    tensor because it is a permuted view of the QKV output: N·d·a; the head-merged output saved
-    by out_proj: N·d·a. The QKV output itself is not kept: rope multiplies by constants, which
+  - the per-head q and k norms (`qk_norm`), which normalise in fp32 like the others: their input
+    (in fp32 a view of the QKV output, which they keep alive, N·(w + 2·kv)·4, where the attention
+    does not keep it already; under bf16 an fp32 copy of q and k, N·(w + kv)·4), normalised q
+    and k (fp32, N·(w + kv)·4) and an rsqrt per head and token (N·(heads + kv_heads)·4); their
+    output goes to rope, which saves none of it;
+  - naive attention: rotated q and k: 2·N·w·a; v, which the weighted sum copies to a contiguous
+    tensor because it is a permuted view of the QKV output: N·w·a; the head-merged output saved
+    by out_proj: N·w·a. The QKV output itself is not kept: rope multiplies by constants, which
     saves only them. Grouped-query K/V are repeated to every query head before naive attention
     (the copies are what its matmuls save), so these terms are the same for any n_kv_heads;
   - attention probabilities: fp32 in fp32 (S·4); under bf16 softmax runs in fp32 (autocast's
     fp32 list) and the weighted sum saves a bf16 copy too (S·6); the causal mask, context² bytes;
   - fused attention (every implementation but naive) takes K and V with their own n_kv_heads and
-    saves its inputs as given: rotated q (N·d·a) and k (N·kv·a, kv = n_kv_heads·head_dim), and
-    v, a view of the QKV output, which keeps that whole output alive (N·(d + 2·kv)·a); then its
-    output (N·d·a) and fp32 log-sum-exp (batch·heads·context·4), and the head-merged output
-    saved by out_proj (N·d·a); except SDPA in fp32 with grouped K/V, which gets K and V repeated
+    saves its inputs as given: rotated q (N·w·a) and k (N·kv·a, kv = n_kv_heads·head_dim), and
+    v, a view of the QKV output, which keeps that whole output alive (N·(w + 2·kv)·a); then its
+    output (N·w·a) and fp32 log-sum-exp (batch·heads·context·4), and the head-merged output
+    saved by out_proj (N·w·a); except SDPA in fp32 with grouped K/V, which gets K and V repeated
     to every query head first (no fused SDPA kernel takes them grouped in fp32): q, the two
-    copies and the merged heads, 4·N·d·a, then the kernel's output and log-sum-exp;
+    copies and the merged heads, 4·N·w·a, then the kernel's output and log-sum-exp;
   - SwiGLU: w1 and w3 outputs, silu output and the gated product: 4·N·d_ff·a; a GELU MLP: the
     up-projection's output and GELU's: 2·N·d_ff·a.
 - Head: the last residual and the final norm's normalised x (fp32, 2·N·d·4), its output (fp32,
@@ -119,8 +125,9 @@ def rotary_table_bytes(config: ModelConfig) -> int:
 
 
 def _attention_kernel_saves(config: ModelConfig, batch: int, seq_len: int, a: int) -> int:
-    """A fused attention kernel's saved output (N·d·a) and fp32 log-sum-exp per row."""
-    return batch * seq_len * config.d_model * a + batch * config.n_heads * seq_len * FP32
+    """A fused attention kernel's saved output (N·w·a, w the attention's width) and fp32
+    log-sum-exp per row."""
+    return batch * seq_len * config.attention_width * a + batch * config.n_heads * seq_len * FP32
 
 
 def _sdpa_repeats_kv(config: ModelConfig, bf16: bool) -> bool:
@@ -134,23 +141,46 @@ def activations_per_layer(
 ) -> int:
     """Bytes one block saves for its backward (see the module docstring for each term)."""
     tokens, d, f = batch * seq_len, config.d_model, config.d_ff
-    square = batch * config.n_heads * seq_len * seq_len
     bf16 = precision == "bf16"
     a = BF16 if bf16 else FP32
     residual = BF16 if param_dtype == "bf16" else FP32
     fp32_vectors = 2 * tokens * d * (residual + FP32) + 2 * tokens * FP32  # residuals, norms, rsqrt
     norm_casts = 3 if config.mlp == "swiglu" else 2  # QKV's, then w1's and w3's (SwiGLU) or w1's
     norm_outputs = norm_casts * tokens * d * BF16 if bf16 else 2 * tokens * d * FP32
-    if config.attention == "naive":  # q, k (or its repeated copy), v copy, merged heads; probabilities, mask
-        attention = 4 * tokens * d * a + square * (FP32 + BF16 if bf16 else FP32) + seq_len * seq_len
-    elif _sdpa_repeats_kv(config, bf16):  # q, the repeated copies of k and v, merged heads; kernel saves
-        attention = 4 * tokens * d * a + _attention_kernel_saves(config, batch, seq_len, a)
-    else:  # q, k, the QKV output (v's base), merged heads; the kernel's output and log-sum-exp
-        kv = config.kv_width
-        attention = (d + kv + (d + 2 * kv) + d) * tokens * a + _attention_kernel_saves(config, batch, seq_len, a)
     ffn = (4 if config.mlp == "swiglu" else 2) * tokens * f * a
     rotary_casts = 4 * seq_len * (config.head_dim // 2) * BF16 if bf16 else 0  # (cos, sin) for q and for k
-    return fp32_vectors + norm_outputs + attention + ffn + rotary_casts
+    return fp32_vectors + norm_outputs + _attention_saves(config, batch, seq_len, bf16) + ffn + rotary_casts
+
+
+def _attention_saves(config: ModelConfig, batch: int, seq_len: int, bf16: bool) -> int:
+    """Bytes one block's attention saves, from the q and k norms to the merged heads."""
+    tokens, width, kv = batch * seq_len, config.attention_width, config.kv_width
+    a = BF16 if bf16 else FP32
+    if config.attention == "naive":  # q, k (or its repeated copy), v copy, merged heads; probabilities, mask
+        square = batch * config.n_heads * seq_len * seq_len
+        saved = 4 * tokens * width * a + square * (FP32 + BF16 if bf16 else FP32) + seq_len * seq_len
+        return saved + _qk_norm_saves(config, tokens, bf16, qkv_output_kept=False)
+    kernel = _attention_kernel_saves(config, batch, seq_len, a)
+    if _sdpa_repeats_kv(config, bf16):  # q, the repeated copies of k and v, merged heads; kernel saves
+        return 4 * tokens * width * a + kernel + _qk_norm_saves(config, tokens, bf16, qkv_output_kept=False)
+    # q, k, the QKV output (v's base), merged heads; the kernel's output and log-sum-exp
+    saved = (width + kv + (width + 2 * kv) + width) * tokens * a + kernel
+    return saved + _qk_norm_saves(config, tokens, bf16, qkv_output_kept=True)
+
+
+def _qk_norm_saves(config: ModelConfig, tokens: int, bf16: bool, qkv_output_kept: bool) -> int:
+    """What the per-head norms of q and k save (nothing without qk_norm): their fp32 input, which
+    in fp32 is a view of the QKV output (no extra bytes where the attention keeps that output
+    already) and under bf16 an fp32 copy of q and k; normalised q and k, fp32; an fp32 rsqrt per
+    head and token."""
+    if not config.qk_norm:
+        return 0
+    width, kv = config.attention_width, config.kv_width
+    if bf16:
+        inputs = tokens * (width + kv) * FP32
+    else:
+        inputs = 0 if qkv_output_kept else tokens * (width + 2 * kv) * FP32
+    return inputs + tokens * (width + kv) * FP32 + tokens * (config.n_heads + config.n_kv_heads) * FP32
 
 
 def _saved_per_layer(
@@ -164,7 +194,7 @@ def _saved_per_layer(
     if checkpoint == "selective":
         return block_input + _attention_kernel_saves(config, batch, seq_len, a)
     if checkpoint in BY_WIDTH:  # and the QKV, gate and up outputs
-        widening = config.d_model + 2 * config.kv_width + (2 if config.mlp == "swiglu" else 1) * config.d_ff
+        widening = config.attention_width + 2 * config.kv_width + (2 if config.mlp == "swiglu" else 1) * config.d_ff
         kept = widening + (config.d_model if checkpoint == "selective-mm-out" else 0)  # the output projection's
         return block_input + _attention_kernel_saves(config, batch, seq_len, a) + batch * seq_len * kept * a
     return activations_per_layer(config, batch, seq_len, precision, param_dtype)
@@ -201,7 +231,7 @@ def memory_model(
     param_bytes = BF16 if param_dtype == "bf16" else FP32
     tokens = batch * seq_len
     per_layer = activations_per_layer(config, batch, seq_len, precision, param_dtype)
-    policies = model_block_policies(checkpoint, config.n_layers, config.d_model, config.d_ff)
+    policies = model_block_policies(checkpoint, config)
     saved = sum(_saved_per_layer(config, batch, seq_len, precision, param_dtype, p) for p in policies)
     recomputed = per_layer if set(policies) != {"none"} else 0  # one block at a time in the backward
     head, working = _head(config, tokens, BF16 if bf16 else FP32, loss)

@@ -4,6 +4,7 @@ model exists). TransformerLM applies them; the memory model counts what each kee
 from __future__ import annotations
 
 from lmperf.errors import UsageError
+from lmperf.model.config import ModelConfig
 
 BLOCK_POLICIES = ("none", "full", "selective", "selective-mm", "selective-mm-out")
 # The selective policies, which ":K" may follow (the last K blocks keep everything instead).
@@ -33,17 +34,35 @@ def block_policies(checkpoint: str, n_layers: int) -> list[str]:
     raise UsageError(f"unknown checkpoint policy {checkpoint!r} for {n_layers} blocks; choose from {CHECKPOINT_FORMS}")
 
 
-def model_block_policies(checkpoint: str, n_layers: int, d_model: int, d_ff: int) -> list[str]:
-    """block_policies for a model of these widths: the policies that tell matmuls apart by width
-    cannot where the MLP is as wide as the model (its gate and up would pass for the output
-    projection, its down projection for a widening one)."""
-    policies = block_policies(checkpoint, n_layers)
-    if d_ff == d_model and any(p in BY_WIDTH for p in policies):
+def model_block_policies(checkpoint: str, config: ModelConfig) -> list[str]:
+    """block_policies for `config`'s blocks, refused where a policy that tells matmuls apart by
+    width cannot tell them apart in this model (`_widths_alike`)."""
+    policies = block_policies(checkpoint, config.n_layers)
+    alike = _widths_alike(config, {p for p in policies if p in BY_WIDTH})
+    if alike:
         raise UsageError(
-            f"--checkpoint {checkpoint} tells the block's matmuls apart by width, and this model's d_ff "
-            f"equals its d_model ({d_model}); use selective, full or none"
+            f"--checkpoint {checkpoint} tells the block's matmuls apart by width, and this model's {alike}; "
+            "use selective, full or none"
         )
     return policies
+
+
+def _widths_alike(config: ModelConfig, by_width: set[str]) -> str | None:
+    """Which of the block's widths the `by_width` policies would mistake (None: none). They keep
+    a matmul output that is not d_model wide, so an MLP as wide as the model would pass its gate
+    and up for the output projection and its down projection for a widening one, and a QKV output
+    d_model wide would pass for a narrowing one; selective-mm-out also keeps every output whose
+    input is not d_ff wide, so an attention d_ff wide would pass the output projection for the
+    down projection."""
+    if not by_width:
+        return None
+    if config.d_ff == config.d_model:
+        return f"d_ff equals its d_model ({config.d_model})"
+    if config.attention_width + 2 * config.kv_width == config.d_model:
+        return f"QKV projection is as wide as its d_model ({config.d_model})"
+    if "selective-mm-out" in by_width and config.attention_width == config.d_ff:
+        return f"attention is as wide as its d_ff ({config.d_ff})"
+    return None
 
 
 def _count(text: str) -> int | None:

@@ -17,6 +17,10 @@ class ModelConfig:
     `n_kv_heads` below `n_heads` is grouped-query attention (1: multi-query): K and V are projected
     to that many heads, each shared by n_heads / n_kv_heads query heads; None means n_heads.
     `tie_embeddings` makes the LM head reuse the embedding matrix.
+    `head_dim` is the width of one attention head; None means d_model / n_heads. The attention is
+    n_heads · head_dim wide (`attention_width`), which need not be d_model (Qwen3-0.6B: 16 heads of
+    128 over d_model 1024): the query projection widens to it, the output projection comes back.
+    `qk_norm` normalises q and k per head (an RMSNorm over head_dim, a gain each) before rotary.
     """
 
     d_model: int
@@ -31,14 +35,20 @@ class ModelConfig:
     n_kv_heads: int | None = None
     tie_embeddings: bool = False
     mlp: str = "swiglu"
+    head_dim: int | None = None
+    qk_norm: bool = False
 
     def __post_init__(self):
         if self.n_kv_heads is None:  # rows and resume keys carry the resolved number
             object.__setattr__(self, "n_kv_heads", self.n_heads)
+        # Where d_model / n_heads is no whole number head_dim stays None, for validate to refuse
+        if self.head_dim is None and self.n_heads > 0 and self.d_model % self.n_heads == 0:
+            object.__setattr__(self, "head_dim", self.d_model // self.n_heads)
 
     @property
-    def head_dim(self) -> int:
-        return self.d_model // self.n_heads
+    def attention_width(self) -> int:
+        """Width of the query projection and of the attention's output: n_heads · head_dim."""
+        return self.n_heads * self.head_dim
 
     @property
     def kv_width(self) -> int:
@@ -49,8 +59,12 @@ class ModelConfig:
         for name in ("d_model", "d_ff", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "max_seq_len"):
             if getattr(self, name) <= 0:
                 raise UsageError(f"{name} must be positive, got {getattr(self, name)}")
-        if self.d_model % self.n_heads:
-            raise UsageError(f"d_model {self.d_model} is not divisible by n_heads {self.n_heads}")
+        if self.head_dim is None:
+            raise UsageError(
+                f"d_model {self.d_model} is not divisible by n_heads {self.n_heads}, and no head_dim is given"
+            )
+        if self.head_dim <= 0:
+            raise UsageError(f"head_dim must be positive, got {self.head_dim}")
         if self.n_heads % self.n_kv_heads:
             raise UsageError(f"n_heads {self.n_heads} is not a multiple of n_kv_heads {self.n_kv_heads}")
         if self.head_dim % 2:
@@ -61,10 +75,22 @@ class ModelConfig:
         return self
 
     def with_(self, **changes) -> "ModelConfig":
+        """This config with `changes`, validated. A head_dim of d_model / n_heads is the derived
+        one and follows new widths and heads; any other is the model's own and stays."""
+        if self.head_dim is None or self.attention_width == self.d_model:
+            changes.setdefault("head_dim", None)
         return replace(self, **changes).validate()
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The fields; head_dim only where the attention is not d_model wide and qk_norm only where
+        on, so that a model without either has the keys, and so the resume key, of rows that
+        never name them."""
+        values = asdict(self)
+        if self.head_dim is not None and self.attention_width == self.d_model:
+            del values["head_dim"]
+        if not self.qk_norm:
+            del values["qk_norm"]
+        return values
 
 
 # Reference sizes (GPT-2 small ... 2.7B widths); vocabulary 10k as in the notes lmperf started from.
@@ -107,15 +133,17 @@ def mlp_matrices(config: ModelConfig) -> int:
 
 
 def block_matmul_parameters(config: ModelConfig) -> int:
-    """One block's matmul weights: q and o (d×d), k and v (d×kv_width), the MLP's matrices."""
+    """One block's matmul weights: q and o (d×attention_width), k and v (d×kv_width), the MLP's
+    matrices."""
     d = config.d_model
-    return 2 * d * d + 2 * d * config.kv_width + mlp_matrices(config) * d * config.d_ff
+    return 2 * d * config.attention_width + 2 * d * config.kv_width + mlp_matrices(config) * d * config.d_ff
 
 
 def parameter_count(config: ModelConfig) -> dict[str, int]:
     """Closed-form parameter counts: embedding, blocks, final norm, LM head (0 when tied)."""
     d = config.d_model
-    per_block = block_matmul_parameters(config) + 2 * d  # + two RMSNorm gains
+    # + the two RMSNorms' gains, and with qk_norm q's and k's per-head ones
+    per_block = block_matmul_parameters(config) + 2 * d + (2 * config.head_dim if config.qk_norm else 0)
     counts = {
         "embedding": config.vocab_size * d,
         "blocks": config.n_layers * per_block,

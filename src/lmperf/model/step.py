@@ -63,7 +63,7 @@ class StepConfig:
         if self.module is None:
             config = self.model_config()
             check_context(config, self.seq_len)
-            model_block_policies(self.checkpoint, config.n_layers, config.d_model, config.d_ff)
+            model_block_policies(self.checkpoint, config)
         elif self.seq_len <= 0:
             raise UsageError(f"context length must be positive, got {self.seq_len}")
         else:

@@ -1,6 +1,7 @@
 """TransformerLM: token embedding, pre-norm blocks (RMSNorm, rotary causal attention with
-grouped-query K/V, SwiGLU or GELU MLP), final norm, LM head (optionally tied to the embedding)
-and cross-entropy loss. Every part of a block runs inside a named region.
+grouped-query K/V, heads of any width, optional per-head q/k norms, SwiGLU or GELU MLP), final
+norm, LM head (optionally tied to the embedding) and cross-entropy loss. Every part of a block
+runs inside a named region.
 
 Two options change how a step spends memory, never what it computes:
 - `checkpoint`: "none" keeps every block's activations for the backward; "full" keeps only each
@@ -75,8 +76,8 @@ def _keep_attention_and_matmuls(d_model: int, d_ff: int | None):
     the model's (QKV, gate, up) are kept; the output projection and the elementwise work are
     recomputed (recomputation stops before the down projection, whose output no backward needs).
     `d_ff` ("selective-mm-out"): every matmul output but the down projection's, told by its input
-    width d_ff, so the output projection's too (a model whose d_ff equals its d_model could not
-    tell them apart: model_block_policies refuses it)."""
+    width d_ff, so the output projection's too (a model with two of these widths alike could not
+    tell the matmuls apart: model_block_policies refuses it)."""
     from torch.utils.checkpoint import CheckpointPolicy
 
     def policy(ctx, op, *args, **kwargs):
@@ -140,21 +141,28 @@ class CausalSelfAttention(nn.Module):
         self.n_heads, self.n_kv_heads, self.head_dim = config.n_heads, config.n_kv_heads, config.head_dim
         self.impl = config.attention
         load(self.impl)  # now, not inside the compiled forward (an import there splits the graph)
-        self.qkv_proj = nn.Linear(config.d_model, config.d_model + 2 * config.kv_width, bias=False)
-        self.out_proj = nn.Linear(config.d_model, config.d_model, bias=False)
+        self.qkv_proj = nn.Linear(config.d_model, config.attention_width + 2 * config.kv_width, bias=False)
+        self.out_proj = nn.Linear(config.attention_width, config.d_model, bias=False)
+        self.qk_norm = config.qk_norm
+        if config.qk_norm:
+            self.q_norm = RMSNorm(config.head_dim, config.norm_eps)
+            self.k_norm = RMSNorm(config.head_dim, config.norm_eps)
         self.rope = RotaryEmbedding(config.head_dim, config.max_seq_len, config.rope_theta)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        B, T, C = x.shape
+        B, T, _ = x.shape
         with regions.region(regions.QKV_PROJ):
-            qkv = self.qkv_proj(x)  # (B, T, C + 2·Hkv·hd)
+            qkv = self.qkv_proj(x)  # (B, T, H·hd + 2·Hkv·hd)
             heads = qkv.view(B, T, self.n_heads + 2 * self.n_kv_heads, self.head_dim).transpose(1, 2)
             q, k, v = heads.split((self.n_heads, self.n_kv_heads, self.n_kv_heads), dim=1)
+        if self.qk_norm:
+            with regions.region(regions.QK_NORM):
+                q, k = self.q_norm(q), self.k_norm(k)  # each head over its head_dim
         with regions.region(regions.ROPE):
             q, k = self.rope(q), self.rope(k)  # (B, H, T, hd), (B, Hkv, T, hd)
         y = attention(q, k, v, is_causal=True, impl=self.impl)  # (B, H, T, hd)
         with regions.region(regions.OUT_PROJ):
-            return self.out_proj(y.transpose(1, 2).reshape(B, T, C))
+            return self.out_proj(y.transpose(1, 2).reshape(B, T, self.n_heads * self.head_dim))
 
 
 class SwiGLU(nn.Module):
@@ -218,7 +226,7 @@ class TransformerLM(nn.Module):
         self.config = config.validate()
         self.loss = loss
         self.embedding = nn.Embedding(config.vocab_size, config.d_model)
-        policies = model_block_policies(checkpoint, config.n_layers, config.d_model, config.d_ff)
+        policies = model_block_policies(checkpoint, config)
         self.blocks = nn.ModuleList(Block(config, policy) for policy in policies)
         self.final_norm = RMSNorm(config.d_model, config.norm_eps)
         self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)

@@ -61,9 +61,11 @@ class Schedule:
 
 def parameter_tensors(config: ModelConfig) -> list[int]:
     """Elements of each parameter tensor of TransformerLM, in its parameters() order."""
-    d, f = config.d_model, config.d_ff
+    d, f, width = config.d_model, config.d_ff, config.attention_width
     mlp = [d * f, d * f, f * d] if config.mlp == "swiglu" else [d * f, f * d]
-    block = [d, d * (d + 2 * config.kv_width), d * d, d, *mlp]  # norm, qkv, out, norm, MLP
+    qk_norms = [config.head_dim] * 2 if config.qk_norm else []
+    # norm, qkv, out, the q and k norms, norm, MLP
+    block = [d, d * (width + 2 * config.kv_width), width * d, *qk_norms, d, *mlp]
     head = [] if config.tie_embeddings else [config.vocab_size * d]
     return [config.vocab_size * d, *block * config.n_layers, d, *head]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from lmperf import regions
 from lmperf.analysis.kernels import ELEMENTWISE, NORM, OPTIMIZER, OTHER, REDUCTION, SOFTMAX, kernel_category
 
-NORM_REGIONS = (regions.ATTN_NORM, regions.FFN_NORM, regions.FINAL_NORM)
+NORM_REGIONS = (regions.ATTN_NORM, regions.QK_NORM, regions.FFN_NORM, regions.FINAL_NORM)
 
 
 def _region_refinement(category: str, region: str, phase: str) -> str:

@@ -87,11 +87,13 @@ def model_line(row: dict) -> str:
     """The model a row measured, shape in full (rows from before the shape was recorded get
     their preset's), and what lmperf's block approximates of it."""
     shape = StepConfig.from_dict(row).model_config()
+    width = "" if shape.attention_width == shape.d_model else f" of {shape.head_dim}"
     kv = "" if shape.n_kv_heads == shape.n_heads else f" ({shape.n_kv_heads} K/V heads)"
+    qk_norm = ", q/k norms" if shape.qk_norm else ""
     line = (
         f"Model {row['preset']}: d_model {shape.d_model}, d_ff {shape.d_ff} ({shape.mlp}), {shape.n_layers} layers, "
-        f"{shape.n_heads} heads{kv}, vocabulary {shape.vocab_size:,}, max context {shape.max_seq_len:,}, "
-        f"{'tied' if shape.tie_embeddings else 'untied'} embeddings"
+        f"{shape.n_heads} heads{width}{kv}{qk_norm}, vocabulary {shape.vocab_size:,}, "
+        f"max context {shape.max_seq_len:,}, {'tied' if shape.tie_embeddings else 'untied'} embeddings"
     )
     approximations = row.get("approximations")
     return line + (f"; approximated: {approximations}.\n" if approximations else ".\n")

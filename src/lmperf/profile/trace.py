@@ -33,6 +33,7 @@ MODEL_REGION_ORDER = (
     regions.EMBEDDING,
     regions.ATTN_NORM,
     regions.QKV_PROJ,
+    regions.QK_NORM,
     regions.ROPE,
     regions.ATTN_SCORES,
     regions.ATTN_SOFTMAX,
