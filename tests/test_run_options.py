@@ -95,6 +95,7 @@ def test_commands_that_take_a_model_declare_the_same_model_flags():
         "--layers",
         "--heads",
         "--kv-heads",
+        "--head-dim",
         "--vocab",
         "--max-context",
         "--tie-embeddings",

@@ -13,7 +13,7 @@ from lmperf.pmc.corpus import corpus
 from lmperf.pmc.parse import read_capture
 from lmperf.pmc.sweep import sweep_rows
 
-from pmc_fixtures import FIXTURES
+from pmc_fixtures import FIXTURES, capture_path
 
 TARGETS = {name: target for name, target, _ in corpus()}
 
@@ -35,6 +35,27 @@ def test_fused_attention_and_unpadded_gemms_match_the_model_exactly(name):
     assert all(r["residual"] >= -1e-9 for r in rows.values())
     attention = rows.get("attention (fused)") or rows["attn_scores"]
     assert attention["residual"] == pytest.approx(0.0, abs=1e-9)  # causal tiles, or full square
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["ah_qwen3_h8_kv2_t96_eager_fp32", "af_qwen3_h8_kv4_t100_eager_fp32", "aa_qwen3_h16_kv4_t100_eager"],
+)
+def test_qwen3_captures_line_up_with_an_attention_wider_than_d(name):
+    """Qwen3's heads of 128 make its attention wider than d (8 x 128 = 1024 over d 640 and 512,
+    16 x 128 = 2048 over 1024): the query and output projections are predicted at that width, and
+    every role of these H100 captures counts what the model predicts or more by tile padding; at
+    whole tiles (the first) exactly. An attention d wide would predict the output projection at
+    d / 1024 of what ran."""
+    model, target = _model(name)
+    assert model.attention_width == model.n_heads * 128 > model.d_model
+    capture = read_capture(capture_path(name))
+    rows = ex.role_rows(capture, model, target.batch, target.seq_len)
+    assert ex.implausible(rows + ex.class_rows(capture, model, target.batch, target.seq_len)) == []
+    assert all(row["residual"] >= 0 for row in rows)
+    if name.startswith("ah_"):
+        by_op = {row["op"]: row for row in rows}
+        assert by_op["qkv_proj"]["residual"] == by_op["out_proj"]["residual"] == 0.0
 
 
 def test_class_rows_cover_gemm_and_attention():

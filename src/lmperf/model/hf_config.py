@@ -1,8 +1,11 @@
 """The one reader of Hugging Face model configs: a config.json (or a name already in the local
 Hugging Face cache) mapped onto lmperf's ModelConfig, with what had to be approximated.
 
-Families and their key names (`model_type`): llama, mistral, qwen2 (SwiGLU, rotary, RMSNorm:
-lmperf's own block), gpt2, gpt_neox, opt (two-matrix MLP; lmperf runs it as its GELU MLP).
+Families and their key names (`model_type`): llama, mistral, qwen2, qwen3 (SwiGLU, rotary,
+RMSNorm: lmperf's own block; Qwen3 adds its per-head q and k norms), gpt2, gpt_neox, opt
+(two-matrix MLP; lmperf runs it as its GELU MLP). A `head_dim` that differs from hidden_size /
+heads (Qwen3-0.6B's 16 heads of 128 over 1024; Mistral-Nemo's 32 of 128 over 5120) makes the
+attention that wide; Qwen3 has 128 where its config names none.
 Whatever lmperf's block does differently from the family is listed in `approximations`, which
 bench writes into each row: learned position tables run as rotary, LayerNorm as RMSNorm, biases
 are left out, ReLU runs as GELU. None of these change the matmul FLOPs by more than the biases.
@@ -30,6 +33,8 @@ class Family:
     tied_default: bool
     positions_default: int
     approximations: tuple[str, ...]
+    qk_norm: bool = False  # q_norm and k_norm over each head (Qwen3)
+    head_dim_default: int | None = None  # None: hidden_size / heads
 
 
 _LLAMA_LIKE = dict(gated=True, tied_default=False)
@@ -39,6 +44,7 @@ FAMILIES: dict[str, Family] = {
     "llama": Family(**_LLAMA_LIKE, positions_default=2048, approximations=()),
     "mistral": Family(**_LLAMA_LIKE, positions_default=32768, approximations=()),
     "qwen2": Family(**_LLAMA_LIKE, positions_default=32768, approximations=("Q/K/V projection biases left out",)),
+    "qwen3": Family(**_LLAMA_LIKE, positions_default=32768, approximations=(), qk_norm=True, head_dim_default=128),
     "gpt2": Family(False, True, 1024, ("learned position table run as rotary", _LAYERNORM, _NO_BIASES)),
     "gpt_neox": Family(False, False, 2048, (_LAYERNORM, _NO_BIASES)),
     "opt": Family(
@@ -71,8 +77,6 @@ def from_fields(fields: dict, name: str = "hf") -> HFModel:
     layers = _first(fields, "num_hidden_layers", "n_layer")
     if not (d and heads and layers):
         raise UsageError(f"the {model_type} config lacks hidden size, attention heads or layers")
-    if _first(fields, "head_dim", default=d // heads) != d // heads:
-        raise UsageError("configs whose head_dim differs from hidden_size / heads are not modelled")
     # transformers 5 writes rope_theta and the scaling into rope_parameters (a config.json of an
     # older release has them at the top level)
     rope = fields.get("rope_parameters") if isinstance(fields.get("rope_parameters"), dict) else {}
@@ -89,6 +93,8 @@ def from_fields(fields: dict, name: str = "hf") -> HFModel:
         norm_eps=float(_first(fields, "rms_norm_eps", "layer_norm_epsilon", "layer_norm_eps", default=1e-5)),
         tie_embeddings=bool(_first(fields, "tie_word_embeddings", default=family.tied_default)),
         mlp="swiglu" if family.gated else "gelu",
+        head_dim=_first(fields, "head_dim", default=family.head_dim_default),
+        qk_norm=family.qk_norm,
     )
     return HFModel(name, config.validate(), tuple(approximations))
 
@@ -98,10 +104,12 @@ def _approximations_of(model_type: str, fields: dict, rope: dict, d_model: int) 
     found = []
     if fields.get("rope_scaling") or rope.get("rope_type", "default") != "default":
         found.append("rope scaling left out (it changes no cost)")
-    # Qwen2 names a window it uses only when use_sliding_window is set; Mistral uses any it names
+    # Qwen2 and Qwen3 name a window they use only when use_sliding_window is set; Mistral uses any it names
     windowed = fields.get("sliding_window") is not None and fields.get("use_sliding_window", model_type == "mistral")
-    if model_type in ("mistral", "qwen2") and windowed:
+    if model_type in ("mistral", "qwen2", "qwen3") and windowed:
         found.append("sliding-window attention run as full causal attention")
+    if model_type in ("llama", "qwen3") and fields.get("attention_bias"):
+        found.append("Q/K/V/O projection biases left out")
     if model_type == "gpt_neox":
         rotary = _first(
             fields, "rotary_pct", "partial_rotary_factor", default=rope.get("partial_rotary_factor", 0.25)

@@ -137,8 +137,8 @@ def _hf_truth(config, model) -> dict:
 
 def _hf_shape(config) -> dict:
     """The shape fields of a Hugging Face config: through lmperf's reader for the families it
-    maps, else (Qwen3, whose attention need not span hidden_size: head_dim is its own key) from
-    the Llama-style keys as the model reads them."""
+    maps, else from the Llama-style keys as the model reads them (head_dim, where the config
+    names one, need not be hidden_size / heads)."""
     if config.model_type in FAMILIES:
         shape = from_fields(config.to_dict()).config
         return dict(

@@ -87,6 +87,15 @@ MODEL_FLAGS = (
         "kv_heads",
         Annotated[Optional[int], _option(help="K/V heads (fewer than --heads: grouped-query; 1: multi-query).")],
     ),
+    Flag(
+        "head_dim",
+        Annotated[
+            Optional[int],
+            _option(
+                help="Width of one attention head (default d_model / heads; a config's head_dim that differs from hidden_size / heads stays under --d-model and --heads)."
+            ),
+        ],
+    ),
     Flag("vocab", Annotated[Optional[int], _option(help="Vocabulary size.")]),
     Flag(
         "max_seq_len",
