@@ -6,6 +6,7 @@ all count, so a new upward import fails here, not in review. tests/README.md lis
 each check was shown to catch."""
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -92,18 +93,31 @@ def _type_only(tree: ast.AST) -> set[int]:
     return {id(inner) for node in guarded for stmt in node.body for inner in ast.walk(stmt)}
 
 
+@functools.cache
+def _import_nodes(source: str) -> tuple[tuple[tuple[ast.AST, bool], ...], dict[str, list[str]]]:
+    """The nodes of `source` that `_imports` reads (imports, strings, f-strings), in walk order, each
+    with whether it is under `if TYPE_CHECKING:`, and its loop values. Keyed by the text itself: the
+    checks here read every source file a dozen times, and walking the trees is most of their time."""
+    tree = ast.parse(source)
+    type_only = _type_only(tree)
+    nodes = tuple(
+        (node, id(node) in type_only)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.ImportFrom, ast.Import, ast.Constant, ast.JoinedStr))
+    )
+    return nodes, _loop_values(tree)
+
+
 def _imports(
     path: Path, module: str = "lmperf.x", modules: frozenset = frozenset(), runtime_only: bool = False
 ) -> set[str]:
     """The lmperf names `path` imports; `from P import m` names P.m alone where P.m is one of
     `modules` (P's own code is what m's import runs, so it adds no edge of its own). With
     `runtime_only`, imports under `if TYPE_CHECKING:` are left out."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    values = _loop_values(tree)
-    skipped = _type_only(tree) if runtime_only else set()
+    nodes, values = _import_nodes(path.read_text(encoding="utf-8"))
     found = set()
-    for node in ast.walk(tree):
-        if id(node) in skipped:
+    for node, type_only in nodes:
+        if runtime_only and type_only:
             continue
         if isinstance(node, ast.ImportFrom):
             source = node.module if node.level == 0 else _absolute(module, node, path.name == "__init__.py")

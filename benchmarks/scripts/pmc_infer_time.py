@@ -21,7 +21,7 @@ from pathlib import Path
 from lmperf.analysis.kernels import kernel_category
 from lmperf.pmc import gemms as g
 from lmperf.pmc.infer import infer_file
-from lmperf.pmc.kernels import is_backward
+from lmperf.pmc.kernels import is_backward, is_generated
 from lmperf.pmc.parse import read_capture, read_text
 
 FIXTURES = Path("tests/pmc/fixtures")
@@ -35,6 +35,9 @@ def best_of(runs: int, action) -> float:
     for _ in range(runs):
         kernel_category.cache_clear()  # each run as cold as a fresh `lmperf pmc infer`
         is_backward.cache_clear()
+        is_generated.cache_clear()
+        g.nvjet_tiles.cache_clear()
+        g.simt_name_tile.cache_clear()
         start = time.perf_counter()
         action()
         times.append(time.perf_counter() - start)

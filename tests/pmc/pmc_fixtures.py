@@ -1,7 +1,10 @@
 """The committed captures: real ncu raw CSVs from an H100 with the configurations that ran."""
 
+import functools
 import json
 from pathlib import Path
+
+from lmperf.pmc.parse import Capture, read_capture
 
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -54,3 +57,11 @@ def capture_path(name: str) -> Path:
 
 def truth(name: str) -> dict:
     return json.loads(capture_path(name).with_name(f"{name}.truth.json").read_text())
+
+
+@functools.cache
+def parsed(name: str) -> Capture:
+    """The committed capture NAME as `read_capture` parses it, once per process: the cut tests read
+    most captures in several tests, and no test changes one (a cut or an edit is a copy made with
+    dataclasses.replace)."""
+    return read_capture(capture_path(name))

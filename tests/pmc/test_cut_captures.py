@@ -23,9 +23,8 @@ from lmperf.analysis.kernels import (
 )
 from lmperf.cli import app
 from lmperf.pmc.infer import infer
-from lmperf.pmc.parse import read_capture
 
-from pmc_fixtures import FIXTURES, SERVED, SWEEP, capture_path, truth
+from pmc_fixtures import FIXTURES, SERVED, SWEEP, parsed, truth
 
 ALL_CAPTURES = sorted(
     p.name.removesuffix(".truth.json") for folder in (FIXTURES, SWEEP, SERVED) for p in folder.glob("*.truth.json")
@@ -42,9 +41,7 @@ SERVED_FORWARDS = sorted(
 )
 TRAINING = [name for name in ALL_CAPTURES if truth(name)["mode"] == "train_step"]
 # Training steps whose range shows the backward (autograd's thread may run outside an NVTX range)
-BACKWARD_SHOWN = [
-    name for name in TRAINING if any("backward" in k.name for k in read_capture(capture_path(name)).kernels)
-]
+BACKWARD_SHOWN = [name for name in TRAINING if any("backward" in k.name for k in parsed(name).kernels)]
 SHAPE_FIELDS = (
     "batch",
     "seq_len",
@@ -97,7 +94,7 @@ def _assert_forward_cuts_detected(capture, cuts, where):
 
 @pytest.mark.parametrize("name", ALL_CAPTURES)
 def test_no_whole_capture_is_reported_incomplete(name):
-    result = infer(read_capture(capture_path(name)))
+    result = infer(parsed(name))
     assert result.gaps == [], result.missing
 
 
@@ -114,7 +111,7 @@ def test_no_whole_capture_is_reported_incomplete(name):
     ],
 )
 def test_a_forward_cut_anywhere_inside_its_layers_is_detected(name):
-    capture = read_capture(capture_path(name))
+    capture = parsed(name)
     gemms = _gemm_indices(capture.kernels)
     head = gemms[-1]  # the whole forward's LM head: the last GEMM it launches
     _assert_forward_cuts_detected(capture, range(gemms[0] + 1, head + 1), name)  # every kernel
@@ -125,14 +122,14 @@ def test_a_compiled_graphed_or_fused_forward_cut_inside_its_layers_is_detected(n
     """The served kinds' forwards cut after every kernel from their first GEMM: a max-autotune
     template of a layer GEMM is no LM head, and compiled layers (whose norms look up embeddings)
     are no decode steps."""
-    capture = read_capture(capture_path(name))
+    capture = parsed(name)
     gemms = _gemm_indices(capture.kernels)
     _assert_forward_cuts_detected(capture, range(gemms[0] + 1, gemms[-1] + 1), name)
 
 
 @pytest.mark.parametrize("name", ["lmperf_small_l2", "llama_l4_d512_gqa", "gpt2_l6_d384", "qwen2_l3_d768_gqa"])
 def test_a_training_step_cut_inside_its_forward_is_detected(name):
-    capture = read_capture(capture_path(name))
+    capture = parsed(name)
     forward_end = next(k.index for k in capture.kernels if _category(k) == OPTIMIZER or "backward" in k.name)
     gemms = [i for i in _gemm_indices(capture.kernels) if i < forward_end]
     _assert_forward_cuts_detected(capture, range(gemms[0] + 1, gemms[-1] + 1, 2), name)
@@ -142,7 +139,7 @@ def test_a_training_step_cut_inside_its_forward_is_detected(name):
 def test_a_training_step_cut_after_its_loss_is_not_read_as_a_forward(name):
     """Autograd's thread is outside the NVTX range: these steps show no backward, and a range that
     ends between the loss and the optimizer has the backward's first kernel after the loss."""
-    capture = read_capture(capture_path(name))
+    capture = parsed(name)
     first_optimizer = next(k.index for k in capture.kernels if _category(k) == OPTIMIZER)
     result = infer(_cut(capture, first_optimizer))
     assert [gap.part for gap in result.gaps] == ["forward"] and result.values["mode"] is None
@@ -153,7 +150,7 @@ def test_a_training_step_cut_after_its_loss_is_not_read_as_a_forward(name):
     "name", ["lmperf_d640_l3", "gpt2_l6_d384", "opt_l2_d640", "qwen2_l3_d768_gqa", "llama_l4_d640_gqa"]
 )  # backward shown
 def test_a_training_step_cut_inside_its_backward_is_detected(name):
-    capture = read_capture(capture_path(name))
+    capture = parsed(name)
     kernels = capture.kernels
     start = next(k.index for k in kernels if "backward" in k.name)
     embedding_grad = next(k.index for k in kernels[start:] if _category(k) == EMBEDDING)
@@ -169,7 +166,7 @@ def test_a_training_step_cut_inside_its_backward_is_detected(name):
 def test_a_served_training_step_cut_after_its_loss_is_a_cut_backward(name):
     """From the first GEMM after the loss (a fused loss's LM-head gradient, or the first backward
     GEMM) to the embedding's gradient: the range ends inside the backward, the forward is whole."""
-    capture = read_capture(capture_path(name))
+    capture = parsed(name)
     kernels = capture.kernels
     loss = next(k.index for k in kernels if kernel_category(k.name) == LOSS)
     start = next(i for i in _gemm_indices(kernels) if i > loss)
@@ -188,7 +185,7 @@ def test_a_served_training_step_cut_after_its_loss_is_a_cut_backward(name):
 def test_a_training_step_cut_after_its_embedding_gradient_is_a_cut_backward(name):
     """Between the first embedding-gradient kernel (by name, fused or not) and the backward's last
     GEMM (the first layer's weight gradients): each cut leaves a GEMM of the backward out."""
-    capture = read_capture(capture_path(name))
+    capture = parsed(name)
     kernels = capture.kernels
     optimizer = next(k.index for k in kernels if _category(k) == OPTIMIZER)
     start = next(k.index for k in kernels if "backward" in k.name)
@@ -206,7 +203,7 @@ def test_a_training_step_cut_after_its_embedding_gradient_is_a_cut_backward(name
 
 @pytest.mark.parametrize("name", TRAINING)
 def test_a_training_step_cut_inside_its_optimizer_is_detected(name):
-    capture = read_capture(capture_path(name))
+    capture = parsed(name)
     optimizer = [k.index for k in capture.kernels if _category(k) == OPTIMIZER]
     for n in optimizer[:-1]:  # after the step counters, and after each update launch but the last
         result = infer(_cut(capture, n + 1))
@@ -221,13 +218,13 @@ def test_a_training_step_cut_inside_its_optimizer_is_detected(name):
 
 @pytest.mark.parametrize("name", TRAINING)
 def test_adamw_counts_every_parameter_exactly(name):
-    result = infer(read_capture(capture_path(name)))
+    result = infer(parsed(name))
     assert result.values["params_total"] == truth(name)["params_total"]
 
 
 def test_a_generate_cut_inside_a_decode_step_is_detected():
     name = "g_gpt2_h12_p37"
-    capture = read_capture(capture_path(name))
+    capture = parsed(name)
     kernels = capture.kernels
     gemms = _gemm_indices(kernels)
     heads = [i for i in gemms if kernels[i].name == kernels[gemms[-1]].name]  # gemv: the LM head
@@ -250,7 +247,7 @@ def test_a_generate_of_one_decode_step_is_whole_and_a_cut_in_its_last_sampling_i
     prefill's (other elementwise kernels around the same copies and reductions). Whole, it
     reads one decode step; cut before any of its sampling's copies or reductions has run, the
     range ends inside a decode step."""
-    capture = read_capture(capture_path(name))
+    capture = parsed(name)
     kernels = capture.kernels
     assert infer(capture).values["decode_steps"] == truth(name)["decode_steps"] == 1
     head = _gemm_indices(kernels)[-1]
@@ -262,7 +259,7 @@ def test_a_generate_of_one_decode_step_is_whole_and_a_cut_in_its_last_sampling_i
 
 
 def test_a_generate_cut_inside_its_prefill_is_detected():
-    capture = read_capture(capture_path("g_gpt2_h12_p37"))
+    capture = parsed("g_gpt2_h12_p37")
     gemms = _gemm_indices(capture.kernels)
     head_name = capture.kernels[gemms[-1]].name  # the LM head: the same gemv every step
     prefill_head = next(i for i in gemms if capture.kernels[i].name == head_name)
@@ -274,7 +271,7 @@ def test_a_generate_cut_in_its_first_sampling_is_no_forward_pass(name):
     """Cut inside the sampling after the prefill's LM head, once its argmax has run:
     no forward pass runs a reduction after its head without a loss, so the mode is undetermined;
     the architecture, whole in the prefill, still reads."""
-    capture = read_capture(capture_path(name))
+    capture = parsed(name)
     gemms = _gemm_indices(capture.kernels)
     head_name = capture.kernels[gemms[-1]].name  # the LM head: the same GEMM every step
     prefill_head = next(i for i in gemms if capture.kernels[i].name == head_name)

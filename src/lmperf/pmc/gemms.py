@@ -7,6 +7,7 @@ cores count one FFMA per multiply-add (plus one per output element and split for
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -26,14 +27,19 @@ _TINY = 0.02
 
 def tensor_path(kernel: KernelRecord) -> str | None:
     """The tensor-pipe source type a kernel used most, or None without tensor work."""
-    best = max(TENSOR_PATHS, key=lambda path: kernel.metric(TENSOR_PATHS[path]))
-    return best if kernel.metric(TENSOR_PATHS[best]) > 0 else None
+    if "tensor_path" not in kernel.derived:  # None is an answer: kept as one
+        best = max(TENSOR_PATHS, key=lambda path: kernel.metric(TENSOR_PATHS[path]))
+        kernel.derived["tensor_path"] = best if kernel.metric(TENSOR_PATHS[best]) > 0 else None
+    return kernel.derived["tensor_path"]
 
 
 def macs(kernel: KernelRecord) -> float:
     """Multiply-adds a GEMM kernel executed (tile padding included)."""
-    tensor = tensor_work(kernel)
-    return tensor / 2 if tensor > 0 else kernel.metric(FFMA)
+    work = kernel.derived.get("macs")
+    if work is None:
+        tensor = tensor_work(kernel)
+        work = kernel.derived["macs"] = tensor / 2 if tensor > 0 else kernel.metric(FFMA)
+    return work
 
 
 def simt_widths(kernel: KernelRecord, tokens: int, k: int) -> list[int]:
@@ -63,10 +69,25 @@ _NVJET = re.compile(r"nvjet_\w*?_(\d+)x(\d+)_(\d+)x\d+_(\d+)x(\d+)_[hv]_")
 _SIMT_TILE = re.compile(r"(?:xmma_gemm_f32f32\w*?_tilesize|_simt_sgemm_)(\d+)x(\d+)(?:x\d+)?_")
 
 
+# Inference reads a GEMM's name for its tiles hundreds of times a capture, and a capture repeats
+# a few dozen names: each is read once.
+@functools.lru_cache(maxsize=8192)
+def nvjet_tiles(name: str) -> tuple[int, int, int, int, int] | None:
+    """An nvjet name's A, B, K, C and D (`nvjet_sm90_tst_AxB_KxS_CxD_...`), or None."""
+    nvjet = _NVJET.search(name)
+    return tuple(map(int, nvjet.groups())) if nvjet else None  # type: ignore[return-value]
+
+
+@functools.lru_cache(maxsize=8192)
+def simt_name_tile(name: str) -> tuple[int, int] | None:
+    """The output tile an fp32 SIMT GEMM name declares, or None."""
+    simt = _SIMT_TILE.search(name)
+    return (int(simt[1]), int(simt[2])) if simt else None
+
+
 def simt_tile(kernel: KernelRecord) -> tuple[int, int] | None:
     """The output tile an fp32 SIMT GEMM's name declares (`..._tilesize64x256x8_...`), or None."""
-    simt = _SIMT_TILE.search(kernel.name) if tensor_path(kernel) is None else None
-    return (int(simt[1]), int(simt[2])) if simt else None
+    return simt_name_tile(kernel.name) if tensor_path(kernel) is None else None
 
 
 def width_readings(kernel: KernelRecord, tokens: int, k: int) -> list[tuple[int, int]]:
@@ -76,10 +97,10 @@ def width_readings(kernel: KernelRecord, tokens: int, k: int) -> list[tuple[int,
     its work is (rows padded to one side's tile x cluster) x (width padded to the other's) x k.
     Which side holds the rows is not in the name, nor reliably in the grid (both seen on the H100
     captures, and grids of the same tile count fit either), so both readings count."""
-    nvjet = _NVJET.search(kernel.name) if tensor_path(kernel) else None
+    nvjet = nvjet_tiles(kernel.name) if tensor_path(kernel) else None
     simt = simt_tile(kernel) if kernel.metric(FFMA) else None
     if nvjet:
-        a, b, depth, c, d = map(int, nvjet.groups())
+        a, b, depth, c, d = nvjet
         tile_rows, tile_cols = a * c, b * d
         # its tensor work runs whole K-deep steps: k = 1120 counts as 1152 in steps of 64
         inners = (-(-k // depth) * depth,)
@@ -96,7 +117,7 @@ def width_readings(kernel: KernelRecord, tokens: int, k: int) -> list[tuple[int,
             if padded == int(padded) and padded % cols == 0:
                 readings.append((int(padded) - cols + 1, int(padded)))
     if nvjet and "splitK" in kernel.name:
-        readings += _split_k_nvjet_readings(kernel, tokens, k, *map(int, nvjet.groups()))
+        readings += _split_k_nvjet_readings(kernel, tokens, k, *nvjet)
     return readings
 
 
@@ -129,7 +150,7 @@ def tiles_allow(kernel: KernelRecord, tokens: int, k: int, width: int) -> bool:
     SIMT GEMM's epilogue leaves readings out."""
     if split_k_simt(kernel):
         return split_k_simt_allows(kernel, tokens, k, width)
-    if not (tensor_path(kernel) and _NVJET.search(kernel.name)):
+    if not (tensor_path(kernel) and nvjet_tiles(kernel.name)):
         return True
     return readings_hold(kernel, tokens, k, width)
 

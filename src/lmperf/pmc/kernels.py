@@ -36,6 +36,7 @@ def is_backward(name: str) -> bool:
     return bool(_BACKWARD.search(name))
 
 
+@functools.lru_cache(maxsize=8192)
 def is_generated(name: str) -> bool:
     """A kernel torch.compile (inductor) generated: its name lists operators, not its work."""
     return bool(_GENERATED.match(name))
@@ -55,7 +56,10 @@ def is_triton(name: str) -> bool:
 
 def tensor_work(kernel: KernelRecord) -> float:
     """Tensor-pipe ops of every source type (two per multiply-add)."""
-    return sum(kernel.metric(name) for name in TENSOR_PATHS.values())
+    work = kernel.derived.get("tensor_work")
+    if work is None:
+        work = kernel.derived["tensor_work"] = sum(kernel.metric(name) for name in TENSOR_PATHS.values())
+    return work
 
 
 def category(kernel: KernelRecord) -> str:
@@ -64,6 +68,13 @@ def category(kernel: KernelRecord) -> str:
     with FFMA work is what its name says, and any other is never attention or a GEMM; a
     multi-tensor kernel without float work (CUDA graphs' input copies) is a copy, not an
     optimizer."""
+    found = kernel.derived.get("category")
+    if found is None:
+        found = kernel.derived["category"] = _category(kernel)
+    return found
+
+
+def _category(kernel: KernelRecord) -> str:
     named = kernel_category(kernel.name)
     if is_generated(kernel.name):
         if tensor_work(kernel) > 0:

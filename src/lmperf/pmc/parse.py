@@ -54,6 +54,9 @@ _DESCRIPTIVE = {
 }
 
 
+_UNREAD = object()  # a counter's cell not converted yet (None is a value: no number)
+
+
 class Counters(Mapping[str, "float | None"]):
     """A kernel's counters by name, each read from its table cell (`number`) the first time it is
     asked for: inference reads nine of a row's fifty-one counters, so a 5,000-kernel capture
@@ -65,12 +68,21 @@ class Counters(Mapping[str, "float | None"]):
         self._cells, self._columns, self._values = cells, columns, {}  # columns: shared by a capture
 
     def __getitem__(self, name: str) -> float | None:
-        if name not in self._values:
-            self._values[name] = number(self._cells[self._columns[name]])
-        return self._values[name]
+        value = self._values.get(name, _UNREAD)
+        if value is _UNREAD:
+            value = self._values[name] = number(self._cells[self._columns[name]])
+        return value
 
     def get(self, name: str, default=None):
-        return self[name] if name in self._columns else default
+        # inference asks tens of millions of times for counters already read: one dict look-up
+        value = self._values.get(name, _UNREAD)
+        if value is not _UNREAD:
+            return value
+        column = self._columns.get(name)
+        if column is None:
+            return default
+        value = self._values[name] = number(self._cells[column])
+        return value
 
     def __contains__(self, name: object) -> bool:
         return name in self._columns
@@ -94,6 +106,9 @@ class KernelRecord:
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     metrics: Mapping[str, float | None] = field(default_factory=dict)
+    # What pmc derives from the name and counters (category, tensor work, tiles), kept once
+    # computed: inference asks for it millions of times, and a record never changes.
+    derived: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def metric(self, name: str) -> float:
         """The counter's value, 0 when missing (a kernel with no tensor work has no count)."""
