@@ -1215,7 +1215,7 @@ SERVED_BLIND = {
     "bw": "score-122-served-blindbw-80ee218",
     "bx": "score-123-served-blindbx-ac7f765",
 }
-SERVED_NOW = "score-118-served-all-31e8d68"
+SERVED_NOW = "score-124-served-all-bdfb7f9"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
@@ -1336,7 +1336,7 @@ LIMITS_AT_CAPTURE = (
     "limits-at-capture-d461497",
     "limits-at-capture-3cd2926",
 )
-LIMITS_NOW = "limits-50c6e53"
+LIMITS_NOW = "limits-bdfb7f9"
 
 
 def _limit_reading(row: dict) -> str:
