@@ -227,3 +227,42 @@ def test_qk_norm_attention_matches_a_reference_by_hand(impl, gains):
         # the norms are applied: a q gain of 2 doubles every score, which the output shows
         attn.q_norm.weight.fill_(2.0)
         assert not torch.allclose(attn(x).double(), expected, rtol=1e-2, atol=1e-3)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("impl", ["sdpa", "triton"])
+def test_qk_norm_attention_on_the_gpu_in_bf16_matches_the_reference(impl):
+    """The per-head q/k norms and heads wider than d / heads through the GPU kernels, at an odd
+    length: against the float64 reference by hand."""
+    torch.manual_seed(0)
+    config = preset("tiny", attention=impl, **WIDE)
+    attn = TransformerLM(config).blocks[0].attn
+    with torch.no_grad():
+        attn.q_norm.weight.uniform_(0.5, 2.0)
+        attn.k_norm.weight.uniform_(0.5, 2.0)
+    x = torch.randn(2, 301, 64, generator=torch.Generator().manual_seed(1))
+    q_gain, k_gain = attn.q_norm.weight.detach().double(), attn.k_norm.weight.detach().double()
+    expected = _attention_by_hand(attn, x.double(), q_gain, k_gain, config.norm_eps, config.rope_theta)
+    with torch.no_grad():
+        out = attn.cuda().bfloat16()(x.cuda().bfloat16())
+    torch.testing.assert_close(out.double().cpu(), expected, rtol=3e-2, atol=3e-2)
+
+
+@pytest.mark.gpu
+def test_wide_heads_with_qk_norm_compile_and_train_on_the_gpu():
+    """torch.compile of the Qwen3-shaped model gives eager's loss and q-norm gradient under bf16
+    autocast."""
+    torch.manual_seed(0)
+    model = TransformerLM(preset("tiny", attention="sdpa", **WIDE)).cuda()
+    tokens = torch.randint(0, 512, (2, 77), device="cuda")
+    results = []
+    for step in (model, torch.compile(model)):
+        model.zero_grad()
+        with torch.autocast("cuda", torch.bfloat16):
+            loss = lm_loss(step(tokens), tokens)
+        loss.backward()
+        results.append((loss.detach().float(), model.blocks[0].attn.q_norm.weight.grad.clone()))
+    (eager_loss, eager_grad), (compiled_loss, compiled_grad) = results
+    assert torch.isfinite(eager_loss) and eager_grad.abs().sum() > 0
+    torch.testing.assert_close(compiled_loss, eager_loss, rtol=1e-2, atol=1e-2)
+    torch.testing.assert_close(compiled_grad, eager_grad, rtol=5e-2, atol=5e-3)
