@@ -5019,6 +5019,173 @@ _SERVED_BLIND_BX = [
     ),
 ]
 
+# Blind batch by of the served kinds, written down after batch bx's score (14 of 14), before any
+# of it is captured, fourteen to a call: vocabularies not served before (SmolLM2's 49,152,
+# Mistral-Nemo's 131,072), CUDA graphs on a SmolLM2-shaped Llama with nine heads of 64, a GPT-2
+# Large width in fp16, a Pythia-1.4B width and a three-layer Qwen3-0.6B, max-autotune on a
+# Llama-3.2-3B width, compiled runs of a Mistral-Nemo whose attention is narrower than d, a
+# Qwen2.5-7B width over 80 rows, OPT-2.7B over two sequences and lmperf's Triton attention, a
+# compiled Llama training step, Liger on a Qwen2 with as many K/V heads as heads and an fp16
+# Llama with SmolLM2's vocabulary, cuDNN attention on GPT-2 Medium and an fp32 eager OPT.
+_SERVED_BLIND_BY = [
+    ("by_llama_h9_kv3_t96_graphs", llama(3, 576, 9, 3, 1536, 49152), 2, 96, "forward", "bf16", "sdpa", GRAPHED),
+    ("by_gpt2_h20_t128_graphs_fp16", gpt2(3, 1280, 20, 50257), 1, 128, "forward", "fp16", "sdpa", GRAPHED),
+    ("by_neox_h16_t100_graphs", neox(2, 2048, 16, 8192, 50304), 1, 100, "forward", "bf16", "sdpa", GRAPHED),
+    (
+        "by_qwen3_h16_kv8_t120_graphs",
+        qwen3(3, 1024, 16, 8, 128, 3072, 151936),
+        1,
+        120,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("by_llama_h24_kv8_t56_autotune", llama(2, 3072, 24, 8, 8192, 128256), 1, 56, "forward", "bf16", "sdpa", AUTOTUNED),
+    (
+        "by_mistral_h32_kv8_t64_compile",
+        {**llama(2, 5120, 32, 8, 14336, 131072, "mistral"), "head_dim": 128},
+        1,
+        64,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "by_qwen2_h28_kv4_t80_compile",
+        llama(2, 3584, 28, 4, 18944, 152064, "qwen2"),
+        1,
+        80,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("by_opt_h32_t64_compile", opt(2, 2560, 32, 10240, 50272), 2, 64, "forward", "bf16", "sdpa", COMPILED),
+    (
+        "by_lmperf_h16_t128_compile_triton",
+        _small(n_layers=2, d_model=2048, n_heads=16, d_ff=5632),
+        1,
+        128,
+        "forward",
+        "bf16",
+        "triton",
+        COMPILED,
+    ),
+    (
+        "by_llama_h32_kv4_t64_train_compile",
+        llama(2, 2048, 32, 4, 5632, 32000),
+        1,
+        64,
+        "train-step",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "by_qwen2_h16_kv16_t100_liger",
+        llama(2, 2048, 16, 16, 5632, 151936, "qwen2"),
+        1,
+        100,
+        "forward",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    ("by_llama_h32_kv8_t80_liger_fp16", llama(2, 4096, 32, 8, 14336, 49152), 1, 80, "forward", "fp16", "sdpa", LIGER),
+    ("by_gpt2_h16_t144_cudnn", gpt2(2, 1024, 16, 50257), 1, 144, "forward", "bf16", "sdpa", CUDNN),
+    ("by_opt_h12_t90_eager_fp32", opt(2, 768, 12, 3072, 50272), 1, 90, "forward", "fp32", "sdpa", {}),
+]
+
+# Blind batch bz of the served kinds, written down with batch by, before either is captured,
+# fourteen to a call: max-autotune on a Mistral-7B width, a compiled SmolLM2-360M-shaped Llama
+# (fifteen heads of 64, five K/V heads) over two sequences, CUDA graphs on an fp16 Qwen2.5-1.5B
+# width over three sequences, a Llama-3-8B width, GPT-2 XL's 25 heads and OPT-13B's width,
+# compiled runs of a Pythia-2.8B width (heads of 80) and a Qwen3-8B width, a compiled lmperf
+# fused-loss training step over 200 rows, Liger on a three-layer Mistral and an fp16 Qwen3-1.7B
+# width, cuDNN attention on a Qwen2.5-7B width, an fp16 eager three-layer GPT-NeoX and an fp32
+# eager Llama.
+_SERVED_BLIND_BZ = [
+    (
+        "bz_mistral_h32_kv8_t48_autotune",
+        llama(2, 4096, 32, 8, 14336, 32768, "mistral"),
+        1,
+        48,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    ("bz_llama_h15_kv5_t80_compile", llama(3, 960, 15, 5, 2560, 49152), 2, 80, "forward", "bf16", "sdpa", COMPILED),
+    (
+        "bz_qwen2_h12_kv2_t64_graphs_fp16",
+        llama(2, 1536, 12, 2, 8960, 151936, "qwen2"),
+        3,
+        64,
+        "forward",
+        "fp16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("bz_llama_h32_kv8_t100_graphs", llama(2, 4096, 32, 8, 14336, 128256), 1, 100, "forward", "bf16", "sdpa", GRAPHED),
+    ("bz_gpt2_h25_t64_graphs", gpt2(2, 1600, 25, 50257), 1, 64, "forward", "bf16", "sdpa", GRAPHED),
+    ("bz_opt_h40_t56_graphs", opt(2, 5120, 40, 20480, 50272), 1, 56, "forward", "bf16", "sdpa", GRAPHED),
+    ("bz_neox_h32_t80_compile", neox(2, 2560, 32, 10240, 50432), 1, 80, "forward", "bf16", "sdpa", COMPILED),
+    (
+        "bz_qwen3_h32_kv8_t96_compile",
+        qwen3(2, 4096, 32, 8, 128, 12288, 151936),
+        1,
+        96,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "bz_lmperf_h12_t200_train_compile_fused",
+        _small(n_layers=2, d_model=1536, n_heads=12, d_ff=4096),
+        1,
+        200,
+        "train-step",
+        "bf16",
+        "sdpa",
+        {**COMPILED, "loss": "fused"},
+    ),
+    (
+        "bz_mistral_h20_kv4_t72_liger",
+        llama(3, 2560, 20, 4, 6912, 32768, "mistral"),
+        1,
+        72,
+        "forward",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    (
+        "bz_qwen3_h16_kv8_t128_liger_fp16",
+        qwen3(2, 2048, 16, 8, 128, 6144, 151936),
+        1,
+        128,
+        "forward",
+        "fp16",
+        "sdpa",
+        LIGER,
+    ),
+    (
+        "bz_qwen2_h28_kv4_t64_cudnn",
+        llama(2, 3584, 28, 4, 18944, 152064, "qwen2"),
+        1,
+        64,
+        "forward",
+        "bf16",
+        "sdpa",
+        CUDNN,
+    ),
+    ("bz_neox_h16_t120_eager_fp16", neox(3, 2048, 16, 8192, 50304), 1, 120, "forward", "fp16", "sdpa", {}),
+    ("bz_llama_h16_kv16_t128_eager_fp32", llama(2, 2048, 16, 16, 5632, 32000), 1, 128, "forward", "fp32", "sdpa", {}),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -5202,6 +5369,8 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_BV
             + _SERVED_BLIND_BW
             + _SERVED_BLIND_BX
+            + _SERVED_BLIND_BY
+            + _SERVED_BLIND_BZ
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
