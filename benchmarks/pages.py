@@ -1214,6 +1214,8 @@ SERVED_BLIND = {
     "bv": "score-121-served-blindbv-bedcaca",
     "bw": "score-122-served-blindbw-80ee218",
     "bx": "score-123-served-blindbx-ac7f765",
+    "by": "score-125-served-blindby-8c1ba60",
+    "bz": "score-126-served-blindbz-8f80a2d",
 }
 SERVED_NOW = "score-124-served-all-bdfb7f9"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
