@@ -5186,6 +5186,224 @@ _SERVED_BLIND_BZ = [
     ("bz_llama_h16_kv16_t128_eager_fp32", llama(2, 2048, 16, 16, 5632, 32000), 1, 128, "forward", "fp32", "sdpa", {}),
 ]
 
+# Blind batch ca of the served kinds, written down after the scores of batches by and bz (14 of
+# 14 each), before any of it is captured, fourteen to a call: max-autotune on a Qwen3-1.7B
+# width, CUDA graphs on an OpenLLaMA-3B-shaped Llama (heads of 100), an fp16 Mistral-7B width, a
+# three-layer Qwen2.5-0.5B over two sequences and a GPT-NeoX with twenty heads of 128, compiled
+# runs of a three-layer GPT-2 over 256 rows, an fp16 OPT-6.7B width, a Llama-3.2-1B width and a
+# Qwen3-14B width, CUDA graphs over lmperf's naive attention, a compiled Mistral training step,
+# Liger on a Llama with heads of 96, fp16 cuDNN attention on a Mistral and an fp32 eager GPT-2
+# Large width.
+_SERVED_BLIND_CA = [
+    (
+        "ca_qwen3_h16_kv8_t64_autotune",
+        qwen3(2, 2048, 16, 8, 128, 6144, 151936),
+        1,
+        64,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    ("ca_llama_h32_kv32_t80_graphs", llama(2, 3200, 32, 32, 8640, 32000), 1, 80, "forward", "bf16", "sdpa", GRAPHED),
+    (
+        "ca_mistral_h32_kv8_t90_graphs_fp16",
+        llama(2, 4096, 32, 8, 14336, 32768, "mistral"),
+        1,
+        90,
+        "forward",
+        "fp16",
+        "sdpa",
+        GRAPHED,
+    ),
+    (
+        "ca_qwen2_h14_kv2_t72_graphs",
+        llama(3, 896, 14, 2, 4864, 151936, "qwen2"),
+        2,
+        72,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("ca_neox_h20_t112_graphs", neox(2, 2560, 20, 10240, 50304), 1, 112, "forward", "bf16", "sdpa", GRAPHED),
+    ("ca_gpt2_h12_t256_compile", gpt2(3, 768, 12, 50257), 1, 256, "forward", "bf16", "sdpa", COMPILED),
+    ("ca_opt_h32_t72_compile_fp16", opt(2, 4096, 32, 16384, 50272), 1, 72, "forward", "fp16", "sdpa", COMPILED),
+    ("ca_llama_h32_kv8_t112_compile", llama(2, 2048, 32, 8, 8192, 128256), 1, 112, "forward", "bf16", "sdpa", COMPILED),
+    (
+        "ca_qwen3_h40_kv8_t48_compile",
+        qwen3(2, 5120, 40, 8, 128, 17408, 151936),
+        1,
+        48,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "ca_lmperf_h16_t96_graphs_naive",
+        _small(n_layers=2, d_model=2048, n_heads=16, d_ff=8192),
+        1,
+        96,
+        "forward",
+        "bf16",
+        "naive",
+        GRAPHED,
+    ),
+    (
+        "ca_mistral_h16_kv4_t96_train_compile",
+        llama(2, 1024, 16, 4, 3584, 32768, "mistral"),
+        1,
+        96,
+        "train-step",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("ca_llama_h32_kv4_t64_liger", llama(2, 3072, 32, 4, 8192, 128256), 1, 64, "forward", "bf16", "sdpa", LIGER),
+    (
+        "ca_mistral_h32_kv8_t80_cudnn_fp16",
+        llama(2, 4096, 32, 8, 14336, 32768, "mistral"),
+        1,
+        80,
+        "forward",
+        "fp16",
+        "sdpa",
+        CUDNN,
+    ),
+    ("ca_gpt2_h20_t96_eager_fp32", gpt2(2, 1280, 20, 50257), 1, 96, "forward", "fp32", "sdpa", {}),
+]
+
+# Blind batch cb of the served kinds, written down with batch ca, before either is captured,
+# fourteen to a call: max-autotune on an OPT-2.7B width, CUDA graphs on an fp16 Llama-3.2-1B
+# width over two sequences, a Qwen3-4B width, a three-layer Pythia-160M over 200 rows, lmperf's
+# Triton attention at d 4096 and a Mistral-Nemo-shaped model, compiled runs of an fp16 GPT-2
+# Medium over three sequences, a Qwen2.5-14B width and an fp16 Llama with as many K/V heads as
+# heads, a compiled lmperf training step, Liger on a three-layer Qwen3-0.6B and an fp16
+# Qwen2.5-1.5B width, cuDNN attention on a Llama-3.2-3B width and an fp16 eager OPT.
+_SERVED_BLIND_CB = [
+    ("cb_opt_h32_t80_autotune", opt(2, 2560, 32, 10240, 50272), 1, 80, "forward", "bf16", "sdpa", AUTOTUNED),
+    (
+        "cb_llama_h32_kv8_t60_graphs_fp16",
+        llama(2, 2048, 32, 8, 8192, 128256),
+        2,
+        60,
+        "forward",
+        "fp16",
+        "sdpa",
+        GRAPHED,
+    ),
+    (
+        "cb_qwen3_h32_kv8_t88_graphs",
+        qwen3(2, 2560, 32, 8, 128, 9728, 151936),
+        1,
+        88,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("cb_neox_h12_t200_graphs", neox(3, 768, 12, 3072, 50304), 1, 200, "forward", "bf16", "sdpa", GRAPHED),
+    (
+        "cb_lmperf_h32_t80_graphs_triton",
+        _small(n_layers=2, d_model=4096, n_heads=32, d_ff=11008),
+        1,
+        80,
+        "forward",
+        "bf16",
+        "triton",
+        GRAPHED,
+    ),
+    (
+        "cb_mistral_h32_kv8_t56_graphs",
+        {**llama(2, 5120, 32, 8, 14336, 131072, "mistral"), "head_dim": 128},
+        1,
+        56,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("cb_gpt2_h16_t72_compile_fp16", gpt2(2, 1024, 16, 50257), 3, 72, "forward", "fp16", "sdpa", COMPILED),
+    (
+        "cb_qwen2_h40_kv8_t64_compile",
+        llama(2, 5120, 40, 8, 13824, 152064, "qwen2"),
+        1,
+        64,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "cb_llama_h20_kv20_t140_compile_fp16",
+        llama(2, 2560, 20, 20, 6912, 32000),
+        1,
+        140,
+        "forward",
+        "fp16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "cb_lmperf_h16_t160_train_compile",
+        _small(n_layers=2, d_model=2048, n_heads=16, d_ff=5632),
+        1,
+        160,
+        "train-step",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("cb_qwen3_h16_kv8_t96_liger", qwen3(3, 1024, 16, 8, 128, 3072, 151936), 1, 96, "forward", "bf16", "sdpa", LIGER),
+    (
+        "cb_qwen2_h12_kv2_t120_liger_fp16",
+        llama(2, 1536, 12, 2, 8960, 151936, "qwen2"),
+        1,
+        120,
+        "forward",
+        "fp16",
+        "sdpa",
+        LIGER,
+    ),
+    ("cb_llama_h24_kv8_t72_cudnn", llama(2, 3072, 24, 8, 8192, 128256), 1, 72, "forward", "bf16", "sdpa", CUDNN),
+    ("cb_opt_h32_t150_eager_fp16", opt(2, 2048, 32, 8192, 50272), 1, 150, "forward", "fp16", "sdpa", {}),
+]
+
+# Blind batch cc of the served kinds, written down with batches ca and cb, before any of them is
+# captured, eight to a call: max-autotune on a SmolLM2-135M-shaped Llama over two sequences,
+# CUDA graphs on a Qwen2.5-7B width and an fp16 GPT-2 over four sequences, compiled runs of an
+# fp16 Mistral-7B width and a Pythia-6.9B width, Liger on a Llama with half as many K/V heads as
+# heads, cuDNN attention on a Qwen3-4B width and an fp32 eager OPT.
+_SERVED_BLIND_CC = [
+    ("cc_llama_h9_kv3_t64_autotune", llama(3, 576, 9, 3, 1536, 49152), 2, 64, "forward", "bf16", "sdpa", AUTOTUNED),
+    (
+        "cc_qwen2_h28_kv4_t64_graphs",
+        llama(2, 3584, 28, 4, 18944, 152064, "qwen2"),
+        1,
+        64,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("cc_gpt2_h12_t64_graphs_fp16", gpt2(2, 768, 12, 50257), 4, 64, "forward", "fp16", "sdpa", GRAPHED),
+    (
+        "cc_mistral_h32_kv8_t100_compile_fp16",
+        llama(2, 4096, 32, 8, 14336, 32768, "mistral"),
+        1,
+        100,
+        "forward",
+        "fp16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("cc_neox_h32_t64_compile", neox(2, 4096, 32, 16384, 50432), 1, 64, "forward", "bf16", "sdpa", COMPILED),
+    ("cc_llama_h16_kv8_t88_liger", llama(2, 2048, 16, 8, 5632, 32000), 1, 88, "forward", "bf16", "sdpa", LIGER),
+    ("cc_qwen3_h32_kv8_t64_cudnn", qwen3(2, 2560, 32, 8, 128, 9728, 151936), 1, 64, "forward", "bf16", "sdpa", CUDNN),
+    ("cc_opt_h20_t100_eager_fp32", opt(2, 1280, 20, 5120, 50272), 1, 100, "forward", "fp32", "sdpa", {}),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -5371,6 +5589,9 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_BX
             + _SERVED_BLIND_BY
             + _SERVED_BLIND_BZ
+            + _SERVED_BLIND_CA
+            + _SERVED_BLIND_CB
+            + _SERVED_BLIND_CC
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
