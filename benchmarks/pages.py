@@ -1216,6 +1216,9 @@ SERVED_BLIND = {
     "bx": "score-123-served-blindbx-ac7f765",
     "by": "score-125-served-blindby-8c1ba60",
     "bz": "score-126-served-blindbz-8f80a2d",
+    "ca": "score-127-served-blindca-3819cab",
+    "cb": "score-128-served-blindcb-2411b2b",
+    "cc": "score-129-served-blindcc-6307754",
 }
 SERVED_NOW = "score-124-served-all-bdfb7f9"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
