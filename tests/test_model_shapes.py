@@ -1,6 +1,7 @@
 """Grouped-query attention, tied embeddings and the GELU MLP: against independent references."""
 
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -10,7 +11,7 @@ from lmperf.analysis.flops import MODES, step_flops
 from lmperf.attention import attention
 from lmperf.errors import UsageError
 from lmperf.model import TransformerLM, parameter_count, preset
-from lmperf.model.step import ModelStep, StepConfig
+from lmperf.model.step import ModelStep, StepConfig, compile_refusal
 from lmperf.model.transformer import lm_loss
 
 
@@ -249,9 +250,11 @@ def test_qk_norm_attention_on_the_gpu_in_bf16_matches_the_reference(impl):
 
 
 @pytest.mark.gpu
+@pytest.mark.xfail(strict=True, reason="inductor's CUDA code for the q/k norms and rotary: NaN loss, 1e20 gradients")
 def test_wide_heads_with_qk_norm_compile_and_train_on_the_gpu():
     """torch.compile of the Qwen3-shaped model gives eager's loss and q-norm gradient under bf16
-    autocast."""
+    autocast. It does not on CUDA (torch 2.11), which is why ModelStep refuses such a step
+    (compile_refusal); when this passes, that refusal can go."""
     torch.manual_seed(0)
     model = TransformerLM(preset("tiny", attention="sdpa", **WIDE)).cuda()
     tokens = torch.randint(0, 512, (2, 77), device="cuda")
@@ -266,3 +269,14 @@ def test_wide_heads_with_qk_norm_compile_and_train_on_the_gpu():
     assert torch.isfinite(eager_loss) and eager_grad.abs().sum() > 0
     torch.testing.assert_close(compiled_loss, eager_loss, rtol=1e-2, atol=1e-2)
     torch.testing.assert_close(compiled_grad, eager_grad, rtol=5e-2, atol=5e-3)
+
+
+def test_compiled_qk_norm_steps_on_cuda_are_refused_before_anything_is_built():
+    cuda = torch.device("cuda")
+    wide = StepConfig("tiny", 64, "train-step", compile="compile", attention="sdpa", model=preset("tiny", **WIDE))
+    with pytest.raises(RuntimeError, match="q/k norms.*--compile eager"):
+        ModelStep(wide, cuda)  # raises before touching the device, so it runs without a GPU
+    assert compile_refusal(wide, cuda)
+    assert compile_refusal(replace(wide, compile="eager"), cuda) is None
+    assert compile_refusal(wide, torch.device("cpu")) is None  # inductor's CPU code agrees with eager
+    assert compile_refusal(replace(wide, model=preset("tiny", head_dim=32, n_kv_heads=2)), cuda) is None
