@@ -666,10 +666,13 @@ def test_a_decode_step_decides_the_batch_its_prefill_leaves_open():
         # lmperf's naive attention compiled: its forward keeps gradients on, so the softmax stores
         # each row's fp32 maximum and sum beside its probabilities
         ("bp_lmperf_h8_t96_graphs_naive", "n_heads", "probabilities and each row's fp32 maximum and sum"),
+        # heads of 100 (no multiple of 8) in bf16 send SDPA to its math path, which upcasts: QK^T
+        # runs as an fp32 GEMM and the softmax stores 4-byte scores, 32 heads and not 64 of 50
+        ("ca_llama_h32_kv32_t80_graphs", "n_heads", "in fp32 scores of the fp32 QK^T product"),
     ],
 )
 def test_blind_batches_misses_read_as_ran(name, field, how):
-    """The captures blind batches t, q, p, n, j, ak, al, ao, ar, as, at, aw, az, ba, bj, bk, bl, bp and bq missed (fixed after them, so not blind):
+    """The captures blind batches t, q, p, n, j, ak, al, ao, ar, as, at, aw, az, ba, bj, bk, bl, bp, bq and ca missed (fixed after them, so not blind):
     every field against the configuration that ran, and the field the fix is about read the way
     `how` names."""
     from lmperf.pmc.infer import infer
@@ -1151,6 +1154,34 @@ def test_a_compiled_softmax_s_row_statistics_join_its_stored_probabilities():
     assert naive_shape(qk, softmax(1_600.0), 16, 64, stored_size=2) is None
     wide_qk = _gemm(0, "nvjet_sm90_tst_64x16_64x16_2x2_h_bz_TNT", 15_360.0)
     assert naive_shape(wide_qk, softmax(1_920.0), 16, 120, stored_size=2) is None
+
+
+def test_a_compiled_softmax_after_an_fp32_qk_stores_fp32_scores():
+    """A bf16 step (2-byte activations) whose QK^T runs on FFMA without tensor work makes fp32
+    scores: B=1, T=80, 32 heads of 100 (d = 3200) store 1·32·80·80·4 = 819,200 B of them. Read
+    as 4-byte scores they are 204,800 = B·T²·32, H=32, heads of 100; read as 2-byte ones they
+    would be 409,600 = B·T²·64, heads of 50. QK^T's N·T·d = 80·80·3200 = 20,480,000 multiply-adds
+    give T=80. A bf16 tensor-core QK^T keeps 2-byte scores (the same bytes then are 64 heads), a
+    TF32 one makes 4-byte ones, and an eager step (no size) stays without one."""
+    from lmperf.pmc.attention_shape import naive_shape, scores_size
+    from lmperf.pmc.gemms import FFMA, STORE_BYTES
+    from lmperf.pmc.parse import KernelRecord
+
+    fp32_qk = KernelRecord(
+        0, "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize32x32x8", (3, 3, 32), (64, 1, 1), {FFMA: 20_480_000.0}
+    )
+    bf16_qk = _gemm(0, "nvjet_sm90_tst_64x48_64x15_4x2_h_bz_TNT", 20_480_000.0)
+    tf32_qk = KernelRecord(
+        0, "cutlass_tf32_gemm", (3, 3, 32), (64, 1, 1), {"sm__ops_path_tensor_src_tf32_dst_fp32.sum": 40_960_000.0}
+    )
+    softmax = KernelRecord(1, "triton_per_fused__safe_softmax_exp", (80, 1, 1), (64, 1, 1), {STORE_BYTES: 819_200.0})
+
+    assert (scores_size(fp32_qk, 2), scores_size(bf16_qk, 2), scores_size(tf32_qk, 2)) == (4, 2, 4)
+    assert scores_size(fp32_qk, None) is None
+    shape = naive_shape(fp32_qk, softmax, 80, 3200, stored_size=scores_size(fp32_qk, 2))
+    assert (shape.batch, shape.seq_len, shape.n_heads, shape.head_dim) == (1, 80, 32, 100)
+    shape = naive_shape(bf16_qk, softmax, 80, 3200, stored_size=scores_size(bf16_qk, 2))
+    assert (shape.batch, shape.seq_len, shape.n_heads, shape.head_dim) == (1, 80, 64, 50)
 
 
 @pytest.mark.parametrize(

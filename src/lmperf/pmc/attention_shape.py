@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from lmperf.analysis.tiles import causal_tile_fraction
-from lmperf.pmc.gemms import FADD, FFMA, FMUL, STORE_BYTES, TENSOR_PATHS, TMA_STORE_BYTES, macs
+from lmperf.pmc.gemms import FADD, FFMA, FMUL, STORE_BYTES, TENSOR_PATHS, TMA_STORE_BYTES, macs, tensor_path
 from lmperf.pmc.parse import KernelRecord
 
 # PyTorch's memory-efficient attention forward (cutlass): its grid is (query tiles, H, B), so
@@ -59,6 +59,19 @@ class AttentionShape:
 
 def _divisors(n: int) -> list[int]:
     return [b for b in range(1, n + 1) if n % b == 0]
+
+
+def scores_size(qk: KernelRecord, activation_size: int | None) -> int | None:
+    """The bytes of each score a compiled softmax stores (None for an eager step, whose float
+    counts are read instead): those of the QK^T product it reads. An fp32 product (FFMA and no
+    tensor work, or TF32) makes fp32 scores whatever the activations' size: PyTorch's math SDPA
+    upcasts 16-bit Q, K and V to fp32 (it runs heads no fused backend takes, such as 100, no
+    multiple of 8), and a bf16 step's softmax then stores B·H·T² scores of 4 bytes, which
+    counted as 2-byte ones read as twice the heads of half the width."""
+    path = tensor_path(qk)
+    if activation_size and (path == "tf32" or (path is None and qk.metric(FFMA) > 0)):
+        return 4
+    return activation_size
 
 
 def naive_shape(

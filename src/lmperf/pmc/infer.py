@@ -32,6 +32,7 @@ from lmperf.pmc.attention_shape import (
     grid_names_batch,
     mask_fits,
     naive_shape,
+    scores_size,
     stored_bytes,
     stores_deny,
     stores_fit,
@@ -1259,8 +1260,13 @@ def _attention_fit(
     rows and an attention `width` wide (H·head_dim), or None; reads nothing into `result`."""
     if roles["kind"] == "softmax":
         between = [k for k in roles["first_layer"] if roles["qk"].index < k.index < roles["pv"].index]
-        size = stored_size(result, roles["first_layer"])
+        activations = stored_size(result, roles["first_layer"])
+        size = scores_size(roles["qk"], activations)
         shape = naive_shape(roles["qk"], roles["marker"], tokens, width, between, size)
+        if shape is not None and size != activations:
+            shape = dataclasses.replace(
+                shape, evidence=f"{shape.evidence}, in fp32 scores of the fp32 QK^T product (no 16-bit tensor work)"
+            )
     else:
         shape = fused_shape(roles["marker"], tokens, width, batch)
         if shape is not None and batch == shape.batch:
