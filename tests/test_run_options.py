@@ -100,6 +100,7 @@ def test_commands_that_take_a_model_declare_the_same_model_flags():
         "--max-context",
         "--tie-embeddings",
         "--mlp",
+        "--qk-norm",
     }
     for name in ("bench", "bench-dist", "profile", "memory", "precision"):
         flags = {opt for param in click_app.commands[name].params for opt in param.opts}

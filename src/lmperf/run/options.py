@@ -111,6 +111,16 @@ MODEL_FLAGS = (
         ],
     ),
     Flag("mlp", Annotated[Optional[str], _option(help="swiglu or gelu (a two-matrix GELU MLP).")]),
+    Flag(
+        "qk_norm",
+        Annotated[
+            Optional[bool],
+            _option(
+                "--qk-norm/--no-qk-norm",
+                help="An RMSNorm over each head of q and k before rotary (Qwen3's), or none; a qwen3 config has them.",
+            ),
+        ],
+    ),
 )
 MODEL_FIELD_OF_FLAG = {"layers": "n_layers", "heads": "n_heads", "kv_heads": "n_kv_heads", "vocab": "vocab_size"}
 
