@@ -1220,7 +1220,7 @@ SERVED_BLIND = {
     "cb": "score-128-served-blindcb-2411b2b",
     "cc": "score-129-served-blindcc-6307754",
 }
-SERVED_NOW = "score-124-served-all-bdfb7f9"
+SERVED_NOW = "score-130-served-all-b049cf0"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
@@ -1341,7 +1341,7 @@ LIMITS_AT_CAPTURE = (
     "limits-at-capture-d461497",
     "limits-at-capture-3cd2926",
 )
-LIMITS_NOW = "limits-bdfb7f9"
+LIMITS_NOW = "limits-b049cf0"
 
 
 def _limit_reading(row: dict) -> str:
@@ -1417,7 +1417,7 @@ def pmc_paths() -> str:
     return markdown(["attention path", "captures", "every structural field exact", "vocab_size exact"], body)
 
 
-INFER_TIME = "infer-time-6673492"
+INFER_TIME = "infer-time-b049cf0"
 
 
 def _timed_capture(what: str) -> str:
