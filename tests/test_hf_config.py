@@ -575,7 +575,6 @@ def test_overrides_move_a_head_dim_of_d_model_over_heads(tmp_path):
     assert _model_with(qwen3_8b, d_model=64, n_heads=4, n_kv_heads=2).qk_norm
 
 
-
 def test_qk_norm_flag_turns_the_norms_off_a_qwen3_and_on_a_llama():
     """--no-qk-norm drops Qwen3's q and k norms (their 2 x 128 gains a layer go from the count);
     --qk-norm adds them to a config that has none."""
@@ -584,6 +583,7 @@ def test_qk_norm_flag_turns_the_norms_off_a_qwen3_and_on_a_llama():
     assert with_norms.qk_norm and not without.qk_norm and without.head_dim == 128
     assert parameter_count(with_norms)["total"] - parameter_count(without)["total"] == 28 * 2 * 128
     assert _model_with(CONFIGS / "llama-1b-gqa.json", qk_norm=True).qk_norm
+
 
 OLD_SHAPE_KEYS = {
     "d_model",

@@ -13,6 +13,7 @@ from lmperf.errors import UsageError
 from lmperf.model import TransformerLM, parameter_count, preset
 from lmperf.model.step import ModelStep, StepConfig, compile_refusal
 from lmperf.model.transformer import lm_loss
+from lmperf.run.sweep import SweepSettings, run_configs
 
 
 def per_head_reference(q, k, v, is_causal):
@@ -274,8 +275,12 @@ def test_wide_heads_with_qk_norm_compile_and_train_on_the_gpu():
 def test_compiled_qk_norm_steps_on_cuda_are_refused_before_anything_is_built():
     cuda = torch.device("cuda")
     wide = StepConfig("tiny", 64, "train-step", compile="compile", attention="sdpa", model=preset("tiny", **WIDE))
-    with pytest.raises(RuntimeError, match="q/k norms.*--compile eager"):
+    with pytest.raises(UsageError, match="q/k norms.*--compile eager"):
         ModelStep(wide, cuda)  # raises before touching the device, so it runs without a GPU
+    eager = replace(wide, compile="eager")
+    rows = run_configs([eager, wide], SweepSettings(device="cuda"))
+    with pytest.raises(UsageError, match="q/k norms"):
+        next(rows)  # the sweep refuses before its first row, the eager one
     assert compile_refusal(wide, cuda)
     assert compile_refusal(replace(wide, compile="eager"), cuda) is None
     assert compile_refusal(wide, torch.device("cpu")) is None  # inductor's CPU code agrees with eager

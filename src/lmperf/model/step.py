@@ -136,8 +136,8 @@ def compile_blocks(model: nn.Module) -> None:
 def compile_refusal(config: StepConfig, device: torch.device) -> str | None:
     """Why torch.compile of `config` on `device` would time a step that computes wrong values,
     or None. Inductor's CUDA code for lmperf's per-head q/k norms followed by rotary gives NaN
-    losses and gradients of 1e20 where eager (and inductor on a CPU) agree, so such a row is
-    refused rather than timed; tests/test_model_shapes.py holds the GPU check."""
+    losses and gradients of 1e20 where eager (and inductor on a CPU) agree, so such a step is
+    refused rather than timed or profiled; tests/test_model_shapes.py holds the GPU check."""
     if device.type == "cuda" and config.compile == "compile" and config.module is None:
         if config.model_config().qk_norm:
             return (
@@ -160,7 +160,7 @@ class ModelStep:
         self.device = device
         refusal = compile_refusal(config, device)
         if refusal:
-            raise RuntimeError(refusal)
+            raise UsageError(refusal)
         generator = torch.Generator().manual_seed(seed)
         user = config.module
         if user is None:
