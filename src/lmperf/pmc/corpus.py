@@ -5404,6 +5404,164 @@ _SERVED_BLIND_CC = [
     ("cc_opt_h20_t100_eager_fp32", opt(2, 1280, 20, 5120, 50272), 1, 100, "forward", "fp32", "sdpa", {}),
 ]
 
+# Blind batch cd of the served kinds, written down after the scores of batches ca, cb and cc and
+# the fix of batch ca's miss (heads of 100), before it is captured, fourteen to a call: head
+# widths other than 64 and 128 in more kinds of run (heads of 100, which no fused kernel takes,
+# in fp16 under CUDA graphs, in a compiled training step and eager in fp16; heads of 80 compiled
+# in fp16 and a GPT-NeoX with them; a Gemma-7B-shaped Llama with heads of 256 over a d of 3072
+# and its 256,000 vocabulary), vocabularies not served before (Phi-3's 32,064, Yi's 64,000,
+# DeepSeek's 102,400), max-autotune on a Phi-3-mini shape, CUDA graphs on a Yi-6B shape, a
+# DeepSeek-7B shape and a GPT-2 over 111 rows, a compiled Qwen1.5-1.8B shape over two sequences,
+# Liger on a Phi-3-mini shape and an fp16 Mistral-Nemo shape, cuDNN attention on a Yi-6B shape.
+_SERVED_BLIND_CD = [
+    (
+        "cd_llama_h32_kv32_t96_autotune",
+        llama(2, 3072, 32, 32, 8192, 32064),
+        1,
+        96,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    (
+        "cd_llama_h32_kv32_t77_graphs_fp16",
+        llama(2, 3200, 32, 32, 8640, 32000),
+        2,
+        77,
+        "forward",
+        "fp16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("cd_llama_h32_kv4_t93_graphs", llama(2, 4096, 32, 4, 11008, 64000), 1, 93, "forward", "bf16", "sdpa", GRAPHED),
+    ("cd_llama_h32_kv32_t64_graphs", llama(2, 4096, 32, 32, 11008, 102400), 1, 64, "forward", "bf16", "sdpa", GRAPHED),
+    ("cd_gpt2_h16_t111_graphs", gpt2(3, 1024, 16, 50257), 1, 111, "forward", "bf16", "sdpa", GRAPHED),
+    (
+        "cd_llama_h16_kv16_t80_compile",
+        {**llama(2, 3072, 16, 16, 24576, 256000), "head_dim": 256},
+        1,
+        80,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "cd_llama_h32_kv32_t100_compile_fp16",
+        llama(2, 2560, 32, 32, 6912, 50304),
+        1,
+        100,
+        "forward",
+        "fp16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "cd_qwen2_h16_kv16_t72_compile",
+        llama(2, 2048, 16, 16, 5504, 151936, "qwen2"),
+        2,
+        72,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("cd_neox_h32_t120_compile_fp16", neox(3, 2560, 32, 10240, 50304), 1, 120, "forward", "fp16", "sdpa", COMPILED),
+    (
+        "cd_llama_h32_kv32_t64_train_compile",
+        llama(2, 3200, 32, 32, 8640, 32000),
+        1,
+        64,
+        "train-step",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("cd_llama_h32_kv32_t88_liger", llama(2, 3072, 32, 32, 8192, 32064), 1, 88, "forward", "bf16", "sdpa", LIGER),
+    (
+        "cd_mistral_h32_kv8_t70_liger_fp16",
+        {**llama(2, 5120, 32, 8, 14336, 131072, "mistral"), "head_dim": 128},
+        1,
+        70,
+        "forward",
+        "fp16",
+        "sdpa",
+        LIGER,
+    ),
+    ("cd_llama_h32_kv4_t80_cudnn", llama(2, 4096, 32, 4, 11008, 64000), 1, 80, "forward", "bf16", "sdpa", CUDNN),
+    ("cd_llama_h32_kv32_t96_eager_fp16", llama(2, 3200, 32, 32, 8640, 32000), 1, 96, "forward", "fp16", "sdpa", {}),
+]
+
+# Blind batch ce of the served kinds, written down with batch cd, fourteen to a call:
+# max-autotune on a Qwen3-0.6B width over two sequences, CUDA graphs on the Gemma-7B-shaped
+# Llama (heads of 256), a Phi-3-mini shape, an fp16 StableLM-3B-shaped Llama (heads of 80), a
+# GPT-NeoX-20B width (heads of 96) and an OPT-30B width, compiled runs of an OpenLLaMA-3B shape
+# over 77 rows, a Llama-2-70B width and an fp16 GPT-2 Large width, a compiled lmperf fused-loss
+# training step with heads of 80, Liger on a Qwen2.5-7B width and an fp16 Llama-3-8B width,
+# cuDNN attention on heads of 80 and an fp32 eager Phi-3-mini shape.
+_SERVED_BLIND_CE = [
+    (
+        "ce_qwen3_h16_kv8_t88_autotune",
+        qwen3(2, 1024, 16, 8, 128, 3072, 151936),
+        2,
+        88,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    (
+        "ce_llama_h16_kv16_t64_graphs",
+        {**llama(2, 3072, 16, 16, 24576, 256000), "head_dim": 256},
+        1,
+        64,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("ce_llama_h32_kv32_t100_graphs", llama(2, 3072, 32, 32, 8192, 32064), 1, 100, "forward", "bf16", "sdpa", GRAPHED),
+    (
+        "ce_llama_h32_kv32_t96_graphs_fp16",
+        llama(2, 2560, 32, 32, 6912, 50304),
+        1,
+        96,
+        "forward",
+        "fp16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("ce_neox_h64_t72_graphs", neox(2, 6144, 64, 24576, 50432), 1, 72, "forward", "bf16", "sdpa", GRAPHED),
+    ("ce_opt_h56_t64_graphs", opt(2, 7168, 56, 28672, 50272), 1, 64, "forward", "bf16", "sdpa", GRAPHED),
+    ("ce_llama_h32_kv32_t77_compile", llama(2, 3200, 32, 32, 8640, 32000), 1, 77, "forward", "bf16", "sdpa", COMPILED),
+    ("ce_llama_h64_kv8_t48_compile", llama(2, 8192, 64, 8, 28672, 32000), 1, 48, "forward", "bf16", "sdpa", COMPILED),
+    ("ce_gpt2_h20_t160_compile_fp16", gpt2(2, 1280, 20, 50257), 1, 160, "forward", "fp16", "sdpa", COMPILED),
+    (
+        "ce_lmperf_h32_t128_train_compile_fused",
+        _small(n_layers=2, d_model=2560, n_heads=32, d_ff=6912),
+        1,
+        128,
+        "train-step",
+        "bf16",
+        "sdpa",
+        {**COMPILED, "loss": "fused"},
+    ),
+    (
+        "ce_qwen2_h28_kv4_t96_liger",
+        llama(2, 3584, 28, 4, 18944, 152064, "qwen2"),
+        1,
+        96,
+        "forward",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    ("ce_llama_h32_kv8_t72_liger_fp16", llama(2, 4096, 32, 8, 14336, 128256), 1, 72, "forward", "fp16", "sdpa", LIGER),
+    ("ce_llama_h32_kv32_t60_cudnn", llama(2, 2560, 32, 32, 6912, 50304), 1, 60, "forward", "bf16", "sdpa", CUDNN),
+    ("ce_llama_h32_kv32_t80_eager_fp32", llama(2, 3072, 32, 32, 8192, 32064), 1, 80, "forward", "fp32", "sdpa", {}),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -5592,6 +5750,8 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_CA
             + _SERVED_BLIND_CB
             + _SERVED_BLIND_CC
+            + _SERVED_BLIND_CD
+            + _SERVED_BLIND_CE
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
