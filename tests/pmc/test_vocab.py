@@ -253,3 +253,52 @@ def test_the_weight_cast_nearest_the_head_gives_v_before_other_weights_casts():
     name = "bl_lmperf_h16_t64_graphs"
     result = infer(read_capture(capture_path(name)))
     assert result.values["vocab_size"] == truth(name)["vocab_size"] == 10_000
+
+
+@pytest.mark.parametrize(
+    "name, gradient_reading",
+    [
+        # 128 rows of 50,272 logits: the gradient's 12,869,632 B = 128·25,136·4, and 25,136 lies
+        # between the head's tile readings 16,641-16,768 and 49,921-50,304
+        ("k_opt_h12_t128_train_compile", 25_136),
+        # 160 rows of 10,000 logits: 3,200,000 B = 160·5,000·4, within the head's bound of 10,752
+        ("cb_lmperf_h16_t160_train_compile", 5_000),
+    ],
+)
+def test_the_logits_gradient_in_16_bits_is_no_fp32_copy_of_half_the_logits(name, gradient_reading):
+    """Compiled bf16 training steps: the backward's first kernel after the head stores the logits'
+    gradient, N·V·2 B, which read as an fp32 copy gives V/2. With the head's own TMA stores 16%
+    over N·V·2 B (as a 400x64 nvjet head stored them), that V/2 was read with confidence; only a
+    forward copy counts as the fp32 copy, and the cast of the head's weight before it (V·d·2 B)
+    pins V."""
+    expected = truth(name)
+    rows, vocab = expected["batch"] * expected["seq_len"], expected["vocab_size"]
+    assert vocab // 2 == gradient_reading
+    head = _lm_head(name)
+    over = {TMA_STORE_BYTES: rows * vocab * 2 * 1.16, L2_WRITE_SECTORS: rows * vocab * 2 * 1.16 / SECTOR_BYTES}
+    capture = _edited(name, lambda k: k.index == head.index, **over)
+    copies = [k for k in capture.kernels if k.index > head.index and "copy" in k.name]
+    gradients = [k for k in copies if k.metrics.get(g.STORE_BYTES) == rows * vocab * 2]
+    assert gradients and all(k in g.split_phases(capture).backward for k in gradients)
+    result = infer(capture)
+    assert result.values["vocab_size"] == vocab, result.evidence["vocab_size"]
+    assert "copy of its weight" in result.evidence["vocab_size"]
+
+
+def test_only_a_forward_copy_after_the_head_is_the_fp32_copy_of_the_logits():
+    """128 rows of 50,272 logits: the forward's fp32 upcast stores 128·50,272·4 = 25,739,264 B
+    (V = 50,272), the backward's bf16 cast of their gradient 128·50,272·2 = 12,869,632 B, which as
+    fp32 values would be 25,136 logits a row. Only the forward's copy is read; without a forward
+    copy there is no reading."""
+    from lmperf.pmc.parse import KernelRecord
+    from lmperf.pmc.vocab import readings
+
+    def copy(index, name, stored):
+        return KernelRecord(index, name, (12_568, 1, 1), (128, 1, 1), {g.STORE_BYTES: stored})
+
+    head = KernelRecord(0, "nvjet_sm90_tst_192x128_64x5_2x1_v_bz_coopB_TNT", (2, 66, 1), (384, 1, 1), {})
+    upcast = copy(1, "void at::unrolled_elementwise_kernel<at::direct_copy_kernel_cuda>", 25_739_264.0)
+    gradient = copy(2, "void at::vectorized_elementwise_kernel<8, at::bfloat16_copy_kernel_cuda>", 12_869_632.0)
+    assert [v for v, _ in readings(head, [upcast, gradient], 128, "bf16")] == [50_272, 25_136]
+    assert [v for v, _ in readings(head, [upcast, gradient], 128, "bf16", gradients=[gradient])] == [50_272]
+    assert readings(head, [gradient], 128, "bf16", gradients=[gradient]) == []

@@ -1506,7 +1506,8 @@ def _vocab(
     # of the logits (N·V·2 B) reads as an fp32 one of V/2, inside the looser row-padding bound
     tiles = g.width_interval(head, tokens, d)
     near, far = (max(low, tiles[0]), min(bound, tiles[1])) if tiles else (low, bound)
-    if vocab.set_vocab(result, head, after_head + followers, tokens, near, far, before_head, d):
+    gradients = [k for k in phases.backward if k.index > head.index]
+    if vocab.set_vocab(result, head, after_head + followers, tokens, near, far, before_head, d, gradients):
         return
     # Tiles pad both the rows (N) and the vocabulary: V is at most the work / (N·d), and at least
     # that with the largest row and column padding the GEMM's tiles allow; an nvjet kernel's name

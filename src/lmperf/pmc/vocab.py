@@ -14,7 +14,9 @@ padding). Counters of bytes pin it when one of them sees the N·V logits exactly
 - a Hopper TMA-store head (st.global bytes 0): the bytes its TMA stores send to L2, or the L2
   write sectors from the SMs (x 32 bytes), when they are a whole number of N·bytes rows;
 - the fp32 copy of the logits that follows the head (Hugging Face generate's last-position
-  logits, a training loss's upcast): st.global bytes = N·V·4;
+  logits, a training loss's upcast): st.global bytes = N·V·4. Only a forward kernel counts: the
+  backward's copies after the head cast the logits' gradient to the logits' own 16-bit dtype
+  (N·V·2 B, which read as an fp32 copy of V/2 logits) or copy other tensors;
 - the 16-bit copy of the head's weight that precedes it where the weights are kept in fp32 and
   autocast (a compiled graph casts each weight just before its GEMM): st.global bytes = V·d·size.
   It stands after the head's own bytes, which are not always N·V·size: TMA stores count whole
@@ -28,7 +30,7 @@ padded to that many rows (inductor's pad_mm).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from lmperf.analysis.kernels import MATMUL
 from lmperf.pmc.kernels import category
@@ -167,9 +169,10 @@ def readings(
     dtype: str | None,
     leaders: Sequence[KernelRecord] = (),
     d: int | None = None,
+    gradients: Collection[KernelRecord] = (),
 ) -> list[tuple[int, str]]:
     """Every exact reading of V, strongest first, each with how it was read: `leaders` are the
-    kernels before the head, d the model width."""
+    kernels before the head, d the model width, `gradients` the followers a backward pass runs."""
     size = 4 if dtype == "fp32" else 2
     found = [
         (loss_vocab(followers[:_FOLLOWERS], tokens), "the loss's log-softmax FFMA count"),
@@ -191,9 +194,13 @@ def readings(
     tma = tma_vocab(head, tokens, size)
     if tma:
         found.append(tma)
+    # the fp32 copy is a forward's upcast: a backward's copy of N·V·2 B (a 16-bit step's gradient
+    # of the logits) reads as V/2, which the head's bound may hold (25,136 lies between the tile
+    # readings 16,641-16,768 and 49,921-50,304 of a compiled OPT step's 128 rows)
+    backward = {id(k) for k in gradients}
     found += [
         (vocab, "the fp32 copy of the logits after it stores N·V·4 B")
-        for vocab in copy_vocabs(followers[:_FOLLOWERS], tokens, 4)
+        for vocab in copy_vocabs([k for k in followers[:_FOLLOWERS] if id(k) not in backward], tokens, 4)
     ]
     if d and size == 2:
         # nearest the head first: a compiled autocast graph casts every weight just before its
@@ -214,10 +221,11 @@ def set_vocab(
     bound: float,
     leaders: Sequence[KernelRecord] = (),
     d: int | None = None,
+    gradients: Collection[KernelRecord] = (),
 ) -> bool:
     """Set V from the first exact reading inside [low, bound]: the interval the head's tiles
-    allow, else its work bound."""
-    for vocab, how in readings(head, followers, tokens, result.values["dtype"], leaders, d):
+    allow, else its work bound (`gradients`: as `readings` takes them)."""
+    for vocab, how in readings(head, followers, tokens, result.values["dtype"], leaders, d, gradients):
         if low <= vocab <= bound * 1.0001:
             result.set(
                 "vocab_size",
