@@ -5562,6 +5562,77 @@ _SERVED_BLIND_CE = [
     ("ce_llama_h32_kv32_t80_eager_fp32", llama(2, 3072, 32, 32, 8192, 32064), 1, 80, "forward", "fp32", "sdpa", {}),
 ]
 
+# Blind batch cf of the served kinds, written down after an audit of every byte-to-element
+# reading in pmc and before it is captured, seven to a call (one round of training steps): the
+# kinds the audit found untested, compiled training steps of Hugging Face models with their
+# eager attention, whose softmax may store fp32 probabilities beside 16-bit ones (a Llama, a
+# Mistral, an fp16 GPT-2, an OPT and a Qwen2.5-0.5B width), a max-autotune Llama training step
+# whose GEMM templates may fuse the loss's upcast, and an fp16 compiled GPT-2 training step
+# whose backward casts the logits' gradient after the head.
+_SERVED_BLIND_CF = [
+    (
+        "cf_llama_h16_kv4_t96_train_compile_naive",
+        llama(2, 1024, 16, 4, 2816, 32000),
+        1,
+        96,
+        "train-step",
+        "bf16",
+        "naive",
+        COMPILED,
+    ),
+    (
+        "cf_mistral_h16_kv8_t80_train_compile_naive",
+        llama(2, 2048, 16, 8, 5632, 32768, "mistral"),
+        1,
+        80,
+        "train-step",
+        "bf16",
+        "naive",
+        COMPILED,
+    ),
+    (
+        "cf_gpt2_h12_t100_train_compile_naive_fp16",
+        gpt2(2, 768, 12, 50257),
+        1,
+        100,
+        "train-step",
+        "fp16",
+        "naive",
+        COMPILED,
+    ),
+    (
+        "cf_opt_h16_t88_train_compile_naive",
+        opt(2, 1024, 16, 4096, 50272),
+        1,
+        88,
+        "train-step",
+        "bf16",
+        "naive",
+        COMPILED,
+    ),
+    (
+        "cf_qwen2_h14_kv2_t72_train_compile_naive",
+        llama(2, 896, 14, 2, 4864, 151936, "qwen2"),
+        1,
+        72,
+        "train-step",
+        "bf16",
+        "naive",
+        COMPILED,
+    ),
+    (
+        "cf_llama_h16_kv8_t64_train_autotune",
+        llama(2, 1024, 16, 8, 2816, 32000),
+        1,
+        64,
+        "train-step",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    ("cf_gpt2_h12_t128_train_compile_fp16", gpt2(2, 768, 12, 50257), 1, 128, "train-step", "fp16", "sdpa", COMPILED),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -5752,6 +5823,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_CC
             + _SERVED_BLIND_CD
             + _SERVED_BLIND_CE
+            + _SERVED_BLIND_CF
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
