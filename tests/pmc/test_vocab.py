@@ -302,3 +302,39 @@ def test_only_a_forward_copy_after_the_head_is_the_fp32_copy_of_the_logits():
     assert [v for v, _ in readings(head, [upcast, gradient], 128, "bf16")] == [50_272, 25_136]
     assert [v for v, _ in readings(head, [upcast, gradient], 128, "bf16", gradients=[gradient])] == [50_272]
     assert readings(head, [gradient], 128, "bf16", gradients=[gradient]) == []
+
+
+def test_a_reading_between_the_head_tiles_readings_is_refused():
+    """An OPT-like compiled step's head: 192x128 tiles in 2x1 clusters, 128 rows, d 768, doing
+    128·50,304·768 MACs. Rows padded to 384 leave 16,768 = 131·128 columns (V in 16,641-16,768);
+    rows in one 128 tile leave 50,304 = 131·384 (V in 49,921-50,304). A copy storing 128·25,136·4 B
+    reads V = 25,136: inside the readings' outer span, inside neither reading, so it is refused and
+    the next reading is tried; 50,272 and 16,700 each lie inside one."""
+    from lmperf.pmc.parse import KernelRecord, TENSOR_PATHS
+    from lmperf.pmc.result import Inference
+    from lmperf.pmc.vocab import set_vocab
+
+    work = {TENSOR_PATHS["bf16"]: 2.0 * 128 * 50_304 * 768}  # two tensor ops a multiply-add
+    head = KernelRecord(0, "nvjet_sm90_tst_192x128_64x5_2x1_v_bz_coopB_TNT", (2, 66, 1), (384, 1, 1), work)
+    tiles = g.width_readings(head, 128, 768)
+    assert sorted(tiles) == [(16_641, 16_768), (49_921, 50_304)]
+
+    def copy(index, vocab):
+        return KernelRecord(
+            index, "triton_poi_fused__to_copy", (1, 1, 1), (128, 1, 1), {g.STORE_BYTES: 128 * vocab * 4.0}
+        )
+
+    def read(*vocabs):
+        result = Inference()
+        result.values["dtype"] = "bf16"
+        followers = [copy(i + 1, v) for i, v in enumerate(vocabs)]
+        return set_vocab(result, head, followers, 128, 16_641, 50_304, tiles=tiles), result.values["vocab_size"]
+
+    assert read(25_136) == (False, None)
+    assert read(25_136, 50_272) == (True, 50_272)
+    assert read(16_700) == (True, 16_700)
+    # without tile readings (a head whose name declares none) the work bound alone decides
+    result = Inference()
+    result.values["dtype"] = "bf16"
+    assert set_vocab(result, head, [copy(1, 25_136)], 128, 16_641, 50_304)
+    assert result.values["vocab_size"] == 25_136

@@ -1507,7 +1507,10 @@ def _vocab(
     tiles = g.width_interval(head, tokens, d)
     near, far = (max(low, tiles[0]), min(bound, tiles[1])) if tiles else (low, bound)
     gradients = [k for k in phases.backward if k.index > head.index]
-    if vocab.set_vocab(result, head, after_head + followers, tokens, near, far, before_head, d, gradients):
+    # the tilings' readings may be disjoint (the rows on either side of the tile): a V in a gap
+    # between them lies in [near, far] and still contradicts the head's work
+    spans = g.width_readings(head, tokens, d)
+    if vocab.set_vocab(result, head, after_head + followers, tokens, near, far, before_head, d, gradients, spans):
         return
     # Tiles pad both the rows (N) and the vocabulary: V is at most the work / (N·d), and at least
     # that with the largest row and column padding the GEMM's tiles allow; an nvjet kernel's name

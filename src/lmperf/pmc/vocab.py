@@ -222,11 +222,15 @@ def set_vocab(
     leaders: Sequence[KernelRecord] = (),
     d: int | None = None,
     gradients: Collection[KernelRecord] = (),
+    tiles: Sequence[tuple[int, int]] = (),
 ) -> bool:
     """Set V from the first exact reading inside [low, bound]: the interval the head's tiles
-    allow, else its work bound (`gradients`: as `readings` takes them)."""
+    allow, else its work bound (`gradients`: as `readings` takes them). Where the head's tiles
+    give `tiles`, one reading per tiling, V must lie inside one of them too: [low, bound] spans
+    the gaps between disjoint readings, and a V there contradicts the head's work."""
     for vocab, how in readings(head, followers, tokens, result.values["dtype"], leaders, d, gradients):
-        if low <= vocab <= bound * 1.0001:
+        held = not tiles or any(near <= vocab <= far * 1.0001 for near, far in tiles)
+        if low <= vocab <= bound * 1.0001 and held:
             result.set(
                 "vocab_size",
                 vocab,
