@@ -133,18 +133,17 @@ def compile_blocks(model: nn.Module) -> None:
         block.compile()
 
 
-def compile_refusal(config: StepConfig, device: torch.device) -> str | None:
-    """Why torch.compile of `config` on `device` would time a step that computes wrong values,
-    or None. Inductor's CUDA code for lmperf's per-head q/k norms followed by rotary gives NaN
+def check_compile(config: StepConfig, device: torch.device) -> None:
+    """Refuse (UsageError) a torch.compile of `config` on `device` that would compute wrong
+    values. Inductor's CUDA code for lmperf's per-head q/k norms followed by rotary gives NaN
     losses and gradients of 1e20 where eager (and inductor on a CPU) agree, so such a step is
     refused rather than timed or profiled; tests/test_model_shapes.py holds the GPU check."""
     if device.type == "cuda" and config.compile == "compile" and config.module is None:
         if config.model_config().qk_norm:
-            return (
+            raise UsageError(
                 "torch.compile of per-head q/k norms (qk_norm, Qwen3) computes wrong values on CUDA "
                 "(NaN loss against eager); run this model with --compile eager"
             )
-    return None
 
 
 class ModelStep:
@@ -158,9 +157,7 @@ class ModelStep:
     def __init__(self, config: StepConfig, device: torch.device, seed: int = 0):
         self.config = config.validate()
         self.device = device
-        refusal = compile_refusal(config, device)
-        if refusal:
-            raise UsageError(refusal)
+        check_compile(config, device)
         generator = torch.Generator().manual_seed(seed)
         user = config.module
         if user is None:

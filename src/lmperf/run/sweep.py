@@ -18,7 +18,7 @@ from lmperf.analysis.flops import MODES, step_flops
 from lmperf.analysis.memory import MEMORY_PRECISIONS, memory_model
 from lmperf.analysis.module_flops import CAUSAL_ATTENTION, counted_flops, transformer_flops
 from lmperf.analysis.peaks import peak_tflops
-from lmperf.model.step import ModelStep, StepConfig, compile_refusal
+from lmperf.model.step import ModelStep, StepConfig, check_compile
 from lmperf.run.timing import do_bench_ms, load_average, time_steps
 from lmperf.errors import UsageError
 from lmperf.model import parameter_count
@@ -283,9 +283,7 @@ def run_configs(
     the device; a data-parallel caller whose state is sharded across ranks turns it off."""
     device = torch.device(settings.device)
     for config in configs:  # before the first row, not between rows
-        refusal = compile_refusal(config, device)
-        if refusal:
-            raise UsageError(refusal)
+        check_compile(config, device)
     for _, group in itertools.groupby(configs, key=_group_key):
         step = None
         for config in group:
