@@ -211,19 +211,25 @@ def _attention_by_hand(attn, x, q_gain, k_gain, eps, theta):
     return y.transpose(1, 2).reshape(B, T, H * hd) @ attn.out_proj.weight.double().T
 
 
-@pytest.mark.parametrize("impl", ["naive", "sdpa"])
-@pytest.mark.parametrize("gains", ["ones", "random"])
-def test_qk_norm_attention_matches_a_reference_by_hand(impl, gains):
+def _wide_attention_and_reference(impl: str, length: int, random_gains: bool):
+    """A WIDE block's attention (gains 1, or drawn from [0.5, 2]), an input of `length` tokens
+    and the float64 output by hand."""
     torch.manual_seed(0)
     config = preset("tiny", attention=impl, **WIDE)
     attn = TransformerLM(config).blocks[0].attn
-    if gains == "random":
+    if random_gains:
         with torch.no_grad():
             attn.q_norm.weight.uniform_(0.5, 2.0)
             attn.k_norm.weight.uniform_(0.5, 2.0)
-    x = torch.randn(2, 23, 64, generator=torch.Generator().manual_seed(1))
+    x = torch.randn(2, length, 64, generator=torch.Generator().manual_seed(1))
     q_gain, k_gain = attn.q_norm.weight.detach().double(), attn.k_norm.weight.detach().double()
-    expected = _attention_by_hand(attn, x.double(), q_gain, k_gain, config.norm_eps, config.rope_theta)
+    return attn, x, _attention_by_hand(attn, x.double(), q_gain, k_gain, config.norm_eps, config.rope_theta)
+
+
+@pytest.mark.parametrize("impl", ["naive", "sdpa"])
+@pytest.mark.parametrize("gains", ["ones", "random"])
+def test_qk_norm_attention_matches_a_reference_by_hand(impl, gains):
+    attn, x, expected = _wide_attention_and_reference(impl, 23, gains == "random")
     with torch.no_grad():
         torch.testing.assert_close(attn(x).double(), expected, rtol=1e-4, atol=1e-5)
         # the norms are applied: a q gain of 2 doubles every score, which the output shows
@@ -236,15 +242,7 @@ def test_qk_norm_attention_matches_a_reference_by_hand(impl, gains):
 def test_qk_norm_attention_on_the_gpu_in_bf16_matches_the_reference(impl):
     """The per-head q/k norms and heads wider than d / heads through the GPU kernels, at an odd
     length: against the float64 reference by hand."""
-    torch.manual_seed(0)
-    config = preset("tiny", attention=impl, **WIDE)
-    attn = TransformerLM(config).blocks[0].attn
-    with torch.no_grad():
-        attn.q_norm.weight.uniform_(0.5, 2.0)
-        attn.k_norm.weight.uniform_(0.5, 2.0)
-    x = torch.randn(2, 301, 64, generator=torch.Generator().manual_seed(1))
-    q_gain, k_gain = attn.q_norm.weight.detach().double(), attn.k_norm.weight.detach().double()
-    expected = _attention_by_hand(attn, x.double(), q_gain, k_gain, config.norm_eps, config.rope_theta)
+    attn, x, expected = _wide_attention_and_reference(impl, 301, random_gains=True)
     with torch.no_grad():
         out = attn.cuda().bfloat16()(x.cuda().bfloat16())
     torch.testing.assert_close(out.double().cpu(), expected, rtol=3e-2, atol=3e-2)
