@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lmperf.analysis.kernels import ATTENTION, LOSS, MATMUL, OPTIMIZER, SOFTMAX
@@ -269,7 +270,11 @@ def simt_inner_sizes(kernel: KernelRecord, tokens: int, width: int) -> set[int]:
 
 def width_interval(kernel: KernelRecord, tokens: int, k: int) -> tuple[int, int] | None:
     """The interval that holds every reading of `width_readings`, or None without one."""
-    readings = width_readings(kernel, tokens, k)
+    return outer_span(width_readings(kernel, tokens, k))
+
+
+def outer_span(readings: Sequence[tuple[int, int]]) -> tuple[int, int] | None:
+    """The interval that holds every one of `readings`, or None without one."""
     return (min(r[0] for r in readings), max(r[1] for r in readings)) if readings else None
 
 

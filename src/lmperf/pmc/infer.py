@@ -707,8 +707,8 @@ def _width(
     readings leave several allowed widths and no count picks one of them, the width is only
     bounded: None, with the interval recorded under `name`."""
     bound = g.macs(kernel) / (tokens * d)
-    span = g.width_interval(kernel, tokens, d)
     readings = g.width_readings(kernel, tokens, d)
+    span = g.outer_span(readings)
     fitting = sorted({w for w in allowed for low, high in readings if low <= w <= high})
     tiles = f"{what}: {g.macs(kernel):,.0f} MACs of {kernel.name[:40]} tiles put the width in {readings}"
     if len(fitting) == 1:
@@ -1504,12 +1504,13 @@ def _vocab(
     before_head = [k for k in phases.forward if k.index < head.index]
     # where the head's tiles pad V by a known step, only a reading they hold counts: a bf16 copy
     # of the logits (N·V·2 B) reads as an fp32 one of V/2, inside the looser row-padding bound
-    tiles = g.width_interval(head, tokens, d)
+    spans = g.width_readings(head, tokens, d)
+    tiles = g.outer_span(spans)
     near, far = (max(low, tiles[0]), min(bound, tiles[1])) if tiles else (low, bound)
     gradients = [k for k in phases.backward if k.index > head.index]
     # the tilings' readings may be disjoint (the rows on either side of the tile): a V in a gap
-    # between them lies in [near, far] and still contradicts the head's work
-    spans = g.width_readings(head, tokens, d)
+    # between them lies in [near, far] and still contradicts the head's work, so set_vocab takes
+    # the readings themselves too
     if vocab.set_vocab(result, head, after_head + followers, tokens, near, far, before_head, d, gradients, spans):
         return
     # Tiles pad both the rows (N) and the vocabulary: V is at most the work / (N·d), and at least
