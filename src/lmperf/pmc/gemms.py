@@ -28,19 +28,22 @@ _TINY = 0.02
 
 def tensor_path(kernel: KernelRecord) -> str | None:
     """The tensor-pipe source type a kernel used most, or None without tensor work."""
-    if "tensor_path" not in kernel.derived:  # None is an answer: kept as one
-        best = max(TENSOR_PATHS, key=lambda path: kernel.metric(TENSOR_PATHS[path]))
-        kernel.derived["tensor_path"] = best if kernel.metric(TENSOR_PATHS[best]) > 0 else None
-    return kernel.derived["tensor_path"]
+    return kernel.derive("tensor_path", _tensor_path)
+
+
+def _tensor_path(kernel: KernelRecord) -> str | None:
+    best = max(TENSOR_PATHS, key=lambda path: kernel.metric(TENSOR_PATHS[path]))
+    return best if kernel.metric(TENSOR_PATHS[best]) > 0 else None
 
 
 def macs(kernel: KernelRecord) -> float:
     """Multiply-adds a GEMM kernel executed (tile padding included)."""
-    work = kernel.derived.get("macs")
-    if work is None:
-        tensor = tensor_work(kernel)
-        work = kernel.derived["macs"] = tensor / 2 if tensor > 0 else kernel.metric(FFMA)
-    return work
+    return kernel.derive("macs", _macs)
+
+
+def _macs(kernel: KernelRecord) -> float:
+    tensor = tensor_work(kernel)
+    return tensor / 2 if tensor > 0 else kernel.metric(FFMA)
 
 
 def simt_widths(kernel: KernelRecord, tokens: int, k: int) -> list[int]:

@@ -56,10 +56,11 @@ def is_triton(name: str) -> bool:
 
 def tensor_work(kernel: KernelRecord) -> float:
     """Tensor-pipe ops of every source type (two per multiply-add)."""
-    work = kernel.derived.get("tensor_work")
-    if work is None:
-        work = kernel.derived["tensor_work"] = sum(kernel.metric(name) for name in TENSOR_PATHS.values())
-    return work
+    return kernel.derive("tensor_work", _tensor_work)
+
+
+def _tensor_work(kernel: KernelRecord) -> float:
+    return sum(kernel.metric(name) for name in TENSOR_PATHS.values())
 
 
 def category(kernel: KernelRecord) -> str:
@@ -68,10 +69,7 @@ def category(kernel: KernelRecord) -> str:
     with FFMA work is what its name says, and any other is never attention or a GEMM; a
     multi-tensor kernel without float work (CUDA graphs' input copies) is a copy, not an
     optimizer."""
-    found = kernel.derived.get("category")
-    if found is None:
-        found = kernel.derived["category"] = _category(kernel)
-    return found
+    return kernel.derive("category", _category)
 
 
 def _category(kernel: KernelRecord) -> str:

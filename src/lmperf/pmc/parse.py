@@ -14,7 +14,7 @@ import gzip
 import math
 import re
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -113,6 +113,14 @@ class KernelRecord:
     def metric(self, name: str) -> float:
         """The counter's value, 0 when missing (a kernel with no tensor work has no count)."""
         return self.metrics.get(name) or 0.0
+
+    def derive(self, key: str, compute: Callable[[KernelRecord], object]):
+        """`compute(self)`, computed the first time and kept under `key` in `derived` (None, too,
+        is an answer)."""
+        derived = self.derived
+        if key not in derived:
+            derived[key] = compute(self)
+        return derived[key]
 
     @property
     def blocks(self) -> int:
