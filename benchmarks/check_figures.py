@@ -301,12 +301,15 @@ def _batch_targets(letter: str, targets: tuple[str, ...]) -> tuple[str, ...]:
 
 def _batch_targets_quote(letter: str) -> Quote:
     """A blind batch's paragraph on pmc-accuracy.md: its three targets, each captures right of
-    captures, with the code of its capture commit (the last part of its scoring's name)."""
+    captures, with the code of its capture commit (the last part of its scoring's name), and the
+    batch's letter after it where batches captured back to back share that commit."""
     commit = pages.SERVED_BLIND[letter].rsplit("-", 1)[1]
+    sharing = [other for other, scoring in pages.SERVED_BLIND.items() if scoring.endswith(f"-{commit}")]
+    which = f" (batch {letter})" if len(sharing) > 1 else ""
     return Quote(
         "benchmarks/pmc-accuracy.md",
         "read every structural field exact on {} of {}, the vocabulary exact on {} of {} and the parameters within "
-        f"1% or in their interval on {{}} of {{}} with the code of its capture commit {commit}",
+        f"1% or in their interval on {{}} of {{}} with the code of its capture commit {commit}{which}",
         lambda: _batch_targets(letter, ("structure", "vocab_size", "params_total within 1% or in interval")),
     )
 

@@ -1219,6 +1219,9 @@ SERVED_BLIND = {
     "ca": "score-127-served-blindca-3819cab",
     "cb": "score-128-served-blindcb-2411b2b",
     "cc": "score-129-served-blindcc-6307754",
+    "cd": "score-131-served-blindcd-0590e84",
+    "ce": "score-132-served-blindce-0590e84",
+    "cf": "score-133-served-blindcf-0590e84",
 }
 SERVED_NOW = "score-130-served-all-b049cf0"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
