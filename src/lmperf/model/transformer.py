@@ -135,6 +135,15 @@ class RotaryEmbedding(nn.Module):
         return rotated.flatten(-2)
 
 
+@torch.compiler.disable
+def _eager_qk_norms(q_norm: RMSNorm, k_norm: RMSNorm, q: torch.Tensor, k: torch.Tensor):
+    """The per-head q and k norms, run eagerly where the block around them is compiled: inductor's
+    CUDA code for them (torch 2.11, bf16 or under bf16 autocast) computes NaN losses or gradients
+    of 1e30, whatever the formulation (F.rms_norm too), where eager and inductor's CPU code agree.
+    The cost is a graph break before and after them in each compiled block."""
+    return q_norm(q), k_norm(k)
+
+
 class CausalSelfAttention(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
@@ -157,7 +166,7 @@ class CausalSelfAttention(nn.Module):
             q, k, v = heads.split((self.n_heads, self.n_kv_heads, self.n_kv_heads), dim=1)
         if self.qk_norm:
             with regions.region(regions.QK_NORM):
-                q, k = self.q_norm(q), self.k_norm(k)  # each head over its head_dim
+                q, k = _eager_qk_norms(self.q_norm, self.k_norm, q, k)  # each head over its head_dim
         with regions.region(regions.ROPE):
             q, k = self.rope(q), self.rope(k)  # (B, H, T, hd), (B, Hkv, T, hd)
         y = attention(q, k, v, is_causal=True, impl=self.impl)  # (B, H, T, hd)

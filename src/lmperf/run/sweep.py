@@ -18,7 +18,7 @@ from lmperf.analysis.flops import MODES, step_flops
 from lmperf.analysis.memory import MEMORY_PRECISIONS, memory_model
 from lmperf.analysis.module_flops import CAUSAL_ATTENTION, counted_flops, transformer_flops
 from lmperf.analysis.peaks import peak_tflops
-from lmperf.model.step import ModelStep, StepConfig, check_compile
+from lmperf.model.step import ModelStep, StepConfig
 from lmperf.run.timing import do_bench_ms, load_average, time_steps
 from lmperf.errors import UsageError
 from lmperf.model import parameter_count
@@ -282,8 +282,6 @@ def run_configs(
     `check_memory` refuses, before building it, a step whose single-process analytic peak exceeds
     the device; a data-parallel caller whose state is sharded across ranks turns it off."""
     device = torch.device(settings.device)
-    for config in configs:  # before the first row, not between rows
-        check_compile(config, device)
     for _, group in itertools.groupby(configs, key=_group_key):
         step = None
         for config in group:
