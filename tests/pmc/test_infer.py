@@ -669,10 +669,14 @@ def test_a_decode_step_decides_the_batch_its_prefill_leaves_open():
         # heads of 100 (no multiple of 8) in bf16 send SDPA to its math path, which upcasts: QK^T
         # runs as an fp32 GEMM and the softmax stores 4-byte scores, 32 heads and not 64 of 50
         ("ca_llama_h32_kv32_t80_graphs", "n_heads", "in fp32 scores of the fp32 QK^T product"),
+        # 16 heads of 256 over d 3072: no per-head norm counts N·4096, and q and k are rotated by
+        # one kernel storing N·8192; the query projection's TMA stores hold its N·4096 outputs
+        ("cd_llama_h16_kv16_t80_compile", "d_model", "the query projection's own stores hold its N·4096 outputs"),
+        ("ce_llama_h16_kv16_t64_graphs", "d_model", "the query projection's own stores hold its N·4096 outputs"),
     ],
 )
 def test_blind_batches_misses_read_as_ran(name, field, how):
-    """The captures blind batches t, q, p, n, j, ak, al, ao, ar, as, at, aw, az, ba, bj, bk, bl, bp, bq and ca missed (fixed after them, so not blind):
+    """The captures blind batches t, q, p, n, j, ak, al, ao, ar, as, at, aw, az, ba, bj, bk, bl, bp, bq, ca, cd and ce missed (fixed after them, so not blind):
     every field against the configuration that ran, and the field the fix is about read the way
     `how` names."""
     from lmperf.pmc.infer import infer
@@ -1050,6 +1054,57 @@ def test_a_causal_mask_fits_one_sequence_length_of_the_same_rows():
     assert mask_fits([kernel(12_800.0)], 2, 40)
     assert not mask_fits([kernel(25_600.0, fadd=6_400.0)], 2, 80)
     assert not mask_fits([], 2, 80)
+
+
+def test_a_query_projection_s_own_stores_give_an_attention_wider_than_d():
+    """Blind batch cd's Gemma-shaped Llama: 80 rows at d 3072, 16 heads of 256 (a = 4096). No
+    per-head norm counts N·a, and the one kernel that rotates q and k together stores
+    80·(4096 + 4096)·2 = 1,310,720 B, N·8192, outside the output projection's tiles. The query
+    projection's TMA epilogue stores its 80·4096 outputs, 655,360 B: a = 4096. Half those bytes
+    (N·2048) are a width the output projection's 80·3072·4096 MACs cannot hold, and without
+    them no count gives a."""
+    from lmperf.pmc.gemms import STORE_BYTES, TMA_STORE_BYTES
+    from lmperf.pmc.infer import _off_d_at, element_counts
+    from lmperf.pmc.parse import KernelRecord
+
+    def kernel(index, name, grid, work=0.0, stored=0.0, tma=0.0):
+        metrics = {"sm__ops_path_tensor_src_bf16_dst_fp32.sum": 2 * work, STORE_BYTES: stored, TMA_STORE_BYTES: tma}
+        return KernelRecord(index, name, grid, (128, 1, 1), metrics)
+
+    def read(query_tma: float):
+        qkv_tile = "nvjet_sm90_tst_64x48_64x15_1x2_h_bz_TNT"  # 2 tiles of 48 rows: 96 rows of 4096
+        layer = [
+            kernel(0, "triton_red_fused_add_mean_mul_pow_rsqrt_0", (80, 1, 1), stored=80 * 3072 * 2),
+            kernel(1, qkv_tile, (2, 64, 1), 96 * 3072 * 4096, tma=query_tma),
+            kernel(2, qkv_tile, (2, 64, 1), 96 * 3072 * 4096, tma=80 * 4096 * 2),
+            kernel(3, "triton_poi_fused_add_mul_cat_1", (320, 1, 1), stored=80 * 8192 * 2),
+            kernel(4, qkv_tile, (2, 64, 1), 96 * 3072 * 4096, tma=80 * 4096 * 2),
+            kernel(5, "cudnn_generated_fort_native_sdpa_sm90_flash_fprop", (16, 1, 1), 2**27, tma=80 * 4096 * 2),
+            kernel(6, "nvjet_sm90_tst_64x80_64x11_4x1_v_bz_splitK_TNT", (4, 24, 1), 80 * 3072 * 4096),
+            kernel(7, "void cublasLt::splitKreduce_kernel", (96, 5, 1), stored=80 * 3072 * 2),
+            kernel(8, "triton_red_fused_add_mean_mul_pow_rsqrt_2", (80, 1, 1), stored=80 * 3072 * 2),
+            kernel(9, "nvjet_sm90_tst_192x80_64x6_2x1_v_bz_TNT", (2, 64, 1), 80 * 3072 * 24576),
+            kernel(10, "nvjet_sm90_tst_192x80_64x6_2x1_v_bz_TNT", (2, 64, 1), 80 * 3072 * 24576),
+            kernel(11, "triton_poi_fused_mul_silu_3", (1920, 1, 1), stored=80 * 24576 * 2),
+            kernel(12, "nvjet_sm90_tst_128x80_64x8_4x1_v_bz_splitK_TNT", (4, 30, 1), 80 * 24576 * 3072),
+        ]
+        roles = {
+            "qkv": [layer[1], layer[2], layer[4]],
+            "out": layer[6],
+            "ups": [layer[9], layer[10]],
+            "down": layer[12],
+            "qk": None,
+            "marker": layer[5],
+            "first_layer": layer,
+        }
+        return _off_d_at(80, roles, element_counts(layer, 2), 2, None, False)
+
+    reading, _ = read(80 * 4096 * 2)
+    assert (reading.tokens, reading.d, reading.width) == (80, 3072, 4096)
+    assert "the query projection's own stores hold its N·4096 outputs" in reading.evidence
+    for stores in (80 * 2048 * 2, 0.0):
+        reading, why = read(stores)
+        assert reading is None and "no width there that kernels count N·a of" in why
 
 
 def test_a_per_head_norm_s_stores_give_the_attention_s_width():

@@ -369,10 +369,10 @@ def _off_d_at(
     """Where the output projection is no N·d·d GEMM at N=`tokens` rows: (the reading, "") when
     its work reads as N·d·a, d the width `_residual_width` gives (a compiled Qwen3 counts more
     kernels at N·a than at N·d) and the MLP's input norm stores, and the attention's width a the
-    one width in the GEMM's tile interval that kernels count N·a of (the query's rotary, the
-    attention's output) and the query projection's tiles allow; else (None, why not), the why
-    empty where the work gives no reading at all. A model built so (Qwen3, Gemma 2) and one
-    tensor-parallel rank's shard of every GEMM both land here. `rival`: an N·d·d reading stands
+    one width in the GEMM's tile interval that kernels count N·a of (the query's rotary or norm,
+    the attention's output, the query projection's own stores) and the query projection's tiles
+    allow; else (None, why not), the why empty where the work gives no reading at all. A model
+    built so (Qwen3, Gemma) and one tensor-parallel rank's shard of every GEMM both land here. `rival`: an N·d·d reading stands
     already, and the attention kernel will judge between them: a is then any such width but d,
     even where the tiles would allow d too."""
     widths = _counted_widths(counts, tokens)
@@ -390,9 +390,10 @@ def _off_d_at(
         return None, ""
     query = _query_projection(roles)
     normed = _head_norm_widths(roles, tokens, size)
+    projected = _query_output_widths(query, tokens, size)
     fits = [
         w
-        for w in set(widths) | normed
+        for w in set(widths) | normed | projected
         if _out_projection_allows(out, tokens, d, w)
         and w % 32 == 0
         and w != d
@@ -426,11 +427,25 @@ def _off_d_at(
             f"({widths[a]} kernels count N·{a})"
             if widths[a]
             else f"(a norm before it stores N·{a} values and an fp32 statistic a row it normalizes)"
+            if a in normed
+            else f"(the query projection's own stores hold its N·{a} outputs)"
         )
-        + (f", which the query projection's stores of N·{a} values pick" if stored else "")
+        + (
+            f", which the query projection's stores of N·{a} values pick"
+            if stored and (widths[a] or a in normed)
+            else ""
+        )
         + f", {side} than d"
     )
     return _OffD(tokens, d, a, evidence), ""
+
+
+def _query_output_widths(query: KernelRecord | None, tokens: int, size: int) -> set[int]:
+    """The width of the N·a outputs a query projection that runs apart from K and V stores (over
+    N rows or the rows pad_mm pads them to): where no per-head norm counts N·a and q and k are
+    rotated together (N·(a + K/V width) values), its own stores are the one count of a."""
+    width = g.padded_output_width(query, tokens, size) if query is not None else None
+    return {width} if width else set()
 
 
 def _head_norm_widths(roles: dict, tokens: int, size: int) -> set[int]:
