@@ -673,10 +673,16 @@ def test_a_decode_step_decides_the_batch_its_prefill_leaves_open():
         # one kernel storing N·8192; the query projection's TMA stores hold its N·4096 outputs
         ("cd_llama_h16_kv16_t80_compile", "d_model", "the query projection's own stores hold its N·4096 outputs"),
         ("ce_llama_h16_kv16_t64_graphs", "d_model", "the query projection's own stores hold its N·4096 outputs"),
+        # Hugging Face's eager attention compiled in a training step: the softmax stores beside its
+        # 16-bit probabilities a dropout's one-byte keep mask and each row's statistics (GPT-2,
+        # 1200·(100·3 + 8) B) or their fp32 copy (Mistral, 1280·80·6 B), which no count of
+        # probabilities with or without statistics fits; the QK^T product's stores count B·H·T²
+        ("cf_gpt2_h12_t100_train_compile_naive_fp16", "n_heads", "probabilities, the dropout keep mask and each"),
+        ("cf_mistral_h16_kv8_t80_train_compile_naive", "n_heads", "probabilities and their fp32 copy"),
     ],
 )
 def test_blind_batches_misses_read_as_ran(name, field, how):
-    """The captures blind batches t, q, p, n, j, ak, al, ao, ar, as, at, aw, az, ba, bj, bk, bl, bp, bq, ca, cd and ce missed (fixed after them, so not blind):
+    """The captures blind batches t, q, p, n, j, ak, al, ao, ar, as, at, aw, az, ba, bj, bk, bl, bp, bq, ca, cd, ce and cf missed (fixed after them, so not blind):
     every field against the configuration that ran, and the field the fix is about read the way
     `how` names."""
     from lmperf.pmc.infer import infer
@@ -1209,6 +1215,47 @@ def test_a_compiled_softmax_s_row_statistics_join_its_stored_probabilities():
     assert naive_shape(qk, softmax(1_600.0), 16, 64, stored_size=2) is None
     wide_qk = _gemm(0, "nvjet_sm90_tst_64x16_64x16_2x2_h_bz_TNT", 15_360.0)
     assert naive_shape(wide_qk, softmax(1_920.0), 16, 120, stored_size=2) is None
+
+
+def test_a_compiled_softmax_s_saved_tensors_read_by_the_qk_product_s_stores():
+    """A Hugging Face step compiled may store beside its 16-bit probabilities their fp32 copy or a
+    dropout's one-byte keep mask, and each row's statistics or not. B=2, T=8 and 4 heads of 16
+    (d = 64): QK^T's N·T·d = 16·8·64 = 8,192 multiply-adds give T=8, and its product stores
+    B·H·T²·2 = 2·4·64·2 = 1,024 B, H=4. With the fp32 copy the softmax stores 2·4·8·8·(2 + 4) =
+    3,072 B: as probabilities alone 1,536 = B·T²·12 (no divisor of 64), as probabilities and
+    statistics 3,072 / (16·(16 + 8)) = 8 heads, whose 2,048 B of scores the product's 1,024 deny.
+    With the keep mask and statistics it stores 2·4·8·(8·(2 + 1) + 8) = 2,048 B, 1,024 = B·T²·8
+    as probabilities alone: 8 heads again, denied (at T=8 those bytes are T·(2 + 2) too, so only H
+    is asserted). Product stores of 1,100 B (4.3 heads, too few for 8) leave both without a
+    reading, as do 2,500 B that no set of tensors makes up over 4 heads (39.06 B a row). B=1,
+    T=10, 4 heads: 6,400 multiply-adds, 800 B of product, and the keep mask and statistics
+    4·10·(10·(2 + 1) + 8) = 1,520 B."""
+    import dataclasses
+
+    from lmperf.pmc.attention_shape import naive_shape
+    from lmperf.pmc.gemms import STORE_BYTES, TMA_STORE_BYTES
+    from lmperf.pmc.parse import KernelRecord
+
+    def qk(work: float, product: float) -> KernelRecord:
+        gemm = _gemm(0, "nvjet_sm90_tst_64x16_64x16_2x2_h_bz_TNT", work)
+        return dataclasses.replace(gemm, metrics={**gemm.metrics, TMA_STORE_BYTES: product})
+
+    def softmax(stored: float) -> KernelRecord:
+        name = "triton_per_fused__softmax__to_copy_add_arange_exp_native_dropout_5"
+        return KernelRecord(1, name, (64, 1, 1), (64, 1, 1), {STORE_BYTES: stored})
+
+    for stored in (3_072.0, 2_048.0):
+        shape = naive_shape(qk(8_192.0, 1_024.0), softmax(stored), 16, 64, stored_size=2)
+        assert (shape.batch, shape.seq_len, shape.n_heads, shape.head_dim) == (2, 8, 4, 16)
+        assert "product's 1,024 B of stores = B·H·T²·2 B give H=4" in shape.evidence
+        assert naive_shape(qk(8_192.0, 1_100.0), softmax(stored), 16, 64, stored_size=2) is None
+    fp32 = naive_shape(qk(8_192.0, 1_024.0), softmax(3_072.0), 16, 64, stored_size=2)
+    assert "B·H·T·T·(2 + 4) B: probabilities and their fp32 copy" in fp32.evidence, fp32.evidence
+    assert naive_shape(qk(8_192.0, 1_024.0), softmax(2_500.0), 16, 64, stored_size=2) is None
+    dropout = naive_shape(qk(6_400.0, 800.0), softmax(1_520.0), 10, 64, stored_size=2)
+    assert (dropout.batch, dropout.seq_len, dropout.n_heads, dropout.head_dim) == (1, 10, 4, 16)
+    how = "B·H·T·(T·(2 + 1) + 8) B: probabilities, the dropout keep mask and each row's fp32 maximum and sum"
+    assert how in dropout.evidence, dropout.evidence
 
 
 def test_a_compiled_softmax_after_an_fp32_qk_stores_fp32_scores():

@@ -3,15 +3,17 @@
 Naive attention (Hugging Face's "eager"): the scores matmul QK^T does B·H·T·T·hd = N·T·d
 multiply-adds (N = B·T tokens, d = H·hd), so T follows from it; the softmax touches B·H·T·T
 elements, so H follows from its element counters (compiled, from the probabilities it stores,
-with each row's statistics where autograd records the step). Fused attention (FlashAttention,
-cuDNN, memory-efficient): the launch grid holds B·H·ceil(T/tile) blocks and the tensor counter
-counts 4·B·H·hd·(executed causal tile area); every (B, tile) is tried and the candidate that
-explains both best wins.
+with each row's statistics where autograd records the step, or from the B·H·T² scores the QK^T
+product stores where the softmax stores more of what a backward keeps). Fused attention
+(FlashAttention, cuDNN, memory-efficient): the launch grid holds B·H·ceil(T/tile) blocks and the
+tensor counter counts 4·B·H·hd·(executed causal tile area); every (B, tile) is tried and the
+candidate that explains both best wins.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import re
 from dataclasses import dataclass
@@ -40,6 +42,11 @@ _CUDNN_HEAD_TILE = re.compile(r"_\d+x\d+x(\d+)_")
 # stores as well (a second T·size a row).
 _ROW_STATISTICS_BYTES = 2 * 4
 _SCORE_COPIES = {1: "probabilities", 2: "probabilities, the masked scores"}
+# A Hugging Face step (its softmax in fp32, cast back to the activations' size) may also keep the
+# fp32 probabilities, which the softmax's backward reads, and the one-byte keep mask of a dropout
+# on them (GPT-2's attention dropout), in some layers and not in others: the softmax stores them.
+_FP32_BYTES = 4
+_KEEP_MASK_BYTES = 1
 PLAUSIBLE_HEAD_DIMS = (32, 40, 48, 64, 80, 96, 112, 128, 160, 192, 256)
 _TILES = (64, 128)
 
@@ -86,7 +93,9 @@ def naive_shape(
     add), which count B·H·T² elements exactly where the warp softmax counts padded rows.
     `stored_size` (a compiled step, whose softmax fuses the scaling and the mask and counts
     several ops an element): count the B·H·T² probabilities it stores, of that many bytes each,
-    or those and each row's statistics where no count of probabilities alone fits."""
+    or those and each row's statistics where no count of probabilities alone fits, or else the
+    heads the QK^T product's own stores count where what a backward keeps of the softmax makes up
+    its stores; a count of more heads than the product's stores hold is no reading."""
     t_est = macs(qk) / (tokens * d)
     seq_lens = [t for t in _divisors(tokens) if t <= t_est * 1.001]
     if not seq_lens:
@@ -104,7 +113,12 @@ def naive_shape(
     for count in sorted(counts):
         for row in sorted({T, padded}):
             heads = count / (B * T * row)
-            if heads == int(heads) and heads >= 1 and d % int(heads) == 0:
+            if (
+                heads == int(heads)
+                and heads >= 1
+                and d % int(heads) == 0
+                and (not stored_size or _product_holds(qk, B, T, int(heads), stored_size))
+            ):
                 H = int(heads)
                 shape = "B·H·T²" if row == T else f"B·H·T·{row} (rows padded to {row})"
                 return AttentionShape(
@@ -117,7 +131,8 @@ def naive_shape(
                     f"softmax counts {count:,.0f} = {shape} give H={H}",
                 )
     if stored_size:
-        return _with_row_statistics(softmax.metric(STORE_BYTES), B, T, d, stored_size, abs(t_est - T) / T, qk)
+        fit = (stored, B, T, d, stored_size, abs(t_est - T) / T, qk)
+        return _with_row_statistics(*fit) or _from_product_stores(*fit)
     return None
 
 
@@ -126,11 +141,12 @@ def _with_row_statistics(
 ) -> AttentionShape | None:
     """The heads of a compiled softmax that stores B·H·T rows of T probabilities of `size` bytes
     (and as many masked scores, or not) and the row's fp32 statistics: `stored` /
-    (B·T·(copies·T·size + 8)); None where no reading, or more than one, is a whole divisor of d."""
+    (B·T·(copies·T·size + 8)); None where no reading, or more than one, is a whole divisor of d
+    that the QK^T product's stores hold."""
     fits = {}
     for copies, what in _SCORE_COPIES.items():
         heads = stored / (B * T * (copies * T * size + _ROW_STATISTICS_BYTES))
-        if heads == int(heads) and heads >= 1 and d % int(heads) == 0:
+        if heads == int(heads) and heads >= 1 and d % int(heads) == 0 and _product_holds(qk, B, T, int(heads), size):
             fits[int(heads)] = (copies, what)
     if len(fits) != 1:
         return None
@@ -145,6 +161,75 @@ def _with_row_statistics(
         f"QK^T matmul {macs(qk):,.0f} MACs = N·T·d gives T={T}; softmax stores {stored:,.0f} B ="
         f" B·H·T·({row} + {_ROW_STATISTICS_BYTES}) B, {what} and each row's fp32 maximum and sum, give H={H}",
     )
+
+
+def _product_holds(qk: KernelRecord, B: int, T: int, H: int, size: int) -> bool:
+    """Whether the QK^T product's own stores hold its B·H·T² scores of `size` bytes: a GEMM
+    stores its whole product, and padded tiles or split-K partial sums only add to it, so fewer
+    bytes deny H. True where it counts no stores (TMA stores in a capture without that counter)."""
+    stored = stored_bytes(qk)
+    return not stored or stored >= B * H * T * T * size
+
+
+def _from_product_stores(
+    stored: float, B: int, T: int, d: int, size: int, error: float, qk: KernelRecord
+) -> AttentionShape | None:
+    """H from the QK^T product's own stores, exactly B·H·T² scores of `size` bytes with H a
+    divisor of d, confirmed by the softmax's `stored` bytes: B·H·T rows of T scores in one of the
+    sets of tensors a backward may keep (`_saved_scores`, the fewest first, which name them; H
+    rests on the product alone), with or without each row's fp32 statistics; else None. So many
+    sets let the softmax's stores alone pass for other shapes: B=3, T=64 and 16 heads store as
+    many bytes, T·(2 + 1) + 8 a row, as B=1, T=96 and 32 heads with T·2 + 8."""
+    product = stored_bytes(qk)
+    heads = product / (B * T * T * size)
+    if not product or heads != int(heads) or d % int(heads):
+        return None
+    H = int(heads)
+    made_up = [
+        (scores, names, statistics)
+        for scores, names in _saved_scores(size)
+        for statistics in (0, _ROW_STATISTICS_BYTES)
+        if stored == B * H * T * (T * sum(scores) + statistics)
+    ]
+    if not made_up:
+        return None
+    scores, names, statistics = made_up[0]
+    return AttentionShape(
+        B,
+        T,
+        H,
+        d // H,
+        error,
+        f"QK^T matmul {macs(qk):,.0f} MACs = N·T·d gives T={T}; its product's {product:,.0f} B of stores"
+        f" = B·H·T²·{size} B give H={H}; the softmax's {stored:,.0f} B of stores are"
+        f" B·H·T·{_row_bytes(scores, statistics)} B: {_listed(names, statistics)}",
+    )
+
+
+def _saved_scores(size: int) -> list[tuple[tuple[int, ...], tuple[str, ...]]]:
+    """Each set of B·H·T² tensors a compiled softmax may store, its probabilities of `size` bytes
+    first: (the bytes of a score in each, what each is)."""
+    extras = [(size, "the masked scores"), (_KEEP_MASK_BYTES, "the dropout keep mask")]
+    if size < _FP32_BYTES:
+        extras.insert(0, (_FP32_BYTES, "their fp32 copy"))
+    return [
+        ((size, *(bytes_ for bytes_, _ in chosen)), ("probabilities", *(what for _, what in chosen)))
+        for n in range(len(extras) + 1)
+        for chosen in itertools.combinations(extras, n)
+    ]
+
+
+def _listed(names: tuple[str, ...], statistics: int) -> str:
+    """The tensors a row holds, in words: "probabilities, the dropout keep mask and each row's
+    fp32 maximum and sum"."""
+    *first, last = (*names, "each row's fp32 maximum and sum") if statistics else names
+    return f"{', '.join(first)} and {last}" if first else last
+
+
+def _row_bytes(scores: tuple[int, ...], statistics: int) -> str:
+    """A row's bytes as a formula of T: T·2, T·(2 + 4), (T·(2 + 1) + 8)."""
+    row = f"T·{scores[0]}" if len(scores) == 1 else f"T·({' + '.join(map(str, scores))})"
+    return f"({row} + {statistics})" if statistics else row
 
 
 def _cudnn_head_tile(name: str) -> int | None:
