@@ -5633,6 +5633,200 @@ _SERVED_BLIND_CF = [
     ("cf_gpt2_h12_t128_train_compile_fp16", gpt2(2, 768, 12, 50257), 1, 128, "train-step", "fp16", "sdpa", COMPILED),
 ]
 
+# Blind batch cg of the served kinds, written down after the fixes of batches cd, ce and cf (padded
+# heads of 100, a query projection witnessing an attention wider than d, the softmax's saved tensors
+# in compiled eager-attention training) and before it is captured, fourteen to a call, its three
+# training steps first: heads of 100 in a compiled fp16 training step, under Liger in fp16, compiled
+# over 120 rows and under CUDA graphs with 8 K/V heads; the Gemma-7B-shaped Llama (16 heads of 256
+# over d 3072) in a compiled training step, eager and under Liger; a Gemma-2B shape (8 heads of 256,
+# one K/V head) compiled in fp16; a compiled fp16 Llama-3-8B training step with eager attention;
+# max-autotune on a Mistral-7B width, CUDA graphs on a Qwen2.5-3B shape, fp16 cuDNN attention on a
+# GPT-2 Large width, an fp32 eager GPT-2-sized OPT and a compiled Pythia-410M shape.
+_SERVED_BLIND_CG = [
+    (
+        "cg_llama_h32_kv32_t50_train_compile_fp16",
+        llama(2, 3200, 32, 32, 8640, 32000),
+        1,
+        50,
+        "train-step",
+        "fp16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "cg_llama_h16_kv16_t64_train_compile",
+        {**llama(2, 3072, 16, 16, 24576, 256000), "head_dim": 256},
+        1,
+        64,
+        "train-step",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "cg_llama_h32_kv8_t100_train_compile_naive_fp16",
+        llama(2, 4096, 32, 8, 14336, 128256),
+        1,
+        100,
+        "train-step",
+        "fp16",
+        "naive",
+        COMPILED,
+    ),
+    ("cg_llama_h32_kv32_t90_liger_fp16", llama(2, 3200, 32, 32, 8640, 32000), 1, 90, "forward", "fp16", "sdpa", LIGER),
+    (
+        "cg_llama_h32_kv32_t120_compile",
+        llama(2, 3200, 32, 32, 8640, 32000),
+        1,
+        120,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("cg_llama_h24_kv8_t72_graphs", llama(2, 2400, 24, 8, 6400, 32000), 1, 72, "forward", "bf16", "sdpa", GRAPHED),
+    (
+        "cg_llama_h16_kv16_t96_eager",
+        {**llama(2, 3072, 16, 16, 24576, 256000), "head_dim": 256},
+        1,
+        96,
+        "forward",
+        "bf16",
+        "sdpa",
+        {},
+    ),
+    (
+        "cg_llama_h16_kv16_t70_liger",
+        {**llama(2, 3072, 16, 16, 24576, 256000), "head_dim": 256},
+        1,
+        70,
+        "forward",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    (
+        "cg_llama_h8_kv1_t80_compile_fp16",
+        {**llama(2, 2048, 8, 1, 16384, 256000), "head_dim": 256},
+        1,
+        80,
+        "forward",
+        "fp16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "cg_mistral_h32_kv8_t64_autotune",
+        llama(2, 4096, 32, 8, 14336, 32768, "mistral"),
+        1,
+        64,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    (
+        "cg_qwen2_h16_kv2_t88_graphs",
+        llama(2, 2048, 16, 2, 11008, 151936, "qwen2"),
+        1,
+        88,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("cg_gpt2_h20_t100_cudnn_fp16", gpt2(2, 1280, 20, 50257), 1, 100, "forward", "fp16", "sdpa", CUDNN),
+    ("cg_opt_h12_t150_eager_fp32", opt(2, 768, 12, 3072, 50272), 1, 150, "forward", "fp32", "sdpa", {}),
+    ("cg_neox_h16_t128_compile", neox(2, 1024, 16, 4096, 50304), 1, 128, "forward", "bf16", "sdpa", COMPILED),
+]
+
+# Blind batch ch, written down with batch cg, fourteen to a call, its three training steps first:
+# compiled training steps with eager attention of a bf16 GPT-2 (its attention dropout), a
+# Pythia-410M shape and a Qwen3-0.6B width (q/k norms); max-autotune on the Gemma-2B shape; heads
+# of 100 under fp16 CUDA graphs over three sequences of 41 and eager in fp32; CUDA graphs on an fp16
+# Qwen2.5-3B shape, a GPT-2 XL width and an fp16 Pythia-1.4B shape; Liger on a Llama-3-8B width; a
+# compiled fp16 OPT-2.7B width (heads of 80) and Qwen3-8B width; cuDNN attention on a Llama-3.2-3B
+# width; lmperf's model under CUDA graphs.
+_SERVED_BLIND_CH = [
+    ("ch_gpt2_h12_t90_train_compile_naive", gpt2(2, 768, 12, 50257), 1, 90, "train-step", "bf16", "naive", COMPILED),
+    (
+        "ch_neox_h16_t80_train_compile_naive",
+        neox(2, 1024, 16, 4096, 50304),
+        1,
+        80,
+        "train-step",
+        "bf16",
+        "naive",
+        COMPILED,
+    ),
+    (
+        "ch_qwen3_h16_kv8_t64_train_compile_naive",
+        qwen3(2, 1024, 16, 8, 128, 3072, 151936),
+        1,
+        64,
+        "train-step",
+        "bf16",
+        "naive",
+        COMPILED,
+    ),
+    (
+        "ch_llama_h8_kv1_t80_autotune",
+        {**llama(2, 2048, 8, 1, 16384, 256000), "head_dim": 256},
+        1,
+        80,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    (
+        "ch_llama_h32_kv32_t41_graphs_fp16",
+        llama(2, 3200, 32, 32, 8640, 32000),
+        3,
+        41,
+        "forward",
+        "fp16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("ch_llama_h32_kv32_t64_eager_fp32", llama(2, 3200, 32, 32, 8640, 32000), 1, 64, "forward", "fp32", "sdpa", {}),
+    (
+        "ch_qwen2_h16_kv2_t70_graphs_fp16",
+        llama(2, 2048, 16, 2, 11008, 151936, "qwen2"),
+        1,
+        70,
+        "forward",
+        "fp16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("ch_llama_h32_kv8_t128_liger", llama(2, 4096, 32, 8, 14336, 128256), 1, 128, "forward", "bf16", "sdpa", LIGER),
+    ("ch_opt_h32_t100_compile_fp16", opt(2, 2560, 32, 10240, 50272), 1, 100, "forward", "fp16", "sdpa", COMPILED),
+    ("ch_gpt2_h25_t80_graphs", gpt2(2, 1600, 25, 50257), 1, 80, "forward", "bf16", "sdpa", GRAPHED),
+    ("ch_neox_h16_t64_graphs_fp16", neox(2, 2048, 16, 8192, 50304), 1, 64, "forward", "fp16", "sdpa", GRAPHED),
+    ("ch_llama_h24_kv8_t96_cudnn", llama(2, 3072, 24, 8, 8192, 128256), 1, 96, "forward", "bf16", "sdpa", CUDNN),
+    (
+        "ch_qwen3_h32_kv8_t72_compile",
+        qwen3(2, 4096, 32, 8, 128, 12288, 151936),
+        1,
+        72,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "ch_lmperf_h16_t100_graphs",
+        _small(n_layers=2, d_model=1024, n_heads=16, d_ff=2816),
+        1,
+        100,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -5824,6 +6018,8 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_CD
             + _SERVED_BLIND_CE
             + _SERVED_BLIND_CF
+            + _SERVED_BLIND_CG
+            + _SERVED_BLIND_CH
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
