@@ -669,6 +669,16 @@ def test_a_decode_step_decides_the_batch_its_prefill_leaves_open():
         # heads of 100 (no multiple of 8) in bf16 send SDPA to its math path, which upcasts: QK^T
         # runs as an fp32 GEMM and the softmax stores 4-byte scores, 32 heads and not 64 of 50
         ("ca_llama_h32_kv32_t80_graphs", "n_heads", "in fp32 scores of the fp32 QK^T product"),
+        # heads of 100 in fp16 reach FlashAttention padded to 104 (its stores: 96·32·(104·2 + 4) B)
+        # and run in its 128-wide kernel; no such head counted as plausible, so no shape fitted
+        ("cd_llama_h32_kv32_t96_eager_fp16", "n_heads", "heads of 100 padded to 104, its products 128 wide"),
+        # SDPA's math path in a training step: layer 0's safe softmax stores its fp32
+        # probabilities and 9 bytes a row (maximum, sum and a masked-row byte), not 8
+        ("cd_llama_h32_kv32_t64_train_compile", "n_heads", "and a byte saying whether the row is masked whole"),
+        # fp16 graphs: inductor splits the softmax into a reduction storing each row's statistics
+        # and a kernel applying them, with the V projection between: counted as two layers'
+        # attention each, 4 for 2 layers, and the forward read as cut short
+        ("cd_llama_h32_kv32_t77_graphs_fp16", "n_heads", "B·H·T·9 B, only each row's fp32 maximum and sum"),
         # 16 heads of 256 over d 3072: no per-head norm counts N·4096, and q and k are rotated by
         # one kernel storing N·8192; the query projection's TMA stores hold its N·4096 outputs
         ("cd_llama_h16_kv16_t80_compile", "d_model", "the query projection's own stores hold its N·4096 outputs"),
@@ -1194,8 +1204,9 @@ def test_a_compiled_softmax_s_row_statistics_join_its_stored_probabilities():
     2·4·8·(8·2 + 8) = 1,536 B. As probabilities alone those are 768 = B·T²·6, 6 heads, no divisor
     of 64; with the statistics, H=4. QK^T's N·T·d = 16·8·64 = 8,192 multiply-adds give T=8. With
     the masked scores stored too, 2·4·8·(2·8·2 + 8) = 2,560 B, H=4 again; the probabilities alone
-    (1,024 B) read as before; 1,600 B fit no whole number of heads (6.25, 4.17, 2.5). Over d = 120,
-    1,920 B are 5 heads with one copy a row or 3 with two: no reading."""
+    (1,024 B) read as before; 1,700 B fit no whole number of heads (6.64; with 8 or 9 bytes of
+    statistics a row 4.43, 4.25, 2.66, 2.59). Over d = 120, 1,920 B are 5 heads with one copy a
+    row or 3 with two: no reading."""
     from lmperf.pmc.attention_shape import naive_shape
     from lmperf.pmc.gemms import STORE_BYTES
     from lmperf.pmc.parse import KernelRecord
@@ -1212,7 +1223,7 @@ def test_a_compiled_softmax_s_row_statistics_join_its_stored_probabilities():
         assert how in shape.evidence, shape.evidence
     plain = naive_shape(qk, softmax(1_024.0), 16, 64, stored_size=2)
     assert (plain.batch, plain.seq_len, plain.n_heads) == (2, 8, 4) and "B·H·T²" in plain.evidence
-    assert naive_shape(qk, softmax(1_600.0), 16, 64, stored_size=2) is None
+    assert naive_shape(qk, softmax(1_700.0), 16, 64, stored_size=2) is None
     wide_qk = _gemm(0, "nvjet_sm90_tst_64x16_64x16_2x2_h_bz_TNT", 15_360.0)
     assert naive_shape(wide_qk, softmax(1_920.0), 16, 120, stored_size=2) is None
 
@@ -1223,10 +1234,10 @@ def test_a_compiled_softmax_s_saved_tensors_read_by_the_qk_product_s_stores():
     (d = 64): QK^T's N·T·d = 16·8·64 = 8,192 multiply-adds give T=8, and its product stores
     B·H·T²·2 = 2·4·64·2 = 1,024 B, H=4. With the fp32 copy the softmax stores 2·4·8·8·(2 + 4) =
     3,072 B: as probabilities alone 1,536 = B·T²·12 (no divisor of 64), as probabilities and
-    statistics 3,072 / (16·(16 + 8)) = 8 heads, whose 2,048 B of scores the product's 1,024 deny.
-    With the keep mask and statistics it stores 2·4·8·(8·(2 + 1) + 8) = 2,048 B, 1,024 = B·T²·8
-    as probabilities alone: 8 heads again, denied (at T=8 those bytes are T·(2 + 2) too, so only H
-    is asserted). Product stores of 1,100 B (4.3 heads, too few for 8) leave both without a
+    statistics 3,072 / (16·(16 + 8)) = 8 heads (with a safe softmax's 9 bytes a row 7.68), whose
+    2,048 B of scores the product's 1,024 deny. With the keep mask and statistics it stores
+    2·4·8·(8·(2 + 1) + 8) = 2,048 B, 1,024 = B·T²·8 as probabilities alone: 8 heads again, denied
+    (at T=8 those bytes are T·(2 + 2) too, so only H is asserted). Product stores of 1,100 B (4.3 heads, too few for 8) leave both without a
     reading, as do 2,500 B that no set of tensors makes up over 4 heads (39.06 B a row). B=1,
     T=10, 4 heads: 6,400 multiply-adds, 800 B of product, and the keep mask and statistics
     4·10·(10·(2 + 1) + 8) = 1,520 B."""
@@ -1256,6 +1267,110 @@ def test_a_compiled_softmax_s_saved_tensors_read_by_the_qk_product_s_stores():
     assert (dropout.batch, dropout.seq_len, dropout.n_heads, dropout.head_dim) == (1, 10, 4, 16)
     how = "B·H·T·(T·(2 + 1) + 8) B: probabilities, the dropout keep mask and each row's fp32 maximum and sum"
     assert how in dropout.evidence, dropout.evidence
+
+
+def test_a_safe_softmax_keeps_a_masked_row_byte_beside_its_statistics_or_stores_those_alone():
+    """SDPA's math path runs a safe softmax, whose rows keep a byte saying whether the whole row is
+    masked beside their fp32 maximum and sum: 9 bytes a row. B=1, T=64 and 4 heads of 16 (d = 64)
+    in bf16 (2-byte scores): QK^T's N·T·d = 64·64·64 = 262,144 multiply-adds give T=64. Stored with
+    the probabilities, 1·4·64·(64·2 + 9) = 35,072 B: H=4 (with 8 bytes a row 4.03, as
+    probabilities alone 4.28). Split by inductor, the reduction stores the statistics alone,
+    1·4·64·9 = 2,304 B (with 8 bytes a row 4.5 heads) over 163,840 FADD, 71 ops a byte: H=4. The
+    same 2,304 B over 20,000 FADD (9 a byte) are no kernel of statistics alone: no reading."""
+    from lmperf.pmc.attention_shape import naive_shape, stores_row_statistics
+    from lmperf.pmc.gemms import FADD, STORE_BYTES
+    from lmperf.pmc.parse import KernelRecord
+
+    qk = _gemm(0, "nvjet_sm90_tst_64x16_64x16_2x2_h_bz_TNT", 262_144.0)
+
+    def softmax(stored: float, fadd: float = 163_840.0) -> KernelRecord:
+        name = "triton_per_fused__safe_softmax_add_arange_exp_prepare_softmax_online_where_4"
+        return KernelRecord(1, name, (64, 1, 1), (64, 1, 1), {STORE_BYTES: stored, FADD: fadd})
+
+    with_probabilities = naive_shape(qk, softmax(35_072.0), 64, 64, stored_size=2)
+    assert (with_probabilities.batch, with_probabilities.seq_len, with_probabilities.n_heads) == (1, 64, 4)
+    assert "probabilities and each row's fp32 maximum and sum and a byte" in with_probabilities.evidence
+    assert stores_row_statistics(softmax(2_304.0)) and not stores_row_statistics(softmax(35_072.0))
+    alone = naive_shape(qk, softmax(2_304.0), 64, 64, stored_size=2)
+    assert (alone.batch, alone.seq_len, alone.n_heads, alone.head_dim) == (1, 64, 4, 16)
+    assert "B·H·T·9 B, only each row's" in alone.evidence, alone.evidence
+    assert naive_shape(qk, softmax(2_304.0, fadd=20_000.0), 64, 64, stored_size=2) is None
+
+
+def test_a_safe_softmax_s_heads_fit_the_qk_product_s_stores():
+    """The product's stores bound every stored-softmax reading, a safe softmax's 9 bytes a row and
+    its statistics alone too. B=1, T=64 and 4 heads of 16 (d = 64) in bf16: QK^T stores
+    B·H·T²·2 = 1·4·64²·2 = 32,768 B of scores, and 35,072 B = 1·4·64·(64·2 + 9) or 2,304 B =
+    1·4·64·9 of softmax stores read H=4. Product stores of 30,000 B hold 3.66 heads' scores, too
+    few for 4: no reading, and none from those stores themselves (no whole number of heads)."""
+    import dataclasses
+
+    from lmperf.pmc.attention_shape import naive_shape
+    from lmperf.pmc.gemms import FADD, STORE_BYTES, TMA_STORE_BYTES
+    from lmperf.pmc.parse import KernelRecord
+
+    def qk(product: float) -> KernelRecord:
+        gemm = _gemm(0, "nvjet_sm90_tst_64x16_64x16_2x2_h_bz_TNT", 262_144.0)
+        return dataclasses.replace(gemm, metrics={**gemm.metrics, TMA_STORE_BYTES: product})
+
+    def softmax(stored: float) -> KernelRecord:
+        name = "triton_per_fused__safe_softmax_add_arange_exp_prepare_softmax_online_where_4"
+        return KernelRecord(1, name, (64, 1, 1), (64, 1, 1), {STORE_BYTES: stored, FADD: 163_840.0})
+
+    for stored in (35_072.0, 2_304.0):
+        shape = naive_shape(qk(32_768.0), softmax(stored), 64, 64, stored_size=2)
+        assert (shape.batch, shape.seq_len, shape.n_heads, shape.head_dim) == (1, 64, 4, 16)
+        assert "and a byte saying whether the row is masked whole" in shape.evidence, shape.evidence
+        assert naive_shape(qk(30_000.0), softmax(stored), 64, 64, stored_size=2) is None
+
+
+def test_a_softmax_s_statistics_alone_are_no_layer_s_attention():
+    """Inductor may split a softmax into a reduction storing each row's statistics and a kernel
+    applying them, and launch the V projection between the two: one layer's attention, not two
+    split by a GEMM. Layer [Q, K, QK^T, statistics, V, apply, PV, out] twice counts 2 layers'
+    attention. The statistics kernel stores 2,304 B over 163,840 float ops (71 a byte); counted
+    as attention of its own (8 a byte, or without a store counter) it makes 4."""
+    from lmperf.pmc.completeness import attention_groups
+    from lmperf.pmc.gemms import FADD, STORE_BYTES
+    from lmperf.pmc.parse import KernelRecord
+
+    def softmax(index: int, stored: float, name: str = "triton_per_fused__safe_softmax_prepare_softmax_online_4"):
+        return KernelRecord(index, name, (64, 1, 1), (64, 1, 1), {STORE_BYTES: stored, FADD: 163_840.0})
+
+    def layer(start: int, statistics: float) -> list:
+        gemms = {i: _gemm(start + i, "nvjet_sm90_tst_64x16_64x16_2x2_h_bz_TNT", 1e6) for i in (0, 1, 2, 4, 6, 7)}
+        apply = softmax(start + 5, 35_072.0, "triton_poi_fused__safe_softmax_exp_sub_div_5")
+        return [gemms[0], gemms[1], gemms[2], softmax(start + 3, statistics), gemms[4], apply, gemms[6], gemms[7]]
+
+    assert attention_groups(layer(0, 2_304.0) + layer(8, 2_304.0)) == 2
+    assert attention_groups(layer(0, 20_480.0) + layer(8, 20_480.0)) == 4
+    assert attention_groups(layer(0, 0.0) + layer(8, 0.0)) == 4
+
+
+def test_flash_s_forward_pads_a_head_no_multiple_of_8():
+    """PyTorch pads heads of 100 (OpenLLaMA-3B's 32 over d = 3200) to 104 before FlashAttention,
+    which runs them in its 128-wide kernel. B=1, T=96 in fp16: a (1, 1, 32) grid, one 128-row
+    query tile a head over two 64-wide key tiles, 4·32·128·(128·128) = 268,435,456 tensor ops;
+    its stores are 96·32 heads of 104 values of 2 B and 96·32 fp32 log-sum-exps,
+    96·32·(104·2 + 4) = 651,264 B, which pin H=32. Products 104 wide would count 218,103,808
+    (error 0.19); unpadded stores, 96·3200·2 + 96·32·4 = 626,688 B, show no padded head, and no
+    head of 100 is read. The stores fit 32 heads of 100 over 96 rows, not 40 heads of 80."""
+    from lmperf.pmc.attention_shape import fused_shape, stores_fit
+    from lmperf.pmc.gemms import STORE_BYTES
+    from lmperf.pmc.parse import KernelRecord
+
+    def flash(stored: float) -> KernelRecord:
+        name = "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, 0, 0, cutlass::half_t>>"
+        metrics = {"sm__ops_path_tensor_src_fp16.sum": 268_435_456.0, STORE_BYTES: stored}
+        return KernelRecord(0, name, (1, 1, 32), (128, 1, 1), metrics)
+
+    shape = fused_shape(flash(651_264.0), 96, 3200)
+    assert (shape.batch, shape.seq_len, shape.n_heads, shape.head_dim) == (1, 96, 32, 100)
+    assert shape.error == 0 and "heads of 100 padded to 104, its products 128 wide" in shape.evidence
+    assert "N·H heads padded to 104 and N·H fp32 log-sum-exps, give H=32" in shape.evidence
+    assert fused_shape(flash(626_688.0), 96, 3200) is None
+    assert stores_fit(flash(651_264.0), 96, 3200, 32, 2) is True
+    assert stores_fit(flash(651_264.0), 96, 3200, 40, 2) is False
 
 
 def test_a_compiled_softmax_after_an_fp32_qk_stores_fp32_scores():

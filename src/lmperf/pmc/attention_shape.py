@@ -18,8 +18,10 @@ import math
 import re
 from dataclasses import dataclass
 
+from lmperf.analysis.kernels import SOFTMAX
 from lmperf.analysis.tiles import causal_tile_fraction
 from lmperf.pmc.gemms import FADD, FFMA, FMUL, STORE_BYTES, TENSOR_PATHS, TMA_STORE_BYTES, macs, tensor_path
+from lmperf.pmc.kernels import category
 from lmperf.pmc.parse import KernelRecord
 
 # PyTorch's memory-efficient attention forward (cutlass): its grid is (query tiles, H, B), so
@@ -39,9 +41,21 @@ _CUDNN_HEAD_TILE = re.compile(r"_\d+x\d+x(\d+)_")
 # stores each row's fp32 maximum and sum of the online softmax, from which the backward recomputes
 # the probabilities: B·H·T rows of T·size + 8 bytes. It recomputes them from the QK^T product, or
 # from the scaled and masked scores where the partitioner keeps those, which the softmax then
-# stores as well (a second T·size a row).
+# stores as well (a second T·size a row). Where inductor splits the softmax in two, the first
+# kernel stores the statistics alone (no T·size a row) and a later one applies them.
 _ROW_STATISTICS_BYTES = 2 * 4
-_SCORE_COPIES = {1: "probabilities", 2: "probabilities, the masked scores"}
+_SCORE_COPIES = {0: "", 1: "probabilities", 2: "probabilities, the masked scores"}
+# A kernel that stores a value per element it computes spends a few to a few tens of float ops on
+# each (every softmax of the corpora, forward and backward, at most 16 per stored byte); one that
+# reduces each row of T scores to its statistics stores a few bytes a row, about 2·T ops per byte
+# (171 at T = 77). Above this many ops per byte a softmax kernel stores no scores.
+_STATISTICS_OPS_PER_BYTE = 32
+# SDPA's math path runs a safe softmax (a row masked whole gives zeros, not NaN), which keeps a
+# third statistic: one byte a row saying whether the whole row is masked.
+_ROW_STATISTICS = {
+    _ROW_STATISTICS_BYTES: "",
+    _ROW_STATISTICS_BYTES + 1: " and a byte saying whether the row is masked whole",
+}
 # A Hugging Face step (its softmax in fp32, cast back to the activations' size) may also keep the
 # fp32 probabilities, which the softmax's backward reads, and the one-byte keep mask of a dropout
 # on them (GPT-2's attention dropout), in some layers and not in others: the softmax stores them.
@@ -49,6 +63,11 @@ _FP32_BYTES = 4
 _KEEP_MASK_BYTES = 1
 PLAUSIBLE_HEAD_DIMS = (32, 40, 48, 64, 80, 96, 112, 128, 160, 192, 256)
 _TILES = (64, 128)
+# A head no multiple of 8 (OpenLLaMA-3B's 100) reaches a fused kernel padded with zeros to the next
+# multiple, as PyTorch's FlashAttention and memory-efficient paths load whole 16-byte vectors;
+# FlashAttention-2 then runs it in the narrowest of its kernels, 32, 64, 96, ... wide, that holds it.
+_HEAD_ALIGN = 8
+_HEAD_STEP = 32
 
 
 @dataclass(frozen=True)
@@ -66,6 +85,15 @@ class AttentionShape:
 
 def _divisors(n: int) -> list[int]:
     return [b for b in range(1, n + 1) if n % b == 0]
+
+
+def stores_row_statistics(kernel: KernelRecord) -> bool:
+    """Whether a softmax kernel reduces its rows to their statistics and stores those alone, far
+    fewer bytes than float ops: inductor may split a softmax into such a reduction and a kernel
+    that applies the statistics, with a GEMM (the V projection) launched between the two."""
+    ops = kernel.metric(FFMA) + kernel.metric(FADD) + kernel.metric(FMUL)
+    stored = kernel.metric(STORE_BYTES)
+    return category(kernel) == SOFTMAX and 0 < stored * _STATISTICS_OPS_PER_BYTE < ops
 
 
 def scores_size(qk: KernelRecord, activation_size: int | None) -> int | None:
@@ -93,9 +121,10 @@ def naive_shape(
     add), which count B·H·T² elements exactly where the warp softmax counts padded rows.
     `stored_size` (a compiled step, whose softmax fuses the scaling and the mask and counts
     several ops an element): count the B·H·T² probabilities it stores, of that many bytes each,
-    or those and each row's statistics where no count of probabilities alone fits, or else the
-    heads the QK^T product's own stores count where what a backward keeps of the softmax makes up
-    its stores; a count of more heads than the product's stores hold is no reading."""
+    or those and each row's statistics where no count of probabilities alone fits, or the
+    statistics alone where it stores nothing else (`stores_row_statistics`), or else the heads
+    the QK^T product's own stores count where what a backward keeps of the softmax makes up its
+    stores; a count of more heads than the product's stores hold is no reading."""
     t_est = macs(qk) / (tokens * d)
     seq_lens = [t for t in _divisors(tokens) if t <= t_est * 1.001]
     if not seq_lens:
@@ -107,7 +136,8 @@ def naive_shape(
     padded = 1 << (T - 1).bit_length()
     if stored_size:
         stored = softmax.metric(STORE_BYTES)  # the kernels around it copy K and V, not scores
-        counts = {stored // stored_size} if stored and stored % stored_size == 0 else set()
+        alone = stores_row_statistics(softmax)  # then it stores no score to count
+        counts = {stored // stored_size} if stored and stored % stored_size == 0 and not alone else set()
     else:
         counts = {k.metric(m) for k in (softmax, *scores) for m in (FMUL, FADD, FFMA)} - {0.0}
     for count in sorted(counts):
@@ -132,26 +162,38 @@ def naive_shape(
                 )
     if stored_size:
         fit = (stored, B, T, d, stored_size, abs(t_est - T) / T, qk)
-        return _with_row_statistics(*fit) or _from_product_stores(*fit)
+        if alone:  # no scores stored, so none to confirm the product's stores with
+            return _with_row_statistics(*fit, alone=True)
+        return _with_row_statistics(*fit, alone=False) or _from_product_stores(*fit)
     return None
 
 
 def _with_row_statistics(
-    stored: float, B: int, T: int, d: int, size: int, error: float, qk: KernelRecord
+    stored: float, B: int, T: int, d: int, size: int, error: float, qk: KernelRecord, alone: bool
 ) -> AttentionShape | None:
     """The heads of a compiled softmax that stores B·H·T rows of T probabilities of `size` bytes
-    (and as many masked scores, or not) and the row's fp32 statistics: `stored` /
-    (B·T·(copies·T·size + 8)); None where no reading, or more than one, is a whole divisor of d
-    that the QK^T product's stores hold."""
+    (and as many masked scores, or not) and the row's statistics (its fp32 maximum and sum, and a
+    safe softmax's masked-row byte), or with `alone` (`stores_row_statistics`) the statistics
+    alone: `stored` / (B·T·(copies·T·size + statistics)); None where no reading, or more than
+    one, is a whole divisor of d that the QK^T product's stores hold."""
     fits = {}
     for copies, what in _SCORE_COPIES.items():
-        heads = stored / (B * T * (copies * T * size + _ROW_STATISTICS_BYTES))
-        if heads == int(heads) and heads >= 1 and d % int(heads) == 0 and _product_holds(qk, B, T, int(heads), size):
-            fits[int(heads)] = (copies, what)
+        if (copies == 0) != alone:
+            continue
+        for statistics, flag in _ROW_STATISTICS.items():
+            heads = stored / (B * T * (copies * T * size + statistics))
+            if (
+                heads == int(heads)
+                and heads >= 1
+                and d % int(heads) == 0
+                and _product_holds(qk, B, T, int(heads), size)
+            ):
+                fits[int(heads)] = (copies, what, statistics, flag)
     if len(fits) != 1:
         return None
-    ((H, (copies, what)),) = fits.items()
-    row = f"{copies}·T·{size}" if copies > 1 else f"T·{size}"
+    ((H, (copies, what, statistics, flag)),) = fits.items()
+    row = {0: f"{statistics}", 1: f"(T·{size} + {statistics})"}.get(copies, f"({copies}·T·{size} + {statistics})")
+    kept = f"{what} and each row's" if what else "only each row's"
     return AttentionShape(
         B,
         T,
@@ -159,7 +201,7 @@ def _with_row_statistics(
         d // H,
         error,
         f"QK^T matmul {macs(qk):,.0f} MACs = N·T·d gives T={T}; softmax stores {stored:,.0f} B ="
-        f" B·H·T·({row} + {_ROW_STATISTICS_BYTES}) B, {what} and each row's fp32 maximum and sum, give H={H}",
+        f" B·H·T·{row} B, {kept} fp32 maximum and sum{flag}, give H={H}",
     )
 
 
@@ -177,9 +219,11 @@ def _from_product_stores(
     """H from the QK^T product's own stores, exactly B·H·T² scores of `size` bytes with H a
     divisor of d, confirmed by the softmax's `stored` bytes: B·H·T rows of T scores in one of the
     sets of tensors a backward may keep (`_saved_scores`, the fewest first, which name them; H
-    rests on the product alone), with or without each row's fp32 statistics; else None. So many
-    sets let the softmax's stores alone pass for other shapes: B=3, T=64 and 16 heads store as
-    many bytes, T·(2 + 1) + 8 a row, as B=1, T=96 and 32 heads with T·2 + 8."""
+    rests on the product alone), with or without each row's fp32 maximum and sum; else None.
+    Those are 8 bytes a row, never the 9 of SDPA's safe softmax: the tensors are those a Hugging
+    Face eager attention keeps, whose plain softmax keeps no masked-row byte. So many sets let the
+    softmax's stores alone pass for other shapes: B=3, T=64 and 16 heads store as many bytes,
+    T·(2 + 1) + 8 a row, as B=1, T=96 and 32 heads with T·2 + 8."""
     product = stored_bytes(qk)
     heads = product / (B * T * T * size)
     if not product or heads != int(heads) or d % int(heads):
@@ -253,20 +297,48 @@ def _holds_head(kernel: KernelRecord, hd: int) -> bool:
     return not tile or tile // 2 < hd <= tile
 
 
-def _worked_head_dim(kernel: KernelRecord, hd: int) -> int:
-    """The head width a fused attention's products run over: a cuDNN forward's head tile where it
-    holds the head, else the head itself."""
+def _padded_head(hd: int) -> int:
+    """The head width a fused attention loads: PyTorch pads a head no multiple of 8 with zeros to
+    the next one (the kernels load whole 16-byte vectors) and slices the output back after."""
+    return -(-hd // _HEAD_ALIGN) * _HEAD_ALIGN
+
+
+def _worked_head_dims(kernel: KernelRecord, hd: int) -> tuple[int, ...]:
+    """The head widths a fused attention's products may run over: a cuDNN forward's head tile
+    where it holds the head; a padded head (`_padded_head`) as padded or in the narrowest multiple
+    of 32 that holds it (FlashAttention-2 runs heads in kernels 32, 64, 96, ... wide: a head of
+    100, padded to 104, in the 128-wide one); else the head itself."""
     tile = _cudnn_head_tile(kernel.name)
-    return tile if tile and hd <= tile else hd
+    if tile and hd <= tile:
+        return (tile,)
+    padded = _padded_head(hd)
+    return (hd,) if padded == hd else (padded, -(-padded // _HEAD_STEP) * _HEAD_STEP)
 
 
 def _flops_error(kernel: KernelRecord, B: int, H: int, hd: int, T: int, query_tiles: tuple[int, ...] = _TILES) -> float:
     """Relative mismatch of the counted tensor work against B·H heads of T×T causal attention,
     over whole tiles whose query side is one of `query_tiles` (the grid's, when it gave one)."""
+    return _flops_fit(kernel, B, H, hd, T, query_tiles)[0]
+
+
+def _flops_fit(
+    kernel: KernelRecord, B: int, H: int, hd: int, T: int, query_tiles: tuple[int, ...] = _TILES
+) -> tuple[float, int]:
+    """`_flops_error` and the head width of `_worked_head_dims` that fits the counted work best."""
     counted = sum(kernel.metric(m) for m in TENSOR_PATHS.values())
     if counted <= 0:
-        return _simt_error(kernel, B, H, hd, T, query_tiles)
-    hd = _worked_head_dim(kernel, hd)
+        return _simt_error(kernel, B, H, hd, T, query_tiles), hd
+    return min(
+        (_tensor_error(kernel, counted, B, H, worked, T, query_tiles), worked)
+        for worked in _worked_head_dims(kernel, hd)
+    )
+
+
+def _tensor_error(
+    kernel: KernelRecord, counted: float, B: int, H: int, hd: int, T: int, query_tiles: tuple[int, ...]
+) -> float:
+    """Relative mismatch of the `counted` tensor work against B·H heads of T×T causal attention,
+    with products `hd` wide."""
     areas = [causal_tile_fraction(T, tq, tk) * T * T for tq in query_tiles for tk in _TILES] + [T * T]
     # A mask passed as a tensor (torch.compile hands SDPA its causal mask as a bias) makes the
     # kernel run every tile, the last ones padded: the whole padded square.
@@ -322,6 +394,7 @@ def fused_shape(kernel: KernelRecord, tokens: int, d: int, batch: int | None = N
     shapes that explain them equally, the one of batch `batch` where something else read it (a
     generate's decode steps)."""
     hinted = _name_head_dims(kernel.name)
+    padded_heads = _padded_heads(kernel, tokens, d)
     # FlashAttention's split-KV forward (chosen when B·H·tiles leave SMs idle) runs a grid of
     # (query tiles, KV splits, B·H): each split adds blocks, not work
     split_kv = "splitkv" in kernel.name and len(kernel.grid) == 3 and "combine" not in kernel.name
@@ -337,8 +410,8 @@ def fused_shape(kernel: KernelRecord, tokens: int, d: int, batch: int | None = N
                 continue
             H = int(heads)
             hd = d // H
-            if hd not in PLAUSIBLE_HEAD_DIMS:
-                continue
+            if hd not in PLAUSIBLE_HEAD_DIMS and H != padded_heads:
+                continue  # a head of another width only where the stores show it padded
             tiles = math.ceil(T / tq)
             if split_kv and (kernel.grid[0], kernel.grid[2]) != (tiles, B * H):
                 continue
@@ -356,8 +429,7 @@ def fused_shape(kernel: KernelRecord, tokens: int, d: int, batch: int | None = N
                 # Triton kernel runs (query tiles, batch x heads), one query tile a (1, B·H) grid
             # the tiles that counted the grid's blocks are the ones the work was done in: with
             # any other query tile, B=2, T=154 explains the work of B=4, T=77 (64x128 tiles)
-            error = _flops_error(kernel, B, H, hd, T, (tq,))
-            worked = _worked_head_dim(kernel, hd)
+            error, worked = _flops_fit(kernel, B, H, hd, T, (tq,))
             score = (
                 error
                 + (0.0 if not hinted or hd in hinted else 0.1)
@@ -377,16 +449,47 @@ def fused_shape(kernel: KernelRecord, tokens: int, d: int, batch: int | None = N
                         f"{kernel.grid} grid = B·H·ceil(T/{tq}) blocks{' per KV split' if split_kv else ''}"
                         " and the counted tensor work "
                         f"(causal tiles, relative error {error:.3f}) give B={B}, T={T}, H={H}"
-                        + (f" (heads of {hd} padded to its {worked}-wide tile)" if worked != hd else "")
-                        + (
-                            f"; its stores, N·d outputs and N·H fp32 log-sum-exps, give H={H}" if lse_heads == H else ""
-                        ),
+                        + _worked_evidence(hd, worked)
+                        + (f"; its stores, N·d outputs and N·H fp32 log-sum-exps, give H={H}" if lse_heads == H else "")
+                        + (_padded_evidence(kernel, tokens, H, hd) if padded_heads == H else ""),
                     ),
                 )
     if best is None:
         return _persistent_candidates(kernel, tokens, d)
     ties = sorted({(B, T, H) for score, B, T, H in scores if abs(score - best[0]) < _TIE / 2 and B != best[1].batch})
     return dataclasses.replace(best[1], ties=tuple(ties))
+
+
+def _worked_evidence(hd: int, worked: int) -> str:
+    """How the products' head width differs from the head, for the evidence."""
+    if worked == hd:
+        return ""
+    if _padded_head(hd) != hd:
+        return f" (heads of {hd} padded to {_padded_head(hd)}, its products {worked} wide)"
+    return f" (heads of {hd} padded to its {worked}-wide tile)"
+
+
+def _padded_evidence(kernel: KernelRecord, tokens: int, H: int, hd: int) -> str:
+    """What a forward's stores of padded heads (`_padded_heads`) hold, for the evidence."""
+    outputs = f"N·H heads padded to {_padded_head(hd)}"
+    if kernel.metric(STORE_BYTES) % (tokens * H * _padded_head(hd)):
+        outputs += " and N·H fp32 log-sum-exps"
+    return f"; its {kernel.metric(STORE_BYTES):,.0f} B of stores, {outputs}, give H={H}"
+
+
+def _padded_heads(kernel: KernelRecord, tokens: int, d: int) -> int | None:
+    """H of a fused forward whose heads are no multiple of 8 (`_padded_head`): its stores are the
+    N·H padded heads of 2 or 4 bytes, and N·H fp32 log-sum-exps where it keeps those, which no
+    unpadded head stores; None where no H, or more than one, stores so."""
+    stored = kernel.metric(STORE_BYTES)
+    fits = {
+        H
+        for H in _divisors(d)
+        if _padded_head(d // H) != d // H
+        for size in (2, 4)
+        if stored in (tokens * H * _padded_head(d // H) * size, tokens * H * (_padded_head(d // H) * size + 4))
+    }
+    return fits.pop() if stored and len(fits) == 1 else None
 
 
 def _log_sum_exp_heads(kernel: KernelRecord, tokens: int, d: int) -> int | None:
@@ -510,15 +613,17 @@ def stores_fit(kernel: KernelRecord, tokens: int, width: int, heads: int, size: 
     """Whether a fused attention forward's stores are what N = `tokens` rows of an attention
     `width` wide store: its N·width outputs of `size` bytes, with or without the N·H fp32
     log-sum-exps a backward pass needs, or those statistics alone (cuDNN stores its output by
-    TMA, which captures made before the TMA counter joined the metric list do not count). TMA
-    clips a tile's rows past N, so cuDNN's 128-row tiles store N rows exactly. None where the
-    stores say nothing: none counted, or FlashAttention's split-KV forward, whose partial sums
-    are stored too. Every fused attention of the corpora stores so."""
+    TMA, which captures made before the TMA counter joined the metric list do not count); heads
+    no multiple of 8 store their outputs padded (`_padded_head`). TMA clips a tile's rows past N,
+    so cuDNN's 128-row tiles store N rows exactly. None where the stores say nothing: none
+    counted, or FlashAttention's split-KV forward, whose partial sums are stored too. Every fused
+    attention of the corpora stores so."""
     stored = stored_bytes(kernel)
     if not stored or "splitkv" in kernel.name:
         return None
     out, statistics = tokens * width * size, 4 * tokens * heads
-    return stored in (out, out + statistics, statistics)
+    padded = tokens * heads * _padded_head(width // heads) * size if width % heads == 0 else out
+    return stored in (out, out + statistics, padded, padded + statistics, statistics)
 
 
 def stores_deny(kernel: KernelRecord, tokens: int, width: int, size: int) -> bool:
@@ -527,9 +632,10 @@ def stores_deny(kernel: KernelRecord, tokens: int, width: int, size: int) -> boo
     Only the log-sum-exps depend on H, so the N·width outputs judge a reading that no (B, T, H)
     of the grid fits: a max-autotune Qwen3's norms of four rows a program over 64 rows of d 2048
     read N=16 from their grids, at which cuDNN's 16 blocks would be heads of 256 its 128-wide head
-    tile cannot hold, and its 262,144 B of stores are not 16·4096 outputs of 2 B."""
-    fits = {stores_fit(kernel, tokens, width, width // hd, size) for hd in PLAUSIBLE_HEAD_DIMS if width % hd == 0}
-    return fits == {False}
+    tile cannot hold, and its 262,144 B of stores are not 16·4096 outputs of 2 B. Heads of
+    another width count where the stores show them padded (`_padded_heads`)."""
+    heads = {width // hd for hd in PLAUSIBLE_HEAD_DIMS if width % hd == 0} | {_padded_heads(kernel, tokens, width)}
+    return {stores_fit(kernel, tokens, width, H, size) for H in heads if H} == {False}
 
 
 def _untie(shape: AttentionShape, kernels: list[KernelRecord], fits_stores, what: str) -> AttentionShape:

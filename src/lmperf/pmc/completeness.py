@@ -32,6 +32,7 @@ from lmperf.analysis.kernels import (
     REDUCTION,
     SOFTMAX,
 )
+from lmperf.pmc.attention_shape import stores_row_statistics
 from lmperf.pmc.kernels import category, is_generated
 from lmperf.pmc import gemms as g
 from lmperf.pmc.parse import Capture, KernelRecord
@@ -55,11 +56,12 @@ def counter_gaps(capture: Capture) -> list[Gap]:
 
 def attention_groups(kernels: list[KernelRecord]) -> int:
     """How many layers' attention the kernels hold: attention and softmax kernels count as one
-    layer's until a GEMM separates them (cuDNN's backward launches helpers beside its kernel)."""
+    layer's until a GEMM separates them (cuDNN's backward launches helpers beside its kernel). A
+    softmax's statistics alone are no layer's attention: the kernel applying them counts."""
     groups, open_group = 0, False
     for k in kernels:
         cls = category(k)
-        if cls in (ATTENTION, SOFTMAX):
+        if cls in (ATTENTION, SOFTMAX) and not stores_row_statistics(k):
             groups += not open_group
             open_group = True
         elif cls == MATMUL:
