@@ -5827,6 +5827,130 @@ _SERVED_BLIND_CH = [
     ),
 ]
 
+# Blind batch ci, written down with batches cg and ch, fourteen to a call, its two training steps
+# first: lmperf's model with per-head q/k norms (a Qwen3-0.6B width) compiled, whose norms now run
+# eagerly between compiled graphs, in a training step and under CUDA graphs; Hugging Face's Qwen3
+# compiled in a training step; CUDA graphs on a Mistral-7B width over four sequences, an fp16 GPT-2
+# Medium width and an fp16 Llama-3.2-3B width over two; a compiled Qwen2.5-7B width over three
+# sequences of 33 and an fp16 Llama-2-13B width; Liger on an fp16 Qwen2.5-1.5B shape; cuDNN attention
+# on a Pythia-2.8B width (heads of 80); the Gemma-7B-shaped Llama eager in fp16; max-autotune on heads
+# of 100; lmperf's Triton attention compiled; an fp32 eager OPT-2.7B width.
+_SERVED_BLIND_CI = [
+    (
+        "ci_lmperf_h16_kv8_t96_train_compile_qknorm",
+        _small(n_layers=2, d_model=1024, n_heads=16, n_kv_heads=8, head_dim=128, qk_norm=True, d_ff=3072),
+        1,
+        96,
+        "train-step",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "ci_qwen3_h16_kv8_t100_train_compile",
+        qwen3(2, 1024, 16, 8, 128, 3072, 151936),
+        1,
+        100,
+        "train-step",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "ci_lmperf_h16_kv8_t80_graphs_qknorm",
+        _small(n_layers=2, d_model=1024, n_heads=16, n_kv_heads=8, head_dim=128, qk_norm=True, d_ff=3072),
+        1,
+        80,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    (
+        "ci_mistral_h32_kv8_t48_graphs",
+        llama(2, 4096, 32, 8, 14336, 32768, "mistral"),
+        4,
+        48,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    (
+        "ci_qwen2_h28_kv4_t33_compile",
+        llama(2, 3584, 28, 4, 18944, 152064, "qwen2"),
+        3,
+        33,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("ci_gpt2_h16_t200_graphs_fp16", gpt2(2, 1024, 16, 50257), 2, 200, "forward", "fp16", "sdpa", GRAPHED),
+    (
+        "ci_qwen2_h12_kv2_t120_liger_fp16",
+        llama(2, 1536, 12, 2, 8960, 151936, "qwen2"),
+        1,
+        120,
+        "forward",
+        "fp16",
+        "sdpa",
+        LIGER,
+    ),
+    ("ci_neox_h32_t96_cudnn", neox(2, 2560, 32, 10240, 50304), 1, 96, "forward", "bf16", "sdpa", CUDNN),
+    (
+        "ci_llama_h40_kv40_t64_compile_fp16",
+        llama(2, 5120, 40, 40, 13824, 32000),
+        1,
+        64,
+        "forward",
+        "fp16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "ci_llama_h16_kv16_t128_eager_fp16",
+        {**llama(2, 3072, 16, 16, 24576, 256000), "head_dim": 256},
+        1,
+        128,
+        "forward",
+        "fp16",
+        "sdpa",
+        {},
+    ),
+    (
+        "ci_llama_h32_kv32_t100_autotune",
+        llama(2, 3200, 32, 32, 8640, 32000),
+        1,
+        100,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    (
+        "ci_lmperf_h12_t150_triton_compile",
+        _small(n_layers=2, d_model=768, n_heads=12),
+        1,
+        150,
+        "forward",
+        "bf16",
+        "triton",
+        COMPILED,
+    ),
+    ("ci_opt_h32_t70_eager_fp32", opt(2, 2560, 32, 10240, 50272), 1, 70, "forward", "fp32", "sdpa", {}),
+    (
+        "ci_llama_h24_kv8_t96_graphs_fp16",
+        llama(2, 3072, 24, 8, 8192, 128256),
+        2,
+        96,
+        "forward",
+        "fp16",
+        "sdpa",
+        GRAPHED,
+    ),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -6020,6 +6144,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_CF
             + _SERVED_BLIND_CG
             + _SERVED_BLIND_CH
+            + _SERVED_BLIND_CI
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
