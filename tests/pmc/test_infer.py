@@ -641,7 +641,7 @@ def test_a_decode_step_decides_the_batch_its_prefill_leaves_open():
         # other up-projection stores N·d_ff
         ("aw_lmperf_h8_t200_autotune", "d_ff", "= N·1408·2 B each, or twice that from a gate"),
         # an fp32 head split along k whose slices sum in a workspace over padded rows
-        ("az_llama_h10_kv5_t170_eager_fp32", "vocab_size", "FADD count = 1 split-K slice(s)' padded rows·V"),
+        ("az_llama_h10_kv5_t170_eager_fp32", "vocab_size", "4 B for each FADD, which adds 1 split-K slice(s)' sums"),
         # heads of 128 over d 768 whose work cuDNN's 128-wide head tiles and the output
         # projection's padded tiles give heads of 96 too; the query projection stores its 1024-wide
         # output over the 152 rows pad_mm rounds 150 up to (fixed so; the attention's TMA stores of
@@ -689,6 +689,9 @@ def test_a_decode_step_decides_the_batch_its_prefill_leaves_open():
         # probabilities with or without statistics fits; the QK^T product's stores count B·H·T²
         ("cf_gpt2_h12_t100_train_compile_naive_fp16", "n_heads", "probabilities, the dropout keep mask and each"),
         ("cf_mistral_h16_kv8_t80_train_compile_naive", "n_heads", "probabilities and their fp32 copy"),
+        # an fp32 head split along k in two whose first slice sums over whole 128 x 128 tiles, 128
+        # rows x 32,128 columns of a 32,064-entry vocabulary: FADD 4,112,384, stores N·V·4 + 4·FADD
+        ("ce_llama_h32_kv32_t80_eager_fp32", "vocab_size", "4 B for each FADD, which adds 1 split-K slice(s)' sums"),
     ],
 )
 def test_blind_batches_misses_read_as_ran(name, field, how):

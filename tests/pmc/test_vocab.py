@@ -184,17 +184,39 @@ def test_an_fp32_split_k_head_summing_in_a_workspace_is_pinned_by_fadd_and_store
     assert split_k_sums_vocab(head(6_144_000, 46_336_000 + 4), 170) is None
     assert split_k_sums_vocab(head(6_144_000 + 192, 46_336_000), 170) is None
     assert split_k_sums_vocab(dataclasses.replace(head(6_144_000, 46_336_000), grid=(3, 500, 1)), 170) is None
+    assert split_k_sums_vocab(head(6_144_000, 0), 170) is None  # no stores counted
 
     capture_name = "az_llama_h10_kv5_t170_eager_fp32"
     expected = truth(capture_name)
     result = infer(read_capture(capture_path(capture_name)))
     assert result.values["vocab_size"] == expected["vocab_size"] == 32_000
-    assert "FADD count" in result.evidence["vocab_size"]
+    assert "4 B for each FADD" in result.evidence["vocab_size"]
     lm_head = _lm_head(capture_name)
     edited = _edited(capture_name, lambda k: k.index == lm_head.index, **{g.FADD: lm_head.metrics[g.FADD] + 192})
     result = infer(edited)
     low, high = result.intervals["vocab_size"]
     assert result.values["vocab_size"] is None and low <= expected["vocab_size"] <= high
+
+
+def test_an_fp32_split_k_head_sums_over_whole_column_tiles_of_a_padded_vocabulary():
+    """Blind batch ce's fp32 Phi-3-mini shape (80 token rows, V = 32,064, no multiple of 128): its
+    LM head is cuBLAS's xmma SIMT GEMM of 128 x 128 tiles split along k in two (grid (1, 251, 2)).
+    The first slice's partial sums fill whole tiles, 128 padded rows x 251·128 = 32,128 columns, so
+    FADD = 128·32,128 = 4,112,384 (not 128·32,064 = 4,104,192), and st.global bytes = 80·32,064·4 +
+    4·4,112,384 = 26,710,016. The stores give V; a FADD count of unpadded columns, or stores one
+    row of logits short, give none."""
+    from lmperf.pmc.parse import KernelRecord
+    from lmperf.pmc.vocab import split_k_sums_vocab
+
+    name = "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4"
+
+    def head(fadd, stored):
+        metrics = {g.FFMA: 1.0, g.FADD: fadd, g.STORE_BYTES: stored}
+        return KernelRecord(0, name, (1, 251, 2), (128, 1, 1), metrics)
+
+    assert split_k_sums_vocab(head(4_112_384, 26_710_016), 80) == 32_064
+    assert split_k_sums_vocab(head(4_104_192, 80 * 32_064 * 4 + 4 * 4_104_192), 80) is None
+    assert split_k_sums_vocab(head(4_112_384, 26_710_016 - 32_064 * 4), 80) is None
 
 
 def test_a_head_over_a_padded_copy_of_its_weight_holds_v_within_eight():

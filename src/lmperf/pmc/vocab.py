@@ -9,8 +9,8 @@ padding). Counters of bytes pin it when one of them sees the N·V logits exactly
   (F.linear probes show it); a serial split-K cutlass head (grid z = its slices) stores the
   output once a slice and a 4-byte semaphore a slice for each output tile (2·N·V·2 B plus 9,432 B
   = 2 x 4 B x 1,179 tiles of 128 x 128 over 301 rows);
-- an fp32 SIMT head split along k whose slices' partial sums meet in a workspace: its FADD
-  count and st.global bytes, (z - 1)·padded rows·V and (N + (z - 1)·padded rows)·V·4, agreeing;
+- an fp32 SIMT head split along k whose slices' partial sums meet in a workspace of whole tiles:
+  its st.global bytes, N·V·4 + 4·FADD, with FADD = (z - 1)·padded rows·padded V;
 - a Hopper TMA-store head (st.global bytes 0): the bytes its TMA stores send to L2, or the L2
   write sectors from the SMs (x 32 bytes), when they are a whole number of N·bytes rows;
 - the fp32 copy of the logits that follows the head (Hugging Face generate's last-position
@@ -105,21 +105,21 @@ def split_k_vocab(head: KernelRecord, tokens: int, size: int) -> int | None:
 
 def split_k_sums_vocab(head: KernelRecord, tokens: int) -> int | None:
     """V from an fp32 SIMT head split along k into z slices (grid z) whose partial sums meet in a
-    workspace: z - 1 slices store their padded rows x V fp32 sums there, one FADD an element adds
-    them in, and the N x V output follows, so FADD = (z - 1)·padded rows·V and st.global bytes =
-    (N + (z - 1)·padded rows)·V·4 (cuBLAS's xmma GEMMs of 64 x 64 tiles, z = 2, on three captures'
-    GEMMs). V only where both counters give the same one whole number; rows are padded to either
-    side of the tile the name declares."""
+    workspace: z - 1 slices store their sums over whole output tiles there (rows padded to the
+    tile, V padded to whole column tiles), one FADD an element adds them in, and the N x V output
+    follows, so st.global bytes = N·V·4 + 4·FADD and FADD = (z - 1)·padded rows·padded V
+    (cuBLAS's xmma GEMMs of 64 x 64 tiles over V = 32,000 and of 128 x 128 tiles over V = 32,064,
+    whose workspace is 32,128 wide, z = 2). V only where the stores give a whole number whose
+    padded tiles the FADD count is, with the rows on either side of the tile the name declares."""
     tile, slices = g.simt_tile(head), head.grid[2]
-    if tile is None or slices < 2:
+    summed = head.metric(g.FADD)
+    if tile is None or slices < 2 or not summed:
         return None
-    found = set()
-    for rows in set(tile):
-        summed = (slices - 1) * -(-tokens // rows) * rows
-        vocab = g.whole(head.metric(g.FADD), summed)
-        if vocab and head.metrics.get(g.STORE_BYTES) == (tokens + summed) * vocab * 4:
-            found.add(vocab)
-    return found.pop() if len(found) == 1 else None
+    vocab = g.whole(head.metric(g.STORE_BYTES) - 4 * summed, tokens * 4)
+    if vocab is None or vocab <= 0:  # no stores counted, or fewer than the sums alone
+        return None
+    padded = {(slices - 1) * -(-tokens // rows) * rows * -(-vocab // cols) * cols for rows, cols in (tile, tile[::-1])}
+    return vocab if summed in padded else None
 
 
 def tma_vocab(head: KernelRecord, tokens: int, size: int) -> tuple[int, str] | None:
@@ -187,8 +187,8 @@ def readings(
         ),
         (
             split_k_sums_vocab(head, tokens) if size == 4 else None,
-            f"its FADD count = {head.grid[2] - 1} split-K slice(s)' padded rows·V, and its global store "
-            "bytes = (N + those rows)·V·4 B",
+            f"its global store bytes = N·V·4 B + 4 B for each FADD, which adds {head.grid[2] - 1} split-K"
+            " slice(s)' sums over whole tiles (padded rows x padded V),",
         ),
     ]
     tma = tma_vocab(head, tokens, size)
