@@ -1223,7 +1223,7 @@ SERVED_BLIND = {
     "ce": "score-132-served-blindce-0590e84",
     "cf": "score-133-served-blindcf-0590e84",
 }
-SERVED_NOW = "score-130-served-all-b049cf0"
+SERVED_NOW = "score-134-served-all-c8fb96a"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
@@ -1344,7 +1344,7 @@ LIMITS_AT_CAPTURE = (
     "limits-at-capture-d461497",
     "limits-at-capture-3cd2926",
 )
-LIMITS_NOW = "limits-b049cf0"
+LIMITS_NOW = "limits-c8fb96a"
 
 
 def _limit_reading(row: dict) -> str:
@@ -1420,7 +1420,7 @@ def pmc_paths() -> str:
     return markdown(["attention path", "captures", "every structural field exact", "vocab_size exact"], body)
 
 
-INFER_TIME = "infer-time-b049cf0"
+INFER_TIME = "infer-time-c8fb96a"
 
 
 def _timed_capture(what: str) -> str:
