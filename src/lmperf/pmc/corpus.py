@@ -5951,6 +5951,162 @@ _SERVED_BLIND_CI = [
     ),
 ]
 
+# Blind batch cj, written down with batches cg, ch and ci, fourteen to a call, its two training
+# steps first: common served shapes in every kind of run, as a server's traffic would bring them. A
+# compiled Llama-3-8B-width training step and a Liger Llama training step; a compiled fp16
+# Mistral-7B width and Pythia-12B width; CUDA graphs on a GPT-2 over 300 rows, a Qwen3-4B shape and
+# an fp16 TinyLlama shape; max-autotune on an OPT-350M width; Liger on an fp16 Llama-3.2-3B width;
+# fp16 cuDNN attention on a Llama-2-7B width; eager runs of a Qwen2.5-0.5B shape over two sequences,
+# an fp32 GPT-2 Medium width and an fp16 Mistral-7B width; lmperf's model compiled.
+_SERVED_BLIND_CJ = [
+    (
+        "cj_llama_h32_kv8_t112_train_compile",
+        llama(2, 4096, 32, 8, 14336, 128256),
+        1,
+        112,
+        "train-step",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "cj_llama_h16_kv8_t128_train_liger",
+        llama(2, 2048, 16, 8, 5632, 32000),
+        1,
+        128,
+        "train-step",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    (
+        "cj_mistral_h32_kv8_t60_compile_fp16",
+        llama(2, 4096, 32, 8, 14336, 32768, "mistral"),
+        1,
+        60,
+        "forward",
+        "fp16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("cj_gpt2_h12_t300_graphs", gpt2(2, 768, 12, 50257), 1, 300, "forward", "bf16", "sdpa", GRAPHED),
+    ("cj_opt_h16_t128_autotune", opt(2, 1024, 16, 4096, 50272), 1, 128, "forward", "bf16", "sdpa", AUTOTUNED),
+    ("cj_neox_h40_t80_compile", neox(2, 5120, 40, 20480, 50688), 1, 80, "forward", "bf16", "sdpa", COMPILED),
+    (
+        "cj_qwen3_h32_kv8_t64_graphs",
+        qwen3(2, 2560, 32, 8, 128, 9728, 151936),
+        1,
+        64,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("cj_llama_h24_kv8_t90_liger_fp16", llama(2, 3072, 24, 8, 8192, 128256), 1, 90, "forward", "fp16", "sdpa", LIGER),
+    ("cj_llama_h32_kv32_t64_cudnn_fp16", llama(2, 4096, 32, 32, 11008, 32000), 1, 64, "forward", "fp16", "sdpa", CUDNN),
+    ("cj_qwen2_h14_kv2_t150_eager", llama(2, 896, 14, 2, 4864, 151936, "qwen2"), 2, 150, "forward", "bf16", "sdpa", {}),
+    ("cj_gpt2_h16_t96_eager_fp32", gpt2(2, 1024, 16, 50257), 1, 96, "forward", "fp32", "sdpa", {}),
+    (
+        "cj_lmperf_h8_t200_compile",
+        _small(n_layers=2, d_model=512, n_heads=8, d_ff=1408),
+        1,
+        200,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("cj_llama_h32_kv4_t70_graphs_fp16", llama(2, 2048, 32, 4, 5632, 32000), 1, 70, "forward", "fp16", "sdpa", GRAPHED),
+    (
+        "cj_mistral_h32_kv8_t100_eager_fp16",
+        llama(2, 4096, 32, 8, 14336, 32768, "mistral"),
+        1,
+        100,
+        "forward",
+        "fp16",
+        "sdpa",
+        {},
+    ),
+]
+
+# Blind batch ck, written down with batch cj, fourteen to a call, its two training steps first: a
+# compiled fp16 GPT-2 Large width and a compiled Pythia-410M shape in training; max-autotune on a
+# Llama-3-8B width; Liger on an fp16 Qwen2.5-7B width and on heads of 100; CUDA graphs on a
+# Qwen2.5-14B width, an fp16 OPT-2.7B width, an fp16 Qwen2.5-1.5B shape and lmperf's model with 4
+# K/V heads; a compiled fp32 GPT-2; cuDNN attention on a Mistral-7B width; eager runs of a Llama
+# with heads of 128 over 256 rows, an fp16 Pythia-1B shape (8 heads of 256) and an fp16 GPT-2 XL
+# width.
+_SERVED_BLIND_CK = [
+    ("ck_gpt2_h20_t80_train_compile_fp16", gpt2(2, 1280, 20, 50257), 1, 80, "train-step", "fp16", "sdpa", COMPILED),
+    ("ck_neox_h16_t96_train_compile", neox(2, 1024, 16, 4096, 50304), 1, 96, "train-step", "bf16", "sdpa", COMPILED),
+    (
+        "ck_llama_h32_kv8_t77_autotune",
+        llama(2, 4096, 32, 8, 14336, 128256),
+        1,
+        77,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    (
+        "ck_qwen2_h28_kv4_t50_liger_fp16",
+        llama(2, 3584, 28, 4, 18944, 152064, "qwen2"),
+        1,
+        50,
+        "forward",
+        "fp16",
+        "sdpa",
+        LIGER,
+    ),
+    (
+        "ck_qwen2_h40_kv8_t64_graphs",
+        llama(2, 5120, 40, 8, 13824, 152064, "qwen2"),
+        1,
+        64,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("ck_gpt2_h12_t128_compile_fp32", gpt2(2, 768, 12, 50257), 1, 128, "forward", "fp32", "sdpa", COMPILED),
+    (
+        "ck_mistral_h32_kv8_t88_cudnn",
+        llama(2, 4096, 32, 8, 14336, 32768, "mistral"),
+        1,
+        88,
+        "forward",
+        "bf16",
+        "sdpa",
+        CUDNN,
+    ),
+    ("ck_opt_h32_t96_graphs_fp16", opt(2, 2560, 32, 10240, 50272), 1, 96, "forward", "fp16", "sdpa", GRAPHED),
+    ("ck_llama_h8_kv8_t256_eager", llama(2, 1024, 8, 8, 2816, 32000), 1, 256, "forward", "bf16", "sdpa", {}),
+    (
+        "ck_qwen2_h12_kv2_t88_graphs_fp16",
+        llama(2, 1536, 12, 2, 8960, 151936, "qwen2"),
+        1,
+        88,
+        "forward",
+        "fp16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("ck_neox_h8_t150_eager_fp16", neox(2, 2048, 8, 8192, 50304), 1, 150, "forward", "fp16", "sdpa", {}),
+    (
+        "ck_lmperf_h16_kv4_t128_graphs",
+        _small(n_layers=2, d_model=1024, n_heads=16, n_kv_heads=4, d_ff=2816),
+        1,
+        128,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("ck_llama_h32_kv32_t80_liger", llama(2, 3200, 32, 32, 8640, 32000), 1, 80, "forward", "bf16", "sdpa", LIGER),
+    ("ck_gpt2_h25_t64_eager_fp16", gpt2(2, 1600, 25, 50257), 1, 64, "forward", "fp16", "sdpa", {}),
+]
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -6145,6 +6301,8 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_CG
             + _SERVED_BLIND_CH
             + _SERVED_BLIND_CI
+            + _SERVED_BLIND_CJ
+            + _SERVED_BLIND_CK
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
