@@ -138,9 +138,10 @@ class RotaryEmbedding(nn.Module):
 @torch.compiler.disable
 def _eager_qk_norms(q_norm: RMSNorm, k_norm: RMSNorm, q: torch.Tensor, k: torch.Tensor):
     """The per-head q and k norms, run eagerly where the block around them is compiled: inductor's
-    CUDA code for them (torch 2.11, bf16 or under bf16 autocast) computes NaN losses or gradients
-    of 1e30, whatever the formulation (F.rms_norm too), where eager and inductor's CPU code agree.
-    The cost is a graph break before and after them in each compiled block."""
+    CUDA code for them (torch 2.11, a bf16 model or bf16 autocast) computes NaN losses, or
+    gradients off by more than their own size, whatever the formulation (F.rms_norm too), where
+    eager and inductor's CPU code agree. The cost is a graph break before and after them in each
+    compiled block."""
     return q_norm(q), k_norm(k)
 
 
