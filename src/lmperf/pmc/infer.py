@@ -372,9 +372,9 @@ def _off_d_at(
     one width in the GEMM's tile interval that kernels count N·a of (the query's rotary or norm,
     the attention's output, the query projection's own stores) and the query projection's tiles
     allow; else (None, why not), the why empty where the work gives no reading at all. A model
-    built so (Qwen3, Gemma) and one tensor-parallel rank's shard of every GEMM both land here. `rival`: an N·d·d reading stands
-    already, and the attention kernel will judge between them: a is then any such width but d,
-    even where the tiles would allow d too."""
+    built so (Qwen3, Gemma) and one tensor-parallel rank's shard of every GEMM both land here.
+    `rival`: an N·d·d reading stands already, and the attention kernel will judge between them: a
+    is then any such width but d, even where the tiles would allow d too."""
     widths = _counted_widths(counts, tokens)
     if not widths:
         return None, ""
