@@ -87,6 +87,11 @@ def _divisors(n: int) -> list[int]:
     return [b for b in range(1, n + 1) if n % b == 0]
 
 
+def _whole_heads(heads: float, d: int) -> int | None:
+    """`heads` as a head count: a whole number, at least 1, that divides d; else None."""
+    return int(heads) if heads == int(heads) and heads >= 1 and d % int(heads) == 0 else None
+
+
 def stores_row_statistics(kernel: KernelRecord) -> bool:
     """Whether a softmax kernel reduces its rows to their statistics and stores those alone, far
     fewer bytes than float ops: inductor may split a softmax into such a reduction and a kernel
@@ -142,14 +147,8 @@ def naive_shape(
         counts = {k.metric(m) for k in (softmax, *scores) for m in (FMUL, FADD, FFMA)} - {0.0}
     for count in sorted(counts):
         for row in sorted({T, padded}):
-            heads = count / (B * T * row)
-            if (
-                heads == int(heads)
-                and heads >= 1
-                and d % int(heads) == 0
-                and (not stored_size or _product_holds(qk, B, T, int(heads), stored_size))
-            ):
-                H = int(heads)
+            H = _whole_heads(count / (B * T * row), d)
+            if H and (not stored_size or _product_holds(qk, B, T, H, stored_size)):
                 shape = "B·H·T²" if row == T else f"B·H·T·{row} (rows padded to {row})"
                 return AttentionShape(
                     B,
@@ -181,14 +180,9 @@ def _with_row_statistics(
         if (copies == 0) != alone:
             continue
         for statistics, flag in _ROW_STATISTICS.items():
-            heads = stored / (B * T * (copies * T * size + statistics))
-            if (
-                heads == int(heads)
-                and heads >= 1
-                and d % int(heads) == 0
-                and _product_holds(qk, B, T, int(heads), size)
-            ):
-                fits[int(heads)] = (copies, what, statistics, flag)
+            H = _whole_heads(stored / (B * T * (copies * T * size + statistics)), d)
+            if H and _product_holds(qk, B, T, H, size):
+                fits[H] = (copies, what, statistics, flag)
     if len(fits) != 1:
         return None
     ((H, (copies, what, statistics, flag)),) = fits.items()
@@ -225,10 +219,9 @@ def _from_product_stores(
     softmax's stores alone pass for other shapes: B=3, T=64 and 16 heads store as many bytes,
     T·(2 + 1) + 8 a row, as B=1, T=96 and 32 heads with T·2 + 8."""
     product = stored_bytes(qk)
-    heads = product / (B * T * T * size)
-    if not product or heads != int(heads) or d % int(heads):
+    H = _whole_heads(product / (B * T * T * size), d)
+    if H is None:
         return None
-    H = int(heads)
     made_up = [
         (scores, names, statistics)
         for scores, names in _saved_scores(size)
@@ -405,10 +398,9 @@ def fused_shape(kernel: KernelRecord, tokens: int, d: int, batch: int | None = N
     for B in _divisors(tokens):
         T = tokens // B
         for tq in _TILES:
-            heads = blocks / (B * math.ceil(T / tq))
-            if heads != int(heads) or heads < 1 or d % int(heads):
+            H = _whole_heads(blocks / (B * math.ceil(T / tq)), d)
+            if H is None:
                 continue
-            H = int(heads)
             hd = d // H
             if hd not in PLAUSIBLE_HEAD_DIMS and H != padded_heads:
                 continue  # a head of another width only where the stores show it padded

@@ -169,6 +169,14 @@ def readings_hold(kernel: KernelRecord, tokens: int, k: int, width: int) -> bool
 _SLICE_ALIGNMENTS = (1, 2, 4, 8)
 
 
+def simt_padded_outputs(kernel: KernelRecord, tokens: int, width: int) -> set[int]:
+    """The outputs an fp32 SIMT GEMM of named tiles computes for N=`tokens` rows of `width`
+    columns: rows and columns each padded to whole tiles, with the rows on either side of the
+    tile the name declares."""
+    a, b = simt_tile(kernel)
+    return {-(-tokens // rows) * rows * -(-width // cols) * cols for rows, cols in ((a, b), (b, a))}
+
+
 def split_k_simt(kernel: KernelRecord) -> bool:
     """Whether a GEMM is an fp32 SIMT one of named tiles split along k (grid z = its slices)."""
     return kernel.grid[2] > 1 and simt_tile(kernel) is not None
@@ -179,9 +187,7 @@ def split_k_simt_allows(kernel: KernelRecord, tokens: int, k: int, width: int) -
     output `width` with inner size k: its FFMA are (rows padded) x (width padded) x (s slices of
     ceil(k / s) rounded up to an alignment), plus none, one or one a slice for its epilogue."""
     slices, ffma = kernel.grid[2], kernel.metric(FFMA)
-    a, b = simt_tile(kernel)
-    for rows, cols in ((a, b), (b, a)):
-        outputs = -(-tokens // rows) * rows * -(-width // cols) * cols
+    for outputs in simt_padded_outputs(kernel, tokens, width):
         for align in _SLICE_ALIGNMENTS:
             inner = -(-(-(-k // slices)) // align) * align * slices
             if any(outputs * (inner + extra) == ffma for extra in (0, 1, slices)):
@@ -259,13 +265,11 @@ def simt_inner_sizes(kernel: KernelRecord, tokens: int, width: int) -> set[int]:
     """The inner sizes an fp32 SIMT GEMM of named whole tiles, with N=`tokens` rows and a known
     output `width`, can have: its FFMA are (rows padded) x (width padded) x (k + e), the epilogue
     e being 0, 1, or one per split-K slice (grid z) as seen on the H100 captures."""
-    simt = simt_tile(kernel)
-    if not simt or not kernel.metric(FFMA):
+    if not simt_tile(kernel) or not kernel.metric(FFMA):
         return set()
-    a, b = simt
     sizes = set()
-    for rows, cols in ((a, b), (b, a)):
-        padded = kernel.metric(FFMA) / (-(-tokens // rows) * rows * -(-width // cols) * cols)
+    for outputs in simt_padded_outputs(kernel, tokens, width):
+        padded = kernel.metric(FFMA) / outputs
         if padded == int(padded):
             sizes |= {int(padded) - extra for extra in {0, 1, kernel.grid[2]}}
     return sizes

@@ -111,14 +111,13 @@ def split_k_sums_vocab(head: KernelRecord, tokens: int) -> int | None:
     (cuBLAS's xmma GEMMs of 64 x 64 tiles over V = 32,000 and of 128 x 128 tiles over V = 32,064,
     whose workspace is 32,128 wide, z = 2). V only where the stores give a whole number whose
     padded tiles the FADD count is, with the rows on either side of the tile the name declares."""
-    tile, slices = g.simt_tile(head), head.grid[2]
-    summed = head.metric(g.FADD)
-    if tile is None or slices < 2 or not summed:
+    slices, summed = head.grid[2], head.metric(g.FADD)
+    if g.simt_tile(head) is None or slices < 2 or not summed:
         return None
     vocab = g.whole(head.metric(g.STORE_BYTES) - 4 * summed, tokens * 4)
     if vocab is None or vocab <= 0:  # no stores counted, or fewer than the sums alone
         return None
-    padded = {(slices - 1) * -(-tokens // rows) * rows * -(-vocab // cols) * cols for rows, cols in (tile, tile[::-1])}
+    padded = {(slices - 1) * outputs for outputs in g.simt_padded_outputs(head, tokens, vocab)}
     return vocab if summed in padded else None
 
 
