@@ -1222,6 +1222,10 @@ SERVED_BLIND = {
     "cd": "score-131-served-blindcd-0590e84",
     "ce": "score-132-served-blindce-0590e84",
     "cf": "score-133-served-blindcf-0590e84",
+    "cg": "score-135-served-blindcg-0d2da84",
+    "ch": "score-136-served-blindch-0d2da84",
+    "ci": "score-137-served-blindci-0d2da84",
+    "cj": "score-138-served-blindcj-0d2da84",
 }
 SERVED_NOW = "score-134-served-all-c8fb96a"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
