@@ -252,6 +252,47 @@ def test_a_head_over_a_padded_copy_of_its_weight_holds_v_within_eight():
     assert padded_weight_vocab([copy(46_000)], 46_000, 768, 2, 45_480, 50_432) is None  # N rows of d
 
 
+def _padded_logits_sectors(rows: int, width: int, tile: int, box: int = 64, size: int = 2) -> int:
+    """32-byte sectors a TMA-store head touches writing `rows` x `width` logits of `size` bytes in
+    column tiles of `tile`, each stored in boxes of `box` columns (128 B in 16 bits)."""
+    touched = 0
+    for row in range(rows):
+        start = row * width * size
+        for first in range(0, width, tile):
+            for left in range(first, min(first + tile, width), box):
+                right = min(left + box, first + tile, width)
+                touched += (start + right * size - 1) // SECTOR_BYTES - (start + left * size) // SECTOR_BYTES + 1
+    return touched
+
+
+@pytest.mark.parametrize("name, rows", [("ci_gpt2_h16_t200_graphs_fp16", 400), ("bd_gpt2_h16_t120_compile_fp16", 480)])
+def test_a_head_over_the_padded_weight_stores_the_padded_logits_and_leaves_v_within_eight(name, rows):
+    """Blind batches ci's and bd's fp16 GPT-2 (V = 50,257, d 1024) ran inductor's pad_mm: the
+    kernel before the head copies its weight to 50,264 rows (102,940,672 B = 50,264·1024·2) and
+    the head (nvjet 192x208 / 192x160, TMA stores) writes N x 50,264 logits, which the graph
+    returns sliced to 50,257 columns as a view: the range ends at the head, with no loss and no
+    copy of the logits. Its rows of 100,528 B start 16 B off a sector every other row, so in
+    64-column boxes a row touches 785·4 + 2 = 3,142 sectors or 785·5 + 2 = 3,927: ci's 400 rows
+    200·7,069 = 1,413,800 sectors (45,241,600 B, 12.5% over N·50,264·2), bd's 480 rows 1,696,560.
+    Those bytes read as 45,241,600 / 800 = 56,552 columns at ci, which the head's tiles (49,921 to
+    50,304) refuse; no counter sees the 50,257 real columns, so V stays [50,257, 50,264]."""
+    from lmperf.pmc.vocab import tma_vocab
+
+    expected = truth(name)
+    head = _lm_head(name)
+    padded = -(-expected["vocab_size"] // 8) * 8
+    assert head.metric(L2_WRITE_SECTORS) == _padded_logits_sectors(rows, padded, 192)
+    assert head.metric(L2_WRITE_SECTORS) != _padded_logits_sectors(rows, expected["vocab_size"], 192)
+    assert head.metric(TMA_STORE_BYTES) == head.metric(L2_WRITE_SECTORS) * SECTOR_BYTES
+    if rows == 400:
+        assert _padded_logits_sectors(rows, padded, 192) == 200 * (3_142 + 3_927) == 1_413_800
+        assert tma_vocab(head, rows, 2)[0] == 56_552
+    result = infer(read_capture(capture_path(name)))
+    assert result.values["vocab_size"] is None
+    assert result.intervals["vocab_size"] == (50_257, 50_264)
+    assert "copies its weight padded to 50264" in result.evidence["vocab_size"]
+
+
 def test_the_weight_cast_nearest_the_head_gives_v_before_other_weights_casts():
     """Blind batch bl's lmperf model under CUDA graphs (V = 10,000, d 2048, d_ff 5632): autocast
     casts the down-projection's 5632 x 2048 weight five kernels before the head and the head's
