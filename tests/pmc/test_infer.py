@@ -1564,3 +1564,89 @@ def test_a_template_stores_its_product_and_at_most_one_more_tensor():
     assert stores_whole_outputs(out, 40, 1024, 4)
     assert not stores_whole_outputs(out, 20, 1024, 4)
     assert not stores_whole_outputs(out, 80, 1000, 4)
+
+
+def _naive_layer_at_t_equal_head_dim() -> list:
+    """The first layer of a max-autotune Llama forward whose SDPA ran its math path (heads of 100),
+    B=1, T=100, H=32, d=3200, d_ff=8640. QK^T is 32 products of (100 x 100) @ (100 x 100) and P V
+    the same shape (T = head_dim), so inductor runs both in one fp32 bmm template: 64 x 64 tiles
+    pad each product to 128 x 128 over k 100 -> 128, 32·128·128·128 = 67,108,864 FFMA, on a
+    (4, 32, 1) grid, storing 32·100·100·4 = 1,280,000 B of fp32 scores. The K, V and output
+    projections are one mm template over rows padded to 128 (128·3200·3200 = 1,310,720,000 MACs),
+    the V projection launched after the softmax."""
+    from lmperf.pmc.gemms import FFMA, STORE_BYTES
+    from lmperf.pmc.parse import KernelRecord
+
+    bmm = "triton_tem_fused__to_copy__unsafe_view_add_bmm_cat_cos_mm_mul_neg_sin_slice_transpose_unsqueeze_view_5"
+    product = {FFMA: 32 * 128 * 128 * 128, STORE_BYTES: 32 * 100 * 100 * 4}
+
+    def plain(index: int, name: str, stored: float) -> KernelRecord:
+        return KernelRecord(index, name, (100, 1, 1), (128, 1, 1), {STORE_BYTES: stored})
+
+    return [
+        plain(0, "triton_red_fused__to_copy_add_embedding_mean_mul_pow_rsqrt_0", 100 * 3200 * 2),
+        _gemm(1, "nvjet_sm90_tst_64x56_64x14_4x2_h_bz_TNT", 112 * 3328 * 3200),
+        _gemm(2, "triton_tem_fused_mm_t_view_3", 128 * 3200 * 3200),
+        plain(3, "triton_poi_fused__to_copy_add_bmm_cat_cos_mul_neg_sin_4", 3_200_000),
+        KernelRecord(4, bmm, (4, 32, 1), (256, 1, 1), product),
+        plain(5, "triton_per_fused__safe_softmax_add_exp_prepare_softmax_online_sub_6", 32 * 100 * 100 * 4),
+        _gemm(6, "triton_tem_fused_mm_t_view_3", 128 * 3200 * 3200),
+        plain(7, "triton_poi_fused__to_copy__unsafe_view_mm_transpose_view_7", 100 * 3200 * 4),
+        KernelRecord(8, bmm, (4, 32, 1), (256, 1, 1), product),
+        _gemm(9, "triton_tem_fused_mm_t_view_3", 128 * 3200 * 3200),
+        plain(10, "triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_10", 100 * 3200 * 2),
+        _gemm(11, "triton_tem_fused_mm_t_view_11", 128 * 8704 * 3200),
+        _gemm(12, "triton_tem_fused_mm_t_view_11", 128 * 8704 * 3200),
+        plain(13, "triton_poi_fused__unsafe_view_mul_silu_12", 100 * 8640 * 2),
+        _gemm(14, "nvjet_sm90_tst_64x104_64x10_4x1_v_bz_splitK_TNT", 104 * 3328 * 8704),
+    ]
+
+
+def test_p_v_repeating_qk_s_kernel_and_work_is_no_v_projection():
+    """A matmul after the softmax that repeats a projection's kernel and work from before it is the
+    V projection; one that repeats QK^T's is P V: at T = head_dim = 100 both products run in the
+    same bmm template of 67,108,864 FFMA. Taking QK^T for a projection left the down-projection,
+    the nearest work after the softmax, as P V and no MLP after it."""
+    from lmperf.pmc.gemms import Layers
+    from lmperf.pmc.infer import layer_roles
+
+    layer = _naive_layer_at_t_equal_head_dim()
+    gemms = [layer[i] for i in (1, 2, 4, 6, 8, 9, 11, 12, 14)]
+    roles = layer_roles(Layers(2, gemms, _gemm(15, "nvjet_sm90_tst_256x104_64x4_2x1_v_bz_coopA_TNT", 1.0), layer))
+    assert roles is not None
+    assert (roles["qk"].index, roles["pv"].index) == (4, 8)
+    assert [k.index for k in roles["qkv"]] == [1, 2, 6]
+    assert (roles["out"].index, [k.index for k in roles["ups"]], roles["down"].index) == (9, [11, 12], 14)
+
+
+def test_a_bmm_template_s_grid_and_stores_pin_a_naive_reading_its_padded_work_leaves_loose():
+    """The softmax's 320,000 fp32 scores are B·H·T² for every B = 100/T with H = 3200/T (T = head_dim
+    = 100 makes H·T = d), and QK^T's 67,108,864 FFMA, 2.1x the 32,000,000 of B=1, bound T by 209
+    only. Inductor's bmm template launches (tiles, batches, 1): its 32 batches are B·H, and its
+    1,280,000 B of stores are 32·T²·4, T = 100, so B = 1 and H = 32. B=2, T=50, H=64 launches 64
+    batches; 2-byte scores would be 640,000 B; a cuBLAS kernel's grid is not read so."""
+    from lmperf.pmc.attention_shape import AttentionShape, template_pins_products
+    from lmperf.pmc.parse import KernelRecord
+
+    qk = _naive_layer_at_t_equal_head_dim()[4]
+    as_ran = AttentionShape(1, 100, 32, 100, 1.1, "")
+    assert template_pins_products(qk, as_ran, 4)
+    assert not template_pins_products(qk, AttentionShape(2, 50, 64, 50, 3.2, ""), 4)
+    assert not template_pins_products(qk, as_ran, 2)
+    assert not template_pins_products(qk, as_ran, None)
+    cublas = KernelRecord(4, "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize32x32x8", qk.grid, qk.block, qk.metrics)
+    assert not template_pins_products(cublas, as_ran, 4)
+
+
+def test_a_max_autotune_math_attention_at_t_equal_head_dim_reads_as_ran():
+    """Blind batch ci's max-autotune Llama of 32 heads of 100 (SDPA's math path): every field as
+    ran, B, T, H and head_dim at 0.9 from the bmm template's (4, 32, 1) grid and exact stores."""
+    from lmperf.pmc.infer import infer
+
+    name = "ci_llama_h32_kv32_t100_autotune"
+    _assert_every_field_read_as_ran(name)
+    result = infer(_served(name)[0])
+    for field in ("batch", "seq_len", "n_heads", "head_dim"):
+        assert result.confidence[field] == 0.9, result.evidence[field]
+        assert "bmm template launches (4, 32, 1)" in result.evidence[field]
+    assert not result.assumptions and not result.missing

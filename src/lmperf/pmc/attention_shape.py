@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from lmperf.analysis.kernels import SOFTMAX
 from lmperf.analysis.tiles import causal_tile_fraction
 from lmperf.pmc.gemms import FADD, FFMA, FMUL, STORE_BYTES, TENSOR_PATHS, TMA_STORE_BYTES, macs, tensor_path
-from lmperf.pmc.kernels import category
+from lmperf.pmc.kernels import category, is_template
 from lmperf.pmc.parse import KernelRecord
 
 # PyTorch's memory-efficient attention forward (cutlass): its grid is (query tiles, H, B), so
@@ -588,6 +588,20 @@ def grid_names_batch(kernel: KernelRecord) -> bool:
     """Whether a fused attention's grid names B and H themselves: PyTorch's memory-efficient
     forward launches (query tiles, heads, batch)."""
     return bool(_MEM_EFFICIENT.search(kernel.name))
+
+
+def template_pins_products(qk: KernelRecord, shape: AttentionShape, size: int | None) -> bool:
+    """Whether a QK^T run as inductor's Triton bmm template pins a naive reading whose work its
+    padded tiles leave loose: the template launches (output tiles, batches, 1), so its grid counts
+    the B·H products, and its masked stores are exactly their B·H·T² scores of `size` bytes,
+    which give T (and B = N/T) whatever the tiles."""
+    products = shape.batch * shape.n_heads
+    return (
+        bool(size)
+        and is_template(qk.name)
+        and qk.grid[1:] == (products, 1)
+        and stored_bytes(qk) == products * shape.seq_len**2 * size
+    )
 
 
 def mask_fits(kernels: list[KernelRecord], batch: int, seq_len: int) -> bool:

@@ -36,6 +36,7 @@ from lmperf.pmc.attention_shape import (
     stored_bytes,
     stores_deny,
     stores_fit,
+    template_pins_products,
     untie_by_causal_mask,
     untie_by_rotary_table,
 )
@@ -213,8 +214,9 @@ def layer_roles(layer: g.Layers) -> dict | None:
             # is the matmul after the softmax with QK^T's work (B·H·T²·hd both), and a projection
             # before it belongs with Q and K. One that repeats a projection's kernel and work from
             # before the softmax is the V projection (the K projection's twin), even where its
-            # padded work happens to equal QK^T's.
-            seen = {(k.name, g.macs(k)) for k in before}
+            # padded work happens to equal QK^T's. QK^T is no projection: P V repeats its kernel
+            # and work where the two products have one shape (T = head_dim, or padded tiles).
+            seen = {(k.name, g.macs(k)) for k in before if k is not qk}
             later = [k for k in matmuls if k.index > at.index]
             later = [k for k in later if (k.name, g.macs(k)) not in seen] or later
             pv = min(later, key=lambda k: abs(g.macs(k) - g.macs(qk)))
@@ -1323,6 +1325,12 @@ def _attention(
     ):
         confidence = 0.9
         evidence += "; its grid (query tiles, H, B) names B and H, and its stores hold the N·d outputs exactly"
+    if confidence < 0.9 and roles["kind"] == "softmax" and _template_pins(result, roles, shape):
+        confidence = 0.9
+        evidence += (
+            f"; QK^T's bmm template launches {roles['qk'].grid} = (tiles, B·H, 1) and stores its"
+            f" {stored_bytes(roles['qk']):,.0f} B of B·H·T² scores exactly"
+        )
     # a tie of other heads leaves H and head_dim resting on the same choice as B and T
     tied_fields = ("batch", "seq_len", "n_heads", "head_dim")
     if shape.ties:
@@ -1342,6 +1350,13 @@ def _attention(
         tied = shape.ties and name in tied_fields
         result.set(name, value, min(confidence, TIED) if tied else confidence, evidence)
     return shape
+
+
+def _template_pins(result: Inference, roles: dict, shape: AttentionShape) -> bool:
+    """Whether a naive attention's QK^T, a Triton bmm template, pins `shape` by its grid and
+    stores (`template_pins_products`), in the scores' size its softmax reads them in."""
+    size = scores_size(roles["qk"], stored_size(result, roles["first_layer"]))
+    return template_pins_products(roles["qk"], shape, size)
 
 
 def _kv_heads(result, roles, tokens, d, shape: AttentionShape, counts: Counter) -> None:

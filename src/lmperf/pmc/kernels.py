@@ -48,6 +48,11 @@ _BARE_NAME = re.compile(r"[A-Za-z_]\w*")
 _LIBRARY = re.compile(r"^(nvjet|cudnn|cutlass|sm\d+_|ampere_|volta_|turing_|flash_|fmha|gemv|gemm)", re.IGNORECASE)
 
 
+def is_template(name: str) -> bool:
+    """A max-autotune GEMM template that inductor generated, named after its epilogue's operators."""
+    return name.startswith("triton_tem_")
+
+
 def is_triton(name: str) -> bool:
     """A Triton kernel, whose float counts cover its block's padded lanes (a 3072-wide row runs in
     a 4096-wide block) while its stores are the true elements."""
@@ -77,7 +82,7 @@ def _category(kernel: KernelRecord) -> str:
     if is_generated(kernel.name):
         if tensor_work(kernel) > 0:
             return ATTENTION if "flex_attention" in kernel.name else MATMUL
-        if kernel.name.startswith("triton_tem_") and kernel.metric(FFMA):
+        if is_template(kernel.name) and kernel.metric(FFMA):
             return named  # an fp32 template without tensor cores: its FFMA are the products
         if named in (ATTENTION, MATMUL, MATMUL_AUX):
             return ELEMENTWISE if kernel.name.startswith("triton_poi_") else REDUCTION
@@ -100,5 +105,5 @@ def runs_norm(kernel: KernelRecord) -> bool:
         bool(_NORM_OP.search(kernel.name))
         and category(kernel) not in (MATMUL, MATMUL_AUX)
         and "addmm" not in kernel.name
-        and not kernel.name.startswith("triton_tem_")
+        and not is_template(kernel.name)
     )
