@@ -28,6 +28,17 @@ from lmperf.pmc.parse import KernelRecord
 # where the tiles leave B·H and T in doubt (2 tiles x 20 heads x 1 sequence of 72, or 1 tile x 20
 # x 2 of 36) the grid's order settles it; every such kernel of the corpora launches so.
 _MEM_EFFICIENT = re.compile(r"fmha_cutlassF")
+# Its name declares its element type and tiles, `fmha_cutlassF_f32_aligned_64x128_rf_sm80`: 64
+# query rows by 128 keys, `rf` where a head's whole output fits one tile as wide as the keys (kept
+# in registers). Each product steps through its inner dimension 32 deep (cutlass's tensor-core k
+# step on sm80) over whole tiles: Q·K^T 64 x 128 x the head in steps of 32, P·V 64 x 128 (the
+# output padded to the tile) x a key block's keys in steps of 32. Its fp32 products run as three
+# TF32 ones (big·big + big·small + small·big). A training step's log-sum-exps are rows padded to
+# 32, the block of its backward.
+_MEM_EFFICIENT_TILES = re.compile(r"fmha_cutlassF_(b?f\d+)_(?:not)?aligned_(\d+)x(\d+)_rf_")
+_MEM_EFFICIENT_K_STEP = 32
+_MEM_EFFICIENT_TF32_PASSES = 3
+_LOG_SUM_EXP_ROW_ALIGN = 32
 # cuDNN's fused forward (not its persistent grid, which counts SMs) runs a block per 128 query
 # rows of each head, whatever tile its name declares: 4 heads in blocks of 64 query rows pass for
 # 8 heads of 128 (T = 96, 8 blocks), and every such kernel of the corpora launches so.
@@ -293,7 +304,7 @@ def _holds_head(kernel: KernelRecord, hd: int) -> bool:
 def _padded_head(hd: int) -> int:
     """The head width a fused attention loads: PyTorch pads a head no multiple of 8 with zeros to
     the next one (the kernels load whole 16-byte vectors) and slices the output back after."""
-    return -(-hd // _HEAD_ALIGN) * _HEAD_ALIGN
+    return _steps_of(hd, _HEAD_ALIGN)
 
 
 def _worked_head_dims(kernel: KernelRecord, hd: int) -> tuple[int, ...]:
@@ -305,7 +316,7 @@ def _worked_head_dims(kernel: KernelRecord, hd: int) -> tuple[int, ...]:
     if tile and hd <= tile:
         return (tile,)
     padded = _padded_head(hd)
-    return (hd,) if padded == hd else (padded, -(-padded // _HEAD_STEP) * _HEAD_STEP)
+    return (hd,) if padded == hd else (padded, _steps_of(padded, _HEAD_STEP))
 
 
 def _flops_error(kernel: KernelRecord, B: int, H: int, hd: int, T: int, query_tiles: tuple[int, ...] = _TILES) -> float:
@@ -446,10 +457,91 @@ def fused_shape(kernel: KernelRecord, tokens: int, d: int, batch: int | None = N
                         + (_padded_evidence(kernel, tokens, H, hd) if padded_heads == H else ""),
                     ),
                 )
-    if best is None:
-        return _persistent_candidates(kernel, tokens, d)
+    if best is None:  # a head of another width counts only where the counters show it
+        return _persistent_candidates(kernel, tokens, d) or _mem_efficient_shape(kernel, tokens, d)
     ties = sorted({(B, T, H) for score, B, T, H in scores if abs(score - best[0]) < _TIE / 2 and B != best[1].batch})
     return dataclasses.replace(best[1], ties=tuple(ties))
+
+
+def _mem_efficient_shape(kernel: KernelRecord, tokens: int, d: int) -> AttentionShape | None:
+    """(B, T, H, hd) of PyTorch's memory-efficient forward where no head of a plausible width fits
+    it (heads of 100 in fp32, 400 B, whole 16-byte loads, so unpadded): its grid (query tiles, H,
+    B) names B and H, its stores are the N·d outputs of heads d / H wide (and a training step's
+    log-sum-exps), and its counted tensor work is exactly its schedule's at that head
+    (`_mem_efficient_ops`); else None. That work runs the head in steps of 32, so it holds heads
+    of 97 to 128 alike: the width itself is d / H."""
+    tiles = _mem_efficient_tiles(kernel)
+    if tiles is None or len(kernel.grid) != 3:
+        return None
+    size, rows, _ = tiles
+    query_tiles, H, B = kernel.grid
+    if tokens % B or d % H or query_tiles != math.ceil(tokens // B / rows):
+        return None
+    T, hd = tokens // B, d // H
+    counted = sum(kernel.metric(m) for m in TENSOR_PATHS.values())
+    masks = [
+        causal for causal in (True, False) if counted and _mem_efficient_ops(tiles, B, H, hd, T, causal) == counted
+    ]
+    stores = _mem_efficient_stores(kernel, size, B, H, T, d)
+    if not masks or not stores:
+        return None
+    return AttentionShape(
+        B,
+        T,
+        H,
+        hd,
+        0.0,
+        f"{kernel.grid} grid = (ceil(T/{rows}), H, B) names B={B}, H={H}, so T={T} and heads of {hd};"
+        f" its {counted:,.0f} tensor ops are exactly its {'causal' if masks[0] else 'masked'} schedule's"
+        f" over heads of {hd} in steps of {_MEM_EFFICIENT_K_STEP}; its {stored_bytes(kernel):,.0f} B of"
+        f" stores are {stores}",
+    )
+
+
+def _mem_efficient_tiles(kernel: KernelRecord) -> tuple[int, int, int] | None:
+    """(bytes of an element, query rows, keys) of a memory-efficient forward's tiles, from its
+    name (`_MEM_EFFICIENT_TILES`); None for any other kernel."""
+    tiles = _MEM_EFFICIENT_TILES.search(kernel.name)
+    if tiles is None:
+        return None
+    return (_FP32_BYTES if tiles.group(1) == "f32" else 2), int(tiles.group(2)), int(tiles.group(3))
+
+
+def _mem_efficient_ops(tiles: tuple[int, int, int], B: int, H: int, hd: int, T: int, causal: bool) -> int | None:
+    """The tensor ops a memory-efficient forward of `tiles` (`_mem_efficient_tiles`) counts over
+    B·H heads of `hd` and T tokens: each query tile runs the key blocks up to its last row
+    (causal) or to T (a mask passed as a tensor, as torch.compile passes it), each block Q·K^T
+    over the whole tile with the head in steps of 32, and P·V over the tile's output width with
+    the block's keys in steps of 32; 2 ops a multiply-add, 3 TF32 passes in fp32. None for heads
+    wider than its one output tile."""
+    size, rows, keys = tiles
+    if hd > keys:
+        return None
+    head = _steps_of(hd, _MEM_EFFICIENT_K_STEP)
+    multiply_adds = 0
+    for start in range(0, T, rows):
+        seen = min(start + rows, T) if causal else T
+        for first in range(0, seen, keys):
+            multiply_adds += rows * keys * (head + _steps_of(min(keys, seen - first), _MEM_EFFICIENT_K_STEP))
+    passes = _MEM_EFFICIENT_TF32_PASSES if size == _FP32_BYTES else 1
+    return 2 * passes * B * H * multiply_adds
+
+
+def _mem_efficient_stores(kernel: KernelRecord, size: int, B: int, H: int, T: int, d: int) -> str:
+    """What a memory-efficient forward's stores hold where they are its B·T·d outputs of `size`
+    bytes, with or without the fp32 log-sum-exps of B·H rows padded to 32; "" where neither."""
+    outputs = B * T * d * size
+    rows = _steps_of(T, _LOG_SUM_EXP_ROW_ALIGN)
+    if stored_bytes(kernel) == outputs:
+        return f"its N·d outputs of {size} B, heads unpadded"
+    if stored_bytes(kernel) == outputs + B * H * rows * _FP32_BYTES:
+        return f"its N·d outputs of {size} B, heads unpadded, and B·H·{rows} fp32 log-sum-exps"
+    return ""
+
+
+def _steps_of(n: int, step: int) -> int:
+    """`n` rounded up to whole steps of `step`."""
+    return -(-n // step) * step
 
 
 def _worked_evidence(hd: int, worked: int) -> str:
