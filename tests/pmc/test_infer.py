@@ -1376,6 +1376,44 @@ def test_flash_s_forward_pads_a_head_no_multiple_of_8():
     assert stores_fit(flash(651_264.0), 96, 3200, 40, 2) is False
 
 
+def test_a_qk_product_padded_by_pad_mm_stores_its_padded_scores():
+    """GPT-2 bf16 compiled in a training step, B=1, T=90, 12 heads of 64 (d = 768): inductor's
+    pad_mm pads Q and K to 96 rows (12·96·64·2 = 147,456 B each) and the QK^T product, 96 x 96 a
+    head, stores 12·96²·2 = 221,184 B (as B·T²·2 = 16,200 B a head 13.65 heads, no reading); its
+    work over 128-wide column tiles, 12·96·128·64 = 9,437,184 multiply-adds, gives T=90 (the one
+    divisor of N=90 up to 9,437,184 / (90·768) = 136.5). The softmax reads the T x T scores out
+    of the padded product and stores per row of 90: layer 0 its probabilities, the dropout keep
+    mask and the row's fp32 maximum and sum, 12·90·(90·3 + 8) = 300,240 B; layer 1 probabilities,
+    their fp32 copy and the keep mask, 12·90·90·7 = 680,400 B. Neither is probabilities alone
+    (150,120 / 8,100 = 18.5 heads), nor with statistics (300,240 / (90·188) = 17.7), so H=12
+    comes from the padded product. Product stores of 221,000 B (no whole head count over 90 or
+    96 rows) and softmax stores no set of tensors makes up (300,000 B) give no reading."""
+    import dataclasses
+
+    from lmperf.pmc.attention_shape import naive_shape
+    from lmperf.pmc.gemms import STORE_BYTES, TMA_STORE_BYTES
+    from lmperf.pmc.parse import KernelRecord
+
+    def qk(product: float) -> KernelRecord:
+        gemm = _gemm(0, "nvjet_sm90_tst_64x24_64x16_2x4_h_bz_TNT", 9_437_184.0)
+        return dataclasses.replace(gemm, metrics={**gemm.metrics, TMA_STORE_BYTES: product})
+
+    def softmax(stored: float) -> KernelRecord:
+        name = "triton_per_fused__softmax__to_copy_add_arange_bmm_exp_expand_le_mul_native_dropout_7"
+        return KernelRecord(1, name, (1080, 1, 1), (64, 1, 1), {STORE_BYTES: stored})
+
+    for stored, kept in (
+        (300_240.0, "B·H·T·(T·(2 + 1) + 8) B: probabilities, the dropout keep mask and each row's fp32"),
+        (680_400.0, "B·H·T·T·(2 + 4 + 1) B: probabilities, their fp32 copy and the dropout keep mask"),
+    ):
+        shape = naive_shape(qk(221_184.0), softmax(stored), 90, 768, stored_size=2)
+        assert (shape.batch, shape.seq_len, shape.n_heads, shape.head_dim) == (1, 90, 12, 64)
+        assert "221,184 B of stores = B·H·96²·2 B (T padded to 96 by pad_mm) give H=12" in shape.evidence
+        assert kept in shape.evidence, shape.evidence
+        assert naive_shape(qk(221_000.0), softmax(stored), 90, 768, stored_size=2) is None
+    assert naive_shape(qk(221_184.0), softmax(300_000.0), 90, 768, stored_size=2) is None
+
+
 def test_a_compiled_softmax_after_an_fp32_qk_stores_fp32_scores():
     """A bf16 step (2-byte activations) whose QK^T runs on FFMA without tensor work makes fp32
     scores: B=1, T=80, 32 heads of 100 (d = 3200) store 1·32·80·80·4 = 819,200 B of them. Read

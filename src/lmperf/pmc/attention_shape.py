@@ -20,7 +20,17 @@ from dataclasses import dataclass
 
 from lmperf.analysis.kernels import SOFTMAX
 from lmperf.analysis.tiles import causal_tile_fraction
-from lmperf.pmc.gemms import FADD, FFMA, FMUL, STORE_BYTES, TENSOR_PATHS, TMA_STORE_BYTES, macs, tensor_path
+from lmperf.pmc.gemms import (
+    FADD,
+    FFMA,
+    FMUL,
+    STORE_BYTES,
+    TENSOR_PATHS,
+    TMA_STORE_BYTES,
+    macs,
+    pad_mm_rows,
+    tensor_path,
+)
 from lmperf.pmc.kernels import category, is_template
 from lmperf.pmc.parse import KernelRecord
 
@@ -139,8 +149,8 @@ def naive_shape(
     several ops an element): count the B·H·T² probabilities it stores, of that many bytes each,
     or those and each row's statistics where no count of probabilities alone fits, or the
     statistics alone where it stores nothing else (`stores_row_statistics`), or else the heads
-    the QK^T product's own stores count where what a backward keeps of the softmax makes up its
-    stores; a count of more heads than the product's stores hold is no reading."""
+    the QK^T product's own stores count (over T or pad_mm's padded T) where what a backward keeps
+    of the softmax makes up its stores; a count of more heads than the product's stores hold is no reading."""
     t_est = macs(qk) / (tokens * d)
     seq_lens = [t for t in _divisors(tokens) if t <= t_est * 1.001]
     if not seq_lens:
@@ -222,26 +232,32 @@ def _from_product_stores(
     stored: float, B: int, T: int, d: int, size: int, error: float, qk: KernelRecord
 ) -> AttentionShape | None:
     """H from the QK^T product's own stores, exactly B·H·T² scores of `size` bytes with H a
-    divisor of d, confirmed by the softmax's `stored` bytes: B·H·T rows of T scores in one of the
-    sets of tensors a backward may keep (`_saved_scores`, the fewest first, which name them; H
-    rests on the product alone), with or without each row's fp32 maximum and sum; else None.
+    divisor of d, or B·H·T'² where inductor's pad_mm pads both of the product's T-long sides to
+    T' (a multiple of 8: T=90 as 96) and slices the scores back, confirmed by the softmax's
+    `stored` bytes: B·H·T rows of T scores in one of the sets of tensors a backward may keep
+    (`_saved_scores`, the fewest first, which name them; H rests on the product alone), with or
+    without each row's fp32 maximum and sum; else None, or where the padded and the unpadded
+    product both give a confirmed H.
     Those are 8 bytes a row, never the 9 of SDPA's safe softmax: the tensors are those a Hugging
     Face eager attention keeps, whose plain softmax keeps no masked-row byte. So many sets let the
     softmax's stores alone pass for other shapes: B=3, T=64 and 16 heads store as many bytes,
     T·(2 + 1) + 8 a row, as B=1, T=96 and 32 heads with T·2 + 8."""
     product = stored_bytes(qk)
-    H = _whole_heads(product / (B * T * T * size), d)
-    if H is None:
+    fits = {}
+    for rows in sorted({T, pad_mm_rows(T)}):
+        H = _whole_heads(product / (B * rows * rows * size), d)
+        made_up = [
+            (scores, names, statistics)
+            for scores, names in _saved_scores(size)
+            for statistics in (0, _ROW_STATISTICS_BYTES)
+            if H and stored == B * H * T * (T * sum(scores) + statistics)
+        ]
+        if made_up:
+            fits[H] = (rows, *made_up[0])
+    if len(fits) != 1:
         return None
-    made_up = [
-        (scores, names, statistics)
-        for scores, names in _saved_scores(size)
-        for statistics in (0, _ROW_STATISTICS_BYTES)
-        if stored == B * H * T * (T * sum(scores) + statistics)
-    ]
-    if not made_up:
-        return None
-    scores, names, statistics = made_up[0]
+    ((H, (rows, scores, names, statistics)),) = fits.items()
+    padded = "" if rows == T else f" (T padded to {rows} by pad_mm)"
     return AttentionShape(
         B,
         T,
@@ -249,7 +265,7 @@ def _from_product_stores(
         d // H,
         error,
         f"QK^T matmul {macs(qk):,.0f} MACs = N·T·d gives T={T}; its product's {product:,.0f} B of stores"
-        f" = B·H·T²·{size} B give H={H}; the softmax's {stored:,.0f} B of stores are"
+        f" = B·H·{'T²' if rows == T else f'{rows}²'}·{size} B{padded} give H={H}; the softmax's {stored:,.0f} B of stores are"
         f" B·H·T·{_row_bytes(scores, statistics)} B: {_listed(names, statistics)}",
     )
 
