@@ -692,10 +692,22 @@ def test_a_decode_step_decides_the_batch_its_prefill_leaves_open():
         # an fp32 head split along k in two whose first slice sums over whole 128 x 128 tiles, 128
         # rows x 32,128 columns of a 32,064-entry vocabulary: FADD 4,112,384, stores N·V·4 + 4·FADD
         ("ce_llama_h32_kv32_t80_eager_fp32", "vocab_size", "4 B for each FADD, which adds 1 split-K slice(s)' sums"),
+        # QK^T and P V one cutlass kernel of 32·128³ MACs a layer (T = 100 and heads of 128, both
+        # padded to 128): P V was skipped as the V projection, QK^T's twin, and the MLP misread
+        ("cg_llama_h32_kv8_t100_train_compile_naive_fp16", "n_heads", "give H=32"),
+        # pad_mm pads the QK^T product to 96 x 96 over T = 90: its stores, 12·96²·2 B, hold no
+        # whole number of heads over 90² scores
+        ("ch_gpt2_h12_t90_train_compile_naive", "n_heads", "(T padded to 96 by pad_mm) give H=12"),
+        # SDPA's memory-efficient fp32 forward takes heads of 100 unpadded: its grid names B and
+        # H, its work is its schedule's over heads of 100 in steps of 32
+        ("ch_llama_h32_kv32_t64_eager_fp32", "n_heads", "exactly its causal schedule's over heads of 100"),
+        # max-autotune's math path at T = head_dim = 100: QK^T and P V one bmm template whose grid
+        # (4, 32, 1) counts B·H
+        ("ci_llama_h32_kv32_t100_autotune", "n_heads", "(tiles, B·H, 1) and stores its 1,280,000 B"),
     ],
 )
 def test_blind_batches_misses_read_as_ran(name, field, how):
-    """The captures blind batches t, q, p, n, j, ak, al, ao, ar, as, at, aw, az, ba, bj, bk, bl, bp, bq, ca, cd, ce and cf missed (fixed after them, so not blind):
+    """The captures blind batches t, q, p, n, j, ak, al, ao, ar, as, at, aw, az, ba, bj, bk, bl, bp, bq, ca, cd, ce, cf, cg, ch and ci missed (fixed after them, so not blind):
     every field against the configuration that ran, and the field the fix is about read the way
     `how` names."""
     from lmperf.pmc.infer import infer
