@@ -6273,6 +6273,119 @@ _SERVED_BLIND_CM = [
 ]
 
 
+# Written down with batches cl and cm, weighted to the kinds the served corpus holds fewest of: a
+# static-cache generate, lmperf's fused loss compiled and eager, training steps over two sequences in
+# fp16; beside them a compiled forward with Hugging Face's eager attention, max-autotune in fp16 and
+# on a Qwen2.5 width, fp32 eager Qwen3 and served shapes under CUDA graphs, Liger and cuDNN.
+# Generate and training entries come first: they take longest.
+_SERVED_BLIND_CN = [
+    (
+        "cn_llama_h8_kv2_p48_b2_static",
+        llama(2, 1024, 8, 2, 2816, 32000),
+        2,
+        48,
+        "generate",
+        "bf16",
+        "sdpa",
+        {"new_tokens": 3, "static_cache": True},
+    ),
+    (
+        "cn_lmperf_h16_t112_train_compile_fused",
+        _small(n_layers=2, d_model=1024, n_heads=16, d_ff=2816),
+        1,
+        112,
+        "train-step",
+        "bf16",
+        "sdpa",
+        {**COMPILED, "loss": "fused"},
+    ),
+    (
+        "cn_llama_h16_kv4_t64_train_compile_fp16",
+        llama(2, 2048, 16, 4, 5632, 32000),
+        2,
+        64,
+        "train-step",
+        "fp16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "cn_lmperf_h12_t128_train_fused",
+        _small(n_layers=2, d_model=768, n_heads=12, d_ff=2048),
+        1,
+        128,
+        "train-step",
+        "bf16",
+        "sdpa",
+        {"loss": "fused"},
+    ),
+    (
+        "cn_mistral_h32_kv8_t80_graphs_fp16",
+        llama(2, 4096, 32, 8, 14336, 32768, "mistral"),
+        2,
+        80,
+        "forward",
+        "fp16",
+        "sdpa",
+        GRAPHED,
+    ),
+    (
+        "cn_qwen2_h12_kv2_t144_autotune",
+        llama(2, 1536, 12, 2, 8960, 151936, "qwen2"),
+        1,
+        144,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    ("cn_gpt2_h12_t200_compile_naive", gpt2(2, 768, 12, 50257), 1, 200, "forward", "bf16", "naive", COMPILED),
+    ("cn_opt_h16_t96_graphs", opt(2, 1024, 16, 4096, 50272), 1, 96, "forward", "bf16", "sdpa", GRAPHED),
+    ("cn_neox_h32_t80_autotune_fp16", neox(2, 2560, 32, 10240, 50304), 1, 80, "forward", "fp16", "sdpa", AUTOTUNED),
+    (
+        "cn_llama_h32_kv8_t100_liger_fp16",
+        llama(2, 4096, 32, 8, 14336, 128256),
+        1,
+        100,
+        "forward",
+        "fp16",
+        "sdpa",
+        LIGER,
+    ),
+    (
+        "cn_qwen3_h16_kv8_t96_eager_fp32",
+        qwen3(2, 1024, 16, 8, 128, 3072, 151936),
+        1,
+        96,
+        "forward",
+        "fp32",
+        "sdpa",
+        {},
+    ),
+    (
+        "cn_llama_h24_kv8_t77_cudnn_fp16",
+        llama(2, 3072, 24, 8, 8192, 128256),
+        1,
+        77,
+        "forward",
+        "fp16",
+        "sdpa",
+        CUDNN,
+    ),
+    ("cn_gpt2_h16_t150_graphs", gpt2(2, 1024, 16, 50257), 2, 150, "forward", "bf16", "sdpa", GRAPHED),
+    (
+        "cn_qwen2_h16_kv2_t64_compile_fp16",
+        llama(2, 2048, 16, 2, 11008, 151936, "qwen2"),
+        3,
+        64,
+        "forward",
+        "fp16",
+        "sdpa",
+        COMPILED,
+    ),
+]
+
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -6471,6 +6584,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_CK
             + _SERVED_BLIND_CL
             + _SERVED_BLIND_CM
+            + _SERVED_BLIND_CN
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
