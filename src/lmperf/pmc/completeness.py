@@ -270,11 +270,12 @@ def forward_start(step: list[KernelRecord]) -> int | None:
     return start
 
 
-def lookups_before_first_gemm(kernels: list[KernelRecord]) -> int:
-    """Embedding lookups before the first GEMM: one (the token embedding) in every forward pass,
-    two with a learned position table, none in a layer."""
+def lookups_before_first_gemm(kernels: list[KernelRecord]) -> list[KernelRecord]:
+    """Embedding lookups before the first GEMM, in launch order: the token embedding's first in
+    every forward pass, then a learned position table's or a kernel named after a lookup it
+    fuses; none in a layer."""
     first_gemm = next((i for i, k in enumerate(kernels) if category(k) == MATMUL), len(kernels))
-    return sum(is_lookup(k) for k in kernels[:first_gemm])
+    return [k for k in kernels[:first_gemm] if is_lookup(k)]
 
 
 def is_lookup(kernel: KernelRecord) -> bool:

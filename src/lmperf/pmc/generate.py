@@ -146,7 +146,7 @@ def _head_is_largest(steps: list[list[KernelRecord]]) -> bool:
 def _embeds(step: list[KernelRecord]) -> bool:
     """Whether the step looks up token embeddings (a gather) before its first GEMM, as every
     forward pass does and no layer does."""
-    return lookups_before_first_gemm(step) > 0
+    return bool(lookups_before_first_gemm(step))
 
 
 def cache_length(layer: list[KernelRecord], batch: int, kv_width: int, size: int) -> int | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from lmperf.analysis.kernels import MATMUL, MATMUL_AUX, NORM
 from lmperf.pmc.kernels import category, is_generated, runs_norm
 from lmperf.pmc.completeness import lookups_before_first_gemm
-from lmperf.pmc.gemms import FADD, Phases, tensor_path
+from lmperf.pmc.gemms import FADD, STORE_BYTES, Phases, tensor_path, whole
 from lmperf.pmc.parse import Capture, KernelRecord
 from lmperf.pmc.result import Inference
 
@@ -198,5 +198,21 @@ def add_parameter_counts(result: Inference, roles: dict, capture: Capture, phase
 
 def position_table(phases: Phases) -> bool:
     """Whether the forward looks up a learned position table (GPT-2's wpe, OPT's positions): a
-    second embedding lookup before the first layer GEMM, beside the token embedding's."""
-    return lookups_before_first_gemm(phases.forward) >= 2
+    second embedding lookup before the first layer GEMM, beside the token embedding's, that
+    stores what a position lookup does."""
+    lookups = lookups_before_first_gemm(phases.forward)
+    return any(stores_position_rows(k, lookups[0]) for k in lookups[1:])
+
+
+def stores_position_rows(lookup: KernelRecord, token: KernelRecord) -> bool:
+    """Whether a lookup after the `token` embedding's stores one row per position, as a position
+    table's does: T rows (the positions of one sequence, broadcast over the batch) or B·T, so
+    its store bytes divide the token lookup's B·T rows. Inductor names a kernel after every
+    operator it fuses, so the copy pad_mm makes of the first norm's output (its rows rounded up
+    to a multiple of 8, once per projection it feeds) is named after the embedding too, and
+    stores more than the token lookup: no second table. Without store counters the name
+    decides."""
+    stored, token_stored = lookup.metrics.get(STORE_BYTES), token.metrics.get(STORE_BYTES)
+    if stored is None or token_stored is None:
+        return True
+    return stored > 0 and whole(token_stored, stored) is not None
