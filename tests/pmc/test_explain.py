@@ -4,7 +4,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lmperf.analysis.flops import forward_ops, padded_matmul_flops
-from lmperf.analysis.tiles import causal_tile_fraction
+from lmperf.analysis.tiles import causal_tile_fraction, ceil_div, round_up
 from lmperf.cli import app
 from lmperf.errors import UsageError
 from lmperf.model import preset
@@ -64,6 +64,22 @@ def test_class_rows_cover_gemm_and_attention():
     by_class = {r["kernel_class"]: r for r in rows}
     assert by_class["attention"]["residual"] == pytest.approx(0.0, abs=1e-9)
     assert 0 < by_class["matmul"]["residual"] < 0.05  # a few padded widths
+
+
+def test_ceil_div_counts_pieces_that_cover():
+    assert ceil_div(0, 64) == 0
+    assert ceil_div(128, 64) == 2  # an exact multiple adds no piece
+    assert ceil_div(129, 64) == 3  # one over opens a third
+    assert ceil_div(100, 64) == 2
+    assert ceil_div(2**53 + 1, 1) == 2**53 + 1  # integers: a float division would round to 2**53
+
+
+def test_round_up_pads_to_whole_multiples():
+    assert round_up(0, 8) == 0
+    assert round_up(104, 8) == 104  # pad_mm leaves a multiple of 8 as it is
+    assert round_up(105, 8) == 112
+    assert round_up(100, 64) == 128
+    assert round_up(1120, 64) == 1152  # k = 1120 in K-steps of 64
 
 
 def test_causal_tile_fraction_counts_whole_tiles():

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import math
 import re
 from dataclasses import dataclass
 
 from lmperf.analysis.kernels import SOFTMAX
-from lmperf.analysis.tiles import causal_tile_fraction
+from lmperf.analysis.tiles import causal_tile_fraction, ceil_div, round_up
 from lmperf.pmc.gemms import (
     FADD,
     FFMA,
@@ -320,7 +319,7 @@ def _holds_head(kernel: KernelRecord, hd: int) -> bool:
 def _padded_head(hd: int) -> int:
     """The head width a fused attention loads: PyTorch pads a head no multiple of 8 with zeros to
     the next one (the kernels load whole 16-byte vectors) and slices the output back after."""
-    return _steps_of(hd, _HEAD_ALIGN)
+    return round_up(hd, _HEAD_ALIGN)
 
 
 def _worked_head_dims(kernel: KernelRecord, hd: int) -> tuple[int, ...]:
@@ -332,7 +331,7 @@ def _worked_head_dims(kernel: KernelRecord, hd: int) -> tuple[int, ...]:
     if tile and hd <= tile:
         return (tile,)
     padded = _padded_head(hd)
-    return (hd,) if padded == hd else (padded, _steps_of(padded, _HEAD_STEP))
+    return (hd,) if padded == hd else (padded, round_up(padded, _HEAD_STEP))
 
 
 def _flops_error(kernel: KernelRecord, B: int, H: int, hd: int, T: int, query_tiles: tuple[int, ...] = _TILES) -> float:
@@ -362,7 +361,7 @@ def _tensor_error(
     areas = [causal_tile_fraction(T, tq, tk) * T * T for tq in query_tiles for tk in _TILES] + [T * T]
     # A mask passed as a tensor (torch.compile hands SDPA its causal mask as a bias) makes the
     # kernel run every tile, the last ones padded: the whole padded square.
-    areas += [math.ceil(T / tq) * tq * math.ceil(T / tk) * tk for tq in query_tiles for tk in _TILES]
+    areas += [round_up(T, tq) * round_up(T, tk) for tq in query_tiles for tk in _TILES]
     # fp32 kernels on TF32 tensor cores split each product into 3 (3xTF32, for fp32 accuracy).
     passes = (1, 3) if kernel.metric(TENSOR_PATHS["tf32"]) > 0 else (1,)
     return min(abs(counted - 4 * B * H * hd * area * n) / counted for area in areas for n in passes)
@@ -397,7 +396,7 @@ def _cudnn_persistent_heads(kernel: KernelRecord, B: int, T: int) -> int | None:
     tile pair in forward passes at T = 128..1000, +4·T per head in training steps)."""
     if "cudnn" not in kernel.name or not kernel.metric(FFMA):
         return None
-    tiles = math.ceil(T / 128)
+    tiles = ceil_div(T, 128)
     pairs = tiles * (tiles + 1) // 2
     for per_head in (512 * pairs, 512 * pairs + 4 * T):
         heads = kernel.metric(FFMA) / (B * per_head)
@@ -425,13 +424,13 @@ def fused_shape(kernel: KernelRecord, tokens: int, d: int, batch: int | None = N
     for B in _divisors(tokens):
         T = tokens // B
         for tq in _TILES:
-            H = _whole_heads(blocks / (B * math.ceil(T / tq)), d)
+            H = _whole_heads(blocks / (B * ceil_div(T, tq)), d)
             if H is None:
                 continue
             hd = d // H
             if hd not in PLAUSIBLE_HEAD_DIMS and H != padded_heads:
                 continue  # a head of another width only where the stores show it padded
-            tiles = math.ceil(T / tq)
+            tiles = ceil_div(T, tq)
             if split_kv and (kernel.grid[0], kernel.grid[2]) != (tiles, B * H):
                 continue
             if grid_names_batch(kernel) and kernel.grid != (tiles, H, B):
@@ -491,7 +490,7 @@ def _mem_efficient_shape(kernel: KernelRecord, tokens: int, d: int) -> Attention
         return None
     size, rows, _ = tiles
     query_tiles, H, B = kernel.grid
-    if tokens % B or d % H or query_tiles != math.ceil(tokens // B / rows):
+    if tokens % B or d % H or query_tiles != ceil_div(tokens // B, rows):
         return None
     T, hd = tokens // B, d // H
     counted = sum(kernel.metric(m) for m in TENSOR_PATHS.values())
@@ -533,12 +532,12 @@ def _mem_efficient_ops(tiles: tuple[int, int, int], B: int, H: int, hd: int, T: 
     size, rows, keys = tiles
     if hd > keys:
         return None
-    head = _steps_of(hd, _MEM_EFFICIENT_K_STEP)
+    head = round_up(hd, _MEM_EFFICIENT_K_STEP)
     multiply_adds = 0
     for start in range(0, T, rows):
         seen = min(start + rows, T) if causal else T
         for first in range(0, seen, keys):
-            multiply_adds += rows * keys * (head + _steps_of(min(keys, seen - first), _MEM_EFFICIENT_K_STEP))
+            multiply_adds += rows * keys * (head + round_up(min(keys, seen - first), _MEM_EFFICIENT_K_STEP))
     passes = _MEM_EFFICIENT_TF32_PASSES if size == _FP32_BYTES else 1
     return 2 * passes * B * H * multiply_adds
 
@@ -547,17 +546,12 @@ def _mem_efficient_stores(kernel: KernelRecord, size: int, B: int, H: int, T: in
     """What a memory-efficient forward's stores hold where they are its B·T·d outputs of `size`
     bytes, with or without the fp32 log-sum-exps of B·H rows padded to 32; "" where neither."""
     outputs = B * T * d * size
-    rows = _steps_of(T, _LOG_SUM_EXP_ROW_ALIGN)
+    rows = round_up(T, _LOG_SUM_EXP_ROW_ALIGN)
     if stored_bytes(kernel) == outputs:
         return f"its N·d outputs of {size} B, heads unpadded"
     if stored_bytes(kernel) == outputs + B * H * rows * _FP32_BYTES:
         return f"its N·d outputs of {size} B, heads unpadded, and B·H·{rows} fp32 log-sum-exps"
     return ""
-
-
-def _steps_of(n: int, step: int) -> int:
-    """`n` rounded up to whole steps of `step`."""
-    return -(-n // step) * step
 
 
 def _worked_evidence(hd: int, worked: int) -> str:
@@ -613,7 +607,7 @@ def _persistent_candidates(kernel: KernelRecord, tokens: int, d: int) -> Attenti
         H = _cudnn_persistent_heads(kernel, B, T)
         if H is None or d % H or d // H not in PLAUSIBLE_HEAD_DIMS:
             continue
-        if kernel.blocks >= B * H * math.ceil(T / 128):
+        if kernel.blocks >= B * H * ceil_div(T, 128):
             continue  # not persistent: the grid itself counts the tiles
         error = _flops_error(kernel, B, H, d // H, T)
         if best is None or error < best.error:
@@ -667,7 +661,7 @@ _MASK_ROW_ALIGN = 16
 
 def _mask_fits(stored: float, batch: int, seq_len: int) -> bool:
     for size in _MASK_SIZES:
-        row = -(-seq_len * size // _MASK_ROW_ALIGN) * _MASK_ROW_ALIGN
+        row = round_up(seq_len * size, _MASK_ROW_ALIGN)
         for width in {seq_len * size, row}:
             if stored in (seq_len * width, batch * seq_len * width):
                 return True

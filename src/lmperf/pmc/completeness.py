@@ -18,8 +18,6 @@ A `Gap` names what is missing and the fields that rest on it; infer leaves those
 
 from __future__ import annotations
 
-import math
-
 from lmperf.analysis.kernels import (
     ATTENTION,
     COPY,
@@ -32,6 +30,7 @@ from lmperf.analysis.kernels import (
     REDUCTION,
     SOFTMAX,
 )
+from lmperf.analysis.tiles import ceil_div
 from lmperf.pmc.attention_shape import stores_row_statistics
 from lmperf.pmc.kernels import category, is_generated
 from lmperf.pmc import gemms as g
@@ -199,7 +198,7 @@ def optimizer_gaps(phases: g.Phases, trained: int | None, least_params: int | No
     why = None
     if tensors and not adam:
         why = f"the step counters of {tensors} parameter tensors ran, but no AdamW update"
-    elif tensors and len(adam) < math.ceil(tensors / ADAM_TENSORS_PER_LAUNCH):
+    elif tensors and len(adam) < ceil_div(tensors, ADAM_TENSORS_PER_LAUNCH):
         why = (
             f"{len(adam)} AdamW launch(es) of at most {ADAM_TENSORS_PER_LAUNCH} tensors cannot "
             f"update the {tensors} parameter tensors the step counters count"

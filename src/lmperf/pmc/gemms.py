@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lmperf.analysis.kernels import ATTENTION, LOSS, MATMUL, OPTIMIZER, SOFTMAX
+from lmperf.analysis.tiles import ceil_div, round_up
 from lmperf.pmc.kernels import category, is_backward, is_generated, tensor_work
 from lmperf.pmc.parse import FADD as FADD
 from lmperf.pmc.parse import FFMA, TENSOR_PATHS, Capture, KernelRecord
@@ -107,7 +108,7 @@ def width_readings(kernel: KernelRecord, tokens: int, k: int) -> list[tuple[int,
         a, b, depth, c, d = nvjet
         tile_rows, tile_cols = a * c, b * d
         # its tensor work runs whole K-deep steps: k = 1120 counts as 1152 in steps of 64
-        inners = (-(-k // depth) * depth,)
+        inners = (round_up(k, depth),)
     elif simt:
         tile_rows, tile_cols = simt
         # an fp32 SIMT GEMM may spend one more FFMA per output element in its epilogue (k + 1)
@@ -117,7 +118,7 @@ def width_readings(kernel: KernelRecord, tokens: int, k: int) -> list[tuple[int,
     readings = []
     for inner in inners:
         for rows, cols in ((tile_rows, tile_cols), (tile_cols, tile_rows)):
-            padded = macs(kernel) / (inner * -(-tokens // rows) * rows)
+            padded = macs(kernel) / (inner * round_up(tokens, rows))
             if padded == int(padded) and padded % cols == 0:
                 readings.append((int(padded) - cols + 1, int(padded)))
     if nvjet and "splitK" in kernel.name:
@@ -133,12 +134,12 @@ def _split_k_nvjet_readings(
     projection over an attention 4096 wide). s is no part of the name; the grid pins it: s times
     the output tiles' CTAs, clusters of C x D CTAs of A x B tiles, is every CTA it launched."""
     readings = []
-    for slices in range(2, min(kernel.blocks, -(-k // depth)) + 1):  # each slice runs a step or more
-        inner = slices * -(-k // (slices * depth)) * depth
-        if kernel.blocks % slices or inner == -(-k // depth) * depth:
+    for slices in range(2, min(kernel.blocks, ceil_div(k, depth)) + 1):  # each slice runs a step or more
+        inner = slices * ceil_div(k, slices * depth) * depth
+        if kernel.blocks % slices or inner == round_up(k, depth):
             continue
         for (rows, row_cluster), (cols, col_cluster) in (((a, c), (b, d)), ((b, d), (a, c))):
-            row_tiles = -(-tokens // (rows * row_cluster)) * row_cluster
+            row_tiles = ceil_div(tokens, rows * row_cluster) * row_cluster
             padded = macs(kernel) / (inner * row_tiles * rows)
             if padded != int(padded) or padded % (cols * col_cluster):
                 continue
@@ -174,7 +175,7 @@ def simt_padded_outputs(kernel: KernelRecord, tokens: int, width: int) -> set[in
     columns: rows and columns each padded to whole tiles, with the rows on either side of the
     tile the name declares."""
     a, b = simt_tile(kernel)
-    return {-(-tokens // rows) * rows * -(-width // cols) * cols for rows, cols in ((a, b), (b, a))}
+    return {round_up(tokens, rows) * round_up(width, cols) for rows, cols in ((a, b), (b, a))}
 
 
 def split_k_simt(kernel: KernelRecord) -> bool:
@@ -189,7 +190,7 @@ def split_k_simt_allows(kernel: KernelRecord, tokens: int, k: int, width: int) -
     slices, ffma = kernel.grid[2], kernel.metric(FFMA)
     for outputs in simt_padded_outputs(kernel, tokens, width):
         for align in _SLICE_ALIGNMENTS:
-            inner = -(-(-(-k // slices)) // align) * align * slices
+            inner = round_up(ceil_div(k, slices), align) * slices
             if any(outputs * (inner + extra) == ffma for extra in (0, 1, slices)):
                 return True
     return False
@@ -225,7 +226,7 @@ PAD_MM_ROWS = 8
 
 def pad_mm_rows(rows: int) -> int:
     """The rows pad_mm rounds a GEMM's `rows` up to."""
-    return -(-rows // PAD_MM_ROWS) * PAD_MM_ROWS
+    return round_up(rows, PAD_MM_ROWS)
 
 
 def padded_output_width(kernel: KernelRecord, rows: int, size: int) -> int | None:

@@ -41,6 +41,7 @@ from lmperf.pmc.attention_shape import (
     untie_by_rotary_table,
 )
 from lmperf.analysis.kernels import ATTENTION, LOSS, MATMUL, MATMUL_AUX
+from lmperf.analysis.tiles import ceil_div, round_up
 from lmperf.pmc.kernels import category, is_generated, is_triton, runs_norm
 from lmperf.pmc.generate import Steps, cache_length, split_steps
 from lmperf.pmc.completeness import (
@@ -65,7 +66,7 @@ ROW_TILE = 256  # GEMMs pad the token rows too: up to a 64-128 row tile times a 
 def row_padding(tokens: int) -> float:
     """How much a GEMM's M = N rows can be padded: N=400 runs as 512 rows (64-row tiles, 8 of
     them for a cluster of 4x2), so widths read from the work are bounded by this factor more."""
-    return -(-tokens // ROW_TILE) * ROW_TILE / tokens
+    return round_up(tokens, ROW_TILE) / tokens
 
 
 def element_counts(
@@ -514,7 +515,7 @@ def _work_span(kernel: KernelRecord, tokens: int, k: int) -> tuple[int, int] | N
     span = g.width_interval(kernel, tokens, k)
     if span or not is_generated(kernel.name) or not g.macs(kernel):
         return span
-    padded = -(-tokens // ROW_TILE) * ROW_TILE
+    padded = round_up(tokens, ROW_TILE)
     return math.ceil(g.macs(kernel) / (padded * k)), int(g.macs(kernel) / (tokens * k))
 
 
@@ -1072,7 +1073,7 @@ def _read_fields(
         head_rows = result.values["batch"]
     else:
         head_rows = padded_rows(
-            phases.forward, layer.lm_head, -(-tokens // loss_chunks(capture, layer.lm_head)), d, size
+            phases.forward, layer.lm_head, ceil_div(tokens, loss_chunks(capture, layer.lm_head)), d, size
         )
     if head_rows:
         _vocab(result, layer.lm_head, phases, head_rows, d, list(followers))
@@ -1094,7 +1095,7 @@ def padded_rows(forward: list[KernelRecord], gemm: KernelRecord, rows: int, widt
     if size is None or feeder is None:
         return rows
     stored = g.stored_width(feeder, width, size)  # the rows it stores
-    aligned = -(-rows // (16 // size)) * (16 // size)
+    aligned = round_up(rows, 16 // size)
     return stored if stored and rows < stored <= aligned else rows
 
 
@@ -1552,7 +1553,7 @@ def _vocab(
         high, low = int(bound), max(1, int(low) - (g.tile_extent(head.name) or 256) + 1)
     tma_store = head.metrics.get(g.STORE_BYTES) == 0  # None: a capture without the counter
     if g.tensor_path(head) in ("bf16", "fp16") and tma_store:
-        high, low = high // 8 * 8, -(-low // 8) * 8  # a TMA store (0 bytes counted) needs V % 8 == 0
+        high, low = high // 8 * 8, round_up(low, 8)  # a TMA store (0 bytes counted) needs V % 8 == 0
     # only within the head's tiles: the work bound alone holds the casts of other d-wide weights
     padded = vocab.padded_weight_vocab(before_head, tokens, d, _element_size(result), low, high) if tiles else None
     if padded:

@@ -33,6 +33,7 @@ import re
 from collections.abc import Collection, Sequence
 
 from lmperf.analysis.kernels import MATMUL
+from lmperf.analysis.tiles import ceil_div
 from lmperf.pmc.kernels import category
 from lmperf.pmc import gemms as g
 from lmperf.pmc.parse import KernelRecord
@@ -94,7 +95,7 @@ def split_k_vocab(head: KernelRecord, tokens: int, size: int) -> int | None:
     for rows, cols in {(int(match[1]), int(match[2])), (int(match[2]), int(match[1]))}:
         vocab = int(per_slice // (tokens * size))
         while vocab > 0:
-            bytes_ = tokens * vocab * size + SEMAPHORE_BYTES * -(-tokens // rows) * -(-vocab // cols)
+            bytes_ = tokens * vocab * size + SEMAPHORE_BYTES * ceil_div(tokens, rows) * ceil_div(vocab, cols)
             if bytes_ < per_slice:
                 break
             if bytes_ == per_slice:
