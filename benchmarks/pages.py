@@ -1227,7 +1227,7 @@ SERVED_BLIND = {
     "ci": "score-137-served-blindci-0d2da84",
     "cj": "score-138-served-blindcj-0d2da84",
 }
-SERVED_NOW = "score-134-served-all-c8fb96a"
+SERVED_NOW = "score-139-served-all-406f4a7"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
@@ -1348,7 +1348,7 @@ LIMITS_AT_CAPTURE = (
     "limits-at-capture-d461497",
     "limits-at-capture-3cd2926",
 )
-LIMITS_NOW = "limits-c8fb96a"
+LIMITS_NOW = "limits-a7ab681"
 
 
 def _limit_reading(row: dict) -> str:
@@ -1424,7 +1424,7 @@ def pmc_paths() -> str:
     return markdown(["attention path", "captures", "every structural field exact", "vocab_size exact"], body)
 
 
-INFER_TIME = "infer-time-c8fb96a"
+INFER_TIME = "infer-time-a7ab681"
 
 
 def _timed_capture(what: str) -> str:
