@@ -6386,6 +6386,47 @@ _SERVED_BLIND_CN = [
 ]
 
 
+# Seven quick forwards for the last few minutes of a session's device time (eager, fp32 eager with
+# heads of 100, Liger, cuDNN, CUDA graphs on lmperf's model), written down before capture like
+# every batch; all seven run at once.
+_SERVED_BLIND_CO = [
+    (
+        "co_qwen2_h16_kv2_t96_liger_fp16",
+        llama(2, 2048, 16, 2, 11008, 151936, "qwen2"),
+        1,
+        96,
+        "forward",
+        "fp16",
+        "sdpa",
+        LIGER,
+    ),
+    ("co_llama_h20_kv20_t96_eager_fp32", llama(2, 2000, 20, 20, 5400, 32000), 1, 96, "forward", "fp32", "sdpa", {}),
+    ("co_llama_h32_kv8_t100_cudnn", llama(2, 4096, 32, 8, 14336, 128256), 1, 100, "forward", "bf16", "sdpa", CUDNN),
+    (
+        "co_lmperf_h12_t128_graphs",
+        _small(n_layers=2, d_model=768, n_heads=12, d_ff=2048),
+        1,
+        128,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    (
+        "co_mistral_h32_kv8_t64_liger",
+        llama(2, 4096, 32, 8, 14336, 32768, "mistral"),
+        1,
+        64,
+        "forward",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    ("co_gpt2_h16_t128_eager_fp16", gpt2(2, 1024, 16, 50257), 1, 128, "forward", "fp16", "sdpa", {}),
+    ("co_opt_h32_t80_eager", opt(2, 2560, 32, 10240, 50272), 1, 80, "forward", "bf16", "sdpa", {}),
+]
+
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -6585,6 +6626,7 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_CL
             + _SERVED_BLIND_CM
             + _SERVED_BLIND_CN
+            + _SERVED_BLIND_CO
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
