@@ -7,6 +7,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Sequence
 
+from lmperf.analysis.tiles import ceil_div
 from lmperf.report import tables
 from lmperf.report.environment import measured_on
 from lmperf.report.plots import pyplot
@@ -38,7 +39,7 @@ def plot_tflops(rows: Sequence[dict], path: Path) -> None:
     ok = [r for r in rows if r["status"] == "ok"]
     panels = sorted({(r["dtype"], r["head_dim"], r["causal"]) for r in ok})
     columns = min(4, max(len(panels), 1))
-    lines = -(-max(len(panels), 1) // columns)
+    lines = ceil_div(max(len(panels), 1), columns)
     fig, axes = plt.subplots(lines, columns, figsize=(4.5 * columns, 3.5 * lines), squeeze=False)
     for ax, (dtype, head_dim, causal) in zip(axes.flat, panels):
         for impl in sorted({r["impl"] for r in ok}):

@@ -27,6 +27,7 @@ from typing import Iterable
 
 import torch
 
+from lmperf.analysis.tiles import round_up
 from lmperf.model.module_tree import repeated_blocks
 from lmperf.model.step import ModelStep
 from lmperf.profile import snapshot as snap
@@ -126,7 +127,7 @@ BLOCK = 512  # the caching allocator's granularity: max_memory_allocated counts 
 
 def _block_bytes(size: int) -> int:
     """The bytes the allocator counts for a request of `size`: whole 512-byte blocks, one at least."""
-    return max(BLOCK, -(-size // BLOCK) * BLOCK)
+    return max(BLOCK, round_up(size, BLOCK))
 
 
 def _replay_to_peak(events: list[dict], start: int) -> _Replay:
