@@ -396,7 +396,8 @@ def test_a_fused_qkv_read_by_its_bias_epilogue_or_else_only_bounded():
 def test_counts_at_multiples_of_d_are_no_evidence_of_a_fused_width():
     """N = 10, d = 64: N·128 and N·192 (two and three d-wide rows) go, N·96 stays; a count with
     one fp32 statistic a row (row_extra 2) that reads as N·128 goes too."""
-    from lmperf.pmc.infer import StoredCounts, _counts_off_multiples
+    from lmperf.pmc.counts import StoredCounts
+    from lmperf.pmc.kv_heads import _counts_off_multiples
 
     counts = StoredCounts({1280: 2, 1920: 1, 960: 4, 1300: 1})
     counts.row_extra = 2
@@ -420,7 +421,7 @@ def test_eager_kernels_that_rotate_q_then_k_give_k_s_share_of_q_s_width():
     from fractions import Fraction
 
     from lmperf.pmc.gemms import FMUL
-    from lmperf.pmc.infer import _rotated_in_turn
+    from lmperf.pmc.kv_heads import _rotated_in_turn
     from lmperf.pmc.parse import KernelRecord
 
     ops = ("mul_cos", "neg", "cat", "mul_sin", "add")
@@ -481,7 +482,8 @@ def test_a_split_k_projection_is_read_from_the_reduction_that_stores_its_output(
     bounded by [1, 8]."""
     from lmperf.pmc.attention_shape import AttentionShape
     from lmperf.pmc.gemms import FMUL, STORE_BYTES
-    from lmperf.pmc.infer import StoredCounts, _kv_heads
+    from lmperf.pmc.counts import StoredCounts
+    from lmperf.pmc.kv_heads import kv_heads
     from lmperf.pmc.parse import FADD, KernelRecord
     from lmperf.pmc.result import Inference
 
@@ -502,7 +504,7 @@ def test_a_split_k_projection_is_read_from_the_reduction_that_stores_its_output(
         result = Inference()
         result.values["dtype"] = "bf16"
         shape = AttentionShape(batch=1, seq_len=30, n_heads=16, head_dim=64, error=0.0, evidence="")
-        _kv_heads(result, roles, 30, 1024, shape, StoredCounts())
+        kv_heads(result, roles, 30, 1024, shape, StoredCounts())
         return result
 
     result = read(32 * 512 * 2)
@@ -519,7 +521,7 @@ def test_an_off_d_output_projection_pads_its_rows_and_d_not_the_attention():
     the 144 rows on the 48 side and 1024 on the 256 side, none padded. Read the other way round
     (1344 outputs over k 1024) no tile fits: 1344 columns on the 256 side, or 756 on the 48 side
     over 256 padded rows, are no whole number of tiles."""
-    from lmperf.pmc.infer import _in_span, _out_projection_allows
+    from lmperf.pmc.widths import _in_span, _out_projection_allows
 
     out = _gemm(0, "nvjet_sm90_tst_64x24_64x16_4x2_h_bz_TNT", 144 * 1024 * 1344)
     assert not _in_span(1344, out, 144, 1024)
@@ -725,7 +727,7 @@ def test_an_eager_elementwise_count_rounded_to_whole_blocks_reads_its_stores():
     than 157 whole blocks), a count that is no whole number of blocks, or a kernel that is no
     elementwise one keep the count as it is."""
     from lmperf.pmc.gemms import STORE_BYTES
-    from lmperf.pmc.infer import element_counts
+    from lmperf.pmc.counts import element_counts
     from lmperf.pmc.parse import KernelRecord
 
     def add(count, stored_bytes, name="void at::vectorized_elementwise_kernel<4, at::CUDAFunctor_add<float>>"):
@@ -1041,7 +1043,7 @@ def test_cudnns_stores_deny_rows_at_which_no_heads_fit_its_grid():
     from lmperf.analysis.kernels import ATTENTION
     from lmperf.pmc import gemms as g
     from lmperf.pmc.attention_shape import stores_deny
-    from lmperf.pmc.infer import _attention_stores, _tokens_and_width
+    from lmperf.pmc.widths import attention_stores, tokens_and_width
     from lmperf.pmc.parse import KernelRecord
     from lmperf.pmc.result import Inference
 
@@ -1058,12 +1060,12 @@ def test_cudnns_stores_deny_rows_at_which_no_heads_fit_its_grid():
     roles["first_layer"] = [attention, out, up]
     result = Inference()
     result.set("dtype", "bf16", 0.95, "the layer GEMMs' tensor pipe")
-    stores = _attention_stores(result, roles, g.Phases(roles["first_layer"], [], []))
+    stores = attention_stores(result, roles, g.Phases(roles["first_layer"], [], []))
 
     assert stores_deny(attention, 16, 4096, 2) and not stores_deny(attention, 64, 2048, 2)
     assert (stores(16, 4096), stores(64, 2048)) == (False, True)
     counts = Counter({65_536: 2, 131_072: 3})  # the K projection's N·1024 values; N·d
-    assert _tokens_and_width(result, Counter({16: 3, 64: 1}), roles, counts, None, stores) == (64, 2048)
+    assert tokens_and_width(result, Counter({16: 3, 64: 1}), roles, counts, None, stores) == (64, 2048)
     assert "not N=16, which more launches count" in result.evidence["d_model"]
 
 
@@ -1095,7 +1097,8 @@ def test_a_query_projection_s_own_stores_give_an_attention_wider_than_d():
     (N·2048) are a width the output projection's 80·3072·4096 MACs cannot hold, and without
     them no count gives a."""
     from lmperf.pmc.gemms import STORE_BYTES, TMA_STORE_BYTES
-    from lmperf.pmc.infer import _off_d_at, element_counts
+    from lmperf.pmc.counts import element_counts
+    from lmperf.pmc.widths import _off_d_at
     from lmperf.pmc.parse import KernelRecord
 
     def kernel(index, name, grid, work=0.0, stored=0.0, tma=0.0):
@@ -1143,7 +1146,7 @@ def test_a_per_head_norm_s_stores_give_the_attention_s_width():
     in bf16 store 800·128·2 values' bytes and an fp32 statistic a row, 204,800 + 3,200 = 208,000 B:
     N·1280. Its k norm, 160 rows: 41,600 B, N·256. The rotary kernel after them is no norm, and a
     norm before the first projection (the layer's input norm) is not between it and the attention."""
-    from lmperf.pmc.infer import _head_norm_widths
+    from lmperf.pmc.widths import _head_norm_widths
     from lmperf.pmc.parse import KernelRecord
 
     def kernel(index: int, name: str, rows: int, stored: float) -> KernelRecord:
@@ -1173,7 +1176,7 @@ def test_an_fp32_simt_head_s_epilogue_leaves_d_the_aligned_width():
     too. d is 768, the width a multiple of 8, not 512, the width the most kernels count."""
     from collections import Counter
 
-    from lmperf.pmc.infer import _residual_width
+    from lmperf.pmc.widths import _residual_width
     from lmperf.pmc.parse import KernelRecord
 
     head = KernelRecord(
@@ -1482,7 +1485,7 @@ def test_a_split_k_simt_gemm_s_tiles_bound_an_off_d_attention_s_width():
     allow the widths of 24 column tiles (1473-1536) at 64 rows; at 32 rows of d 1536 (the alias
     that halves the rows and doubles d: 144 x 11 = 1,584 a row) only 12 tiles' (705-768), not the
     1536 that alias's attention would need."""
-    from lmperf.pmc.infer import _in_span
+    from lmperf.pmc.widths import _in_span
     from lmperf.pmc.parse import KernelRecord
 
     query = KernelRecord(
@@ -1588,7 +1591,7 @@ def test_an_lm_head_s_tiles_and_logits_deny_twice_the_rows_at_half_d():
     from collections import Counter
 
     from lmperf.pmc.gemms import STORE_BYTES, TMA_STORE_BYTES
-    from lmperf.pmc.infer import head_holds
+    from lmperf.pmc.widths import head_holds
     from lmperf.pmc.parse import TENSOR_PATHS, KernelRecord
 
     def head(stored: float) -> KernelRecord:
@@ -1658,7 +1661,7 @@ def test_p_v_repeating_qk_s_kernel_and_work_is_no_v_projection():
     same bmm template of 67,108,864 FFMA. Taking QK^T for a projection left the down-projection,
     the nearest work after the softmax, as P V and no MLP after it."""
     from lmperf.pmc.gemms import Layers
-    from lmperf.pmc.infer import layer_roles
+    from lmperf.pmc.roles import layer_roles
 
     layer = _naive_layer_at_t_equal_head_dim()
     gemms = [layer[i] for i in (1, 2, 4, 6, 8, 9, 11, 12, 14)]

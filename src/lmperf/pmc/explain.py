@@ -15,7 +15,8 @@ from lmperf.errors import UsageError
 from lmperf.model import ModelConfig, preset
 from lmperf.model.hf_config import from_fields
 from lmperf.pmc import gemms as g
-from lmperf.pmc.infer import SLACK, layer_roles
+from lmperf.pmc.counts import SLACK
+from lmperf.pmc.roles import layer_roles
 from lmperf.pmc.parse import Capture, KernelRecord
 
 _ATTENTION_OPS = ("attn_scores", "attn_weighted_sum")

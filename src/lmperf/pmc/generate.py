@@ -14,11 +14,13 @@ attention counts (the first step may be cut at its start).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lmperf.analysis.kernels import ATTENTION, COPY, MATMUL
 from lmperf.pmc.kernels import category
 from lmperf.pmc import gemms as g
+from lmperf.pmc.attention_shape import PLAUSIBLE_HEAD_DIMS
 from lmperf.pmc.completeness import attention_groups, forward_start, lookups_before_first_gemm
 from lmperf.pmc.parse import Capture, KernelRecord
 from lmperf.pmc.tokens import token_candidates
@@ -166,3 +168,31 @@ def cache_length(layer: list[KernelRecord], batch: int, kv_width: int, size: int
     ]
     twice = [n for n in set(lengths) if lengths.count(n) >= 2]
     return min(twice or [0]) or None
+
+
+def rotary_heads(
+    kernels: Sequence[KernelRecord], between: Sequence[KernelRecord], batch: int, size: int
+) -> tuple[int, int, int] | None:
+    """(query heads, K/V heads, head_dim) of one decode token per sequence from rotary position
+    embedding (Llama-style): the cos table holds batch x head_dim fp32 values, and rotating q and
+    then k concatenates two halves of batch x heads x head_dim values each (`between` holds the
+    first layer's kernels from its Q/K/V projections to its attention). None without them."""
+    cos = next((k for k in kernels if "cos_kernel" in k.name), None)
+    head_dim = (cos.metrics.get(g.STORE_BYTES) or 0) / (batch * 4) if cos else 0
+    if head_dim not in PLAUSIBLE_HEAD_DIMS:
+        return None
+    cats = [k.metrics.get(g.STORE_BYTES) or 0 for k in between if "CatArray" in k.name][:2]
+    heads = [c / (batch * head_dim * size) for c in cats]
+    if len(heads) < 2 or not all(h == int(h) and h >= 1 for h in heads) or heads[0] % heads[1]:
+        return None
+    return int(heads[0]), int(heads[1]), int(head_dim)
+
+
+def decode_batch(decode_step: Sequence[KernelRecord], tokens: int) -> int | None:
+    """B as a generate's first decode step reads it (one token per sequence): the row count its
+    norms and lookups agree on most, when it divides the prefill's token rows. It only breaks a
+    tie of the prefill's attention: a static cache hands SDPA a mask, the kernel runs whole
+    padded tiles, and B=4, T=64 in 64 x 128 tiles counts the work of B=1, T=256; elsewhere the
+    decode step's bookkeeping kernels may outnumber its norms."""
+    rows = token_candidates(list(decode_step)).most_common(1)
+    return rows[0][0] if rows and rows[0][0] >= 1 and tokens % rows[0][0] == 0 else None
