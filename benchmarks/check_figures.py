@@ -1210,8 +1210,8 @@ QUOTES: list[Quote] = [
     Quote("benchmarks/pmc-accuracy.md", "ran past the {} s their calls gave them", lambda: _uncaptured_blind()[5:]),
     Quote(
         "benchmarks/pmc-accuracy.md",
-        "a `reduce-overhead` (CUDA graphs) forward took {} s and a static-cache `generate` {} s; batch z's "
-        "static-cache `generate` ran past its {} s",
+        "a `reduce-overhead` (CUDA graphs) forward took {} s and a static-cache `generate` {} s; the "
+        "static-cache `generate`s of batches z and cn ran past their {} s",
         _graph_capture_seconds,
     ),
     # docs/attention-tuning.md

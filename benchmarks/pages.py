@@ -1226,6 +1226,11 @@ SERVED_BLIND = {
     "ch": "score-136-served-blindch-0d2da84",
     "ci": "score-137-served-blindci-0d2da84",
     "cj": "score-138-served-blindcj-0d2da84",
+    "ck": "score-140-served-blindck-d298b66",
+    "cl": "score-141-served-blindcl-d298b66",
+    "cm": "score-142-served-blindcm-d298b66",
+    "cn": "score-143-served-blindcn-d298b66",
+    "co": "score-144-served-blindco-d298b66",
 }
 SERVED_NOW = "score-139-served-all-406f4a7"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
