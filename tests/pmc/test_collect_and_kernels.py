@@ -383,3 +383,32 @@ def test_a_qwen3_target_records_the_head_dim_its_config_sets():
     assert (truth["d_model"], truth["n_heads"], truth["n_kv_heads"], truth["head_dim"]) == (128, 4, 2, 64)
     layer = 128 * 256 + 2 * 128 * 128 + 256 * 128 + 3 * 128 * 256 + 2 * 128 + 2 * 64
     assert truth["params_blocks"] == 2 * layer and truth["mlp"] == "gated"
+
+
+def test_a_target_that_fails_after_its_kernels_is_no_capture(tmp_path):
+    """ncu prints the kernels it profiled even when the program then exits with an error; the
+    capture is only whole once the target has written its true configuration after them."""
+    from lmperf.pmc.collect import collect_command
+    from lmperf.pmc.parse import read_text
+
+    (tmp_path / "profiled.csv").write_text(read_text(FIXTURES / "limits" / "m_llama_h16_kv4_t128_tp2_nccl.csv.gz"))
+    truth = tmp_path / "x.truth.json"
+    fake = tmp_path / "ncu"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'case "$*" in *--query-metrics*) exit 0;; esac\n'
+        f"cat {tmp_path}/profiled.csv\n"
+        f"if [ -e {tmp_path}/ok ]; then echo {{}} > {truth}; exit 0; fi\n"
+        "echo 'RuntimeError: cuDNN Frontend error: no valid execution plan' >&2\nexit 1\n"
+    )
+    fake.chmod(0o755)
+    with pytest.raises(UsageError) as failed:
+        collect_command(["python", "x.py"], "step", tmp_path / "x.csv.gz", str(fake), 60, truth)
+    assert str(failed.value) == (
+        "the target wrote no x.truth.json after its kernels (exit 1): "
+        "RuntimeError: cuDNN Frontend error: no valid execution plan"
+    )
+    assert not (tmp_path / "x.csv.gz").exists()
+    (tmp_path / "ok").touch()
+    done = collect_command(["python", "x.py"], "step", tmp_path / "x.csv.gz", str(fake), 60, truth)
+    assert done.truth_json == truth and truth.exists() and done.kernels > 0

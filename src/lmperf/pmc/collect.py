@@ -91,7 +91,7 @@ def collect_command(
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     metrics, dropped = ncu.supported(ncu.METRICS, ncu.known_metrics(executable))
     spec = ncu.NcuRun(list(program), range_name, metrics, executable, skip_collectives)
-    raw_csv = ncu.run(spec, Path(raw_csv), timeout_s, env)
+    raw_csv = ncu.run(spec, Path(raw_csv), timeout_s, env, written=truth_json)
     collectives = _place_collectives(spec, raw_csv, deadline, env) if skip_collectives else ""
     capture = read_capture(raw_csv)
     kernels_csv = write_kernel_table(capture, sibling(raw_csv, ".kernels.csv"))
@@ -121,6 +121,7 @@ def collect_target(
     ncu.find_ncu(ncu_path)  # before a warm-up run that a missing ncu would waste
     truth_json = sibling(Path(raw_csv), ".truth.json")
     truth_json.parent.mkdir(parents=True, exist_ok=True)
+    truth_json.unlink(missing_ok=True)  # an earlier capture's must not vouch for this one
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     # A compile worker the first run leaves behind may still write to the inductor cache when
     # the scratch folder goes: that must not lose the capture already written.

@@ -201,9 +201,12 @@ def _kill_session(process: subprocess.Popen) -> None:
         os.killpg(process.pid, signal.SIGKILL)
 
 
-def run(spec: NcuRun, raw_csv: Path, timeout_s: float | None = None, env: dict | None = None) -> Path:
+def run(
+    spec: NcuRun, raw_csv: Path, timeout_s: float | None = None, env: dict | None = None, written: Path | None = None
+) -> Path:
     """Profile `spec.program` and write ncu's raw CSV (gzipped if the name ends in .gz); `env`:
-    variables set for the program over the current environment."""
+    variables set for the program over the current environment; `written`: a file the program
+    writes once its profiled work is done, whose absence fails the run."""
     try:
         done = run_in_session(spec.command(), timeout_s, {"PYTHONUNBUFFERED": "1", **(env or {})})
     except subprocess.TimeoutExpired as stopped:
@@ -214,6 +217,12 @@ def run(spec: NcuRun, raw_csv: Path, timeout_s: float | None = None, env: dict |
     problem = failure_message(output, spec.range_name)
     if problem is None and '"ID"' not in done.stdout:
         problem = f"ncu wrote no CSV (exit {done.returncode}): {output_tail(output)}"
+    # ncu writes the kernels it profiled even when the program fails after them, so a capture
+    # whose program never finished is told apart by what the program had still to write; the
+    # program's error is on stderr, where ncu's CSV is not.
+    if problem is None and written is not None and not Path(written).exists():
+        problem = f"the target wrote no {Path(written).name} after its kernels (exit {done.returncode}): "
+        problem += output_tail(done.stderr)
     if problem:
         raise UsageError(problem)
     raw_csv = Path(raw_csv)
