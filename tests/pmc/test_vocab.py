@@ -293,6 +293,35 @@ def test_a_head_over_the_padded_weight_stores_the_padded_logits_and_leaves_v_wit
     assert "copies its weight padded to 50264" in result.evidence["vocab_size"]
 
 
+def test_the_padded_copy_of_the_weight_reads_the_rows_it_pads():
+    """The same CUDA-graph GPT-2 as batch ci's, captured again with the L2 read sectors collected
+    (tests/pmc/fixtures/l2reads): the pad_mm copy before the head stores 50,264 rows of d = 1024
+    in fp16 and reads 3,216,448 sectors, 3,216,448·32 = 102,926,336 B = 50,257·1024·2, the V
+    rows it copies. Without that counter, as in batch ci, V stays [50,257, 50,264]."""
+    from pmc_fixtures import FIXTURES
+
+    from lmperf.pmc.vocab import L2_READ_SECTORS
+
+    path = FIXTURES / "l2reads" / "gpt2_h16_t200_graphs_fp16.csv.gz"
+    capture = read_capture(path)
+    copy = _lm_head_leader(capture)
+    assert copy.metric(L2_READ_SECTORS) == 3_216_448 and copy.metric(g.STORE_BYTES) == 50_264 * 1024 * 2
+    result = infer(capture)
+    assert result.values["vocab_size"] == 50_257
+    assert "reads V·d·2 B" in result.evidence["vocab_size"]
+    unread = dataclasses.replace(
+        capture,
+        kernels=[dataclasses.replace(k, metrics={**k.metrics, L2_READ_SECTORS: None}) for k in capture.kernels],
+    )
+    assert infer(unread).intervals["vocab_size"] == (50_257, 50_264)
+
+
+def _lm_head_leader(capture):
+    """The kernel just before the LM head."""
+    head = g.find_layers(g.split_phases(capture).forward).lm_head
+    return capture.kernels[capture.kernels.index(head) - 1]
+
+
 def test_the_weight_cast_nearest_the_head_gives_v_before_other_weights_casts():
     """Blind batch bl's lmperf model under CUDA graphs (V = 10,000, d 2048, d_ff 5632): autocast
     casts the down-projection's 5632 x 2048 weight five kernels before the head and the head's

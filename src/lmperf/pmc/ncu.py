@@ -38,6 +38,9 @@ METRICS = (
     # read and which a capture cannot pin (part of the output stays in L2).
     "l1tex__m_l1tex2xbar_write_bytes_mem_global_op_tma_st.sum",
     "lts__t_sectors_srcunit_tex_op_write.sum",
+    # The L2 read sectors from the SMs: a copy reads its source once, so inductor's pad_mm copy
+    # of an LM head's weight reads the V x d rows it pads (lmperf.pmc.vocab).
+    "lts__t_sectors_srcunit_tex_op_read.sum",
     "launch__grid_size",
     "launch__block_size",
     "launch__cluster_dim_x",

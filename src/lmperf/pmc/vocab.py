@@ -17,6 +17,8 @@ padding). Counters of bytes pin it when one of them sees the N·V logits exactly
   logits, a training loss's upcast): st.global bytes = N·V·4. Only a forward kernel counts: the
   backward's copies after the head cast the logits' gradient to the logits' own 16-bit dtype
   (N·V·2 B, which read as an fp32 copy of V/2 logits) or copy other tensors;
+- the L2 read sectors of the copy of the head's weight just before it (inductor's pad_mm pads
+  the rows to a multiple of 8; the copy reads the V x d source once): V·d·size bytes;
 - the 16-bit copy of the head's weight that precedes it where the weights are kept in fp32 and
   autocast (a compiled graph casts each weight just before its GEMM): st.global bytes = V·d·size.
   It stands after the head's own bytes, which are not always N·V·size: TMA stores count whole
@@ -42,6 +44,7 @@ from lmperf.pmc.result import Inference
 # L2 write sectors that came from the SMs; absent from captures collected before it joined
 # collect's metric list.
 L2_WRITE_SECTORS = "lts__t_sectors_srcunit_tex_op_write.sum"
+L2_READ_SECTORS = "lts__t_sectors_srcunit_tex_op_read.sum"
 SECTOR_BYTES = 32
 _FOLLOWERS = 12  # kernels after the head that may hold its loss or the fp32 copy of its logits
 
@@ -162,6 +165,18 @@ def padded_weight_vocab(
     return padded if padded and padded % g.PAD_MM_ROWS == 0 and padded != tokens and low <= padded <= high else None
 
 
+def copied_weight_vocab(leaders: Sequence[KernelRecord], d: int, size: int) -> int | None:
+    """V from the L2 read sectors of the kernel just before the head where it copies the head's
+    weight (a d-wide copy, its rows padded to a multiple of 8 by inductor's pad_mm): it reads the
+    V x d source once, V·d·size bytes in whole 32-byte sectors when a row is whole sectors (a
+    cast from fp32 reads twice the bytes, 2V, which the head's work bound refuses)."""
+    if not leaders or category(leaders[-1]) == MATMUL or (d * size) % SECTOR_BYTES:
+        return None
+    sectors = leaders[-1].metrics.get(L2_READ_SECTORS)
+    copies = g.stored_width(leaders[-1], d, size)  # a d-wide matrix
+    return g.whole(sectors * SECTOR_BYTES, d * size) if copies and sectors else None
+
+
 def readings(
     head: KernelRecord,
     followers: list[KernelRecord],
@@ -202,6 +217,8 @@ def readings(
         (vocab, "the fp32 copy of the logits after it stores N·V·4 B")
         for vocab in copy_vocabs([k for k in followers[:_FOLLOWERS] if id(k) not in backward], tokens, 4)
     ]
+    if d:
+        found.append((copied_weight_vocab(leaders, d, size), f"the copy of its weight before it reads V·d·{size} B"))
     if d and size == 2:
         # nearest the head first: a compiled autocast graph casts every weight just before its
         # GEMM, so the down-projection's d_ff x d cast may come a few kernels before the head's
