@@ -765,6 +765,28 @@ def test_an_eager_step_whose_rounded_counts_have_no_stores_is_left_undetermined(
     assert result.values["vocab_size"] is None
 
 
+def test_an_eager_gate_multiply_rounded_to_whole_blocks_reads_d_ff_from_its_stores():
+    """Blind batch co's fp32 Llama, d_ff 5400 over N = 96 rows: SiLU counts N·d_ff = 518,400 FADD
+    exactly, while the vectorized multiply of gate and up runs 507 blocks of 1,024 elements
+    (518,400 / 1,024 = 506.25) and its last block's unrolled loop counts a whole block: 507·1,024
+    = 519,168 FMUL, N·5408. Its 2,073,600 B of stores are the 518,400 fp32 products, so d_ff is
+    5400, and the blocks' parameters, 2·(4·2000² + 3·2000·5400 + 2·2000) = 96,808,000, lie in
+    their interval."""
+    from lmperf.pmc.gemms import FMUL, STORE_BYTES
+    from lmperf.pmc.infer import infer
+
+    capture, _ = _served("co_llama_h20_kv20_t96_eager_fp32")
+    multiplies = [k for k in capture.kernels if k.metric(FMUL) == 519_168]
+    assert len(multiplies) == 2  # one a layer
+    assert all(k.blocks == 507 and k.metric(STORE_BYTES) == 518_400 * 4 for k in multiplies)
+    result = infer(capture)
+    assert result.values["d_ff"] == 5400 and result.confidence["d_ff"] == 0.9
+    assert "elementwise counts 518,400 = N·d_ff" in result.evidence["d_ff"]
+    low, high = result.intervals["params_blocks"]
+    assert low == 96_808_000 <= high
+    _assert_every_field_read_as_ran("co_llama_h20_kv20_t96_eager_fp32")
+
+
 def test_up_projections_storing_other_than_once_or_twice_d_ff_give_no_stores_reading():
     """Blind batch aw's lmperf model under max-autotune: one up-projection's template stores
     N·1408·2 B and the gate's 2·N·1408·2 B. With the gate's stores made three times the other's,

@@ -43,7 +43,10 @@ def _d_ff(result: Inference, roles: dict, tokens: int, d: int, size: int | None,
     between = [k for k in roles["first_layer"] if first_up.index < k.index < down.index]
     if size is None and any(is_triton(k.name) for k in between):  # Liger's SwiGLU: padded rows
         size = element_size(result)
-    mlp_counts = element_counts(between, size)
+    # an eager vectorized multiply of gate and up counts whole blocks of its FMUL (N·d_ff =
+    # 518,400 runs 507 blocks of 1,024: 519,168), which read as a wider d_ff beside the activation's
+    # exact count: its stored elements are read instead
+    mlp_counts = element_counts(between, size, element_size(result))
     slack = SLACK * row_padding(tokens)
     # Counts elsewhere in the step are not read: a LayerNorm's FMUL count (N·4495 at d=1280)
     # passed for N·d_ff on OPT, whose ReLU (a clamp) counts no FP32 ops.
