@@ -1451,6 +1451,64 @@ def test_a_qk_product_padded_by_pad_mm_stores_its_padded_scores():
     assert naive_shape(qk(221_184.0), softmax(300_000.0), 90, 768, stored_size=2) is None
 
 
+def test_a_qk_product_stored_by_tma_counts_whole_sectors():
+    """GPT-2 bf16 compiled in a training step, B=1, T=72, 16 heads of 64 (d = 1024): the QK^T
+    product, an nvjet of 24 x 64 tiles, stores rows of 72·2 = 144 B by TMA in boxes 24 scores
+    (48 B) wide. Row r starts at 144·r, on a sector (32 B) boundary for even r and 16 B past one
+    for odd r; its boxes touch sectors 0-1, 1-2 and 3-4 (even) or 0-1, 2-3 and 3-4 (odd): 6
+    sectors, 192 B, a row either way, 16·72·192 = 221,184 B where the scores are
+    16·72²·2 = 165,888 B (221,184 / (72²·2) = 21.3 heads: no reading). The softmax stores
+    16·72·(72·3 + 8) = 258,048 B (probabilities, the dropout keep mask, each row's statistics),
+    and the work, 16·72·128·64 = 9,437,184 multiply-adds over 64-wide column tiles, gives T=72.
+    Were the boxes 64 wide (a 64 x 24 tile), a row would store 128 + 16 B: 4 + 1 sectors for
+    even rows, 5 + 1 for odd ones, 5.5·32 = 176 B on average, 202,752 B for 16 heads, and
+    221,184 B would be 17.45 heads: no reading."""
+    import dataclasses
+
+    from lmperf.pmc.attention_shape import naive_shape
+    from lmperf.pmc.gemms import STORE_BYTES, TMA_STORE_BYTES
+    from lmperf.pmc.parse import KernelRecord
+
+    def qk(tiles: str) -> KernelRecord:
+        gemm = _gemm(0, f"nvjet_sm90_tst_{tiles}_64x16_1x2_h_bz_TNN", 9_437_184.0)
+        return dataclasses.replace(gemm, metrics={**gemm.metrics, TMA_STORE_BYTES: 221_184.0})
+
+    name = "triton_per_fused__softmax__to_copy_add_arange_exp_expand_le_lift_fresh_native_dropout_5"
+    softmax = KernelRecord(1, name, (1152, 1, 1), (64, 1, 1), {STORE_BYTES: 258_048.0})
+    shape = naive_shape(qk("24x64"), softmax, 72, 1024, stored_size=2)
+    assert (shape.batch, shape.seq_len, shape.n_heads, shape.head_dim) == (1, 72, 16, 64)
+    assert "in boxes 24 wide counted in whole 32-byte sectors (192 B a row), give H=16" in shape.evidence
+    assert "probabilities, the dropout keep mask and each row's fp32 maximum and sum" in shape.evidence
+    assert naive_shape(qk("64x24"), softmax, 72, 1024, stored_size=2) is None
+
+
+def test_tma_counts_a_box_row_in_pieces_of_128_bytes():
+    """TMA sector bytes by hand. Rows of 72 bf16 scores in boxes of 24: 6 sectors a row (see the
+    test above), 1152 rows 221,184 B; in boxes of 64: 5 and 6 sectors on alternate rows, 202,752 B.
+    A Llama's 20 heads over T=144 (an nvjet of 72 x 64 tiles): rows of 288 B, each starting on
+    a sector; a box of 72 scores (144 B) stores as pieces of 128 and 16 B, at 0 and 128 (4 + 1
+    sectors) and at 144 and 272 (sectors 4-8 and 8: 5 + 1), 11 sectors, 352 B a row: 20·144·352 =
+    1,013,760 B, what that capture's QK^T stores; a box of 144 B in one piece would touch 5 + 5
+    sectors, 921,600 B. Rows of 64 scores (128 B) in boxes of 64: exact, 16·64·128 = 131,072 B."""
+    from lmperf.pmc.attention_shape import _tma_score_bytes
+
+    assert _tma_score_bytes(24, 1152, 72, 2) == 221_184
+    assert _tma_score_bytes(64, 1152, 72, 2) == 202_752
+    assert _tma_score_bytes(72, 20 * 144, 144, 2) == 1_013_760
+    assert _tma_score_bytes(64, 16 * 64, 64, 2) == 131_072
+
+
+def test_a_compiled_gpt2_whose_qk_product_tma_stores_whole_sectors_reads_as_ran():
+    """The served GPT-2 (B=1, T=72, 16 heads of 64) whose QK^T product's TMA stores count 192 B
+    a row of 144 (`test_a_qk_product_stored_by_tma_counts_whole_sectors`): every field as ran."""
+    from lmperf.pmc.infer import infer
+
+    name = "cl_gpt2_h16_t72_train_compile_naive"
+    _assert_every_field_read_as_ran(name)
+    result = infer(_served(name)[0])
+    assert "221,184 B of stores = B·H·T²·2 B, in boxes 24 wide" in result.evidence["n_heads"]
+
+
 def test_a_compiled_softmax_after_an_fp32_qk_stores_fp32_scores():
     """A bf16 step (2-byte activations) whose QK^T runs on FFMA without tensor work makes fp32
     scores: B=1, T=80, 32 heads of 100 (d = 3200) store 1·32·80·80·4 = 819,200 B of them. Read

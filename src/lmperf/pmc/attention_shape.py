@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 import re
 from dataclasses import dataclass
 
@@ -27,11 +28,13 @@ from lmperf.pmc.gemms import (
     TENSOR_PATHS,
     TMA_STORE_BYTES,
     macs,
+    nvjet_tiles,
     pad_mm_rows,
     tensor_path,
 )
 from lmperf.pmc.kernels import category, is_template
 from lmperf.pmc.parse import KernelRecord
+from lmperf.pmc.vocab import SECTOR_BYTES
 
 # PyTorch's memory-efficient attention forward (cutlass): its grid is (query tiles, H, B), so
 # where the tiles leave B·H and T in doubt (2 tiles x 20 heads x 1 sequence of 72, or 1 tile x 20
@@ -81,6 +84,13 @@ _ROW_STATISTICS = {
 # on them (GPT-2's attention dropout), in some layers and not in others: the softmax stores them.
 _FP32_BYTES = 4
 _KEEP_MASK_BYTES = 1
+# An nvjet GEMM stores its A x B output tiles by TMA in boxes A values wide along the output's
+# rows, each row of a box in pieces of at most 128 bytes (the span of its swizzle), and its TMA
+# bytes count every 32-byte sector a piece touches: rows of 72 bf16 scores (144 B, every other
+# one starting mid-sector) in boxes of 24 touch 6 sectors each, 192 B. Measured exact on every
+# nvjet QK^T product of the corpora that stores by TMA (35 captures: boxes of 24 to 128 scores,
+# T of 56 to 1000).
+_TMA_PIECE_BYTES = 128
 PLAUSIBLE_HEAD_DIMS = (32, 40, 48, 64, 80, 96, 112, 128, 160, 192, 256)
 _TILES = (64, 128)
 # A head no multiple of 8 (OpenLLaMA-3B's 100) reaches a fused kernel padded with zeros to the next
@@ -230,9 +240,10 @@ def _product_holds(qk: KernelRecord, B: int, T: int, H: int, size: int) -> bool:
 def _from_product_stores(
     stored: float, B: int, T: int, d: int, size: int, error: float, qk: KernelRecord
 ) -> AttentionShape | None:
-    """H from the QK^T product's own stores, exactly B·H·T² scores of `size` bytes with H a
-    divisor of d, or B·H·T'² where inductor's pad_mm pads both of the product's T-long sides to
-    T' (a multiple of 8: T=90 as 96) and slices the scores back, confirmed by the softmax's
+    """H from the QK^T product's own stores, B·H·T² scores of `size` bytes with H a divisor of d
+    (exactly, or as an nvjet's TMA stores count them in whole sectors: `_product_heads`), or
+    B·H·T'² where inductor's pad_mm pads both of the product's T-long sides to T' (a multiple
+    of 8: T=90 as 96) and slices the scores back, confirmed by the softmax's
     `stored` bytes: B·H·T rows of T scores in one of the sets of tensors a backward may keep
     (`_saved_scores`, the fewest first, which name them; H rests on the product alone), with or
     without each row's fp32 maximum and sum; else None, or where the padded and the unpadded
@@ -244,7 +255,7 @@ def _from_product_stores(
     product = stored_bytes(qk)
     fits = {}
     for rows in sorted({T, pad_mm_rows(T)}):
-        H = _whole_heads(product / (B * rows * rows * size), d)
+        H = _product_heads(qk, product, B, rows, size, d)
         made_up = [
             (scores, names, statistics)
             for scores, names in _saved_scores(size)
@@ -257,6 +268,11 @@ def _from_product_stores(
         return None
     ((H, (rows, scores, names, statistics)),) = fits.items()
     padded = "" if rows == T else f" (T padded to {rows} by pad_mm)"
+    if product != B * H * rows * rows * size:
+        padded += (
+            f", in boxes {_tma_box(qk)} wide counted in whole {SECTOR_BYTES}-byte sectors"
+            f" ({product / (B * H * rows):g} B a row),"
+        )
     return AttentionShape(
         B,
         T,
@@ -267,6 +283,49 @@ def _from_product_stores(
         f" = B·H·{'T²' if rows == T else f'{rows}²'}·{size} B{padded} give H={H}; the softmax's {stored:,.0f} B of stores are"
         f" B·H·T·{_row_bytes(scores, statistics)} B: {_listed(names, statistics)}",
     )
+
+
+def _product_heads(qk: KernelRecord, product: float, B: int, rows: int, size: int, d: int) -> int | None:
+    """H, a divisor of d, whose B·H products of `rows` x `rows` scores of `size` bytes the QK^T
+    product's `product` bytes of stores are: as TMA counts them (`_tma_score_bytes`) where an nvjet
+    stores by TMA alone, else exactly; None where no H is."""
+    box = _tma_box(qk)
+    if box:
+        fits = [H for H in _divisors(d) if _tma_score_bytes(box, B * H * rows, rows, size) == product]
+        return fits[0] if fits else None
+    return _whole_heads(product / (B * rows * rows * size), d)
+
+
+def _tma_box(qk: KernelRecord) -> int | None:
+    """The width of the boxes an nvjet GEMM that stores by TMA alone stores its output in (its
+    tile's A, `_TMA_PIECE_BYTES`), or None for any other kernel."""
+    tiles = nvjet_tiles(qk.name)
+    return tiles[0] if tiles and qk.metric(TMA_STORE_BYTES) and not qk.metric(STORE_BYTES) else None
+
+
+def _tma_score_bytes(box: int, rows: int, side: int, size: int) -> int:
+    """The bytes TMA stores count for `rows` rows of `side` values of `size` bytes, laid one after
+    another, in boxes `box` values wide: the 32-byte sectors each piece of a box's row touches
+    (`_TMA_PIECE_BYTES`). A box narrower than a row leaves at least 16 bytes between its rows, so
+    no two of them share a sector; one that spans whole rows stores them back to back, counted
+    as the bytes they hold. The sectors' offsets repeat every few rows (every other row for rows
+    of an odd number of 16 bytes)."""
+    if side <= box:
+        return rows * side * size
+    step = _TMA_PIECE_BYTES // size
+    pieces = [
+        (start * size, min(start + step, first + box, side) * size)
+        for first in range(0, side, box)
+        for start in range(first, min(first + box, side), step)
+    ]
+    row = side * size
+    period = SECTOR_BYTES // math.gcd(row, SECTOR_BYTES)
+    sectors = [
+        sum((r * row + end - 1) // SECTOR_BYTES - (r * row + begin) // SECTOR_BYTES + 1 for begin, end in pieces)
+        for r in range(period)
+    ]
+    whole, rest = divmod(rows, period)
+    return SECTOR_BYTES * (whole * sum(sectors) + sum(sectors[:rest]))
 
 
 def _saved_scores(size: int) -> list[tuple[tuple[int, ...], tuple[str, ...]]]:
