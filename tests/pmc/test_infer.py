@@ -706,10 +706,16 @@ def test_a_decode_step_decides_the_batch_its_prefill_leaves_open():
         # max-autotune's math path at T = head_dim = 100: QK^T and P V one bmm template whose grid
         # (4, 32, 1) counts B·H
         ("ci_llama_h32_kv32_t100_autotune", "n_heads", "(tiles, B·H, 1) and stores its 1,280,000 B"),
+        # an nvjet QK^T product of 24 x 64 tiles stores 72 x 72 scores by TMA in boxes of 24: rows
+        # of 144 B touch 6 sectors each, 16·72·192 = 221,184 B, no whole H over 72²·2 B
+        ("cl_gpt2_h16_t72_train_compile_naive", "n_heads", "in boxes 24 wide counted in whole 32-byte sectors"),
+        # an eager fp32 gate-times-up multiply of 96·5400 products runs 507 blocks of 1,024 and
+        # counts 519,168 FMUL = 96·5408 beside SiLU's exact 518,400: its stores say 518,400
+        ("co_llama_h20_kv20_t96_eager_fp32", "d_ff", "elementwise counts 518,400 = N·d_ff"),
     ],
 )
 def test_blind_batches_misses_read_as_ran(name, field, how):
-    """The captures blind batches t, q, p, n, j, ak, al, ao, ar, as, at, aw, az, ba, bj, bk, bl, bp, bq, ca, cd, ce, cf, cg, ch and ci missed (fixed after them, so not blind):
+    """The captures blind batches t, q, p, n, j, ak, al, ao, ar, as, at, aw, az, ba, bj, bk, bl, bp, bq, ca, cd, ce, cf, cg, ch, ci, cl and co missed (fixed after them, so not blind):
     every field against the configuration that ran, and the field the fix is about read the way
     `how` names."""
     from lmperf.pmc.infer import infer
