@@ -6427,6 +6427,393 @@ _SERVED_BLIND_CO = [
 ]
 
 
+# Written down after batches ck to co were scored, before capture: this session's miss kinds in
+# other runs. Compiled training steps and forwards with Hugging Face's eager attention whose QK^T
+# product an nvjet may store by TMA (T a multiple of 8 but of no larger power of two); eager fp32
+# and fp16 MLPs whose N·d_ff is no whole number of 1,024-element blocks; heads of 100 under
+# max-autotune; SDPA's memory-efficient kernel forced in fp16; fp16 GPT-2 under CUDA graphs.
+_SERVED_BLIND_CP = [
+    ("cp_gpt2_h12_t88_train_compile_naive", gpt2(2, 768, 12, 50257), 1, 88, "train-step", "bf16", "naive", COMPILED),
+    (
+        "cp_gpt2_h20_t56_train_compile_naive_fp16",
+        gpt2(2, 1280, 20, 50257),
+        1,
+        56,
+        "train-step",
+        "fp16",
+        "naive",
+        COMPILED,
+    ),
+    (
+        "cp_opt_h16_t104_train_compile_naive",
+        opt(2, 1024, 16, 4096, 50272),
+        1,
+        104,
+        "train-step",
+        "bf16",
+        "naive",
+        COMPILED,
+    ),
+    (
+        "cp_neox_h8_t120_train_compile_naive",
+        neox(2, 1024, 8, 4096, 50304),
+        1,
+        120,
+        "train-step",
+        "bf16",
+        "naive",
+        COMPILED,
+    ),
+    (
+        "cp_llama_h16_kv8_t72_train_compile_naive_fp16",
+        llama(2, 2048, 16, 8, 5632, 32000),
+        1,
+        72,
+        "train-step",
+        "fp16",
+        "naive",
+        COMPILED,
+    ),
+    ("cp_gpt2_h16_t144_compile_naive", gpt2(2, 1024, 16, 50257), 1, 144, "forward", "bf16", "naive", COMPILED),
+    ("cp_llama_h16_kv16_t80_eager_fp32", llama(2, 1600, 16, 16, 4400, 32000), 1, 80, "forward", "fp32", "sdpa", {}),
+    ("cp_llama_h12_kv4_t90_eager_fp32", llama(2, 1536, 12, 4, 4100, 32000), 1, 90, "forward", "fp32", "sdpa", {}),
+    (
+        "cp_qwen3_h16_kv8_t77_eager_fp32",
+        qwen3(2, 1024, 16, 8, 128, 3000, 151936),
+        1,
+        77,
+        "forward",
+        "fp32",
+        "sdpa",
+        {},
+    ),
+    (
+        "cp_mistral_h32_kv8_t50_eager_fp16",
+        llama(2, 4096, 32, 8, 14000, 32768, "mistral"),
+        1,
+        50,
+        "forward",
+        "fp16",
+        "sdpa",
+        {},
+    ),
+    ("cp_opt_h20_t96_eager_fp32", opt(2, 2560, 20, 10000, 50272), 1, 96, "forward", "fp32", "sdpa", {}),
+    (
+        "cp_llama_h20_kv20_t64_autotune",
+        llama(2, 2000, 20, 20, 5400, 32000),
+        1,
+        64,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    (
+        "cp_llama_h16_kv4_t100_efficient_fp16",
+        llama(2, 2048, 16, 4, 5632, 32000),
+        1,
+        100,
+        "forward",
+        "fp16",
+        "sdpa",
+        EFFICIENT,
+    ),
+    ("cp_gpt2_h12_t72_graphs_fp16", gpt2(2, 768, 12, 50257), 1, 72, "forward", "fp16", "sdpa", GRAPHED),
+]
+
+
+# Vocabularies no multiple of 8, which inductor's pad_mm pads before the LM head: the first batch
+# captured with the L2 read sectors, whose copy of the head's weight reads the V rows it pads
+# (GPT-2's 50,257, tokenizer-sized Llama, Mistral, Qwen, Pythia and OPT vocabularies), compiled,
+# under CUDA graphs and max-autotune; an eager GPT-2 as a control.
+_SERVED_BLIND_CQ = [
+    (
+        "cq_llama_h16_kv16_t64_train_compile",
+        llama(2, 2048, 16, 16, 5632, 32001),
+        1,
+        64,
+        "train-step",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("cq_gpt2_h12_t128_compile_fp16", gpt2(2, 768, 12, 50257), 1, 128, "forward", "fp16", "sdpa", COMPILED),
+    ("cq_gpt2_h16_t100_compile", gpt2(2, 1024, 16, 50257), 1, 100, "forward", "bf16", "sdpa", COMPILED),
+    ("cq_gpt2_h20_t64_graphs_fp16", gpt2(2, 1280, 20, 50257), 1, 64, "forward", "fp16", "sdpa", GRAPHED),
+    ("cq_gpt2_h25_t80_graphs", gpt2(2, 1600, 25, 50257), 1, 80, "forward", "bf16", "sdpa", GRAPHED),
+    ("cq_gpt2_h12_t200_autotune_fp16", gpt2(2, 768, 12, 50257), 1, 200, "forward", "fp16", "sdpa", AUTOTUNED),
+    ("cq_llama_h16_kv16_t96_compile", llama(2, 2048, 16, 16, 5632, 32001), 1, 96, "forward", "bf16", "sdpa", COMPILED),
+    (
+        "cq_mistral_h32_kv8_t64_graphs",
+        llama(2, 4096, 32, 8, 14336, 32003, "mistral"),
+        1,
+        64,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    (
+        "cq_qwen2_h12_kv2_t80_compile_fp16",
+        llama(2, 1536, 12, 2, 8960, 151646, "qwen2"),
+        1,
+        80,
+        "forward",
+        "fp16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("cq_neox_h16_t96_compile", neox(2, 1024, 16, 4096, 50277), 1, 96, "forward", "bf16", "sdpa", COMPILED),
+    ("cq_opt_h12_t128_graphs", opt(2, 768, 12, 3072, 50265), 1, 128, "forward", "bf16", "sdpa", GRAPHED),
+    ("cq_gpt2_h16_t150_eager_fp16", gpt2(2, 1024, 16, 50257), 1, 150, "forward", "fp16", "sdpa", {}),
+    (
+        "cq_llama_h32_kv8_t77_autotune",
+        llama(2, 4096, 32, 8, 14336, 128257),
+        1,
+        77,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    ("cq_gpt2_h12_t64_compile_fp32", gpt2(2, 768, 12, 50257), 2, 64, "forward", "fp32", "sdpa", COMPILED),
+]
+
+
+# Common served shapes in every kind of run, as a server's traffic would bring them.
+_SERVED_BLIND_CR = [
+    (
+        "cr_qwen3_h16_kv8_t80_train_compile",
+        qwen3(2, 2048, 16, 8, 128, 6144, 151936),
+        1,
+        80,
+        "train-step",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "cr_llama_h16_kv4_t96_train_liger",
+        llama(2, 2048, 16, 4, 5632, 32000),
+        1,
+        96,
+        "train-step",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    ("cr_llama_h32_kv8_t128_graphs", llama(2, 4096, 32, 8, 14336, 128256), 1, 128, "forward", "bf16", "sdpa", GRAPHED),
+    (
+        "cr_qwen2_h16_kv2_t80_autotune",
+        llama(2, 2048, 16, 2, 11008, 151936, "qwen2"),
+        1,
+        80,
+        "forward",
+        "bf16",
+        "sdpa",
+        AUTOTUNED,
+    ),
+    (
+        "cr_mistral_h32_kv8_t48_compile_fp16",
+        llama(2, 4096, 32, 8, 14336, 32768, "mistral"),
+        2,
+        48,
+        "forward",
+        "fp16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("cr_gpt2_h16_t256_cudnn_fp16", gpt2(2, 1024, 16, 50257), 1, 256, "forward", "fp16", "sdpa", CUDNN),
+    ("cr_neox_h32_t64_graphs", neox(2, 4096, 32, 16384, 50432), 1, 64, "forward", "bf16", "sdpa", GRAPHED),
+    ("cr_opt_h32_t128_compile", opt(2, 4096, 32, 16384, 50272), 1, 128, "forward", "bf16", "sdpa", COMPILED),
+    (
+        "cr_qwen3_h32_kv8_t100_eager",
+        qwen3(2, 4096, 32, 8, 128, 12288, 151936),
+        1,
+        100,
+        "forward",
+        "bf16",
+        "sdpa",
+        {},
+    ),
+    (
+        "cr_llama_h40_kv8_t64_liger_fp16",
+        llama(2, 5120, 40, 8, 13824, 32000),
+        1,
+        64,
+        "forward",
+        "fp16",
+        "sdpa",
+        LIGER,
+    ),
+    (
+        "cr_lmperf_h16_kv4_t200_compile",
+        _small(n_layers=2, d_model=1024, n_heads=16, n_kv_heads=4, d_ff=2816),
+        1,
+        200,
+        "forward",
+        "bf16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("cr_llama_h8_kv8_t300_flash", llama(2, 1024, 8, 8, 2816, 32000), 1, 300, "forward", "bf16", "sdpa", FLASH),
+    ("cr_gpt2_h20_t128_eager_fp32", gpt2(2, 1280, 20, 50257), 1, 128, "forward", "fp32", "sdpa", {}),
+    (
+        "cr_qwen2_h28_kv4_t72_graphs",
+        llama(2, 3584, 28, 4, 18944, 152064, "qwen2"),
+        1,
+        72,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+]
+
+
+# The kinds the served corpus holds fewest of: a static-cache generate first (it may take most of a
+# call under ncu), lmperf's fused loss compiled, training steps in fp16, over two sequences and
+# under Liger, generate without a static cache; and batch cn's two entries that came back without
+# a scoreable capture (a cuDNN fp16 forward that wrote no configuration, a compiled fp16 forward
+# started too late), again.
+_SERVED_BLIND_CS = [
+    (
+        "cs_llama_h16_kv4_p40_static",
+        llama(2, 2048, 16, 4, 5632, 32000),
+        1,
+        40,
+        "generate",
+        "bf16",
+        "sdpa",
+        {"new_tokens": 3, "static_cache": True},
+    ),
+    (
+        "cs_lmperf_h8_t128_train_compile_fused",
+        _small(n_layers=2, d_model=512, n_heads=8, d_ff=1408),
+        1,
+        128,
+        "train-step",
+        "bf16",
+        "sdpa",
+        {**COMPILED, "loss": "fused"},
+    ),
+    ("cs_gpt2_h12_t96_train_compile_fp16", gpt2(2, 768, 12, 50257), 2, 96, "train-step", "fp16", "sdpa", COMPILED),
+    (
+        "cs_mistral_h8_kv2_t100_train_liger",
+        llama(2, 1024, 8, 2, 2816, 32768, "mistral"),
+        2,
+        100,
+        "train-step",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    ("cs_llama_h16_kv8_t64_train_fp16", llama(2, 2048, 16, 8, 5632, 32000), 2, 64, "train-step", "fp16", "sdpa", {}),
+    (
+        "cs_opt_h12_t80_train_compile_fp16",
+        opt(2, 768, 12, 3072, 50272),
+        1,
+        80,
+        "train-step",
+        "fp16",
+        "sdpa",
+        COMPILED,
+    ),
+    (
+        "cs_qwen3_h16_kv8_t64_train_compile_naive",
+        qwen3(2, 1024, 16, 8, 128, 3072, 151936),
+        1,
+        64,
+        "train-step",
+        "bf16",
+        "naive",
+        COMPILED,
+    ),
+    (
+        "cs_lmperf_h12_t100_graphs_triton",
+        _small(n_layers=2, d_model=768, n_heads=12, d_ff=2048),
+        1,
+        100,
+        "forward",
+        "bf16",
+        "triton",
+        GRAPHED,
+    ),
+    ("cs_gpt2_h16_p64_generate", gpt2(2, 1024, 16, 50257), 2, 64, "generate", "bf16", "sdpa", {"new_tokens": 3}),
+    (
+        "cs_llama_h8_kv2_p50_generate_fp16",
+        llama(2, 1024, 8, 2, 2816, 32000),
+        1,
+        50,
+        "generate",
+        "fp16",
+        "sdpa",
+        {"new_tokens": 4},
+    ),
+    (
+        "cs_mistral_h32_kv8_t56_compile_fp16",
+        llama(2, 4096, 32, 8, 14336, 32768, "mistral"),
+        3,
+        56,
+        "forward",
+        "fp16",
+        "sdpa",
+        COMPILED,
+    ),
+    ("cs_gpt2_h12_t300_graphs_fp16", gpt2(2, 768, 12, 50257), 1, 300, "forward", "fp16", "sdpa", GRAPHED),
+    (
+        "cs_llama_h24_kv8_t77_cudnn_fp16",
+        llama(2, 3072, 24, 8, 8192, 128256),
+        1,
+        77,
+        "forward",
+        "fp16",
+        "sdpa",
+        CUDNN,
+    ),
+    (
+        "cs_qwen2_h16_kv2_t64_compile_fp16",
+        llama(2, 2048, 16, 2, 11008, 151936, "qwen2"),
+        3,
+        64,
+        "forward",
+        "fp16",
+        "sdpa",
+        COMPILED,
+    ),
+]
+
+
+# Seven quick forwards for the last minutes of a session's device time, all run at once.
+_SERVED_BLIND_CT = [
+    ("ct_llama_h32_kv8_t80_eager", llama(2, 4096, 32, 8, 14336, 128256), 1, 80, "forward", "bf16", "sdpa", {}),
+    ("ct_gpt2_h12_t100_eager_fp32", gpt2(2, 768, 12, 50257), 2, 100, "forward", "fp32", "sdpa", {}),
+    (
+        "ct_qwen2_h16_kv2_t72_liger",
+        llama(2, 2048, 16, 2, 11008, 151936, "qwen2"),
+        1,
+        72,
+        "forward",
+        "bf16",
+        "sdpa",
+        LIGER,
+    ),
+    ("ct_llama_h20_kv4_t96_cudnn", llama(2, 2560, 20, 4, 6912, 32000), 1, 96, "forward", "bf16", "sdpa", CUDNN),
+    (
+        "ct_lmperf_h8_kv2_t128_graphs",
+        _small(n_layers=2, d_model=512, n_heads=8, n_kv_heads=2, d_ff=1408),
+        1,
+        128,
+        "forward",
+        "bf16",
+        "sdpa",
+        GRAPHED,
+    ),
+    ("ct_opt_h16_t64_eager_fp16", opt(2, 1024, 16, 4096, 50272), 1, 64, "forward", "fp16", "sdpa", {}),
+    ("ct_neox_h20_t90_eager", neox(2, 2560, 20, 10240, 50304), 1, 90, "forward", "bf16", "sdpa", {}),
+]
+
+
 # The limits of issue 48, written down before capture: what a server can do to defeat pmc, one
 # Llama (2 layers, d 512, 8 heads of 64, 2 K/V heads, d_ff 1408) run as a server runs it, beside a
 # plain forward of it as the control. What pmc is expected to read from each is claimed in
@@ -6627,6 +7014,11 @@ def corpus() -> list[tuple[str, Target, bool]]:
             + _SERVED_BLIND_CM
             + _SERVED_BLIND_CN
             + _SERVED_BLIND_CO
+            + _SERVED_BLIND_CP
+            + _SERVED_BLIND_CQ
+            + _SERVED_BLIND_CR
+            + _SERVED_BLIND_CS
+            + _SERVED_BLIND_CT
         ]
         + [(name, _target(*rest), False) for name, *rest in _SERVED_LIMITS]
     )
