@@ -793,6 +793,71 @@ def test_an_eager_gate_multiply_rounded_to_whole_blocks_reads_d_ff_from_its_stor
     _assert_every_field_read_as_ran("co_llama_h20_kv20_t96_eager_fp32")
 
 
+def test_element_counts_that_tie_on_two_widths_read_neither():
+    """N = 96 rows, d_ff 5400 under a down-projection bounding d_ff by 7,427 (slack 1.35 x 256/96
+    = 3.6 from its padded rows): SiLU counts 96·5400 = 518,400 FADD, the gate·up multiply's 507
+    blocks of 1,024 count 519,168 = 96·5408 FMUL, with no store counter. Each is seen once:
+    neither width is read. The multiply's 518,400·4 B of stores read as 518,400 (seen twice):
+    5400. A tie where one width is the bound itself, the down-projection's work of exactly
+    N·d·w MACs with no padding (Liger's SwiGLU stores 96·2816 beside a copy of its 96·1024
+    input), reads that width."""
+    from collections import Counter
+
+    from lmperf.pmc.counts import best_widths, element_counts, exact_width
+    from lmperf.pmc.gemms import FMUL, STORE_BYTES
+    from lmperf.pmc.parse import KernelRecord
+
+    silu = KernelRecord(
+        0,
+        "void at::vectorized_elementwise_kernel<4, at::silu_kernel<float>>",
+        (507, 1, 1),
+        (128, 1, 1),
+        {"sm__sass_thread_inst_executed_op_fadd_pred_on.sum": 518_400},
+    )
+
+    def multiply(stored_bytes):
+        name = (
+            "void at::vectorized_elementwise_kernel<4, at::BinaryFunctor<float, float, float, at::MulFunctor<float>>>"
+        )
+        return KernelRecord(1, name, (507, 1, 1), (128, 1, 1), {FMUL: 519_168, STORE_BYTES: stored_bytes})
+
+    unstored = element_counts([silu, multiply(None)], activation_size=4)
+    assert unstored == Counter({518_400: 1, 519_168: 1})
+    assert best_widths(7427, 96, unstored, 3.6) == [5400, 5408]
+    assert exact_width(7427, 96, unstored, 3.6) is None
+    assert exact_width(7427, 96, element_counts([silu, multiply(518_400 * 4)], activation_size=4), 3.6) == 5400
+    liger = Counter({96 * 1024: 1, 96 * 2816: 1})
+    assert exact_width(2816, 96, liger, 3.6) == 2816
+    assert exact_width(2900, 96, liger, 3.6) is None  # padded work: 2816 fits no better than 1024
+
+
+def test_an_eager_gate_multiply_without_stores_bounds_d_ff_between_its_tied_counts():
+    """Blind batch co's fp32 Llama with the gate·up multiply's store counter gone: SiLU's
+    518,400 = 96·5400 and the multiply's 519,168 = 96·5408 are seen once each, so d_ff is read
+    as neither but lies in [5400, 5408], and the blocks' parameters 2·(4·2000² + 3·2000·5400 +
+    2·2000) = 96,808,000 (5408: 96,904,000) and the total 224,810,000 lie in their intervals."""
+    import dataclasses
+
+    from lmperf.pmc.gemms import FMUL, STORE_BYTES
+    from lmperf.pmc.infer import infer
+
+    capture, _ = _served("co_llama_h20_kv20_t96_eager_fp32")
+    stripped = dataclasses.replace(
+        capture,
+        kernels=[
+            dataclasses.replace(k, metrics={**k.metrics, STORE_BYTES: None}) if k.metric(FMUL) == 519_168 else k
+            for k in capture.kernels
+        ],
+    )
+    result = infer(stripped)
+    assert result.values["d_ff"] is None and result.intervals["d_ff"] == (5400, 5408)
+    assert result.confidence["d_ff"] <= 0.5
+    low, high = result.intervals["params_blocks"]
+    assert low == 96_808_000 and 96_904_000 <= high
+    low, high = result.intervals["params_total"]
+    assert low <= 224_810_000 <= high
+
+
 def test_up_projections_storing_other_than_once_or_twice_d_ff_give_no_stores_reading():
     """Blind batch aw's lmperf model under max-autotune: one up-projection's template stores
     N·1408·2 B and the gate's 2·N·1408·2 B. With the gate's stores made three times the other's,

@@ -94,17 +94,36 @@ def count_widths(count: float, tokens: int, counts: Counter) -> set[float]:
 def exact_width(
     bound: float, tokens: int, counts: Counter, slack: float = SLACK, allow: Callable[[int], bool] | None = None
 ) -> int | None:
-    """The width w in [bound/slack, bound] with N·w an element count seen most often, else None;
-    `allow`: a test each such width must pass (the GEMM's tiles)."""
+    """The one width of `best_widths`, else None (no count fits, or several fit equally well)."""
+    widths = best_widths(bound, tokens, counts, slack, allow)
+    return widths[0] if len(widths) == 1 else None
+
+
+def best_widths(
+    bound: float, tokens: int, counts: Counter, slack: float = SLACK, allow: Callable[[int], bool] | None = None
+) -> list[int]:
+    """The widths w in [bound/slack, bound] with N·w an element count seen most often, in order:
+    one where the counts decide, several where they tie, none where no count fits; `allow`: a
+    test each such width must pass (the GEMM's tiles)."""
     fits = [
-        (n, alignment(w) if getattr(counts, "row_extra", 0) else 0, w)
+        (n, alignment(w) if getattr(counts, "row_extra", 0) else 0, int(w))
         for v, n in counts.items()
         for w in count_widths(v, tokens, counts)
         if w == int(w) and bound / slack <= w <= bound * 1.0001 and (allow is None or allow(int(w)))
     ]
+    if not fits:
+        return []
     # A count read with and without a row statistic gives two widths two apart: the model's is
     # the one a power of two divides further (1280, not 1282 or 1278).
-    return int(max(fits)[2]) if fits else None
+    best = max(fits)[:2]
+    tied = sorted({w for n, twos, w in fits if (n, twos) == best})
+    # Of widths that tie, one whose N·w the GEMM's work holds with no tile padding at all is named
+    # by both (a Liger SwiGLU's N·d_ff beside its N·d input, under a down-projection of exactly
+    # N·d·d_ff MACs); widths that fit only with padding stay undecided: an eager multiply's count
+    # rounded up to whole blocks (N·5408 at d_ff 5400) is seen as often as the activation's exact
+    # N·d_ff, and the wider is no likelier.
+    unpadded = [w for w in tied if w * 1.0001 >= bound]
+    return unpadded if len(tied) > 1 and len(unpadded) == 1 else tied
 
 
 def alignment(width: float) -> int:

@@ -9,7 +9,7 @@ from lmperf.pmc import gemms as g
 from lmperf.pmc.kernels import is_triton
 from lmperf.pmc.parse import KernelRecord
 from lmperf.pmc.result import Inference
-from lmperf.pmc.counts import SLACK, element_counts, element_size, exact_width, row_padding
+from lmperf.pmc.counts import SLACK, best_widths, element_counts, element_size, row_padding
 
 
 def mlp(result: Inference, roles: dict, tokens: int, d: int, size: int | None, attention_width: int) -> None:
@@ -50,7 +50,8 @@ def _d_ff(result: Inference, roles: dict, tokens: int, d: int, size: int | None,
     slack = SLACK * row_padding(tokens)
     # Counts elsewhere in the step are not read: a LayerNorm's FMUL count (N·4495 at d=1280)
     # passed for N·d_ff on OPT, whose ReLU (a clamp) counts no FP32 ops.
-    exact = exact_width(bound, tokens, mlp_counts, slack)
+    tied = best_widths(bound, tokens, mlp_counts, slack)
+    exact = tied[0] if len(tied) == 1 else None
     several = None if exact else _several_ops_width(bound, tokens, mlp_counts, slack)
     exact = exact or (several and several[0])
     if exact:
@@ -105,6 +106,17 @@ def _d_ff(result: Inference, roles: dict, tokens: int, d: int, size: int | None,
                 f"{both[0]} fits both",
             )
             return both[0]
+    if len(tied) > 1:
+        # counts that tie on widths the work holds only with padding name neither (`best_widths`)
+        result.bound(
+            "d_ff",
+            tied[0],
+            tied[-1],
+            0.5,
+            f"down-projection {g.macs(down):,.0f} MACs bound d_ff by {bound:.0f}; elementwise counts "
+            f"{', '.join(f'{tokens * w:,}' for w in tied)} = N·{tied} are seen equally often: none decides",
+        )
+        return tied[0]
     ratio = g.macs(down) / g.macs(out) * attention_width  # same output width d, same padding
     f = int(round(ratio))
     same_tile = down.name == out.name

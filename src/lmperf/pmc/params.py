@@ -121,12 +121,14 @@ def add_parameter_counts(result: Inference, roles: dict, capture: Capture, phase
     unnamed = not any(biases) and any(_hides_bias(k) for k in _layer_gemms(roles))
     layer_norm = any(category(k) == NORM and "layer_norm" in k.name.lower() for k in capture.kernels)
     head_norms = normalizes_heads(roles)
-    # K/V heads the counters only bound (several widths fit the K projection) bound the blocks
+    # K/V heads and a d_ff the counters only bound (several widths fit the K projection, or
+    # the MLP's counts tie) bound the blocks
     kv_low, kv_high = result.intervals.get("n_kv_heads") or (v["n_kv_heads"], v["n_kv_heads"])
+    ff_low, ff_high = result.intervals.get("d_ff") or (v["d_ff"], v["d_ff"])
     per_block, most_per_block = (
         block_parameters(
             v["d_model"],
-            v["d_ff"],
+            ff,
             v["n_heads"],
             kv,
             v["head_dim"],
@@ -135,7 +137,7 @@ def add_parameter_counts(result: Inference, roles: dict, capture: Capture, phase
             layer_norm,
             head_norms,
         )
-        for kv, most in ((kv_low, biases), (kv_high, (True, True) if unnamed else biases))
+        for kv, ff, most in ((kv_low, ff_low, biases), (kv_high, ff_high, (True, True) if unnamed else biases))
     )
     blocks, most_blocks = v["n_layers"] * per_block, v["n_layers"] * most_per_block
     confidence = min(result.confidence[name] for name in _NEEDED if name != "vocab_size")
@@ -148,10 +150,15 @@ def add_parameter_counts(result: Inference, roles: dict, capture: Capture, phase
     if most_blocks == blocks:
         result.set("params_blocks", blocks, confidence, why)
     else:
-        open_ends = [f"K/V heads in [{kv_low}, {kv_high}]"] * (kv_low != kv_high) + [
-            "biases every projection may add unnamed (an fp32 SIMT GEMM adds one in the FFMA that "
-            "scales its output, a max-autotune template in an epilogue named otherwise)"
-        ] * unnamed
+        open_ends = (
+            [f"K/V heads in [{kv_low}, {kv_high}]"] * (kv_low != kv_high)
+            + [f"d_ff in [{ff_low}, {ff_high}]"] * (ff_low != ff_high)
+            + [
+                "biases every projection may add unnamed (an fp32 SIMT GEMM adds one in the FFMA that "
+                "scales its output, a max-autotune template in an epilogue named otherwise)"
+            ]
+            * unnamed
+        )
         result.bound(
             "params_blocks",
             blocks,
