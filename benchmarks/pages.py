@@ -1232,7 +1232,7 @@ SERVED_BLIND = {
     "cn": "score-143-served-blindcn-d298b66",
     "co": "score-144-served-blindco-d298b66",
 }
-SERVED_NOW = "score-139-served-all-406f4a7"
+SERVED_NOW = "score-145-served-all-3f2953d"
 SERVED_KINDS = ("eager", "compiled", "max-autotune", "CUDA graphs", "Liger", "fused loss")
 SERVED_TARGETS = ("structure", "vocab_size", "vocab exact or in interval", "params_total within 1% or in interval")
 
@@ -1353,7 +1353,7 @@ LIMITS_AT_CAPTURE = (
     "limits-at-capture-d461497",
     "limits-at-capture-3cd2926",
 )
-LIMITS_NOW = "limits-a7ab681"
+LIMITS_NOW = "limits-3f2953d"
 
 
 def _limit_reading(row: dict) -> str:
@@ -1429,7 +1429,7 @@ def pmc_paths() -> str:
     return markdown(["attention path", "captures", "every structural field exact", "vocab_size exact"], body)
 
 
-INFER_TIME = "infer-time-a7ab681"
+INFER_TIME = "infer-time-3f2953d"
 
 
 def _timed_capture(what: str) -> str:
