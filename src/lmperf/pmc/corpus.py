@@ -6427,8 +6427,7 @@ _SERVED_BLIND_CO = [
 ]
 
 
-# Written down after batches ck to co were scored, before capture: this session's miss kinds in
-# other runs. Compiled training steps and forwards with Hugging Face's eager attention whose QK^T
+# Batches cl's and co's miss kinds again, in other runs. Compiled training steps and forwards with Hugging Face's eager attention whose QK^T
 # product an nvjet may store by TMA (T a multiple of 8 but of no larger power of two); eager fp32
 # and fp16 MLPs whose N·d_ff is no whole number of 1,024-element blocks; heads of 100 under
 # max-autotune; SDPA's memory-efficient kernel forced in fp16; fp16 GPT-2 under CUDA graphs.
