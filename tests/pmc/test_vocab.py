@@ -316,6 +316,23 @@ def test_the_padded_copy_of_the_weight_reads_the_rows_it_pads():
     assert infer(unread).intervals["vocab_size"] == (50_257, 50_264)
 
 
+def test_a_final_norm_before_the_head_is_no_copy_of_its_weight():
+    """A norm storing the N token rows of d reads them too: with N = 400 rows of d = 1024 in
+    fp16 (819,200 B stored, 25,600 sectors read), its reads would give 400 rows, which is N, not V;
+    a d-wide copy of 50,264 rows reading 3,216,448 sectors gives 50,257."""
+    from lmperf.pmc.parse import KernelRecord
+    from lmperf.pmc.vocab import L2_READ_SECTORS, copied_weight_vocab
+
+    def kernel(stored_rows, sectors, name):
+        metrics = {g.STORE_BYTES: stored_rows * 1024 * 2, L2_READ_SECTORS: sectors}
+        return KernelRecord(0, name, (400, 1, 1), (256, 1, 1), metrics)
+
+    norm = kernel(400, 400 * 1024 * 2 // SECTOR_BYTES, "triton_per_fused_native_layer_norm_8")
+    assert copied_weight_vocab([norm], 400, 1024, 2) is None
+    copy = kernel(50_264, 3_216_448, "triton_poi_fused_mm_t_9")
+    assert copied_weight_vocab([copy], 400, 1024, 2) == 50_257
+
+
 def _lm_head_leader(capture):
     """The kernel just before the LM head."""
     head = g.find_layers(g.split_phases(capture).forward).lm_head

@@ -165,16 +165,17 @@ def padded_weight_vocab(
     return padded if padded and padded % g.PAD_MM_ROWS == 0 and padded != tokens and low <= padded <= high else None
 
 
-def copied_weight_vocab(leaders: Sequence[KernelRecord], d: int, size: int) -> int | None:
+def copied_weight_vocab(leaders: Sequence[KernelRecord], tokens: int, d: int, size: int) -> int | None:
     """V from the L2 read sectors of the kernel just before the head where it copies the head's
     weight (a d-wide copy, its rows padded to a multiple of 8 by inductor's pad_mm): it reads the
     V x d source once, V·d·size bytes in whole 32-byte sectors when a row is whole sectors (a
-    cast from fp32 reads twice the bytes, 2V, which the head's work bound refuses)."""
+    cast from fp32 reads twice the bytes, 2V, which the head's work bound refuses). A kernel
+    that stores the N token rows of d, the final norm, copies no weight: it reads those rows."""
     if not leaders or category(leaders[-1]) == MATMUL or (d * size) % SECTOR_BYTES:
         return None
     sectors = leaders[-1].metrics.get(L2_READ_SECTORS)
     copies = g.stored_width(leaders[-1], d, size)  # a d-wide matrix
-    return g.whole(sectors * SECTOR_BYTES, d * size) if copies and sectors else None
+    return g.whole(sectors * SECTOR_BYTES, d * size) if copies and copies != tokens and sectors else None
 
 
 def readings(
@@ -218,7 +219,9 @@ def readings(
         for vocab in copy_vocabs([k for k in followers[:_FOLLOWERS] if id(k) not in backward], tokens, 4)
     ]
     if d:
-        found.append((copied_weight_vocab(leaders, d, size), f"the copy of its weight before it reads V·d·{size} B"))
+        found.append(
+            (copied_weight_vocab(leaders, tokens, d, size), f"the copy of its weight before it reads V·d·{size} B")
+        )
     if d and size == 2:
         # nearest the head first: a compiled autocast graph casts every weight just before its
         # GEMM, so the down-projection's d_ff x d cast may come a few kernels before the head's
