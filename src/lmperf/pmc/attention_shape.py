@@ -87,9 +87,7 @@ _KEEP_MASK_BYTES = 1
 # An nvjet GEMM stores its A x B output tiles by TMA in boxes A values wide along the output's
 # rows, each row of a box in pieces of at most 128 bytes (the span of its swizzle), and its TMA
 # bytes count every 32-byte sector a piece touches: rows of 72 bf16 scores (144 B, every other
-# one starting mid-sector) in boxes of 24 touch 6 sectors each, 192 B. Measured exact on every
-# nvjet QK^T product of the corpora that stores by TMA (35 captures: boxes of 24 to 128 scores,
-# T of 56 to 1000).
+# one starting mid-sector) in boxes of 24 touch 6 sectors each, 192 B.
 _TMA_PIECE_BYTES = 128
 PLAUSIBLE_HEAD_DIMS = (32, 40, 48, 64, 80, 96, 112, 128, 160, 192, 256)
 _TILES = (64, 128)

@@ -150,32 +150,36 @@ def copy_vocabs(kernels: Sequence[KernelRecord], rows: int, size: int) -> list[i
     return [vocab for vocab in found if vocab]
 
 
+def _copied_rows(leaders: Sequence[KernelRecord], tokens: int, d: int, size: int) -> int | None:
+    """The d-wide rows the kernel just before the head stores with st.global where it may copy
+    the head's weight: no GEMM, and no final norm storing the N token rows. Only the last kernel
+    counts: a compiled autocast graph casts every weight just before its GEMM, the MLP's d-wide
+    ones too."""
+    if not leaders or category(leaders[-1]) == MATMUL:
+        return None
+    rows = g.stored_width(leaders[-1], d, size)
+    return rows if rows and rows != tokens else None
+
+
 def padded_weight_vocab(
     leaders: Sequence[KernelRecord], tokens: int, d: int, size: int, low: int, high: int
 ) -> int | None:
     """V rounded up to a multiple of 8, from the kernel just before the head where it copies the
-    head's weight padded so (inductor's pad_mm: 50,257 rows stored as 50,264 x d): its st.global
-    bytes a whole number of d-wide rows, that number a multiple of 8 in [low, high] and not the
-    N token rows a final norm stores. V lies within the 8 below it; a cast of an unpadded weight
-    whose V is a multiple of 8 gives the same. Only the last kernel counts: a compiled autocast
-    graph casts every weight just before its GEMM, the MLP's d-wide ones too."""
-    if not leaders or category(leaders[-1]) == MATMUL:
-        return None
-    padded = g.stored_width(leaders[-1], d, size)
-    return padded if padded and padded % g.PAD_MM_ROWS == 0 and padded != tokens and low <= padded <= high else None
+    head's weight padded so (inductor's pad_mm: 50,257 rows stored as 50,264 x d): its rows
+    (`_copied_rows`) a multiple of 8 in [low, high]. V lies within the 8 below it; a cast of an
+    unpadded weight whose V is a multiple of 8 gives the same."""
+    padded = _copied_rows(leaders, tokens, d, size)
+    return padded if padded and padded % g.PAD_MM_ROWS == 0 and low <= padded <= high else None
 
 
 def copied_weight_vocab(leaders: Sequence[KernelRecord], tokens: int, d: int, size: int) -> int | None:
     """V from the L2 read sectors of the kernel just before the head where it copies the head's
-    weight (a d-wide copy, its rows padded to a multiple of 8 by inductor's pad_mm): it reads the
-    V x d source once, V·d·size bytes in whole 32-byte sectors when a row is whole sectors (a
-    cast from fp32 reads twice the bytes, 2V, which the head's work bound refuses). A kernel
-    that stores the N token rows of d, the final norm, copies no weight: it reads those rows."""
-    if not leaders or category(leaders[-1]) == MATMUL or (d * size) % SECTOR_BYTES:
+    weight (`_copied_rows`; pad_mm pads the rows to a multiple of 8): it reads the V x d source
+    once, V·d·size bytes in whole 32-byte sectors when a row is whole sectors (a cast from fp32
+    reads twice the bytes, 2V, which the head's work bound refuses)."""
+    if (d * size) % SECTOR_BYTES or not _copied_rows(leaders, tokens, d, size):
         return None
-    sectors = leaders[-1].metrics.get(L2_READ_SECTORS)
-    copies = g.stored_width(leaders[-1], d, size)  # a d-wide matrix
-    return g.whole(sectors * SECTOR_BYTES, d * size) if copies and copies != tokens and sectors else None
+    return g.whole((leaders[-1].metrics.get(L2_READ_SECTORS) or 0) * SECTOR_BYTES, d * size)
 
 
 def readings(
